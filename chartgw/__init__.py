@@ -1,0 +1,1 @@
+"""chartgw: a music chart aggregation gateway."""

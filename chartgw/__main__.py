@@ -1,0 +1,3 @@
+from chartgw.cli import main
+
+raise SystemExit(main())

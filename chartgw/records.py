@@ -1,0 +1,48 @@
+"""Public record types. Parsers build them, the store keeps them msgspec-encoded, routes serve them as-is."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+RankStatus = Literal["up", "down", "same", "new"]
+
+
+class KoreaEntry(msgspec.Struct, kw_only=True, omit_defaults=False):
+    """One row of a Korean chart site, in the same shape for all five sites."""
+
+    rank: int
+    title: str
+    artist: str
+    """All artists of the row joined with ", " in the upstream's spelling."""
+    artists: list[str]
+    album: str | None = None
+    image_url: str | None = None
+    song_id: str | None = None
+    album_id: str | None = None
+    artist_ids: list[str] = []
+    rank_change: int | None = None
+    """Places moved since the upstream's previous chart: positive = up, 0 = same, null = new entry."""
+    rank_status: RankStatus = "new"
+
+
+class ParsedChart(msgspec.Struct, kw_only=True):
+    """What a parser read from one upstream chart: its rows and the chart time the page states."""
+
+    entries: list[KoreaEntry]
+    chart_date: str | None = None
+    """YYYY-MM-DD as printed by the upstream; None when the page does not say (the crawl time is used)."""
+    chart_hour: int | None = None
+    """0-23 for hourly charts when the page says; None otherwise."""
+
+
+def rank_status(change: int | None) -> RankStatus:
+    """The status word for a rank change (null change = a new entry)."""
+    if change is None:
+        return "new"
+    if change > 0:
+        return "up"
+    if change < 0:
+        return "down"
+    return "same"
