@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 UPSTREAM_ORIGINS: dict[str, str] = {
     "MELON": "https://www.melon.com",
     "GENIE": "https://www.genie.co.kr",
+    "GENIE_APP": "https://app.genie.co.kr",
     "BUGS": "https://music.bugs.co.kr",
     "FLO": "https://www.music-flo.com",
     "VIBE": "https://apis.naver.com",

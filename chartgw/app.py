@@ -1,0 +1,109 @@
+"""Builds the Starlette app from the groups' route tables, behind the legacy-prefix and key middleware."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route as StarletteRoute
+
+from chartgw import config
+from chartgw.access import AccessTable, ApiKeyMiddleware, KeyChecker
+from chartgw.cache import ResponseCache
+from chartgw.endpoints import Call, EndpointApp, GroupData, Route
+from chartgw.groups import Group, all_groups
+from chartgw.legacy import LegacyPrefixMiddleware
+from chartgw.openapi import build_document
+
+
+class EndpointInfo(msgspec.Struct):
+    method: str
+    path: str
+    auth: str
+    summary: str
+
+
+class GroupRoot(msgspec.Struct):
+    service: str
+    title: str
+    description: str
+    openapi: str
+    endpoints: list[EndpointInfo]
+
+
+def service_routes(group: Group) -> list[Route]:
+    """The group's own routes plus what every group has: its public root and its OpenAPI document."""
+    own = list(group.routes)
+    root_info: list[EndpointInfo] = []
+
+    async def root(call: Call) -> GroupRoot:
+        return GroupRoot(group.name, group.title, group.description, f"/{group.name}/openapi.json", root_info)
+
+    document: dict[str, Any] = {}
+
+    async def openapi(call: Call) -> dict[str, Any]:
+        return document
+
+    routes = [
+        Route("/", root, public=True, errors=(), summary="Service root: what this group serves", response=GroupRoot),
+        *own,
+        Route("/openapi.json", openapi, public=True, errors=(), summary="This OpenAPI document"),
+    ]
+    root_info.extend(EndpointInfo(r.method, f"/{group.name}{r.path}", "public" if r.public else "X-API-Key", r.summary)
+                     for r in routes)
+    document.update(build_document(group.name, group.title, group.description, routes))
+    return routes
+
+
+def _json_response(status: int, detail: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(msgspec.json.encode({"detail": detail}), status_code=status, headers=headers,
+                    media_type="application/json")
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return _json_response(exc.status_code, exc.detail, exc.headers)
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    return _json_response(500, "Internal server error")
+
+
+def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None = None) -> Starlette:
+    groups = list(groups if groups is not None else all_groups())
+    cache = ResponseCache()
+    datas = [GroupData(g.name) for g in groups]
+    routes: list[StarletteRoute] = []
+    public: set[str] = set()
+    for group, data in zip(groups, datas):
+        for route in service_routes(group):
+            path = f"/{group.name}{route.path}"
+            routes.append(StarletteRoute(path, EndpointApp(route, data, cache), methods=[route.method]))
+            if route.public:
+                public.add(path)
+                if route.path == "/":
+                    public.add(path.rstrip("/"))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        for data in datas:
+            await data.reader.close()
+
+    return Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),
+            Middleware(ApiKeyMiddleware, table=AccessTable(public),
+                       checker=checker or KeyChecker(plain_keys=config.env_api_keys())),
+        ],
+        exception_handlers={HTTPException: _http_error, Exception: _server_error},
+        lifespan=lifespan,
+    )

@@ -1,0 +1,179 @@
+"""`chartgw serve | crawl | keys | cron | demo`: the one entry point for people, cron and the refresh endpoints."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shlex
+import sys
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+from chartgw import config
+from chartgw.crawl import EXIT_BUSY, CrawlBusy, Outcome, crawl_lock, run_targets
+from chartgw.groups import Group, all_groups, group_by_name
+from chartgw.params import InvalidParams
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _print_outcome(outcome: Outcome) -> None:
+    rows = f"{outcome.rows} rows" if outcome.rows is not None else ""
+    detail = outcome.error or ""
+    print(f"{outcome.status:6} {outcome.target:28} {rows:10} {outcome.duration_ms:6} ms  {detail}", file=sys.stderr)
+
+
+def cmd_crawl(args: argparse.Namespace) -> int:
+    group: Group = group_by_name(args.group)
+    selection = {name: getattr(args, name) for name, _ in group.crawl_options}
+    assert group.targets is not None
+    try:
+        targets = group.targets(selection)
+    except InvalidParams as exc:
+        error = exc.errors[0]
+        print(f"chartgw crawl: {error['loc'][-1]}: {error['msg']}", file=sys.stderr)
+        return 2
+    progress = _print_outcome if sys.stderr.isatty() and not args.json else None
+    try:
+        with crawl_lock(group.name, args.wait):
+            outcomes = asyncio.run(run_targets(group.name, targets, retention=group.retention_days, progress=progress))
+    except CrawlBusy as exc:
+        print(f"chartgw crawl: {exc}", file=sys.stderr)
+        return EXIT_BUSY
+    if args.json:
+        print(json.dumps([asdict(o) for o in outcomes], ensure_ascii=False))
+    failed = [o for o in outcomes if o.status != "ok"]
+    if failed:
+        print(f"chartgw crawl: {len(failed)} of {len(outcomes)} targets failed; first: {failed[0].target}: "
+              f"{failed[0].error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    uvicorn.run("chartgw.app:build_app", factory=True, host=args.host, port=args.port, workers=args.workers,
+                access_log=args.access_log, log_level="info")
+    return 0
+
+
+def _parse_expiry(value: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date: {value!r} (use YYYY-MM-DD or an ISO timestamp)") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    from chartgw.access import KeyStore
+
+    store = KeyStore()
+    if args.keys_command == "create":
+        key_id, key = store.create(args.name, args.expires)
+        print(f"id {key_id} ({args.name}); the key is shown only now:", file=sys.stderr)
+        print(key)
+    elif args.keys_command == "list":
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        print(f"{'id':>4}  {'state':8} {'created':20} {'expires':20} name")
+        for info in store.list():
+            print(f"{info.id:>4}  {info.state(now):8} {info.created_at:20} {info.expires_at or '-':20} {info.name}")
+    elif args.keys_command == "revoke":
+        if not store.revoke(args.id):
+            print(f"chartgw keys revoke: no active key with id {args.id}", file=sys.stderr)
+            return 1
+        print(f"revoked key {args.id}", file=sys.stderr)
+    return 0
+
+
+def crontab(root: Path) -> str:
+    """The crontab for every group's schedule; KST lines are under CRON_TZ=Asia/Seoul (cronie, systemd-cron)."""
+    data = config.data_dir().resolve()
+    lines = ["# chartgw crawl schedules (spec cadence table). Install with: chartgw cron | crontab -",
+             f"CHARTGW_DATA_DIR={data}"]
+    current_tz = None
+    for group in all_groups():
+        for schedule in group.schedules:
+            if schedule.timezone != current_tz:
+                lines.append(f"CRON_TZ={schedule.timezone}")
+                current_tz = schedule.timezone
+            command = " ".join(shlex.quote(a) for a in (str(root / "scripts" / "crawl"), group.name, *schedule.args,
+                                                         "--wait", "240"))
+            lines.append(f"# {schedule.comment}")
+            lines.append(f"{schedule.cron} {command} >> {data / 'crawl.log'} 2>&1")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_cron(args: argparse.Namespace) -> int:
+    print(crontab(Path(args.root)), end="")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from chartgw import demo
+
+    if not (args.if_empty and demo.has_data()):
+        outcomes = demo.seed()
+        failed = [o for o in outcomes if o.status != "ok"]
+        print(f"demo data: {len(outcomes) - len(failed)} of {len(outcomes)} crawls committed from bundled samples",
+              file=sys.stderr)
+        for outcome in failed:
+            print(f"  failed {outcome.target}: {outcome.error}", file=sys.stderr)
+        if failed:
+            return 1
+    print(demo.demo_key())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="chartgw", description="Music chart aggregation gateway")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the HTTP gateway")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1)
+    serve.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
+    serve.set_defaults(func=cmd_serve)
+
+    crawl = commands.add_parser("crawl", help="crawl a group's upstreams and commit snapshots")
+    crawl_groups = crawl.add_subparsers(dest="group", required=True)
+    for group in all_groups():
+        sub = crawl_groups.add_parser(group.name, help=group.title)
+        for name, choices in group.crawl_options:
+            sub.add_argument(f"--{name.replace('_', '-')}", dest=name, choices=choices)
+        sub.add_argument("--json", action="store_true", help="print each target's outcome as JSON on stdout")
+        sub.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                         help="wait this long for another crawl of the group to finish (default: fail at once)")
+    crawl.set_defaults(func=cmd_crawl)
+
+    keys = commands.add_parser("keys", help="manage API keys")
+    key_commands = keys.add_subparsers(dest="keys_command", required=True)
+    create = key_commands.add_parser("create", help="create a key and print it once")
+    create.add_argument("--name", required=True)
+    create.add_argument("--expires", type=_parse_expiry, help="expiry date (YYYY-MM-DD, UTC) for rotation")
+    key_commands.add_parser("list", help="list keys (never the keys themselves)")
+    revoke = key_commands.add_parser("revoke", help="revoke a key by id")
+    revoke.add_argument("id", type=int)
+    keys.set_defaults(func=cmd_keys)
+
+    cron = commands.add_parser("cron", help="print the crontab for the spec's cadence")
+    cron.add_argument("--root", default=str(REPO_ROOT), help="checkout whose scripts/crawl cron runs")
+    cron.set_defaults(func=cmd_cron)
+
+    demo = commands.add_parser("demo", help="crawl bundled sample payloads into the data folder; print the demo key")
+    demo.add_argument("--if-empty", action="store_true", help="only when the data folder has no data yet")
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,281 @@
+"""The crawl runner every group uses: fetch politely, parse, check, commit, log.
+
+A target names its upstream requests and a `build` function that turns the responses into
+snapshots. The runner owns everything else: httpx with timeouts and a deadline, retries with
+backoff and jitter for connection errors, 5xx and 429 (honouring Retry-After), a concurrency limit
+per upstream, the sanity checks, the one-transaction commit and a fetch-log row per attempt.
+A target that fails changes nothing but the fetch log; the last good snapshot keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import os
+import random
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from chartgw import config
+from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, group_db_path, utc_now
+from chartgw.upstreams import UpstreamFormatError, UpstreamRequest
+
+KST = timezone(timedelta(hours=9), "KST")
+USER_AGENT = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+              "Chrome/131.0.0.0 Safari/537.36")
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+EXIT_BUSY = 75
+
+
+class CrawlError(Exception):
+    """A crawl attempt failed; the message is what the fetch log and the CLI say."""
+
+    def __init__(self, message: str, http_status: int | None = None) -> None:
+        super().__init__(message)
+        self.http_status = http_status
+
+
+class PartialCrawl(Exception):
+    """A build that has some snapshots worth keeping but could not do all it is for.
+
+    The runner commits `snapshots` and logs the target as failed with the message.
+    """
+
+    def __init__(self, snapshots: list[NewSnapshot], message: str) -> None:
+        super().__init__(message)
+        self.snapshots = snapshots
+
+
+class CrawlBusy(Exception):
+    """Another crawl of the same group holds the lock."""
+
+
+@dataclass(frozen=True)
+class Fetched:
+    url: str
+    status: int
+    body: bytes
+    content_type: str
+
+
+@dataclass
+class CrawlContext:
+    """What a target's `build` may use: the crawl's clock and the store (for earlier snapshots)."""
+
+    now: datetime
+    store: SnapshotWriter
+
+
+@dataclass(frozen=True)
+class CrawlTarget:
+    key: str
+    requests: tuple[UpstreamRequest, ...]
+    build: Callable[[list[Fetched], CrawlContext], list[NewSnapshot]]
+    expected_rows: int | None = None
+    """Rows the primary snapshot (target == key) must have; None = any number."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    target: str
+    status: str
+    rows: int | None = None
+    snapshot_id: int | None = None
+    http_status: int | None = None
+    duration_ms: int = 0
+    error: str | None = None
+
+
+@dataclass
+class RetryPolicy:
+    attempts: int = 3
+    backoff_seconds: float = float(os.environ.get("CHARTGW_RETRY_BACKOFF_SECONDS", "0.5"))
+    max_wait_seconds: float = 30.0
+    target_deadline_seconds: float = 90.0
+    per_upstream: int = 2
+    delay_seconds: float = float(os.environ.get("CHARTGW_CRAWL_DELAY_SECONDS", "0.2"))
+
+
+def request_url(req: UpstreamRequest) -> str:
+    return config.upstream_origin(req.upstream) + req.path
+
+
+def check_snapshot(snapshot: NewSnapshot, expected_rows: int | None) -> None:
+    """Refuse a snapshot that is not a whole chart: wrong row count, gaps in ranks, empty names."""
+    rows = len(snapshot.entries)
+    if expected_rows is not None and rows != expected_rows:
+        raise CrawlError(f"{snapshot.target}: expected {expected_rows} rows, upstream gave {rows}")
+    ranks = [e.rank for e in snapshot.entries]
+    if ranks != list(range(1, rows + 1)):
+        raise CrawlError(f"{snapshot.target}: ranks are not contiguous from 1")
+    if any(not e.title_key or not e.artist_key for e in snapshot.entries):
+        raise CrawlError(f"{snapshot.target}: an entry has no title or artist")
+
+
+class Fetcher:
+    def __init__(self, client: httpx.AsyncClient, policy: RetryPolicy) -> None:
+        self.client = client
+        self.policy = policy
+        self._limits: dict[str, asyncio.Semaphore] = {}
+
+    async def fetch(self, req: UpstreamRequest) -> Fetched:
+        limit = self._limits.setdefault(req.upstream, asyncio.Semaphore(self.policy.per_upstream))
+        async with limit:
+            response = await self._with_retries(req)
+            if self.policy.delay_seconds:
+                await asyncio.sleep(self.policy.delay_seconds)
+        if response.status_code != 200:
+            raise CrawlError(f"{response.request.url} answered HTTP {response.status_code}", response.status_code)
+        return Fetched(str(response.request.url), response.status_code, response.content,
+                       response.headers.get("content-type", ""))
+
+    async def _with_retries(self, req: UpstreamRequest) -> httpx.Response:
+        headers = {"User-Agent": USER_AGENT, **dict(req.headers)}
+        url = request_url(req)
+        for attempt in range(1, self.policy.attempts + 1):
+            try:
+                response = await self.client.request(
+                    req.method, url, params=list(req.params) or None, headers=headers,
+                    data=dict(req.form) if req.form is not None else None)
+            except httpx.TransportError as exc:
+                if attempt == self.policy.attempts:
+                    raise CrawlError(f"{url}: {type(exc).__name__}: {exc or 'connection failed'}") from exc
+                await asyncio.sleep(self._backoff(attempt, None))
+                continue
+            if response.status_code not in RETRY_STATUSES or attempt == self.policy.attempts:
+                return response
+            await asyncio.sleep(self._backoff(attempt, response.headers.get("retry-after")))
+        raise AssertionError("unreachable")
+
+    def _backoff(self, attempt: int, retry_after: str | None) -> float:
+        if retry_after:
+            wait = _retry_after_seconds(retry_after)
+            if wait is not None:
+                return min(wait, self.policy.max_wait_seconds)
+        base = self.policy.backoff_seconds * 2 ** (attempt - 1)
+        return min(base + random.uniform(0, base), self.policy.max_wait_seconds)
+
+
+def _retry_after_seconds(value: str) -> float | None:
+    if value.strip().isdigit():
+        return float(value.strip())
+    try:
+        return max(0.0, (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds())
+    except (TypeError, ValueError):
+        return None
+
+
+async def run_targets(
+    group: str,
+    targets: Sequence[CrawlTarget],
+    *,
+    retention: dict[str, float] | None = None,
+    now: Callable[[], datetime] = utc_now,
+    transport: httpx.AsyncBaseTransport | None = None,
+    policy: RetryPolicy | None = None,
+    progress: Callable[[Outcome], Any] | None = None,
+) -> list[Outcome]:
+    """Crawl every target (concurrently, bounded per upstream) and commit each good one on its own."""
+    policy = policy or RetryPolicy()
+    timeout = httpx.Timeout(20.0, connect=5.0)
+    outcomes: list[Outcome] = []
+    async with httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=True) as client:
+        fetcher = Fetcher(client, policy)
+        with SnapshotWriter(group_db_path(group), retention=retention or {}) as store:
+
+            async def one(target: CrawlTarget) -> None:
+                outcome = await _run_one(target, fetcher, store, now(), policy)
+                outcomes.append(outcome)
+                if progress is not None:
+                    progress(outcome)
+
+            await asyncio.gather(*(one(t) for t in targets))
+    order = {t.key: i for i, t in enumerate(targets)}
+    return sorted(outcomes, key=lambda o: order[o.target])
+
+
+async def _run_one(target: CrawlTarget, fetcher: Fetcher, store: SnapshotWriter, started: datetime,
+                   policy: RetryPolicy) -> Outcome:
+    clock = time.monotonic()
+    url = request_url(target.requests[0]) if target.requests else None
+    http_status: int | None = None
+    try:
+        async with asyncio.timeout(policy.target_deadline_seconds):
+            fetched = [await fetcher.fetch(req) for req in target.requests]
+        http_status = fetched[-1].status if fetched else None
+        partial: PartialCrawl | None = None
+        try:
+            snapshots = target.build(fetched, CrawlContext(now=started, store=store))
+        except PartialCrawl as exc:
+            partial, snapshots = exc, exc.snapshots
+        for snap in snapshots:
+            check_snapshot(snap, target.expected_rows if snap.target == target.key else None)
+        primary = next((s for s in snapshots if s.target == target.key), None)
+        rows = len(primary.entries) if primary else None
+        duration = int((time.monotonic() - clock) * 1000)
+        status, error = ("ok", None) if partial is None else ("failed", str(partial))
+        ids = store.commit(snapshots, FetchLogRow(target.key, started, duration, status, http_status, rows, url, error))
+        snapshot_id = ids[[s.target for s in snapshots].index(target.key)] if primary else None
+        return Outcome(target.key, status, rows, snapshot_id, http_status, duration, error)
+    except (CrawlError, UpstreamFormatError, TimeoutError) as exc:
+        if isinstance(exc, CrawlError) and exc.http_status is not None:
+            http_status = exc.http_status
+        message = str(exc) or f"no answer within {policy.target_deadline_seconds:.0f}s"
+        duration = int((time.monotonic() - clock) * 1000)
+        store.log_failure(FetchLogRow(target.key, started, duration, "failed", http_status, None, url, message))
+        return Outcome(target.key, "failed", None, None, http_status, duration, message)
+
+
+@contextlib.contextmanager
+def crawl_lock(group: str, wait_seconds: float = 0.0) -> Iterator[None]:
+    """One crawl per group at a time, across processes (cron, refresh endpoint, a person)."""
+    path = config.data_dir() / f"{group}.crawl.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise CrawlBusy(f"another crawl of {group} is running") from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+
+async def crawl_in_subprocess(group: str, options: dict[str, str | None]) -> list[dict[str, Any]]:
+    """Run `chartgw crawl GROUP ... --json` in a child process: the cron code path, isolated from the server.
+
+    Raises ApiError 409 when another crawl of the group holds the lock, 502 when the child died
+    without reporting.
+    """
+    from chartgw.endpoints import ApiError
+
+    args = [sys.executable, "-m", "chartgw", "crawl", group, "--json"]
+    for name, value in options.items():
+        if value is not None:
+            args += [f"--{name.replace('_', '-')}", value]
+    proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    if proc.returncode == EXIT_BUSY:
+        raise ApiError(409, f"Another crawl of {group} is running (cron or a refresh); try again shortly")
+    try:
+        outcomes = json.loads(out)
+    except ValueError:
+        reason = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+        raise ApiError(502, f"The crawl process failed: {reason[0]}") from None
+    return list(outcomes)

@@ -1,0 +1,152 @@
+"""Routes declared as data, and the one ASGI app that answers every one of them.
+
+A group module lists `Route`s; `EndpointApp` does what all routes share: parameter validation,
+the per-version response cache with ETag/304, JSON encoding, and JSON errors (401 is the
+middleware's). A handler only turns validated parameters into a payload.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+from starlette.types import Receive, Scope, Send
+
+from chartgw.cache import CachedBody, ResponseCache, etag_matches, make_body
+from chartgw.params import InvalidParams, Param, parse_query, validate
+from chartgw.store import SnapshotReader, group_db_path
+
+JSON = b"application/json"
+FRESHNESS_SECONDS = 1.0
+_encode = msgspec.json.Encoder().encode
+
+
+class ApiError(Exception):
+    """An answer other than 200, with a JSON `{"detail": ...}` body."""
+
+    def __init__(self, status: int, detail: Any, headers: dict[str, str] | None = None) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.headers = headers or {}
+
+
+def not_found(detail: str) -> ApiError:
+    return ApiError(404, detail)
+
+
+class GroupData:
+    """A group's snapshot file as the server sees it, with a version that moves when a crawl commits.
+
+    The version is re-read at most once per `FRESHNESS_SECONDS`, so a burst of polls costs one
+    `PRAGMA data_version`, not one per request.
+    """
+
+    def __init__(self, group: str) -> None:
+        self.group = group
+        self.reader = SnapshotReader(group_db_path(group))
+        self.version = 0
+        self._seen: int | None = None
+        self._checked = float("-inf")
+
+    async def current_version(self) -> int:
+        now = time.monotonic()
+        if now - self._checked >= FRESHNESS_SECONDS:
+            self._checked = now
+            seen = await self.reader.data_version()
+            if seen != self._seen or seen is None:
+                self._seen = seen
+                self.version += 1
+        return self.version
+
+
+@dataclass(frozen=True)
+class Call:
+    """What a handler gets: the validated parameters and its group's data."""
+
+    params: dict[str, Any]
+    data: GroupData
+    scope: Scope
+
+
+Handler = Callable[[Call], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Route:
+    """One endpoint of a group, relative to the group's prefix."""
+
+    path: str
+    handler: Handler
+    params: tuple[Param, ...] = ()
+    method: str = "GET"
+    public: bool = False
+    cache_ttl: float = 30.0
+    """Seconds a built body may be served for one data version; 0 = never cached."""
+    max_age: int = 0
+    """Cache-Control max-age for clients."""
+    summary: str = ""
+    response: Any = None
+    """A msgspec type describing the 200 body, for the OpenAPI document."""
+    errors: tuple[int, ...] = (404,)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class EndpointApp:
+    """The ASGI app behind one declared route."""
+
+    def __init__(self, route: Route, data: GroupData, cache: ResponseCache) -> None:
+        self.route = route
+        self.data = data
+        self.cache = cache
+        visibility = b"public" if route.public else b"private"
+        self.cache_control = visibility + (b", max-age=%d" % route.max_age if route.max_age else b", no-cache")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        route = self.route
+        try:
+            params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
+            if route.cache_ttl <= 0:
+                body = _encode(await route.handler(Call(params, self.data, scope)))
+                await self._send(scope, send, 200, body, extra=[(b"cache-control", b"no-store")])
+                return
+            version = await self.data.current_version()
+            key = (id(self), tuple(params.items()))
+            hit = self.cache.get(key, version)
+            if hit is None:
+                payload = await route.handler(Call(params, self.data, scope))
+                hit = self.cache.put(key, make_body(_encode(payload), version, route.cache_ttl))
+            await self._send_cached(scope, send, hit)
+        except InvalidParams as exc:
+            await self._send(scope, send, 422, exc.body())
+        except ApiError as exc:
+            headers = [(k.lower().encode(), v.encode()) for k, v in exc.headers.items()]
+            await self._send(scope, send, exc.status, _encode({"detail": exc.detail}), headers)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            body = _encode({"detail": "Storage is busy; try again shortly"})
+            await self._send(scope, send, 503, body, [(b"retry-after", b"1")])
+
+    async def _send_cached(self, scope: Scope, send: Send, hit: CachedBody) -> None:
+        headers = dict(scope["headers"])
+        base = [(b"etag", hit.etag), (b"cache-control", self.cache_control), (b"vary", b"accept-encoding")]
+        inm = headers.get(b"if-none-match")
+        if inm is not None and etag_matches(inm, hit.etag):
+            await send({"type": "http.response.start", "status": 304, "headers": base})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if hit.gzipped is not None and b"gzip" in headers.get(b"accept-encoding", b""):
+            await self._send(scope, send, 200, hit.gzipped, [*base, (b"content-encoding", b"gzip")])
+        else:
+            await self._send(scope, send, 200, hit.body, base)
+
+    async def _send(self, scope: Scope, send: Send, status: int, body: bytes,
+                    extra: list[tuple[bytes, bytes]] | None = None) -> None:
+        headers = [(b"content-type", JSON), (b"content-length", str(len(body)).encode()), *(extra or [])]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})

@@ -1,0 +1,52 @@
+"""The service groups of the spec. Each module declares one `Group`; the app and CLI read them from GROUPS."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from chartgw.endpoints import Route
+
+if TYPE_CHECKING:
+    from chartgw.crawl import CrawlTarget
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """One cron line: `minute hour dom month dow` in `timezone`, and the crawl arguments it runs."""
+
+    cron: str
+    args: tuple[str, ...]
+    timezone: str = "UTC"
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    """The spec's path prefix without the slash; also the snapshot file's name."""
+    title: str
+    description: str
+    routes: tuple[Route, ...]
+    upstreams: tuple[str, ...] = ()
+    targets: Callable[[dict[str, str | None]], Sequence[CrawlTarget]] | None = None
+    """The crawl targets for the CLI's selection options (e.g. {"site": ..., "chart_type": ...})."""
+    crawl_options: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Selection options of `chartgw crawl GROUP` and their allowed values."""
+    schedules: tuple[Schedule, ...] = ()
+    retention_days: dict[str, float] = field(default_factory=dict)
+    schemas: dict[str, Any] = field(default_factory=dict)
+
+
+def all_groups() -> list[Group]:
+    from chartgw.groups.korea_chart import GROUP as korea_chart
+
+    return [korea_chart]
+
+
+def group_by_name(name: str) -> Group:
+    for group in all_groups():
+        if group.name == name:
+            return group
+    raise KeyError(name)

@@ -1,0 +1,474 @@
+"""/korea-chart: five Korean chart sites (portal-a to portal-e), their comparison and refresh.
+
+portal-a Melon, portal-b Genie and portal-c Bugs are read from their web chart pages; portal-d FLO
+and portal-e VIBE from their JSON chart APIs. FLO's chart is observed every 5 minutes and every
+observation is kept as an `all_age` snapshot; the rising charts are computed from them here:
+
+- `rising`, published at each observation: songs ordered by the places they gained since the
+  observation about an hour earlier (the one nearest to 60 minutes before, 45 to 75 minutes back),
+  gains above zero only. A song that was not on the earlier chart counts from just below its last
+  rank.
+- `rising_hourly`, the same computation for the previous full clock hour in KST: the first
+  observation of that hour (up to 5 minutes before it) against the last one before the hour ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import partial
+from types import ModuleType
+from typing import Any
+
+import msgspec
+
+from chartgw.crawl import KST, CrawlContext, CrawlTarget, Fetched, PartialCrawl, crawl_in_subprocess
+from chartgw.endpoints import ApiError, Call, Route, not_found
+from chartgw.groups import Group, Schedule
+from chartgw.params import InvalidParams, Param, literal_error
+from chartgw.records import KoreaEntry, ParsedChart, RankStatus
+from chartgw.responses import SnapshotMeta, age_seconds, records_array, snapshot_meta
+from chartgw.store import NewSnapshot, SnapshotRow, StoredEntry, iso, parse_iso
+from chartgw.text import ArtistAliases, artist_key, title_key
+from chartgw.upstreams import bugs, flo, genie, melon, vibe
+
+NAME = "korea-chart"
+HOUR = 3600
+
+
+@dataclass(frozen=True)
+class Site:
+    site: str
+    source: str
+    upstream: ModuleType
+    chart_types: tuple[str, ...]
+    hourly: tuple[str, ...] = ()
+    """Chart types whose snapshots are per hour (the chart hour is part of their time)."""
+
+
+SITES: dict[str, Site] = {s.site: s for s in (
+    Site("portal-a", "Melon", melon, ("realtime", "hot100_d100", "hot100_d30", "daily", "weekly"), ("realtime",)),
+    Site("portal-b", "Genie", genie, ("realtime", "daily", "weekly"), ("realtime",)),
+    Site("portal-c", "Bugs", bugs, ("realtime", "daily", "weekly"), ("realtime",)),
+    Site("portal-d", "FLO", flo, ("all_age", "rising", "rising_hourly"), ("all_age", "rising", "rising_hourly")),
+    Site("portal-e", "VIBE", vibe, ("daily_top100", "domestic_rising", "oversea_rising")),
+)}
+SITE_NAMES = tuple(SITES)
+ALL_CHART_TYPES = tuple(dict.fromkeys(ct for s in SITES.values() for ct in s.chart_types))
+COMPARE_SITES = ("portal-a", "portal-b", "portal-c")
+COMPARE_TYPES = ("realtime", "daily", "weekly")
+FLO_CHART = "portal-d/all_age"
+EXPECTED_ROWS = 100
+RISING_WINDOW = (timedelta(minutes=45), timedelta(minutes=75))
+
+
+def cadence_seconds(site: str, chart_type: str) -> int:
+    return 300 if (site, chart_type) == ("portal-d", "rising") else HOUR
+
+
+# --- records ------------------------------------------------------------------------------------
+
+class RisingEntry(KoreaEntry, kw_only=True):
+    """A row of FLO's rising charts: `rank` is the rising position, `gain` the places gained."""
+
+    chart_rank: int
+    """The song's rank on the FLO chart at the later observation."""
+    previous_chart_rank: int | None
+    """Its rank at the earlier observation; null when it was not on that chart."""
+    gain: int
+
+
+_encode = msgspec.json.Encoder().encode
+_decode_entry = msgspec.json.Decoder(KoreaEntry).decode
+
+
+def stored(entry: KoreaEntry) -> StoredEntry:
+    return StoredEntry(entry.rank, title_key(entry.title), artist_key(entry.artists[0] if entry.artists else entry.artist),
+                       entry.song_id, _encode(entry))
+
+
+def _snapshot(target: str, parsed: ParsedChart, hourly: bool, source: str, ctx: CrawlContext) -> NewSnapshot:
+    local = ctx.now.astimezone(KST)
+    hour = parsed.chart_hour if parsed.chart_hour is not None else (local.hour if hourly else None)
+    return NewSnapshot(target=target, chart_date=parsed.chart_date or local.date().isoformat(),
+                       chart_hour=hour if hourly else parsed.chart_hour, fetched_at=ctx.now, source=source,
+                       entries=[stored(e) for e in parsed.entries])
+
+
+# --- crawl targets ------------------------------------------------------------------------------
+
+def _genie_feed() -> str:
+    """`CHARTGW_GENIE_FEED=app` reads Genie's app JSON API instead of its web page."""
+    return os.environ.get("CHARTGW_GENIE_FEED", "web")
+
+
+def _requests(site: Site, chart_type: str) -> list[Any]:
+    if site.upstream is genie and _genie_feed() == "app":
+        return genie.requests_for_app(chart_type)
+    return site.upstream.requests_for(chart_type)
+
+
+def _parse(site: Site, chart_type: str, bodies: list[bytes]) -> ParsedChart:
+    if site.upstream is genie and _genie_feed() == "app":
+        return genie.parse_app(chart_type, bodies)
+    return site.upstream.parse(chart_type, bodies)
+
+
+def _build_chart(site: Site, chart_type: str, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
+    parsed = _parse(site, chart_type, [f.body for f in fetched])
+    return [_snapshot(f"{site.site}/{chart_type}", parsed, chart_type in site.hourly, fetched[0].url, ctx)]
+
+
+def _identity(entry: KoreaEntry) -> str:
+    return entry.song_id or f"{title_key(entry.title)}|{artist_key(entry.artist)}"
+
+
+def rising_entries(earlier: list[KoreaEntry], later: list[KoreaEntry]) -> list[RisingEntry]:
+    """Songs of `later` that gained places since `earlier`, most gained first."""
+    before = {_identity(e): e.rank for e in earlier}
+    floor = (max(before.values()) if before else 0) + 1
+    gains = []
+    for entry in later:
+        previous = before.get(_identity(entry))
+        gain = (previous if previous is not None else floor) - entry.rank
+        if gain > 0:
+            gains.append((gain, entry, previous))
+    gains.sort(key=lambda g: (-g[0], g[1].rank))
+    status: dict[bool, RankStatus] = {True: "new", False: "up"}
+    return [
+        RisingEntry(**{f: getattr(entry, f) for f in KoreaEntry.__struct_fields__ if f not in ("rank", "rank_change", "rank_status")},
+                    rank=position, rank_change=None if previous is None else gain, rank_status=status[previous is None],
+                    chart_rank=entry.rank, previous_chart_rank=previous, gain=gain)
+        for position, (gain, entry, previous) in enumerate(gains, start=1)
+    ]
+
+
+def _rising_snapshot(target: str, earlier: SnapshotRow, later: SnapshotRow, ctx: CrawlContext,
+                     later_entries: list[KoreaEntry] | None = None, hour: datetime | None = None) -> NewSnapshot:
+    old = [_decode_entry(r) for r in ctx.store.records(earlier.id)]
+    new = later_entries if later_entries is not None else [_decode_entry(r) for r in ctx.store.records(later.id)]
+    rows = rising_entries(old, new)
+    local = (hour or ctx.now).astimezone(KST)
+    return NewSnapshot(target=target, chart_date=local.date().isoformat(), chart_hour=local.hour, fetched_at=ctx.now,
+                       source=f"derived from {FLO_CHART} observations at {earlier.fetched_at} and {later.fetched_at}",
+                       entries=[StoredEntry(e.rank, title_key(e.title), artist_key(e.artist), e.song_id, _encode(e))
+                                for e in rows])
+
+
+def _build_rising(fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
+    """Store the new observation, and publish `rising` against the one about an hour before."""
+    site = SITES["portal-d"]
+    observation = _build_chart(site, "all_age", fetched, ctx)[0]
+    target_time = ctx.now - timedelta(hours=1)
+    candidates = ctx.store.snapshots_between(FLO_CHART, ctx.now - RISING_WINDOW[1], ctx.now - RISING_WINDOW[0])
+    if not candidates:
+        raise PartialCrawl([observation], "observation stored; rising not published: no FLO observation from "
+                                          "45 to 75 minutes ago yet")
+    earlier = min(candidates, key=lambda r: abs(parse_iso(r.fetched_at) - target_time))
+    later = SnapshotRow(0, FLO_CHART, observation.chart_date, observation.chart_hour, iso(ctx.now), observation.source, 0)
+    parsed = [_decode_entry(e.record) for e in observation.entries]
+    return [observation, _rising_snapshot("portal-d/rising", earlier, later, ctx, parsed)]
+
+
+def _build_rising_hourly(fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
+    end = ctx.now.astimezone(KST).replace(minute=0, second=0, microsecond=0)
+    start = end - timedelta(hours=1)
+    window = ctx.store.snapshots_between(FLO_CHART, start - timedelta(minutes=5), end - timedelta(seconds=1))
+    if len(window) < 2 or parse_iso(window[-1].fetched_at) - parse_iso(window[0].fetched_at) < timedelta(minutes=45):
+        raise PartialCrawl([], f"rising_hourly not published: FLO observations of {start:%Y-%m-%d %H}:00 KST "
+                               "do not span 45 minutes")
+    return [_rising_snapshot("portal-d/rising_hourly", window[0], window[-1], ctx, hour=start)]
+
+
+def _target(site: Site, chart_type: str) -> CrawlTarget:
+    key = f"{site.site}/{chart_type}"
+    if key == "portal-d/rising":
+        return CrawlTarget(key, tuple(flo.requests_for("all_age")), _build_rising, None)
+    if key == "portal-d/rising_hourly":
+        return CrawlTarget(key, (), _build_rising_hourly, None)
+    expected = None if site.site == "portal-e" and chart_type != "daily_top100" else EXPECTED_ROWS
+    return CrawlTarget(key, tuple(_requests(site, chart_type)), partial(_build_chart, site, chart_type), expected)
+
+
+def selection_errors(site: str | None, chart_type: str | None, where: str = "query") -> list[dict[str, Any]]:
+    """422 items for a site/chart_type pair the spec's table does not have."""
+    if site is not None and chart_type is not None and chart_type not in SITES[site].chart_types:
+        return [literal_error([where, "chart_type"], chart_type, SITES[site].chart_types)]
+    return []
+
+
+def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+    site, chart_type = selection.get("site"), selection.get("chart_type")
+    errors = selection_errors(site, chart_type)
+    if errors:
+        raise InvalidParams(errors)
+    return [_target(s, ct) for s in SITES.values() if site in (None, s.site)
+            for ct in s.chart_types if chart_type in (None, ct)]
+
+
+# --- responses ----------------------------------------------------------------------------------
+
+class SiteInfo(msgspec.Struct):
+    site: str
+    source: str
+    chart_types: list[str]
+    cadence_seconds: dict[str, int]
+
+
+class SitesResponse(msgspec.Struct):
+    sites: list[SiteInfo]
+
+
+class SnapshotStatus(msgspec.Struct):
+    site: str
+    chart_type: str
+    snapshot_id: int | None
+    chart_date: str | None
+    chart_hour: int | None
+    fetched_at: str | None
+    age_seconds: int | None
+    stale: bool
+    """True when there is no snapshot or it is older than twice its cadence."""
+
+
+class HealthResponse(msgspec.Struct):
+    status: str
+    """"ok" when every chart has a fresh snapshot, else "degraded"."""
+    service: str
+    sites: list[SiteInfo]
+    snapshots: list[SnapshotStatus]
+
+
+class ChartResponse(msgspec.Struct):
+    site: str
+    source: str
+    chart_type: str
+    snapshot: SnapshotMeta
+    count: int
+    entries: list[KoreaEntry]
+
+
+class RisingChartResponse(msgspec.Struct):
+    site: str
+    source: str
+    chart_type: str
+    snapshot: SnapshotMeta
+    count: int
+    entries: list[RisingEntry]
+
+
+class ComparedSong(msgspec.Struct):
+    combined_rank: int
+    title: str
+    artist: str
+    score: float
+    """Mean rank over the compared sites; a site that does not chart the song counts its chart length + 1."""
+    sites_charting: int
+    ranks: dict[str, int | None]
+
+
+class CompareResponse(msgspec.Struct):
+    chart_type: str
+    keyword: str | None
+    snapshots: dict[str, SnapshotMeta | None]
+    count: int
+    songs: list[ComparedSong]
+
+
+class CrawlOutcome(msgspec.Struct):
+    target: str
+    status: str
+    rows: int | None
+    snapshot_id: int | None
+    http_status: int | None
+    duration_ms: int
+    error: str | None
+
+
+class RefreshResponse(msgspec.Struct):
+    status: str
+    """"ok" when every target committed, "partial" when some failed, "failed" when none did."""
+    outcomes: list[CrawlOutcome]
+
+
+# --- handlers -----------------------------------------------------------------------------------
+
+def _site_infos() -> list[SiteInfo]:
+    return [SiteInfo(s.site, s.source, list(s.chart_types), {ct: cadence_seconds(s.site, ct) for ct in s.chart_types})
+            for s in SITES.values()]
+
+
+async def health(call: Call) -> HealthResponse:
+    latest = {row.target: row for row in await call.data.reader.latest_per_target()}
+    statuses = []
+    for site in SITES.values():
+        for chart_type in site.chart_types:
+            row = latest.get(f"{site.site}/{chart_type}")
+            if row is None:
+                statuses.append(SnapshotStatus(site.site, chart_type, None, None, None, None, None, True))
+                continue
+            age = age_seconds(row)
+            statuses.append(SnapshotStatus(site.site, chart_type, row.id, row.chart_date, row.chart_hour, row.fetched_at,
+                                           age, age > 2 * cadence_seconds(site.site, chart_type)))
+    status = "ok" if not any(s.stale for s in statuses) else "degraded"
+    return HealthResponse(status, NAME, _site_infos(), statuses)
+
+
+async def sites(call: Call) -> SitesResponse:
+    return SitesResponse(_site_infos())
+
+
+async def _chart(call: Call, site: str, chart_type: str) -> ChartResponse | RisingChartResponse:
+    row = await call.data.reader.latest(f"{site}/{chart_type}")
+    if row is None:
+        raise not_found(f"No snapshot of {site} {chart_type} yet")
+    records = await call.data.reader.records(row.id, call.params["limit"])
+    kind = RisingChartResponse if chart_type.startswith("rising") and site == "portal-d" else ChartResponse
+    return kind(site, SITES[site].source, chart_type, snapshot_meta(row, cadence_seconds(site, chart_type)),
+                len(records), records_array(records))  # type: ignore[arg-type]
+
+
+async def charts(call: Call) -> ChartResponse | RisingChartResponse:
+    site = call.params["site"]
+    chart_type = call.params["chart_type"] or SITES[site].chart_types[0]
+    errors = selection_errors(site, chart_type)
+    if errors:
+        raise InvalidParams(errors)
+    return await _chart(call, site, chart_type)
+
+
+async def site_chart(call: Call) -> ChartResponse | RisingChartResponse:
+    site, chart_type = call.params["site"], call.params["chart_type"]
+    errors = selection_errors(site, chart_type, where="path")
+    if errors:
+        raise InvalidParams(errors)
+    return await _chart(call, site, chart_type)
+
+
+async def compare(call: Call) -> CompareResponse:
+    chart_type, keyword, limit = call.params["chart_type"], call.params["keyword"], call.params["limit"]
+    reader = call.data.reader
+    metas: dict[str, SnapshotMeta | None] = {}
+    charts_by_site: dict[str, list[KoreaEntry]] = {}
+    for site in COMPARE_SITES:
+        row = await reader.latest(f"{site}/{chart_type}")
+        metas[site] = snapshot_meta(row, cadence_seconds(site, chart_type)) if row else None
+        charts_by_site[site] = [_decode_entry(r) for r in await reader.records(row.id, 10_000)] if row else []
+    if not any(charts_by_site.values()):
+        raise not_found(f"No {chart_type} snapshot of portal-a, portal-b or portal-c yet")
+    songs = compare_charts(charts_by_site)
+    if keyword:
+        needle = title_key(keyword)
+        songs = [s for s in songs if needle in title_key(s.title) or needle in title_key(s.artist)]
+    return CompareResponse(chart_type, keyword, metas, min(len(songs), limit), songs[:limit])
+
+
+def compare_charts(charts_by_site: dict[str, list[KoreaEntry]]) -> list[ComparedSong]:
+    """Merge the sites' charts by normalised title and shared artist identity, best combined rank first."""
+    aliases = ArtistAliases(a for entries in charts_by_site.values() for e in entries for a in (e.artists or [e.artist]))
+    songs: list[tuple[KoreaEntry, dict[str, int], frozenset[str]]] = []
+    by_title: dict[str, list[int]] = {}
+    for site, entries in charts_by_site.items():
+        for entry in entries:
+            identities = frozenset().union(*(aliases.identities(a) for a in (entry.artists or [entry.artist])))
+            key = title_key(entry.title)
+            match = next((i for i in by_title.get(key, []) if songs[i][2] & identities and site not in songs[i][1]), None)
+            if match is None:
+                by_title.setdefault(key, []).append(len(songs))
+                songs.append((entry, {site: entry.rank}, identities))
+            else:
+                first, ranks, ids = songs[match]
+                ranks[site] = entry.rank
+                songs[match] = (first, ranks, ids | identities)
+    lengths = {site: len(entries) for site, entries in charts_by_site.items()}
+    scored = []
+    for entry, ranks, _ in songs:
+        score = sum(ranks.get(site, lengths[site] + 1) for site in charts_by_site) / len(charts_by_site)
+        scored.append((round(score, 2), min(ranks.values()), entry, ranks))
+    scored.sort(key=lambda s: (s[0], s[1]))
+    return [ComparedSong(position, entry.title, entry.artist, score, len(ranks),
+                         {site: ranks.get(site) for site in charts_by_site})
+            for position, (score, _, entry, ranks) in enumerate(scored, start=1)]
+
+
+_refresh_running = asyncio.Lock()
+
+
+async def refresh(call: Call) -> RefreshResponse:
+    site, chart_type = call.params["site"], call.params["chart_type"]
+    errors = selection_errors(site, chart_type)
+    if errors:
+        raise InvalidParams(errors)
+    if _refresh_running.locked():
+        raise ApiError(409, "A refresh of korea-chart is already running")
+    async with _refresh_running:
+        options = {"site": site, "chart_type": chart_type}
+        outcomes = await crawl_in_subprocess(NAME, options)
+    parsed = [msgspec.convert(o, CrawlOutcome) for o in outcomes]
+    ok = sum(o.status == "ok" for o in parsed)
+    return RefreshResponse("ok" if ok == len(parsed) else "partial" if ok else "failed", parsed)
+
+
+# --- the route table ----------------------------------------------------------------------------
+
+LIMIT = Param("limit", kind="int", default=100, ge=1, le=200, description="Rows to return, from rank 1")
+SITE = Param("site", kind="choice", choices=SITE_NAMES, description="Chart site")
+CHART_TYPE = Param("chart_type", kind="choice", choices=ALL_CHART_TYPES,
+                   description="Chart type; must be one of the site's (see /korea-chart/sites)")
+
+ROUTES: tuple[Route, ...] = (
+    Route("/health", health, public=True, cache_ttl=5, errors=(), response=HealthResponse,
+          summary="Supported sites and the latest snapshot of every chart, with age and a stale flag"),
+    Route("/sites", sites, errors=(), response=SitesResponse, summary="Supported source sites and chart types"),
+    Route("/charts", charts, (Param("site", kind="choice", choices=SITE_NAMES, required=True,
+                                    description="Chart site"), CHART_TYPE, LIMIT),
+          response=(ChartResponse, RisingChartResponse),
+          summary="Latest chart of a site (chart_type defaults to the site's first) with rank_change and rank_status"),
+    Route("/charts/compare", compare, (
+        Param("keyword", description="Keep songs whose title or artist contains this (normalised)"),
+        Param("chart_type", kind="choice", choices=COMPARE_TYPES, default="realtime", description="Common chart type"),
+        Param("limit", kind="int", default=50, ge=1, le=300, description="Songs to return"),
+    ), response=CompareResponse, summary="portal-a, -b and -c merged by normalised title and artist"),
+    Route("/{site}/charts/{chart_type}", site_chart, (
+        Param("site", "path", kind="choice", choices=SITE_NAMES, description="Chart site"),
+        Param("chart_type", "path", description="One of the site's chart types"),
+        LIMIT,
+    ), response=(ChartResponse, RisingChartResponse), summary="Latest chart of a site and chart type"),
+    Route("/refresh", refresh, (
+        Param("site", kind="choice", choices=SITE_NAMES, description="Only this site"),
+        Param("chart_type", kind="choice", choices=ALL_CHART_TYPES, description="Only this chart type"),
+    ), method="POST", cache_ttl=0, errors=(409,), response=RefreshResponse,
+        summary="Run the same crawl as cron for all sites and chart types, or the selected ones"),
+)
+
+GROUP = Group(
+    name=NAME,
+    title="Korean chart sites",
+    description="Charts of five Korean music sites (portal-a Melon, portal-b Genie, portal-c Bugs, portal-d FLO, "
+                "portal-e VIBE), served from cached snapshots. " + " ".join(__doc__.split("\n\n")[1:]).replace("\n", " "),
+    routes=ROUTES,
+    upstreams=("MELON", "GENIE", "BUGS", "FLO", "VIBE"),
+    targets=targets,
+    crawl_options=(("site", SITE_NAMES), ("chart_type", ALL_CHART_TYPES)),
+    schedules=(
+        Schedule("*/5 * * * *", ("--site", "portal-d", "--chart-type", "rising"), "Asia/Seoul",
+                 "FLO observation every 5 minutes: all_age snapshot + rising"),
+        Schedule("1 * * * *", ("--site", "portal-d", "--chart-type", "rising_hourly"), "Asia/Seoul",
+                 "FLO rising for the previous clock hour (KST)"),
+        *(Schedule(f"{m} * * * *", ("--site", site), "Asia/Seoul", f"{SITES[site].source} hourly (daily charts update "
+                   "about 11:00 KST, weekly Monday about 13:00 KST)" if site != "portal-e" else "VIBE hourly")
+          for m, site in ((3, "portal-a"), (6, "portal-b"), (9, "portal-c"), (12, "portal-e"))),
+    ),
+    retention_days={FLO_CHART: 3.0, "portal-d/rising": 3.0},
+)
+
+
+def _check_sites() -> None:
+    for site in SITES.values():
+        if site.site != "portal-d":
+            assert tuple(site.upstream.CHART_TYPES) == site.chart_types, site.site
+
+
+_check_sites()

@@ -1,0 +1,25 @@
+"""Legacy `-api` prefixes: `/korea-chart-api/...` is answered exactly as `/korea-chart/...`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+
+class LegacyPrefixMiddleware:
+    """Rewrites the first path segment before access checks and routing, so both see one path."""
+
+    def __init__(self, app: ASGIApp, prefixes: Iterable[str]) -> None:
+        self.app = app
+        self.legacy = {f"{name}-api": name for name in prefixes}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            head, sep, rest = scope["path"][1:].partition("/")
+            current = self.legacy.get(head)
+            if current is not None:
+                raw = scope.get("raw_path") or scope["path"].encode()
+                scope = {**scope, "path": f"/{current}{sep}{rest}",
+                         "raw_path": b"/" + current.encode() + raw[len(head.encode()) + 1:]}
+        await self.app(scope, receive, send)

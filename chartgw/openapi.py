@@ -1,0 +1,95 @@
+"""OpenAPI 3.1 documents built from a group's route table, so the docs cannot drift from the code."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from chartgw.endpoints import Route
+
+ERROR_DESCRIPTIONS = {
+    401: "Missing, unknown, revoked or expired API key",
+    404: "No such identifier, or no snapshot yet",
+    409: "Another refresh is running",
+    422: "Validation error",
+    503: "Storage busy; retry after the Retry-After seconds",
+}
+
+COMMON_SCHEMAS: dict[str, Any] = {
+    "Error": {
+        "type": "object", "required": ["detail"],
+        "properties": {"detail": {"description": "What went wrong", "anyOf": [{"type": "string"}, {"type": "object"}]}},
+    },
+    "ValidationError": {
+        "type": "object", "required": ["loc", "msg", "type"],
+        "properties": {
+            "loc": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}},
+            "msg": {"type": "string"},
+            "type": {"type": "string"},
+            "input": {},
+            "ctx": {"type": "object"},
+        },
+    },
+    "HTTPValidationError": {
+        "type": "object", "required": ["detail"],
+        "properties": {"detail": {"type": "array", "items": {"$ref": "#/components/schemas/ValidationError"}}},
+    },
+}
+
+
+def _operation_id(method: str, path: str) -> str:
+    return method.lower() + "_" + (re.sub(r"[^a-z0-9]+", "_", path.lower()).strip("_") or "root")
+
+
+def _response_types(route: Route) -> tuple[Any, ...]:
+    """A route documents one response type, or several alternatives as a tuple."""
+    if route.response is None:
+        return ()
+    return route.response if isinstance(route.response, tuple) else (route.response,)
+
+
+def _one_of(schemas: list[dict[str, Any]]) -> dict[str, Any]:
+    return {} if not schemas else schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
+
+
+def build_document(name: str, title: str, description: str, routes: list[Route]) -> dict[str, Any]:
+    types = list(dict.fromkeys(t for r in routes for t in _response_types(r)))
+    refs, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
+    schemas = {**COMMON_SCHEMAS, **components}
+    ref_of = dict(zip(types, refs))
+    paths: dict[str, dict[str, Any]] = {}
+    for route in routes:
+        responses: dict[str, Any] = {"200": {
+            "description": "Success",
+            "content": {"application/json": {"schema": _one_of([ref_of[t] for t in _response_types(route)])}},
+        }}
+        codes = set(route.errors) | ({422} if route.params else set()) | (set() if route.public else {401})
+        for code in sorted(codes):
+            schema = "HTTPValidationError" if code == 422 else "Error"
+            responses[str(code)] = {"description": ERROR_DESCRIPTIONS.get(code, "Error"),
+                                    "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}}
+        operation: dict[str, Any] = {
+            "operationId": _operation_id(route.method, route.path),
+            "summary": route.summary,
+            "parameters": [
+                {"name": p.name, "in": p.where, "required": p.required or p.where == "path",
+                 "description": p.description, "schema": p.json_schema()}
+                for p in route.params
+            ],
+            "responses": responses,
+        }
+        if not route.public:
+            operation["security"] = [{"APIKeyHeader": []}]
+        paths.setdefault(route.path, {})[route.method.lower()] = operation
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": title, "version": "1.0.0", "description": description},
+        "servers": [{"url": f"/{name}"}],
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"APIKeyHeader": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
+        },
+    }

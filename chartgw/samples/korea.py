@@ -1,0 +1,43 @@
+"""Sample replies for all five Korean sites, in each upstream's real format, keyed as their requests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from chartgw.crawl import KST
+from chartgw.groups.korea_chart import SITES
+from chartgw.replay import Reply, ReplayKey, request_key
+from chartgw.samples import SampleRow, bugs, flo, genie, melon, sample_rows, vibe
+
+Renderer = Callable[[str, list[SampleRow], datetime], list[bytes]]
+
+# Site -> (how the sample songs are spelled, renderer, content type). Genie and VIBE have no captured
+# 2026 spellings of their own, so they borrow Melon's and FLO's.
+FORMATS: dict[str, tuple[str, Renderer, str]] = {
+    "portal-a": ("melon", melon.render, "text/html; charset=utf-8"),
+    "portal-b": ("melon", genie.render, "text/html; charset=utf-8"),
+    "portal-c": ("bugs", bugs.render, "text/html; charset=utf-8"),
+    "portal-d": ("flo", flo.render, "application/json;charset=UTF-8"),
+    "portal-e": ("flo", vibe.render, "application/json;charset=UTF-8"),
+}
+
+
+def site_replies(site: str, chart_type: str, when: datetime, variant: int = 0,
+                 size: int = 100) -> dict[ReplayKey, Reply]:
+    """The replies that make `site`'s crawl of `chart_type` see sample chart number `variant`."""
+    spelling, render, content_type = FORMATS[site]
+    upstream = SITES[site].upstream
+    rows = sample_rows(spelling, f"{site}/{chart_type}", variant, size)
+    bodies = render(chart_type, rows, when.astimezone(KST))
+    requests = upstream.requests_for(chart_type)
+    return {request_key(req): Reply(body, 200, content_type) for req, body in zip(requests, bodies, strict=True)}
+
+
+def all_replies(when: datetime, variant: int = 0) -> dict[str, dict[ReplayKey, Reply]]:
+    """Replies for every chart of every site, grouped by upstream name."""
+    by_upstream: dict[str, dict[ReplayKey, Reply]] = {}
+    for site in SITES.values():
+        for chart_type in site.upstream.CHART_TYPES:
+            by_upstream.setdefault(site.upstream.UPSTREAM, {}).update(site_replies(site.site, chart_type, when, variant))
+    return by_upstream

@@ -1,0 +1,320 @@
+"""The per-group SQLite snapshot store.
+
+One file per group (`<data dir>/<group>.sqlite`) in WAL mode. Crawlers write a whole snapshot
+(metadata, entries, raw payload, fetch-log row) in one `BEGIN IMMEDIATE ... COMMIT` with
+`synchronous=FULL`, so a reader sees the old snapshot or the new one and a killed crawler leaves
+nothing half-written. The server reads through one long-lived connection per file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from chartgw import config
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS snapshots (
+    id INTEGER PRIMARY KEY,
+    target TEXT NOT NULL,
+    chart_date TEXT NOT NULL,
+    chart_hour INTEGER,
+    fetched_at TEXT NOT NULL,
+    source TEXT NOT NULL,
+    row_count INTEGER NOT NULL,
+    meta BLOB
+);
+CREATE INDEX IF NOT EXISTS snapshots_by_target ON snapshots (target, id);
+CREATE TABLE IF NOT EXISTS entries (
+    snapshot_id INTEGER NOT NULL REFERENCES snapshots (id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    rank INTEGER NOT NULL,
+    title_key TEXT NOT NULL,
+    artist_key TEXT NOT NULL,
+    item_id TEXT,
+    record BLOB NOT NULL,
+    PRIMARY KEY (snapshot_id, position)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS entries_by_title ON entries (title_key);
+CREATE INDEX IF NOT EXISTS entries_by_item ON entries (item_id);
+CREATE TABLE IF NOT EXISTS raw_payloads (
+    snapshot_id INTEGER PRIMARY KEY REFERENCES snapshots (id) ON DELETE CASCADE,
+    content_type TEXT NOT NULL,
+    body BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS fetch_log (
+    id INTEGER PRIMARY KEY,
+    target TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    duration_ms INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+    http_status INTEGER,
+    rows INTEGER,
+    url TEXT,
+    error TEXT
+);
+CREATE INDEX IF NOT EXISTS fetch_log_by_target ON fetch_log (target, id);
+"""
+
+
+def group_db_path(group: str) -> Path:
+    return config.data_dir() / f"{group}.sqlite"
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def parse_iso(value: str) -> datetime:
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+
+
+def iso(ts: datetime) -> str:
+    """UTC timestamps as ISO 8601 with a Z, to the second: sortable as text."""
+    return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class StoredEntry:
+    """One entry row: the queryable columns beside the encoded public record."""
+
+    rank: int
+    title_key: str
+    artist_key: str
+    item_id: str | None
+    record: bytes
+
+
+@dataclass
+class NewSnapshot:
+    """A snapshot a crawl wants committed; nothing is written until it passes the sanity checks."""
+
+    target: str
+    chart_date: str
+    chart_hour: int | None
+    fetched_at: datetime
+    source: str
+    entries: list[StoredEntry]
+    raw: bytes | None = None
+    raw_type: str = "application/octet-stream"
+    meta: bytes | None = None
+
+
+@dataclass(frozen=True)
+class FetchLogRow:
+    target: str
+    started_at: datetime
+    duration_ms: int
+    status: str
+    http_status: int | None = None
+    rows: int | None = None
+    url: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    """A committed snapshot's metadata, as read back."""
+
+    id: int
+    target: str
+    chart_date: str
+    chart_hour: int | None
+    fetched_at: str
+    source: str
+    row_count: int
+
+    COLUMNS = "id, target, chart_date, chart_hour, fetched_at, source, row_count"
+
+
+@dataclass
+class SnapshotWriter:
+    """The crawler's side: synchronous sqlite3, one transaction per crawl result.
+
+    `retention` maps a target prefix to days; older snapshots of matching targets are pruned
+    after each commit. Raw payloads older than `raw_retention_days` are pruned for every target.
+    """
+
+    path: Path
+    busy_timeout_ms: int = 30_000
+    retention: dict[str, float] = field(default_factory=dict)
+    raw_retention_days: float = 7.0
+    _db: sqlite3.Connection | None = None
+
+    def __enter__(self) -> SnapshotWriter:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, isolation_level=None, timeout=self.busy_timeout_ms / 1000)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute("PRAGMA foreign_keys=ON")
+        db.executescript(SCHEMA)
+        self._db = db
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise RuntimeError("SnapshotWriter used outside its `with` block")
+        return self._db
+
+    def commit(self, snapshots: Sequence[NewSnapshot], log: FetchLogRow) -> list[int]:
+        """Write the snapshots and their fetch-log row atomically; return the new snapshot ids."""
+        db = self.db
+        ids: list[int] = []
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for snap in snapshots:
+                cur = db.execute(
+                    "INSERT INTO snapshots (target, chart_date, chart_hour, fetched_at, source, row_count, meta)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (snap.target, snap.chart_date, snap.chart_hour, iso(snap.fetched_at), snap.source,
+                     len(snap.entries), snap.meta),
+                )
+                snapshot_id = int(cur.lastrowid or 0)
+                ids.append(snapshot_id)
+                db.executemany(
+                    "INSERT INTO entries (snapshot_id, position, rank, title_key, artist_key, item_id, record)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(snapshot_id, pos, e.rank, e.title_key, e.artist_key, e.item_id, e.record)
+                     for pos, e in enumerate(snap.entries, start=1)],
+                )
+                if snap.raw is not None:
+                    db.execute("INSERT INTO raw_payloads VALUES (?, ?, ?)", (snapshot_id, snap.raw_type, snap.raw))
+            self._insert_log(log)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self._prune()
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return ids
+
+    def log_failure(self, log: FetchLogRow) -> None:
+        """Record a failed attempt; the current snapshot stays as it was."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self._insert_log(log)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def _insert_log(self, log: FetchLogRow) -> None:
+        self.db.execute(
+            "INSERT INTO fetch_log (target, started_at, duration_ms, status, http_status, rows, url, error)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (log.target, iso(log.started_at), log.duration_ms, log.status, log.http_status, log.rows, log.url,
+             log.error),
+        )
+
+    def _prune(self) -> None:
+        """Drop snapshots past their target's retention, but never a target's newest one."""
+        now = time.time()
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for prefix, days in self.retention.items():
+                db.execute(
+                    "DELETE FROM snapshots WHERE target LIKE ? || '%' AND fetched_at < ?"
+                    " AND id NOT IN (SELECT max(id) FROM snapshots GROUP BY target)",
+                    (prefix, iso(datetime.fromtimestamp(now - days * 86400, timezone.utc))),
+                )
+            db.execute(
+                "DELETE FROM raw_payloads WHERE snapshot_id IN (SELECT id FROM snapshots WHERE fetched_at < ?)"
+                " AND snapshot_id NOT IN (SELECT max(id) FROM snapshots GROUP BY target)",
+                (iso(datetime.fromtimestamp(now - self.raw_retention_days * 86400, timezone.utc)),),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    # Reads a crawl needs (earlier observations, previous snapshot) go through the same connection.
+    def snapshots_between(self, target: str, start: datetime, end: datetime) -> list[SnapshotRow]:
+        rows = self.db.execute(
+            f"SELECT {SnapshotRow.COLUMNS} FROM snapshots WHERE target = ? AND fetched_at >= ? AND fetched_at <= ?"
+            " ORDER BY fetched_at, id",
+            (target, iso(start), iso(end)),
+        ).fetchall()
+        return [SnapshotRow(*row) for row in rows]
+
+    def records(self, snapshot_id: int) -> list[bytes]:
+        return [r[0] for r in self.db.execute(
+            "SELECT record FROM entries WHERE snapshot_id = ? ORDER BY position", (snapshot_id,))]
+
+
+class SnapshotReader:
+    """The server's side: one long-lived connection per group file, opened when the file exists.
+
+    `query_only` rather than a read-only open, so a WAL file the crawler has not created yet
+    is never a reason to fail. Each read is one statement.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: aiosqlite.Connection | None = None
+
+    async def connection(self) -> aiosqlite.Connection | None:
+        if self._db is None:
+            if not self.path.exists():
+                return None
+            db = await aiosqlite.connect(self.path, timeout=5.0)
+            await db.execute("PRAGMA query_only=1")
+            self._db = db
+        return self._db
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self._db.close()
+            self._db = None
+
+    async def data_version(self) -> int | None:
+        """Changes whenever another connection (a crawler) commits; None while there is no file."""
+        rows = await self.fetchall("PRAGMA data_version")
+        return int(rows[0][0]) if rows else None
+
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row | tuple[Any, ...]]:
+        db = await self.connection()
+        if db is None:
+            return []
+        try:
+            async with db.execute(sql, tuple(params)) as cursor:
+                return list(await cursor.fetchall())
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []  # a file whose first crawl has not committed its schema yet
+            raise
+
+    async def latest(self, target: str) -> SnapshotRow | None:
+        rows = await self.fetchall(
+            f"SELECT {SnapshotRow.COLUMNS} FROM snapshots WHERE target = ? ORDER BY id DESC LIMIT 1", (target,))
+        return SnapshotRow(*rows[0]) if rows else None
+
+    async def latest_per_target(self) -> list[SnapshotRow]:
+        rows = await self.fetchall(
+            f"SELECT {SnapshotRow.COLUMNS} FROM snapshots WHERE id IN (SELECT max(id) FROM snapshots GROUP BY target)"
+            " ORDER BY target")
+        return [SnapshotRow(*row) for row in rows]
+
+    async def records(self, snapshot_id: int, limit: int) -> list[bytes]:
+        rows = await self.fetchall(
+            "SELECT record FROM entries WHERE snapshot_id = ? ORDER BY position LIMIT ?", (snapshot_id, limit))
+        return [row[0] for row in rows]
+
+    async def fetch_log(self, status: str | None, limit: int) -> list[tuple[Any, ...]]:
+        where, params = ("WHERE status = ?", [status]) if status else ("", [])
+        return [tuple(r) for r in await self.fetchall(
+            "SELECT id, target, started_at, duration_ms, status, http_status, rows, url, error FROM fetch_log"
+            f" {where} ORDER BY id DESC LIMIT ?", [*params, limit])]

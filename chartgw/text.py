@@ -1,0 +1,87 @@
+"""Name normalisation, so one song spelled three ways by three sites is one song.
+
+Keys are case-, accent- and width-insensitive and keep Hangul intact. An artist credited as
+"아이유(IU)" has two aliases, "아이유" and "iu"; `ArtistAliases` joins every name that shares an
+alias, so "아이유", "아이유(IU)" and "IU" meet once any source has printed the combined form.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+_FEAT = re.compile(r"[\(\[]\s*(?:feat|ft|with|prod)\b[^\)\]]*[\)\]]", re.IGNORECASE)
+_PARENS = re.compile(r"[\(\[]([^\)\]]*)[\)\]]")
+
+
+def fold(text: str) -> str:
+    """Casefolded, accents dropped, widths unified; Hangul syllables recomposed after the split."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return unicodedata.normalize("NFC", stripped)
+
+
+def compact(text: str) -> str:
+    """Only letters and digits of the folded text: "Love Lee!" and "love-lee" are the same key."""
+    return "".join(ch for ch in fold(text) if ch.isalnum())
+
+
+def title_key(title: str) -> str:
+    """The title without featuring/producer credits, compacted."""
+    return compact(_FEAT.sub(" ", title)) or compact(title)
+
+
+def split_artists(artist: str) -> list[str]:
+    """"A, B" and "A & B" are two artists; commas inside brackets ("싹쓰리 (유두래곤, 린다G)") are not."""
+    parts, depth, current = [], 0, []
+    for ch in artist:
+        depth += (ch in "([") - (ch in ")]")
+        if depth <= 0 and ch in ",&":
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def artist_aliases(name: str) -> set[str]:
+    """Keys one artist credit can be known by: its name outside and each name inside brackets."""
+    aliases = {compact(inner) for inner in _PARENS.findall(name)}
+    aliases.add(compact(_PARENS.sub(" ", name)))
+    aliases.discard("")
+    return aliases or {compact(name)}
+
+
+def artist_key(artist: str) -> str:
+    """The stored artist column: the first credited artist's main name."""
+    names = split_artists(artist) or [artist]
+    return min(artist_aliases(names[0]), key=lambda a: (a != compact(_PARENS.sub(" ", names[0])), a))
+
+
+class ArtistAliases:
+    """A union-find over alias keys, fed with every artist credit seen."""
+
+    def __init__(self, names: Iterable[str] = ()) -> None:
+        self._parent: dict[str, str] = {}
+        for name in names:
+            self.add(name)
+
+    def _find(self, key: str) -> str:
+        parent = self._parent.setdefault(key, key)
+        while parent != key:
+            grand = self._parent[parent]
+            self._parent[key] = grand
+            key, parent = parent, grand
+        return key
+
+    def add(self, credit: str) -> None:
+        for name in split_artists(credit):
+            first, *rest = sorted(artist_aliases(name))
+            for other in rest:
+                self._parent[self._find(other)] = self._find(first)
+
+    def identities(self, credit: str) -> frozenset[str]:
+        """One identity per artist of the credit; two credits share an artist when these intersect."""
+        return frozenset(self._find(next(iter(sorted(artist_aliases(n))))) for n in split_artists(credit))

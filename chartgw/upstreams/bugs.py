@@ -1,0 +1,150 @@
+"""Bugs (music.bugs.co.kr): the track chart web pages, one request of 100 rows each.
+
+URLs: realtime `/chart/track/realtime/total`, daily `/chart/track/day/total` (both in many projects); weekly
+`/chart/track/week/total` is a GUESS by analogy (no code seen requests a weekly HTML page; only the mobile
+API's `period_tp=week` is known).
+Row markup from real HTML printed in a notebook (~2020) and in project tests: `table.trackList` rows
+`tr[rowType="track"]` with camelCase `trackId`/`albumId`/`artistId`/`multiArtist` attributes (lexbor lowercases
+them, so selectors use `rowtype`, `trackid`...), rank `div.ranking > strong`, change `p.change.up|down|none > em`,
+`a.thumbnail img`, `p.title a` (title attribute / text), `p.artist a`, `a.album`.
+- New entries: `p.change.new` (class not seen in a capture) and any unknown change class read as new. The one
+  other class seen, `p.change.duration <em>6일</em>` (on a rank 1 row of a daily chart), is read as "held the
+  place" (0) — an unverified reading.
+- Artists: one `a` per artist in `p.artist`; a multiArtist="Y" row that shows one `a` keeps its text as one
+  artist (we do not split names on commas or "&", which belong to some names). Ids from each link's
+  `/artist/<id>`, else the row's `artistId`.
+- Chart date: `time[datetime]` "YYYY.MM.DD[ HH:MM]" (code-only: one TS parser reads it); the hour only counts
+  for the realtime chart. None when the page has no such element.
+"""
+
+from __future__ import annotations
+
+import re
+
+from selectolax.lexbor import LexborNode
+
+from chartgw.records import KoreaEntry, ParsedChart, rank_status
+from chartgw.upstreams import UpstreamFormatError, UpstreamRequest
+from chartgw.upstreams.html_text import (
+    absolute_url,
+    clean,
+    dotted_date,
+    first_int,
+    has_class,
+    node_text,
+    parse_html,
+    required,
+)
+
+UPSTREAM = "BUGS"
+CHART_TYPES: tuple[str, ...] = ("realtime", "daily", "weekly")
+
+PATHS: dict[str, str] = {
+    "realtime": "/chart/track/realtime/total",
+    "daily": "/chart/track/day/total",
+    "weekly": "/chart/track/week/total",  # guess, see the module docstring
+}
+_BROWSER_HEADERS: tuple[tuple[str, str], ...] = (
+    (
+        "User-Agent",
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+        "Chrome/124.0.0.0 Safari/537.36",
+    ),
+    ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
+    ("Accept-Language", "ko-KR,ko;q=0.9,en-US;q=0.8,en;q=0.7"),
+)
+_ARTIST_HREF = re.compile(r"/artist/(\d+)")
+
+
+def _check_type(chart_type: str) -> None:
+    if chart_type not in CHART_TYPES:
+        raise ValueError(f"Bugs has no chart type {chart_type!r}; known: {', '.join(CHART_TYPES)}")
+
+
+def requests_for(chart_type: str) -> list[UpstreamRequest]:
+    """The chart page of the current chart (no `chartdate` parameter = the latest one)."""
+    _check_type(chart_type)
+    return [UpstreamRequest(upstream=UPSTREAM, path=PATHS[chart_type], headers=_BROWSER_HEADERS)]
+
+
+def _rank_change(row: LexborNode, where: str) -> int | None:
+    """up → +em, down → -em, none → 0, duration → 0 (see docstring), new or anything else → None."""
+    marker = row.css_first("div.ranking p.change")
+    if marker is None:
+        return None
+    if has_class(marker, "none") or has_class(marker, "duration"):
+        return 0
+    if has_class(marker, "up") or has_class(marker, "down"):
+        amount = required(first_int(node_text(marker.css_first("em"))), "number in p.change > em", where)
+        return amount if has_class(marker, "up") else -amount
+    return None
+
+
+def _artists(row: LexborNode) -> tuple[list[str], list[str]]:
+    """Names and ids from `p.artist a` (one link per artist), falling back to the row's artistId."""
+    names: list[str] = []
+    ids: list[str] = []
+    for link in row.css("p.artist a"):
+        name = node_text(link) or clean(link.attributes.get("title"))
+        if not name:
+            continue
+        names.append(name)
+        match = _ARTIST_HREF.search(link.attributes.get("href") or "")
+        if match:
+            ids.append(match.group(1))
+    if not names:
+        text = node_text(row.css_first("p.artist"))
+        names = [text] if text else []
+    if not ids and row.attributes.get("artistid"):
+        ids = [row.attributes["artistid"] or ""]
+    return names, [i for i in ids if i]
+
+
+def _row(row: LexborNode, where: str) -> KoreaEntry:
+    rank = required(first_int(node_text(row.css_first("div.ranking > strong"))), "rank (div.ranking > strong)", where)
+    where = f"{where} (rank {rank})"
+    title_link = row.css_first("p.title a")
+    title = clean(title_link.attributes.get("title")) if title_link else ""
+    title = required(title or node_text(title_link) or node_text(row.css_first("p.title")), "title (p.title a)", where)
+    artists, artist_ids = _artists(row)
+    album_link = row.css_first("a.album")
+    album = (clean(album_link.attributes.get("title")) or node_text(album_link)) if album_link else ""
+    image = row.css_first("a.thumbnail img") or row.css_first("img")
+    change = _rank_change(row, where)
+    return KoreaEntry(
+        rank=rank,
+        title=title,
+        artist=", ".join(artists),
+        artists=artists,
+        album=album or None,
+        image_url=absolute_url(image.attributes.get("src") if image else None),
+        song_id=row.attributes.get("trackid") or None,
+        album_id=row.attributes.get("albumid") or None,
+        artist_ids=artist_ids,
+        rank_change=change,
+        rank_status=rank_status(change),
+    )
+
+
+def parse(chart_type: str, bodies: list[bytes]) -> ParsedChart:
+    """The chart rows and, when the page has `time[datetime]`, its date (and hour for realtime)."""
+    _check_type(chart_type)
+    if not bodies:
+        raise UpstreamFormatError("Bugs: no bodies to parse")
+    entries: list[KoreaEntry] = []
+    chart_date: str | None = None
+    chart_hour: int | None = None
+    for page, body in enumerate(bodies, start=1):
+        tree = parse_html(body)
+        rows = tree.css('table.trackList tr[rowtype="track"]')
+        if not rows:
+            raise UpstreamFormatError(
+                f'Bugs {chart_type} body {page}: no table.trackList tr[rowType="track"] rows (not a chart page)'
+            )
+        entries.extend(_row(row, f"Bugs {chart_type} body {page}") for row in rows)
+        stamp = tree.css_first("time[datetime]")
+        stated = dotted_date(stamp.attributes.get("datetime")) if stamp is not None else None
+        if stated and chart_date is None:
+            chart_date = stated[0]
+            chart_hour = stated[1] if chart_type == "realtime" else None
+    return ParsedChart(entries=entries, chart_date=chart_date, chart_hour=chart_hour)

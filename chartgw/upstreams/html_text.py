@@ -1,0 +1,88 @@
+"""Small text helpers shared by the HTML chart parsers (Genie, Bugs): decoding, whitespace, ids, URLs."""
+
+from __future__ import annotations
+
+import codecs
+import re
+from typing import TypeVar
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from chartgw.upstreams import UpstreamFormatError
+
+T = TypeVar("T")
+
+_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+_SPACE = re.compile(r"\s+")
+_DIGITS = re.compile(r"\d+")
+_DATE = re.compile(r"(\d{4})[.\-/](\d{1,2})[.\-/](\d{1,2})(?:\D+(\d{1,2}):(\d{2}))?")
+
+
+def decode_html(body: bytes) -> str:
+    """UTF-8 unless the page's own <meta charset> names another codec Python knows (old Korean pages: EUC-KR)."""
+    match = _CHARSET.search(body[:4096])
+    encoding = "utf-8"
+    if match:
+        try:
+            encoding = codecs.lookup(match.group(1).decode("ascii")).name
+        except LookupError:
+            pass
+    return body.decode(encoding, errors="replace")
+
+
+def parse_html(body: bytes) -> LexborHTMLParser:
+    """A lexbor tree of the body (attribute names come out lowercased)."""
+    return LexborHTMLParser(decode_html(body))
+
+
+def clean(text: str | None) -> str:
+    """Whitespace runs (incl. NBSP, newlines from the templates) collapsed to one space, ends stripped."""
+    return _SPACE.sub(" ", text or "").strip()
+
+
+def node_text(node: LexborNode | None) -> str:
+    """The cleaned full text of a node, '' for a missing node."""
+    return clean(node.text()) if node is not None else ""
+
+
+def first_int(text: str | None) -> int | None:
+    """The first run of digits in `text` as an int (ranks like '1 ', '15상승'), None when there is none."""
+    match = _DIGITS.search(text or "")
+    return int(match.group()) if match else None
+
+
+def js_arg(code: str | None, function: str) -> str | None:
+    """The first numeric argument of `function(...)` in an onclick/href script, quoted or not."""
+    if not code:
+        return None
+    match = re.search(rf"{re.escape(function)}\(\s*['\"]?(\d+)", code)
+    return match.group(1) if match else None
+
+
+def absolute_url(src: str | None) -> str | None:
+    """Protocol-relative `//host/...` made https; other URLs unchanged; empty → None."""
+    src = (src or "").strip()
+    if not src:
+        return None
+    return "https:" + src if src.startswith("//") else src
+
+
+def has_class(node: LexborNode, name: str) -> bool:
+    """Whether the node's class list holds `name` (class values often carry stray spaces)."""
+    return name in (node.attributes.get("class") or "").split()
+
+
+def dotted_date(text: str | None) -> tuple[str, int | None] | None:
+    """'YYYY.MM.DD[ HH:MM]' → ('YYYY-MM-DD', hour or None); None when no date is in the text."""
+    match = _DATE.search(text or "")
+    if not match:
+        return None
+    year, month, day, hour, _ = match.groups()
+    return f"{year}-{int(month):02d}-{int(day):02d}", (int(hour) if hour is not None else None)
+
+
+def required(value: T | None, what: str, where: str) -> T:
+    """The value, or UpstreamFormatError naming the missing field when it is None or empty."""
+    if value is None or value == "":
+        raise UpstreamFormatError(f"{where}: missing {what}")
+    return value
