@@ -76,20 +76,27 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     return _json_response(500, "Internal server error")
 
 
+def access_table(groups: Sequence[Group]) -> AccessTable:
+    """Public: the routes declared public (roots, health, schema documents); all else needs a key."""
+    public: set[str] = set()
+    for group in groups:
+        for route in service_routes(group):
+            if route.public:
+                public.add(f"/{group.name}{route.path}")
+                if route.path == "/":
+                    public.add(f"/{group.name}")
+    return AccessTable(public)
+
+
 def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None = None) -> Starlette:
     groups = list(groups if groups is not None else all_groups())
     cache = ResponseCache()
     datas = [GroupData(g.name) for g in groups]
-    routes: list[StarletteRoute] = []
-    public: set[str] = set()
-    for group, data in zip(groups, datas):
-        for route in service_routes(group):
-            path = f"/{group.name}{route.path}"
-            routes.append(StarletteRoute(path, EndpointApp(route, data, cache), methods=[route.method]))
-            if route.public:
-                public.add(path)
-                if route.path == "/":
-                    public.add(path.rstrip("/"))
+    routes = [
+        StarletteRoute(f"/{group.name}{route.path}", EndpointApp(route, data, cache), methods=[route.method])
+        for group, data in zip(groups, datas)
+        for route in service_routes(group)
+    ]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -101,7 +108,7 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
         routes=routes,
         middleware=[
             Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),
-            Middleware(ApiKeyMiddleware, table=AccessTable(public),
+            Middleware(ApiKeyMiddleware, table=access_table(groups),
                        checker=checker or KeyChecker(plain_keys=config.env_api_keys())),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _server_error},

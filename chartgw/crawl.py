@@ -18,7 +18,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -98,11 +98,11 @@ class Outcome:
 @dataclass
 class RetryPolicy:
     attempts: int = 3
-    backoff_seconds: float = float(os.environ.get("CHARTGW_RETRY_BACKOFF_SECONDS", "0.5"))
+    backoff_seconds: float = field(default_factory=lambda: float(os.environ.get("CHARTGW_RETRY_BACKOFF_SECONDS", "0.5")))
     max_wait_seconds: float = 30.0
     target_deadline_seconds: float = 90.0
     per_upstream: int = 2
-    delay_seconds: float = float(os.environ.get("CHARTGW_CRAWL_DELAY_SECONDS", "0.2"))
+    delay_seconds: float = field(default_factory=lambda: float(os.environ.get("CHARTGW_CRAWL_DELAY_SECONDS", "0.2")))
 
 
 def request_url(req: UpstreamRequest) -> str:

@@ -53,6 +53,10 @@ class GroupData:
         self._seen: int | None = None
         self._checked = float("-inf")
 
+    def expire(self) -> None:
+        """Re-read the version on the next request (after this process knows a crawl committed)."""
+        self._checked = float("-inf")
+
     async def current_version(self) -> int:
         now = time.monotonic()
         if now - self._checked >= FRESHNESS_SECONDS:

@@ -15,3 +15,21 @@ def shared_upstream() -> Path:
     if not SHARED_UPSTREAM.is_dir():
         pytest.skip(f"real upstream captures not present at {SHARED_UPSTREAM} (clone ../shared beside the repo)")
     return SHARED_UPSTREAM
+
+
+@pytest.fixture(autouse=True)
+def _no_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Crawls in tests do not pause between requests or back off for real."""
+    monkeypatch.setenv("CHARTGW_CRAWL_DELAY_SECONDS", "0")
+    monkeypatch.setenv("CHARTGW_RETRY_BACKOFF_SECONDS", "0.01")
+
+
+@pytest.fixture(scope="session")
+def korea_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data folder with every /korea-chart chart crawled from the samples. Read-only: copy it to change it."""
+    import os
+
+    from tests.fixtures import build_korea_chart_db
+
+    os.environ["CHARTGW_CRAWL_DELAY_SECONDS"] = "0"
+    return build_korea_chart_db(tmp_path_factory.mktemp("korea-data"))

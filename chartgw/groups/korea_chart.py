@@ -406,6 +406,7 @@ async def refresh(call: Call) -> RefreshResponse:
     async with _refresh_running:
         options = {"site": site, "chart_type": chart_type}
         outcomes = await crawl_in_subprocess(NAME, options)
+    call.data.expire()
     parsed = [msgspec.convert(o, CrawlOutcome) for o in outcomes]
     ok = sum(o.status == "ok" for o in parsed)
     return RefreshResponse("ok" if ok == len(parsed) else "partial" if ok else "failed", parsed)

@@ -1,0 +1,62 @@
+"""Builds the test databases and apps: every test that needs data gets it from here.
+
+Data is made the way production makes it: the real crawlers run against the bundled sample
+payloads on a local replay server (no network).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+from starlette.testclient import TestClient
+
+from chartgw.access import KeyChecker
+from chartgw.app import build_app
+from chartgw.demo import seed_korea_chart
+
+TEST_KEY = "test-key-0123456789"
+KEY_HEADERS = {"X-API-Key": TEST_KEY}
+FIXED_NOW = datetime(2026, 11, 20, 5, 30, 0, tzinfo=timezone.utc)  # 14:30 KST
+
+
+@contextmanager
+def data_dir(path: Path) -> Iterator[Path]:
+    """Point CHARTGW_DATA_DIR at `path` for the duration."""
+    saved = os.environ.get("CHARTGW_DATA_DIR")
+    os.environ["CHARTGW_DATA_DIR"] = str(path)
+    try:
+        yield path
+    finally:
+        if saved is None:
+            os.environ.pop("CHARTGW_DATA_DIR", None)
+        else:
+            os.environ["CHARTGW_DATA_DIR"] = saved
+
+
+def build_korea_chart_db(path: Path, now: datetime | None = None) -> Path:
+    """A data folder with every /korea-chart chart crawled from the samples (FLO with earlier observations)."""
+    path.mkdir(parents=True, exist_ok=True)
+    with data_dir(path):
+        outcomes = asyncio.run(seed_korea_chart(now or datetime.now(timezone.utc)))
+    failed = [o for o in outcomes if o.status != "ok"]
+    assert not failed, failed
+    return path
+
+
+def copy_data(source: Path, dest: Path) -> Path:
+    """A private copy of a built data folder, for a test that changes it."""
+    shutil.copytree(source, dest)
+    return dest
+
+
+def client(path: Path) -> TestClient:
+    """A TestClient on the gateway over data folder `path`, accepting TEST_KEY. Use it as a context manager."""
+    with data_dir(path):
+        app = build_app(checker=KeyChecker(path / "keys.sqlite", plain_keys=[TEST_KEY]))
+    return TestClient(app)

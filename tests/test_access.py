@@ -1,0 +1,128 @@
+"""Who may call what: every route classified as the spec says, keys hashed, revocable, expiring."""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from starlette.routing import Route as StarletteRoute
+
+from chartgw.access import KeyChecker, KeyStore, hash_key
+from chartgw.app import access_table, build_app
+from chartgw.groups import all_groups
+from tests.fixtures import KEY_HEADERS, client
+
+# The spec: "Every group exposes a public root (GET /) and a public health endpoint", and schema
+# documents (openapi.json) are public where listed. Everything else is a data endpoint needing a key.
+SPEC_PUBLIC_SUFFIXES = ("/", "/health", "/openapi.json")
+
+
+def _concrete(path: str) -> str:
+    return re.sub(r"\{[^}]+\}", "x", path)
+
+
+def test_every_registered_route_is_classified_as_the_spec_says(tmp_path: Path) -> None:
+    table = access_table(all_groups())
+    app = build_app(checker=KeyChecker(tmp_path / "keys.sqlite"))
+    routes = [r for r in app.routes if isinstance(r, StarletteRoute)]
+    assert len(routes) >= 8
+    for route in routes:
+        group, _, rest = route.path[1:].partition("/")
+        expected_public = "/" + rest in SPEC_PUBLIC_SUFFIXES
+        assert table.is_public(route.path) is expected_public, route.path
+        assert table.is_public(_concrete(route.path)) is expected_public, route.path
+
+
+def test_unclassified_paths_need_a_key() -> None:
+    table = access_table(all_groups())
+    assert not table.is_public("/korea-chart/made-up")
+    assert not table.is_public("/somewhere-else/health")
+    assert not table.is_public("/korea-chart/health/")
+
+
+def test_requests_without_a_key_are_refused_on_every_keyed_route(korea_data: Path) -> None:
+    with client(korea_data) as api:
+        for route in api.app.routes:  # type: ignore[attr-defined]
+            path = _concrete(route.path)
+            method = sorted(route.methods - {"HEAD"})[0]
+            response = api.request(method, path)
+            if access_table(all_groups()).is_public(route.path):
+                assert response.status_code == 200, path
+            else:
+                assert response.status_code == 401, path
+                assert response.json()["detail"] and "X-API-Key" in response.headers["www-authenticate"]
+        wrong = api.get("/korea-chart/sites", headers={"X-API-Key": "not-a-key"})
+        assert wrong.status_code == 401 and wrong.json() == {"detail": "Invalid, revoked or expired API key"}
+        assert api.get("/korea-chart/sites?api_key=" + KEY_HEADERS["X-API-Key"]).status_code == 401
+
+
+def _cli(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CHARTGW_DATA_DIR": str(data)}
+    return subprocess.run([sys.executable, "-m", "chartgw", *args], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_keys_cli_create_list_revoke_and_the_server_follows(korea_data: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "korea-chart.sqlite").write_bytes((korea_data / "korea-chart.sqlite").read_bytes())
+    created = _cli(data, "keys", "create", "--name", "partner-a")
+    assert created.returncode == 0, created.stderr
+    key = created.stdout.strip()
+    assert key.startswith("cgw_") and "shown only now" in created.stderr
+    stored = sqlite3.connect(data / "keys.sqlite").execute("SELECT name, key_hash FROM api_keys").fetchall()
+    assert stored == [("partner-a", hash_key(key))]  # only the digest is kept
+    assert key not in (data / "keys.sqlite").read_bytes().decode("latin-1")
+
+    checker = KeyChecker(data / "keys.sqlite", recheck_seconds=0)
+    assert checker.check(key)
+    listing = _cli(data, "keys", "list")
+    assert "partner-a" in listing.stdout and "active" in listing.stdout and key not in listing.stdout
+
+    assert _cli(data, "keys", "revoke", "1").returncode == 0
+    assert not checker.check(key)
+    assert "revoked" in _cli(data, "keys", "list").stdout
+    again = _cli(data, "keys", "revoke", "1")
+    assert again.returncode == 1 and "no active key" in again.stderr
+
+
+def test_expired_keys_are_refused_and_bad_expiry_is_a_usage_error(tmp_path: Path) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    store = KeyStore(tmp_path / "keys.sqlite")
+    _, old = store.create("old", datetime.now(timezone.utc) - timedelta(days=1))
+    _, new = store.create("new", datetime.now(timezone.utc) + timedelta(days=1))
+    checker = KeyChecker(tmp_path / "keys.sqlite", recheck_seconds=0)
+    assert not checker.check(old) and checker.check(new)
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert {k.name: k.state(now) for k in store.list()} == {"old": "expired", "new": "active"}
+    bad = _cli(tmp_path, "keys", "create", "--name", "x", "--expires", "next tuesday")
+    assert bad.returncode == 2 and "not a date" in bad.stderr
+
+
+def test_env_keys_work_without_a_key_file(tmp_path: Path) -> None:
+    checker = KeyChecker(tmp_path / "missing.sqlite", plain_keys=["alpha", "beta"])
+    assert checker.check("beta") and not checker.check("gamma")
+
+
+def test_revocation_reaches_a_running_server_without_restart(korea_data: Path, tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "korea-chart.sqlite").write_bytes((korea_data / "korea-chart.sqlite").read_bytes())
+    key_id, key = KeyStore(data / "keys.sqlite").create("p")
+    with client(data) as api:
+        assert api.get("/korea-chart/sites", headers={"X-API-Key": key}).status_code == 200
+        KeyStore(data / "keys.sqlite").revoke(key_id)
+        time.sleep(1.1)
+        assert api.get("/korea-chart/sites", headers={"X-API-Key": key}).status_code == 401
+
+
+@pytest.mark.parametrize("path", ["/korea-chart", "/korea-chart/", "/korea-chart/health", "/korea-chart/openapi.json"])
+def test_public_paths_need_no_key(korea_data: Path, path: str) -> None:
+    with client(korea_data) as api:
+        assert api.get(path).status_code == 200

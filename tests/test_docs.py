@@ -1,0 +1,66 @@
+"""Docs checked by tests: the OpenAPI document and the README match the route tables and the CLI."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from chartgw.app import service_routes
+from chartgw.cli import crontab
+from chartgw.groups import all_groups
+from chartgw.groups.korea_chart import GROUP, RisingEntry
+from chartgw.records import KoreaEntry
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_openapi_documents_every_route_parameter_and_error() -> None:
+    for group in all_groups():
+        routes = service_routes(group)
+        document = next(r for r in routes if r.path == "/openapi.json")
+        import asyncio
+
+        doc = asyncio.run(document.handler(None))  # type: ignore[arg-type]
+        assert doc["openapi"].startswith("3.1") and doc["servers"] == [{"url": f"/{group.name}"}]
+        for route in routes:
+            operation = doc["paths"][route.path][route.method.lower()]
+            assert [p["name"] for p in operation["parameters"]] == [p.name for p in route.params]
+            codes = set(operation["responses"])
+            assert "200" in codes
+            assert ("401" in codes) is (not route.public)
+            if route.params:
+                assert operation["responses"]["422"]["content"]["application/json"]["schema"] == {
+                    "$ref": "#/components/schemas/HTTPValidationError"}
+        schemas = doc["components"]["schemas"]
+        assert doc["components"]["securitySchemes"]["APIKeyHeader"] == {"type": "apiKey", "in": "header",
+                                                                        "name": "X-API-Key"}
+        if group is GROUP:
+            entry = schemas["KoreaEntry"]["properties"]
+            assert set(entry) == set(KoreaEntry.__struct_fields__)
+            assert set(schemas["RisingEntry"]["properties"]) == set(RisingEntry.__struct_fields__)
+            assert set(entry["rank_status"]["enum"]) == {"up", "down", "same", "new"}
+
+
+def test_readme_lists_every_route_of_every_group() -> None:
+    text = README.read_text()
+    for group in all_groups():
+        for route in service_routes(group):
+            assert f"{route.method} /{group.name}{route.path}" in text, f"README misses {route.method} {route.path}"
+
+
+def test_readme_names_the_two_setup_commands_and_every_upstream_variable() -> None:
+    text = README.read_text()
+    assert "scripts/serve" in text and "scripts/test" in text
+    for group in all_groups():
+        for name in group.upstreams:
+            assert f"CHARTGW_UPSTREAM_{name}" in text
+
+
+def test_crontab_covers_every_schedule_in_kst() -> None:
+    tab = crontab(Path("/srv/chartgw"))
+    assert "CRON_TZ=Asia/Seoul" in tab
+    lines = [line for line in tab.splitlines() if re.match(r"^[\d*]", line)]
+    assert len(lines) == sum(len(g.schedules) for g in all_groups())
+    assert any(line.startswith("*/5 * * * * /srv/chartgw/scripts/crawl korea-chart --site portal-d --chart-type rising")
+               for line in lines)
+    assert all("--wait 240" in line for line in lines)

@@ -1,0 +1,103 @@
+"""The shared validation layer answers exactly as FastAPI does.
+
+The expected bodies below were produced by FastAPI 0.12x / pydantic 2 for the same declarations
+(`Literal[...]` path parameter, `int` query with `Query(ge=1, le=200)`), so clients written against
+the FastAPI service see no difference.
+"""
+
+from __future__ import annotations
+
+import pytest
+from starlette.applications import Starlette
+from starlette.routing import Route as StarletteRoute
+from starlette.testclient import TestClient
+
+from chartgw.cache import ResponseCache
+from chartgw.endpoints import Call, EndpointApp, GroupData, Route
+from chartgw.params import InvalidParams, Param, literal_error, parse_query, validate
+
+LIMIT = Param("limit", kind="int", default=100, ge=1, le=200)
+SITE = Param("site", "path", kind="choice", choices=("portal-a", "portal-b", "portal-c"))
+NEED = Param("need", required=True)
+
+
+async def echo(call: Call) -> dict[str, object]:
+    return call.params
+
+
+@pytest.fixture
+def client(tmp_path, monkeypatch) -> TestClient:
+    """A tiny app with one declared route, like FastAPI's `/k/{site}/charts/{chart_type}`."""
+    monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
+    route = Route("/k/{site}/charts/{chart_type}", echo, (SITE, Param("chart_type", "path"), LIMIT, NEED), cache_ttl=0)
+    app = Starlette(routes=[StarletteRoute(route.path, EndpointApp(route, GroupData("t"), ResponseCache()))])
+    return TestClient(app)
+
+
+GOLDEN = [
+    ("/k/portal-x/charts/r?limit=abc",
+     b'{"detail":[{"type":"literal_error","loc":["path","site"],"msg":"Input should be \'portal-a\', \'portal-b\' or '
+     b'\'portal-c\'","input":"portal-x","ctx":{"expected":"\'portal-a\', \'portal-b\' or \'portal-c\'"}},{"type":"int_parsing",'
+     b'"loc":["query","limit"],"msg":"Input should be a valid integer, unable to parse string as an integer","input":"abc"},'
+     b'{"type":"missing","loc":["query","need"],"msg":"Field required","input":null}]}'),
+    ("/k/portal-a/charts/r?limit=0&need=1",
+     b'{"detail":[{"type":"greater_than_equal","loc":["query","limit"],"msg":"Input should be greater than or equal to 1",'
+     b'"input":"0","ctx":{"ge":1}}]}'),
+    ("/k/portal-a/charts/r?limit=201&need=1",
+     b'{"detail":[{"type":"less_than_equal","loc":["query","limit"],"msg":"Input should be less than or equal to 200",'
+     b'"input":"201","ctx":{"le":200}}]}'),
+    ("/k/portal-a/charts/r?limit=99999999999999999999999&need=1",
+     b'{"detail":[{"type":"less_than_equal","loc":["query","limit"],"msg":"Input should be less than or equal to 200",'
+     b'"input":"99999999999999999999999","ctx":{"le":200}}]}'),
+    ("/k/portal-a/charts/r?limit=%D9%A5&need=1",
+     b'{"detail":[{"type":"int_parsing","loc":["query","limit"],"msg":"Input should be a valid integer, unable to parse '
+     b'string as an integer","input":"\xd9\xa5"}]}'),
+    ("/k/portal-a/charts/r?limit=&need=1",
+     b'{"detail":[{"type":"int_parsing","loc":["query","limit"],"msg":"Input should be a valid integer, unable to parse '
+     b'string as an integer","input":""}]}'),
+]
+
+
+@pytest.mark.parametrize("url,body", GOLDEN)
+def test_422_bodies_are_fastapis_byte_for_byte(client: TestClient, url: str, body: bytes) -> None:
+    response = client.get(url)
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/json"
+    assert response.content == body
+
+
+@pytest.mark.parametrize("raw,value", [
+    ("5.0", 5), (" 5 ", 5), ("+5", 5), ("1_0", 10), ("05", 5), ("5.00", 5), ("\t7\n", 7), ("\u00a07\u00a0", 7),
+    ("\u30007", 7), ("1_000_000", 1_000_000), ("1_0.0", 10), ("-0", 0), ("12345678901234567890.0", 12345678901234567890),
+])
+def test_integers_parse_as_pydantic_does(raw: str, value: int) -> None:
+    assert Param("n", kind="int").validate(raw) == (value, None)
+
+
+@pytest.mark.parametrize("raw", ["5.", "5.5", "1__0", "_1", "1_", "+-5", "0x10", "1e3", "5 5", "-", "+", "", "5.0.0", "٥"])
+def test_non_integers_are_int_parsing_errors(raw: str) -> None:
+    value, error = Param("n", kind="int").validate(raw)
+    assert value is None and error is not None and error["type"] == "int_parsing" and error["input"] == raw
+
+
+def test_valid_request_gets_defaults_and_last_repeated_value(client: TestClient) -> None:
+    response = client.get("/k/portal-b/charts/x?limit=1&limit=7&need=")
+    assert response.status_code == 200
+    assert response.json() == {"site": "portal-b", "chart_type": "x", "limit": 7, "need": ""}
+    assert client.get("/k/portal-b/charts/x?need=a").json()["limit"] == 100
+
+
+def test_literal_error_wording_for_one_two_and_many_choices() -> None:
+    assert literal_error(["query", "x"], "c", ["a"])["msg"] == "Input should be 'a'"
+    assert literal_error(["query", "x"], "c", ["a", "b"])["msg"] == "Input should be 'a' or 'b'"
+    assert literal_error(["query", "x"], "c", ["a", "b", "d"])["ctx"] == {"expected": "'a', 'b' or 'd'"}
+
+
+def test_errors_come_path_first_then_query_in_declaration_order() -> None:
+    with pytest.raises(InvalidParams) as caught:
+        validate((LIMIT, SITE, NEED), {"site": "nope"}, parse_query(b"limit=x"))
+    assert [e["loc"] for e in caught.value.errors] == [["path", "site"], ["query", "limit"], ["query", "need"]]
+
+
+def test_query_decoding_keeps_utf8_and_blank_values() -> None:
+    assert parse_query("q=%EC%95%84%EC%9D%B4%EC%9C%A0&empty=".encode()) == {"q": "아이유", "empty": ""}

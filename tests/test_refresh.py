@@ -1,0 +1,64 @@
+"""POST /korea-chart/refresh runs the cron crawl in a child process and reports each target."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from chartgw.crawl import crawl_lock
+from chartgw.demo import replay_upstreams
+from chartgw.replay import Reply
+from chartgw.samples.korea import site_replies
+from tests.fixtures import KEY_HEADERS, client, copy_data, data_dir
+
+
+@pytest.fixture
+def api(korea_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
+    data = copy_data(korea_data, tmp_path / "data")
+    monkeypatch.setenv("CHARTGW_DATA_DIR", str(data))
+    with client(data) as c:
+        yield c
+
+
+def _melon_replies(variant: int) -> dict[str, dict]:
+    return {"MELON": site_replies("portal-a", "realtime", datetime.now(timezone.utc), variant)}
+
+
+def test_refresh_one_chart_commits_a_new_snapshot(api: TestClient) -> None:
+    before = api.get("/korea-chart/portal-a/charts/realtime?limit=100", headers=KEY_HEADERS).json()
+    with replay_upstreams(_melon_replies(1)):
+        response = api.post("/korea-chart/refresh?site=portal-a&chart_type=realtime", headers=KEY_HEADERS)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["status"] == "ok"
+    assert [(o["target"], o["status"], o["rows"]) for o in body["outcomes"]] == [("portal-a/realtime", "ok", 100)]
+    after = api.get("/korea-chart/portal-a/charts/realtime?limit=100", headers=KEY_HEADERS).json()
+    assert after["snapshot"]["id"] == body["outcomes"][0]["snapshot_id"] > before["snapshot"]["id"]
+    assert [e["title"] for e in after["entries"]] != [e["title"] for e in before["entries"]]
+
+
+def test_refresh_failure_reports_and_keeps_the_last_good_snapshot(api: TestClient) -> None:
+    before = api.get("/korea-chart/portal-a/charts/realtime", headers=KEY_HEADERS).json()
+    broken = {"MELON": {k: Reply(b"<html><title>error</title></html>", 503) for k in _melon_replies(1)["MELON"]}}
+    with replay_upstreams(broken):
+        body = api.post("/korea-chart/refresh?site=portal-a&chart_type=realtime", headers=KEY_HEADERS).json()
+    assert body["status"] == "failed"
+    assert body["outcomes"][0]["http_status"] == 503 and "503" in body["outcomes"][0]["error"]
+    assert api.get("/korea-chart/portal-a/charts/realtime", headers=KEY_HEADERS).json() == before
+
+
+def test_refresh_while_another_crawl_runs_is_409(api: TestClient, tmp_path: Path) -> None:
+    with data_dir(tmp_path / "data"), crawl_lock("korea-chart"):
+        response = api.post("/korea-chart/refresh?site=portal-a", headers=KEY_HEADERS)
+    assert response.status_code == 409 and "running" in response.json()["detail"]
+
+
+def test_refresh_validates_and_needs_a_key(api: TestClient) -> None:
+    assert api.post("/korea-chart/refresh").status_code == 401
+    bad = api.post("/korea-chart/refresh?site=portal-e&chart_type=realtime", headers=KEY_HEADERS)
+    assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "chart_type"]
+    assert api.get("/korea-chart/refresh", headers=KEY_HEADERS).status_code == 405
