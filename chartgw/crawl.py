@@ -151,6 +151,8 @@ class Fetcher:
                     raise CrawlError(f"{url}: {type(exc).__name__}: {exc or 'connection failed'}") from exc
                 await asyncio.sleep(self._backoff(attempt, None))
                 continue
+            except httpx.HTTPError as exc:  # undecodable body, too many redirects: retrying will not help
+                raise CrawlError(f"{url}: {type(exc).__name__}: {exc}") from exc
             if response.status_code not in RETRY_STATUSES or attempt == self.policy.attempts:
                 return response
             await asyncio.sleep(self._backoff(attempt, response.headers.get("retry-after")))

@@ -1,7 +1,9 @@
-"""Public record types. Parsers build them, the store keeps them msgspec-encoded, routes serve them as-is."""
+"""Public record types. Parsers build them (KoreaEntry through `korea_entry`), the store keeps them
+msgspec-encoded, routes serve them as-is."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 import msgspec
@@ -46,3 +48,38 @@ def rank_status(change: int | None) -> RankStatus:
     if change < 0:
         return "down"
     return "same"
+
+
+def korea_entry(
+    *,
+    rank: int,
+    title: str,
+    artists: Iterable[tuple[str | None, str]],
+    album: str | None,
+    image_url: str | None,
+    song_id: str | None,
+    album_id: str | None,
+    rank_change: int | None,
+) -> KoreaEntry:
+    """One KoreaEntry from already-validated parts; `artists` are (id, name) pairs in upstream order.
+
+    `artist` is the names joined with ", " and `rank_status` follows `rank_change`. A pair with an
+    empty name adds only its id and a pair without an id only its name, so pages that print names
+    and ids in separate places keep every one they show. `image_url` is stored as given: callers
+    make protocol-relative URLs absolute first.
+    """
+    pairs = list(artists)
+    names = [name for _, name in pairs if name]
+    return KoreaEntry(
+        rank=rank,
+        title=title,
+        artist=", ".join(names),
+        artists=names,
+        album=album,
+        image_url=image_url,
+        song_id=song_id,
+        album_id=album_id,
+        artist_ids=[artist_id for artist_id, _ in pairs if artist_id],
+        rank_change=rank_change,
+        rank_status=rank_status(rank_change),
+    )

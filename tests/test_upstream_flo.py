@@ -17,7 +17,7 @@ import pytest
 from chartgw.samples import sample_rows
 from chartgw.samples import flo as flo_samples
 from chartgw.upstreams import UpstreamFormatError, flo
-from chartgw.upstreams._korea_api import KST
+from chartgw.upstreams.json_api import KST
 
 WHEN = datetime(2026, 1, 1, 15, 5, tzinfo=KST)
 CAPTURE = "korea-derived/woogamjaa_flo100_1-1-2026.json"

@@ -14,7 +14,7 @@ import pytest
 from chartgw.samples import sample_rows
 from chartgw.samples import vibe as vibe_samples
 from chartgw.upstreams import UpstreamFormatError, vibe
-from chartgw.upstreams._korea_api import KST
+from chartgw.upstreams.json_api import KST
 
 WHEN = datetime(2026, 1, 1, 15, 0, tzinfo=KST)
 # 2026-01-01T00:00:00Z = 09:00 KST.

@@ -14,19 +14,16 @@ from datetime import datetime
 from html import escape
 
 from chartgw.samples import SampleRow
+from chartgw.samples.bodies import html_page
 from chartgw.upstreams import bugs
 
 _NAMES = {"realtime": "실시간", "daily": "일간", "weekly": "주간"}
 _SECTIONS = {"realtime": "CHARTrealtime", "daily": "CHARTday", "weekly": "CHARTweek"}
 
-_PAGE = """<!DOCTYPE html>
-<html lang="ko">
-<head>
-<meta charset="utf-8">
+_HEAD = """<meta charset="utf-8">
 <title>벅스 - {name} 차트</title>
-</head>
-<body>
-<div id="container">
+"""
+_BODY = """<div id="container">
 <section class="sectionPadding chartSection">
     <header class="pgTitle chartTitle">
         <h1>{name} 차트</h1>
@@ -58,8 +55,6 @@ _PAGE = """<!DOCTYPE html>
     </div>
 </section>
 </div>
-</body>
-</html>
 """
 
 
@@ -157,14 +152,15 @@ def _row(row: SampleRow) -> str:
 
 def render(chart_type: str, rows: list[SampleRow], when: datetime) -> list[bytes]:
     """The one chart page of `bugs.requests_for(chart_type)`, stamped with `when` (KST)."""
+    name = _NAMES[chart_type]
     stamp = when.strftime("%Y.%m.%d %H:00" if chart_type == "realtime" else "%Y.%m.%d")
     bodies: list[bytes] = []
     for _request in bugs.requests_for(chart_type):
-        html = _PAGE.format(
-            name=_NAMES[chart_type],
+        body = _BODY.format(
+            name=name,
             stamp=stamp,
             section=_SECTIONS[chart_type],
             rows="".join(_row(row) for row in rows),
         )
-        bodies.append(html.encode("utf-8"))
+        bodies.append(html_page(_HEAD.format(name=name), body))
     return bodies

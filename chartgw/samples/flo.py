@@ -11,7 +11,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from chartgw.samples import SampleRow
-from chartgw.samples._korea_api import api_id, json_body, stable_hex
+from chartgw.samples.bodies import api_id, json_body, stable_hex, stable_number
+from chartgw.upstreams import check_chart_type
 from chartgw.upstreams.flo import CHART_TYPES, OK_CODE
 
 # The sizes the API lists in `album.imgList`, smallest first.
@@ -22,7 +23,7 @@ def image_url(album_id: str, size: int) -> str:
     """A cdn.music-flo.com album image URL in the real format, stable per album."""
     digits = album_id.zfill(10)
     folder = f"{digits[-3:]}/{digits[-6:-3]}/{digits[-8:-6]}/{digits[:-8]}"
-    stamp = 1_600_000_000_000 + int(stable_hex(album_id, "stamp"), 16) * 37
+    stamp = 1_600_000_000_000 + stable_number(album_id, "stamp") * 37
     return (
         f"https://cdn.music-flo.com/image/v2/album/{folder}/{album_id}_{stable_hex(album_id)}_s.jpg"
         f"?{stamp}/dims/resize/{size}x{size}/quality/90"
@@ -31,8 +32,7 @@ def image_url(album_id: str, size: int) -> str:
 
 def render(chart_type: str, rows: list[SampleRow], when: datetime) -> list[bytes]:
     """One payload for the single request; `when` is unused because the payload states no chart time."""
-    if chart_type not in CHART_TYPES:
-        raise ValueError(f"flo: unknown chart type {chart_type!r}")
+    check_chart_type("flo", chart_type, CHART_TYPES)
     payload = {"code": OK_CODE, "data": {"name": "FLO 차트", "trackList": [_item(row) for row in rows]}}
     return [json_body(payload)]
 

@@ -11,23 +11,19 @@ The web page states no chart date we know of, so `when` only shows in the app AP
 from __future__ import annotations
 
 import json
-import zlib
 from datetime import datetime
 from html import escape
 
 from chartgw.samples import SampleRow
+from chartgw.samples.bodies import html_page, stable_number
 from chartgw.upstreams import genie
 
 ARTIST_JOIN = " & "
 
-_PAGE_HEAD = """<!DOCTYPE html>
-<html lang="ko">
-<head>
-<meta charset="UTF-8">
+_HEAD = """<meta charset="UTF-8">
 <title>{title}</title>
-</head>
-<body>
-<div id="wrap">
+"""
+_LIST_HEAD = """<div id="wrap">
 <div id="body-content">
     <div class="newest-list">
         <div class="music-list-wrap">
@@ -50,7 +46,7 @@ _PAGE_HEAD = """<!DOCTYPE html>
                 </thead>
                 <tbody>
 """
-_PAGE_TAIL = """                </tbody>
+_LIST_TAIL = """                </tbody>
             </table>
         </div>
         <div class="page-nav rank-page-nav">
@@ -59,8 +55,6 @@ _PAGE_TAIL = """                </tbody>
     </div>
 </div>
 </div>
-</body>
-</html>
 """
 _TITLES = {"realtime": "지니차트>실시간 - 지니", "daily": "지니차트>일간 - 지니", "weekly": "지니차트>주간 - 지니"}
 
@@ -86,7 +80,7 @@ def _rank_marker(row: SampleRow) -> str:
 def _cover(album_id: str) -> str:
     """Genie's album image path: id zero-padded to 9 digits in 3/3/3 folders, a stamp, 140x140."""
     padded = album_id.zfill(9)
-    stamp = 1_600_000_000_000 + zlib.crc32(album_id.encode()) % 100_000_000_000
+    stamp = 1_600_000_000_000 + stable_number(album_id) % 100_000_000_000
     return (
         f"//image.genie.co.kr/Y/IMAGE/IMG_ALBUM/{padded[:3]}/{padded[3:6]}/{padded[6:]}/"
         f"{album_id}_{stamp}_1_140x140.JPG/dims/resize/Q_80,0"
@@ -162,12 +156,8 @@ def render(chart_type: str, rows: list[SampleRow], when: datetime) -> list[bytes
             f"<span>{(n - 1) * genie.PAGE_SIZE + 1} ~ {n * genie.PAGE_SIZE}위</span></a>"
             for n in range(1, len(requests) + 1)
         )
-        html = (
-            _PAGE_HEAD.format(title=_TITLES[chart_type])
-            + "".join(_row(row) for row in page_rows)
-            + _PAGE_TAIL.format(nav=nav)
-        )
-        bodies.append(html.encode("utf-8"))
+        listing = _LIST_HEAD + "".join(_row(row) for row in page_rows) + _LIST_TAIL.format(nav=nav)
+        bodies.append(html_page(_HEAD.format(title=_TITLES[chart_type]), listing))
     return bodies
 
 
@@ -207,7 +197,7 @@ def _app_item(row: SampleRow) -> dict[str, str]:
         # Assumed encoding of a new entry (no capture shows one): previous rank "0".
         "PRE_RANK_NO": str(row.previous_rank or 0),
         "HOLD_BACK": "N",
-        "DURATION": str(150 + zlib.crc32(song.song_id.encode()) % 120),
+        "DURATION": str(150 + stable_number(song.song_id) % 120),
         "MV_SERVICE_YN": "Y",
         "SONG_PAID": "0",
     }

@@ -12,6 +12,7 @@ from html import escape
 from urllib.parse import urlencode
 
 from chartgw.samples import SampleRow
+from chartgw.samples.bodies import html_page
 from chartgw.upstreams.melon import requests_for
 
 MENU_ID = "19030101"  # the realtime chart's menu id in the 2018 capture, passed to playSong()
@@ -47,19 +48,15 @@ def render(chart_type: str, rows: list[SampleRow], when: datetime) -> list[bytes
         f'<span class="cntt">{name}</span></a></li>'
         for path, name in TABS
     )
-    body = "".join(_row(row) for row in rows)
-    page = f"""<!DOCTYPE html>
-<html lang="ko">
-<head>
-	<meta http-equiv="Content-Type" content="text/html; charset=utf-8"/>
+    rows_html = "".join(_row(row) for row in rows)
+    head = f"""	<meta http-equiv="Content-Type" content="text/html; charset=utf-8"/>
 	<meta http-equiv="X-UA-Compatible" content="IE=edge,chrome=1" />
 	<title>{escape(title)}</title>
 	<meta property="og:title" content="Melon"/>
 	<meta property="og:url" content="{escape(url)}"/>
 	<meta property="og:type" content="website"/>
-</head>
-<body>
-<div id="wrap">
+"""
+    body = f"""<div id="wrap">
 	<div id="cont_wrap" class="clfix">
 		<div id="conts_section" class="my_fold">
 			<!-- contents -->
@@ -98,7 +95,7 @@ def render(chart_type: str, rows: list[SampleRow], when: datetime) -> list[bytes
 				</tr>
 			</thead>
 			<tbody>
-{body}			</tbody>
+{rows_html}			</tbody>
 		</table>
 	</div>
 </form>
@@ -107,10 +104,8 @@ def render(chart_type: str, rows: list[SampleRow], when: datetime) -> list[bytes
 		</div>
 	</div>
 </div>
-</body>
-</html>
 """
-    return [page.encode("utf-8")]
+    return [html_page(head, body)]
 
 
 def _calendar(chart_type: str, when: datetime) -> str:

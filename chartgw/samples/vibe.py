@@ -12,7 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from chartgw.samples import SampleRow
-from chartgw.samples._korea_api import api_id, json_body
+from chartgw.samples.bodies import api_id, json_body
+from chartgw.upstreams import check_chart_type
 from chartgw.upstreams.vibe import CHART_TYPES
 
 TITLES: dict[str, str] = {
@@ -42,8 +43,7 @@ def render_xml(chart_type: str, rows: list[SampleRow], when: datetime) -> list[b
 
 
 def _chart(chart_type: str, rows: list[SampleRow], when: datetime) -> dict[str, Any]:
-    if chart_type not in CHART_TYPES:
-        raise ValueError(f"vibe: unknown chart type {chart_type!r}")
+    check_chart_type("vibe", chart_type, CHART_TYPES)
     return {
         "title": TITLES[chart_type],
         "date": int(when.timestamp() * 1000),

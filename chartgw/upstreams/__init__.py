@@ -1,7 +1,13 @@
-"""One module per upstream: its request specs and its parsers, pure functions from bytes to records."""
+"""One module per upstream: its request specs and its parsers, pure functions from bytes to records.
+
+Shared by them: `fields` (decoding, whitespace, numbers, URLs, HTML nodes), `json_api` (strict
+access to the JSON chart APIs' payloads) and, here, the error type, the request type and the
+chart-type check.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import NamedTuple
 
 
@@ -21,3 +27,10 @@ class UpstreamRequest(NamedTuple):
     method: str = "GET"
     headers: tuple[tuple[str, str], ...] = ()
     form: tuple[tuple[str, str], ...] | None = None
+
+
+def check_chart_type(upstream_label: str, chart_type: str, known: Collection[str]) -> str:
+    """`chart_type` itself when `known` lists it; else a ValueError naming the upstream and the known types."""
+    if chart_type not in known:
+        raise ValueError(f"{upstream_label}: unknown chart type {chart_type!r}; known: {', '.join(known)}")
+    return chart_type

@@ -23,9 +23,9 @@ import re
 
 from selectolax.lexbor import LexborNode
 
-from chartgw.records import KoreaEntry, ParsedChart, rank_status
-from chartgw.upstreams import UpstreamFormatError, UpstreamRequest
-from chartgw.upstreams.html_text import (
+from chartgw.records import KoreaEntry, ParsedChart, korea_entry
+from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type
+from chartgw.upstreams.fields import (
     absolute_url,
     clean,
     dotted_date,
@@ -56,14 +56,9 @@ _BROWSER_HEADERS: tuple[tuple[str, str], ...] = (
 _ARTIST_HREF = re.compile(r"/artist/(\d+)")
 
 
-def _check_type(chart_type: str) -> None:
-    if chart_type not in CHART_TYPES:
-        raise ValueError(f"Bugs has no chart type {chart_type!r}; known: {', '.join(CHART_TYPES)}")
-
-
 def requests_for(chart_type: str) -> list[UpstreamRequest]:
     """The chart page of the current chart (no `chartdate` parameter = the latest one)."""
-    _check_type(chart_type)
+    check_chart_type("Bugs", chart_type, CHART_TYPES)
     return [UpstreamRequest(upstream=UPSTREAM, path=PATHS[chart_type], headers=_BROWSER_HEADERS)]
 
 
@@ -80,24 +75,20 @@ def _rank_change(row: LexborNode, where: str) -> int | None:
     return None
 
 
-def _artists(row: LexborNode) -> tuple[list[str], list[str]]:
-    """Names and ids from `p.artist a` (one link per artist), falling back to the row's artistId."""
-    names: list[str] = []
-    ids: list[str] = []
+def _artists(row: LexborNode) -> list[tuple[str | None, str]]:
+    """(id, name) from each named `p.artist a` (one link per artist), else the text of `p.artist`;
+    when no link gives an id, the row's artistId is the first artist's."""
+    pairs: list[tuple[str | None, str]] = []
     for link in row.css("p.artist a"):
         name = node_text(link) or clean(link.attributes.get("title"))
-        if not name:
-            continue
-        names.append(name)
-        match = _ARTIST_HREF.search(link.attributes.get("href") or "")
-        if match:
-            ids.append(match.group(1))
-    if not names:
-        text = node_text(row.css_first("p.artist"))
-        names = [text] if text else []
-    if not ids and row.attributes.get("artistid"):
-        ids = [row.attributes["artistid"] or ""]
-    return names, [i for i in ids if i]
+        if name:
+            match = _ARTIST_HREF.search(link.attributes.get("href") or "")
+            pairs.append((match.group(1) if match else None, name))
+    if not pairs:
+        pairs = [(None, node_text(row.css_first("p.artist")))]
+    if not any(artist_id for artist_id, _ in pairs) and row.attributes.get("artistid"):
+        pairs[0] = (row.attributes["artistid"], pairs[0][1])
+    return pairs
 
 
 def _row(row: LexborNode, where: str) -> KoreaEntry:
@@ -106,29 +97,24 @@ def _row(row: LexborNode, where: str) -> KoreaEntry:
     title_link = row.css_first("p.title a")
     title = clean(title_link.attributes.get("title")) if title_link else ""
     title = required(title or node_text(title_link) or node_text(row.css_first("p.title")), "title (p.title a)", where)
-    artists, artist_ids = _artists(row)
     album_link = row.css_first("a.album")
     album = (clean(album_link.attributes.get("title")) or node_text(album_link)) if album_link else ""
     image = row.css_first("a.thumbnail img") or row.css_first("img")
-    change = _rank_change(row, where)
-    return KoreaEntry(
+    return korea_entry(
         rank=rank,
         title=title,
-        artist=", ".join(artists),
-        artists=artists,
+        artists=_artists(row),
         album=album or None,
         image_url=absolute_url(image.attributes.get("src") if image else None),
         song_id=row.attributes.get("trackid") or None,
         album_id=row.attributes.get("albumid") or None,
-        artist_ids=artist_ids,
-        rank_change=change,
-        rank_status=rank_status(change),
+        rank_change=_rank_change(row, where),
     )
 
 
 def parse(chart_type: str, bodies: list[bytes]) -> ParsedChart:
     """The chart rows and, when the page has `time[datetime]`, its date (and hour for realtime)."""
-    _check_type(chart_type)
+    check_chart_type("Bugs", chart_type, CHART_TYPES)
     if not bodies:
         raise UpstreamFormatError("Bugs: no bodies to parse")
     entries: list[KoreaEntry] = []

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from chartgw.records import KoreaEntry, ParsedChart
-from chartgw.upstreams import UpstreamFormatError, UpstreamRequest
-from chartgw.upstreams._korea_api import (
+from chartgw.records import KoreaEntry, ParsedChart, korea_entry
+from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type
+from chartgw.upstreams.fields import absolute_url
+from chartgw.upstreams.json_api import (
     BROWSER_UA,
     dig,
-    entry,
     flag,
     load_json,
     obj,
@@ -43,13 +43,13 @@ _HEADERS: tuple[tuple[str, str], ...] = (
 
 def requests_for(chart_type: str) -> list[UpstreamRequest]:
     """One GET: size=100 returns the whole chart in a single trackList."""
-    _check_type(chart_type)
+    check_chart_type("flo", chart_type, CHART_TYPES)
     return [UpstreamRequest(upstream=UPSTREAM, path=_PATH, params=(("size", "100"),), headers=_HEADERS)]
 
 
 def parse(chart_type: str, bodies: list[bytes]) -> ParsedChart:
     """Rows of `data.trackList`; a non-"2000000" `code` is an API error, whatever HTTP status came with it."""
-    _check_type(chart_type)
+    check_chart_type("flo", chart_type, CHART_TYPES)
     if len(bodies) != 1:
         raise UpstreamFormatError(f"flo: expected 1 body, got {len(bodies)}")
     doc = obj(load_json(bodies[0], "flo"), "flo")
@@ -105,12 +105,12 @@ def _entry(position: int, item: Any) -> KoreaEntry:
     rank_info = item.get("rank") if isinstance(item.get("rank"), dict) else {}
     given_rank = opt_integer(rank_info.get("rank"), f"{where}.rank.rank")
     is_new = flag(rank_info.get("newYn"))
-    return entry(
+    return korea_entry(
         rank=position if given_rank is None else given_rank,
         title=text(item.get("name"), f"{where}.name"),
         artists=artists,
         album=opt_text(album.get("title")),
-        image_url=pick_image(album.get("imgList")),
+        image_url=absolute_url(pick_image(album.get("imgList"))),
         song_id=opt_text(item.get("id")),
         album_id=opt_text(album.get("id")),
         rank_change=None if is_new else opt_integer(rank_info.get("rankBadge"), f"{where}.rank.rankBadge"),
@@ -126,9 +126,3 @@ def _artists(items: object, where: str) -> list[tuple[str | None, str]]:
         for a in items
         if isinstance(a, dict) and opt_text(a.get("name"))
     ]
-
-
-def _check_type(chart_type: str) -> str:
-    if chart_type not in CHART_TYPES:
-        raise ValueError(f"flo: unknown chart type {chart_type!r}; known: {', '.join(CHART_TYPES)}")
-    return chart_type

@@ -26,9 +26,9 @@ from urllib.parse import unquote
 
 from selectolax.lexbor import LexborNode
 
-from chartgw.records import KoreaEntry, ParsedChart, rank_status
-from chartgw.upstreams import UpstreamFormatError, UpstreamRequest
-from chartgw.upstreams.html_text import (
+from chartgw.records import KoreaEntry, ParsedChart, korea_entry
+from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type
+from chartgw.upstreams.fields import (
     absolute_url,
     clean,
     first_int,
@@ -65,14 +65,9 @@ _BROWSER_HEADERS: tuple[tuple[str, str], ...] = (
 _APP_HEADERS: tuple[tuple[str, str], ...] = (("Content-Type", "application/x-www-form-urlencoded"),)
 
 
-def _check_type(chart_type: str) -> None:
-    if chart_type not in CHART_TYPES:
-        raise ValueError(f"Genie has no chart type {chart_type!r}; known: {', '.join(CHART_TYPES)}")
-
-
 def requests_for(chart_type: str) -> list[UpstreamRequest]:
     """The two top200 pages (ranks 1-50, 51-100) of the current chart, as a browser asks for them."""
-    _check_type(chart_type)
+    check_chart_type("Genie", chart_type, CHART_TYPES)
     return [
         UpstreamRequest(
             upstream=UPSTREAM,
@@ -121,34 +116,27 @@ def _row(row: LexborNode, where: str) -> KoreaEntry:
     where = f"{where} (rank {rank})"
     title = _title(row, where)
 
-    artist_links = row.css("a.artist")
-    artists = [text for text in (node_text(a) for a in artist_links) if text]
-    artist_ids = [i for i in (js_arg(a.attributes.get("onclick"), "fnViewArtist") for a in artist_links) if i]
     album_link = row.css_first("a.albumtitle")
     cover = row.css_first("a.cover")
     image = row.css_first("a.cover img")
     album_id = js_arg(cover.attributes.get("onclick") if cover else None, "fnViewAlbumLayer") or js_arg(
         album_link.attributes.get("onclick") if album_link else None, "fnViewAlbumLayer"
     )
-    change = _rank_change(row, where)
-    return KoreaEntry(
+    return korea_entry(
         rank=rank,
         title=title,
-        artist=", ".join(artists),
-        artists=artists,
+        artists=[(js_arg(a.attributes.get("onclick"), "fnViewArtist"), node_text(a)) for a in row.css("a.artist")],
         album=node_text(album_link) or None,
         image_url=absolute_url(image.attributes.get("src") if image else None),
         song_id=row.attributes.get("songid") or None,
         album_id=album_id,
-        artist_ids=artist_ids,
-        rank_change=change,
-        rank_status=rank_status(change),
+        rank_change=_rank_change(row, where),
     )
 
 
 def parse(chart_type: str, bodies: list[bytes]) -> ParsedChart:
     """Rows of every page in order; a page without `tr.list[songid]` rows is not a chart page."""
-    _check_type(chart_type)
+    check_chart_type("Genie", chart_type, CHART_TYPES)
     if not bodies:
         raise UpstreamFormatError("Genie: no bodies to parse")
     entries: list[KoreaEntry] = []
@@ -169,8 +157,9 @@ def requests_for_app(chart_type: str) -> list[UpstreamRequest]:
     Realtime: `/chart/j_RealTimeRankSongList.json` (form pg, pgSize); daily/weekly: `/chart/j_RankSongList.json`
     (form ditc=D|W, pg, pgSize). Projects send pgSize=200 (realtime) or page with pgSize=25; 100 is our choice.
     """
-    _check_type(chart_type)
+    check_chart_type("Genie", chart_type, CHART_TYPES)
     page = (("pg", "1"), ("pgSize", str(APP_PAGE_SIZE)))
+    form: tuple[tuple[str, str], ...]
     if chart_type == "realtime":
         path, form = "/chart/j_RealTimeRankSongList.json", page
     else:
@@ -195,26 +184,21 @@ def _app_item(item: Any, where: str) -> KoreaEntry:
         raise UpstreamFormatError(f"{where}: DATA element is not an object")
     rank = required(first_int(str(item.get("RANK_NO") or "")), "RANK_NO", where)
     where = f"{where} (rank {rank})"
-    artist = _field(item, "ARTIST_NAME")
-    change = _app_change(item, rank)
-    return KoreaEntry(
+    return korea_entry(
         rank=rank,
         title=required(_field(item, "SONG_NAME"), "SONG_NAME", where),
-        artist=artist,
-        artists=[artist] if artist else [],
+        artists=[(_field(item, "ARTIST_ID"), _field(item, "ARTIST_NAME"))],
         album=_field(item, "ALBUM_NAME") or None,
         image_url=absolute_url(_field(item, "ALBUM_IMG_PATH") or _field(item, "THUMBNAIL_IMG_PATH")),
         song_id=_field(item, "SONG_ID") or None,
         album_id=_field(item, "ALBUM_ID") or None,
-        artist_ids=[i for i in [_field(item, "ARTIST_ID")] if i],
-        rank_change=change,
-        rank_status=rank_status(change),
+        rank_change=_app_change(item, rank),
     )
 
 
 def parse_app(chart_type: str, bodies: list[bytes]) -> ParsedChart:
     """App API bodies → entries; chart_hour from `PageInfo.ChartTime` ("HH:MM") for the realtime chart only."""
-    _check_type(chart_type)
+    check_chart_type("Genie", chart_type, CHART_TYPES)
     if not bodies:
         raise UpstreamFormatError("Genie app: no bodies to parse")
     entries: list[KoreaEntry] = []

@@ -11,8 +11,9 @@ import re
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from chartgw.records import KoreaEntry, ParsedChart, rank_status
-from chartgw.upstreams import UpstreamFormatError, UpstreamRequest
+from chartgw.records import KoreaEntry, ParsedChart, korea_entry
+from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type
+from chartgw.upstreams.fields import absolute_url, first_int, node_text
 
 UPSTREAM = "MELON"
 CHART_TYPES: tuple[str, ...] = ("realtime", "hot100_d100", "hot100_d30", "daily", "weekly")
@@ -42,13 +43,11 @@ HEADERS: tuple[tuple[str, str], ...] = (
 _ID_IN_HREF = re.compile(r"(?:Detail\(\s*'|Id=)(\d+)")
 _DATE = re.compile(r"(\d{4})\.(\d{1,2})(?:\.(\d{1,2}))?")
 _HOUR = re.compile(r"(\d{1,2}):\d{2}")
-_DIGITS = re.compile(r"\d+")
-_SPACES = re.compile(r"\s+")
 
 
 def requests_for(chart_type: str) -> list[UpstreamRequest]:
     """One GET of the chart page: Melon serves all 100 rows of the current chart on it."""
-    path, params = PAGES[_check_type(chart_type)]
+    path, params = PAGES[check_chart_type("melon", chart_type, CHART_TYPES)]
     return [UpstreamRequest(upstream=UPSTREAM, path=path, params=params, headers=HEADERS)]
 
 
@@ -60,17 +59,18 @@ def parse(chart_type: str, bodies: list[bytes]) -> ParsedChart:
     (monthly page) gives the first of the month, "2020-08-01", so the date still sorts and
     names the period's start.
     """
-    _check_type(chart_type)
+    check_chart_type("melon", chart_type, CHART_TYPES)
     if not bodies:
         raise UpstreamFormatError("melon: no page body to parse")
     entries: list[KoreaEntry] = []
     chart_date: str | None = None
     chart_hour: int | None = None
     for number, body in enumerate(bodies, start=1):
+        # UTF-8 as Melon serves it; unlike `fields.parse_html`, a <meta charset> is not followed.
         tree = LexborHTMLParser(body.decode("utf-8", errors="replace"))
         rows = tree.css("tr.lst50, tr.lst100")
         if not rows:
-            title = _text(tree.css_first("title"))
+            title = node_text(tree.css_first("title"))
             raise UpstreamFormatError(
                 f"melon {chart_type}: page {number} has no chart rows (tr.lst50/tr.lst100); title {title!r}"
             )
@@ -80,56 +80,37 @@ def parse(chart_type: str, bodies: list[bytes]) -> ParsedChart:
     return ParsedChart(entries=entries, chart_date=chart_date, chart_hour=chart_hour)
 
 
-def _check_type(chart_type: str) -> str:
-    if chart_type not in PAGES:
-        raise ValueError(f"melon has no chart type {chart_type!r}; known: {', '.join(CHART_TYPES)}")
-    return chart_type
-
-
-def _text(node: LexborNode | None) -> str:
-    """Node text with whitespace runs collapsed ('' for a missing node)."""
-    return _SPACES.sub(" ", node.text(deep=True)).strip() if node is not None else ""
-
-
 def _href_id(node: LexborNode | None) -> str | None:
     match = _ID_IN_HREF.search(node.attributes.get("href") or "") if node is not None else None
     return match.group(1) if match else None
 
 
 def _entry(row: LexborNode) -> KoreaEntry:
-    rank_text = _text(row.css_first("span.rank"))
+    rank_text = node_text(row.css_first("span.rank"))
     if not rank_text.isdigit():
         raise UpstreamFormatError(f"melon: row without a numeric span.rank (got {rank_text!r})")
     rank = int(rank_text)
     title_link = row.css_first("div.rank01 > span > a") or row.css_first("div.rank01 a")
-    title = _text(title_link)
+    title = node_text(title_link)
     if not title:
         raise UpstreamFormatError(f"melon: row {rank} has no title link in div.rank01")
     # Direct children only: span.checkEllipsis inside div.rank02 repeats every artist link.
     artist_links = row.css("div.rank02 > a") or row.css("div.rank02 span.checkEllipsis > a")
-    artists = [name for name in (_text(a) for a in artist_links) if name]
     album_link = row.css_first("div.rank03 > a")
     image = row.css_first("a.image_typeAll img")
-    image_url = (image.attributes.get("src") or "").strip() if image is not None else ""
-    if image_url.startswith("//"):
-        image_url = "https:" + image_url
     song_id = row.attributes.get("data-song-no")
     if not song_id:
         check = row.css_first("input.input_check")
         song_id = check.attributes.get("value") if check is not None else None
-    change = _rank_change(row, rank)
-    return KoreaEntry(
+    return korea_entry(
         rank=rank,
         title=title,
-        artist=", ".join(artists),
-        artists=artists,
-        album=_text(album_link) or None,
-        image_url=image_url or None,
+        artists=[(_href_id(a), node_text(a)) for a in artist_links],
+        album=node_text(album_link) or None,
+        image_url=absolute_url(image.attributes.get("src") if image is not None else None),
         song_id=song_id or None,
         album_id=_href_id(album_link),
-        artist_ids=[i for i in (_href_id(a) for a in artist_links) if i],
-        rank_change=change,
-        rank_status=rank_status(change),
+        rank_change=_rank_change(row, rank),
     )
 
 
@@ -144,10 +125,12 @@ def _rank_change(row: LexborNode, rank: int) -> int | None:
     for bullet, amount, sign in (("span.rank_up", "span.up", 1), ("span.rank_down", "span.down", -1)):
         if wrap.css_first(bullet) is None:
             continue
-        digits = _DIGITS.search(_text(wrap.css_first(amount))) or _DIGITS.search(wrap.attributes.get("title") or "")
-        if digits is None:
+        places = first_int(node_text(wrap.css_first(amount)))
+        if places is None:
+            places = first_int(wrap.attributes.get("title"))
+        if places is None:
             raise UpstreamFormatError(f"melon: row {rank} moves without a number of places")
-        return sign * int(digits.group())
+        return sign * places
     raise UpstreamFormatError(f"melon: row {rank} has a rank_wrap of unknown kind {wrap.html!r}")
 
 
@@ -156,9 +139,9 @@ def _chart_time(tree: LexborHTMLParser) -> tuple[str | None, int | None]:
     period = tree.css_first("div.calendar_prid")
     if period is None:
         return None, None
-    date = _DATE.search(_text(period.css_first("span.yyyymmdd")))
+    date = _DATE.search(node_text(period.css_first("span.yyyymmdd")))
     if date is None:
         return None, None
     year, month, day = date.group(1), int(date.group(2)), int(date.group(3) or 1)
-    hour = _HOUR.search(_text(period.css_first("span.hhmm")))
+    hour = _HOUR.search(node_text(period.css_first("span.hhmm")))
     return f"{year}-{month:02d}-{day:02d}", int(hour.group(1)) if hour else None

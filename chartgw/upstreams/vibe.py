@@ -15,13 +15,12 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from chartgw.records import KoreaEntry, ParsedChart
-from chartgw.upstreams import UpstreamFormatError, UpstreamRequest
-from chartgw.upstreams._korea_api import (
+from chartgw.records import KoreaEntry, ParsedChart, korea_entry
+from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type
+from chartgw.upstreams.fields import absolute_url, decode, snippet
+from chartgw.upstreams.json_api import (
     BROWSER_UA,
-    decode,
     dig,
-    entry,
     flag,
     integer,
     kst_date_hour,
@@ -30,7 +29,6 @@ from chartgw.upstreams._korea_api import (
     obj,
     opt_integer,
     opt_text,
-    snippet,
     text,
 )
 
@@ -55,7 +53,7 @@ _DTD = re.compile(rb"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 
 def requests_for(chart_type: str) -> list[UpstreamRequest]:
     """One GET per chart: display=100 returns all rows at once."""
-    path = _BASE + SEGMENTS[_check_type(chart_type)]
+    path = _BASE + SEGMENTS[check_chart_type("vibe", chart_type, CHART_TYPES)]
     return [
         UpstreamRequest(
             upstream=UPSTREAM, path=path, params=(("start", "1"), ("display", "100")), headers=_HEADERS
@@ -65,7 +63,7 @@ def requests_for(chart_type: str) -> list[UpstreamRequest]:
 
 def parse(chart_type: str, bodies: list[bytes]) -> ParsedChart:
     """Rows of `response.result.chart.items.tracks` from a JSON or XML body; the chart time from `chart.date`."""
-    _check_type(chart_type)
+    check_chart_type("vibe", chart_type, CHART_TYPES)
     if len(bodies) != 1:
         raise UpstreamFormatError(f"vibe: expected 1 body, got {len(bodies)}")
     body = bodies[0]
@@ -143,19 +141,13 @@ def _entry(index: int, track: Any) -> KoreaEntry:
         raise UpstreamFormatError(f"{where}: no artists")
     album = track.get("album") if isinstance(track.get("album"), dict) else {}
     is_new = flag(rank_info.get("isNew"))
-    return entry(
+    return korea_entry(
         rank=integer(rank_info.get("currentRank"), f"{where}.rank.currentRank"),
         title=text(track.get("trackTitle"), f"{where}.trackTitle"),
         artists=artists,
         album=opt_text(album.get("albumTitle")),
-        image_url=opt_text(album.get("imageUrl")),
+        image_url=absolute_url(opt_text(album.get("imageUrl"))),
         song_id=opt_text(track.get("trackId")),
         album_id=opt_text(album.get("albumId")),
         rank_change=None if is_new else opt_integer(rank_info.get("rankVariation"), f"{where}.rank.rankVariation"),
     )
-
-
-def _check_type(chart_type: str) -> str:
-    if chart_type not in CHART_TYPES:
-        raise ValueError(f"vibe: unknown chart type {chart_type!r}; known: {', '.join(CHART_TYPES)}")
-    return chart_type

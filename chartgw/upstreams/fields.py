@@ -1,4 +1,8 @@
-"""Small text helpers shared by the HTML chart parsers (Genie, Bugs): decoding, whitespace, ids, URLs."""
+"""Reading fields out of upstream bodies, shared by all five parsers: decoding, whitespace, numbers,
+absolute URLs, required values, and the lexbor node helpers of the web-page parsers (Melon, Genie, Bugs).
+
+Strict access to the JSON APIs' nested payloads (FLO, VIBE) is in `chartgw.upstreams.json_api`.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +17,17 @@ from chartgw.upstreams import UpstreamFormatError
 T = TypeVar("T")
 
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
-_SPACE = re.compile(r"\s+")
+_SPACES = re.compile(r"\s+")
 _DIGITS = re.compile(r"\d+")
 _DATE = re.compile(r"(\d{4})[.\-/](\d{1,2})[.\-/](\d{1,2})(?:\D+(\d{1,2}):(\d{2}))?")
+
+
+# --- bodies -----------------------------------------------------------------------------------------------
+
+
+def decode(body: bytes) -> str:
+    """UTF-8 text of a body (a BOM is dropped; broken bytes become U+FFFD rather than failing)."""
+    return body.decode("utf-8-sig", errors="replace")
 
 
 def decode_html(body: bytes) -> str:
@@ -31,18 +43,22 @@ def decode_html(body: bytes) -> str:
 
 
 def parse_html(body: bytes) -> LexborHTMLParser:
-    """A lexbor tree of the body (attribute names come out lowercased)."""
+    """A lexbor tree of the body, decoded by `decode_html` (attribute names come out lowercased)."""
     return LexborHTMLParser(decode_html(body))
 
 
-def clean(text: str | None) -> str:
-    """Whitespace runs (incl. NBSP, newlines from the templates) collapsed to one space, ends stripped."""
-    return _SPACE.sub(" ", text or "").strip()
+def snippet(text: str, size: int = 80) -> str:
+    """A short one-line excerpt of a body for error messages."""
+    return clean(text)[:size]
 
 
-def node_text(node: LexborNode | None) -> str:
-    """The cleaned full text of a node, '' for a missing node."""
-    return clean(node.text()) if node is not None else ""
+# --- values -----------------------------------------------------------------------------------------------
+
+
+def clean(value: object) -> str:
+    """Whitespace runs (incl. NBSP, newlines from the templates) collapsed to one space, ends stripped;
+    None becomes "" and other non-strings their str()."""
+    return "" if value is None else _SPACES.sub(" ", str(value)).strip()
 
 
 def first_int(text: str | None) -> int | None:
@@ -51,25 +67,12 @@ def first_int(text: str | None) -> int | None:
     return int(match.group()) if match else None
 
 
-def js_arg(code: str | None, function: str) -> str | None:
-    """The first numeric argument of `function(...)` in an onclick/href script, quoted or not."""
-    if not code:
-        return None
-    match = re.search(rf"{re.escape(function)}\(\s*['\"]?(\d+)", code)
-    return match.group(1) if match else None
-
-
 def absolute_url(src: str | None) -> str | None:
     """Protocol-relative `//host/...` made https; other URLs unchanged; empty → None."""
     src = (src or "").strip()
     if not src:
         return None
     return "https:" + src if src.startswith("//") else src
-
-
-def has_class(node: LexborNode, name: str) -> bool:
-    """Whether the node's class list holds `name` (class values often carry stray spaces)."""
-    return name in (node.attributes.get("class") or "").split()
 
 
 def dotted_date(text: str | None) -> tuple[str, int | None] | None:
@@ -86,3 +89,24 @@ def required(value: T | None, what: str, where: str) -> T:
     if value is None or value == "":
         raise UpstreamFormatError(f"{where}: missing {what}")
     return value
+
+
+# --- HTML nodes -------------------------------------------------------------------------------------------
+
+
+def node_text(node: LexborNode | None) -> str:
+    """The cleaned full text of a node, '' for a missing node."""
+    return clean(node.text()) if node is not None else ""
+
+
+def has_class(node: LexborNode, name: str) -> bool:
+    """Whether the node's class list holds `name` (class values often carry stray spaces)."""
+    return name in (node.attributes.get("class") or "").split()
+
+
+def js_arg(code: str | None, function: str) -> str | None:
+    """The first numeric argument of `function(...)` in an onclick/href script, quoted or not."""
+    if not code:
+        return None
+    match = re.search(rf"{re.escape(function)}\(\s*['\"]?(\d+)", code)
+    return match.group(1) if match else None

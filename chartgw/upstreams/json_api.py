@@ -1,19 +1,19 @@
-"""Helpers shared by the JSON chart APIs (FLO, VIBE): strict field access, one row builder, KST time.
+"""What the JSON chart APIs (FLO, VIBE) share: strict field access, the browser they pose as, KST time.
 
 The payloads are nested dicts from a third-party app API; every accessor names the path it was
 looking for, so an UpstreamFormatError says which field changed instead of a bare KeyError.
+Decoding, whitespace and URL helpers are the ones every parser uses, in `chartgw.upstreams.fields`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from chartgw.records import KoreaEntry, rank_status
 from chartgw.upstreams import UpstreamFormatError
+from chartgw.upstreams.fields import clean, decode, snippet
 
 # A current desktop Chrome: both APIs are called by their own web players from a browser.
 BROWSER_UA = (
@@ -23,23 +23,12 @@ BROWSER_UA = (
 # Korea has had no daylight saving time since 1988, so a fixed offset is exact.
 KST = timezone(timedelta(hours=9), "KST")
 
-_SPACES = re.compile(r"\s+")
 _INT = re.compile(r"[+-]?\d+")
-
-
-def decode(body: bytes) -> str:
-    """UTF-8 text of a body (a BOM is dropped; broken bytes become U+FFFD rather than failing)."""
-    return body.decode("utf-8-sig", errors="replace")
 
 
 def looks_like_markup(body: bytes) -> bool:
     """True when the first non-space character is `<` (XML answer or an HTML error page)."""
     return decode(body[:512]).lstrip().startswith("<")
-
-
-def snippet(text: str, size: int = 80) -> str:
-    """A short one-line excerpt of a body for error messages."""
-    return clean(text)[:size]
 
 
 def load_json(body: bytes, who: str) -> Any:
@@ -51,11 +40,6 @@ def load_json(body: bytes, who: str) -> Any:
         return json.loads(text)
     except ValueError as exc:
         raise UpstreamFormatError(f"{who}: body is not JSON ({exc}): {snippet(text)!r}") from None
-
-
-def clean(value: object) -> str:
-    """Collapse whitespace runs and strip; None becomes ""."""
-    return "" if value is None else _SPACES.sub(" ", str(value)).strip()
 
 
 def obj(value: object, where: str) -> dict[str, Any]:
@@ -115,42 +99,6 @@ def flag(value: object) -> bool:
     if isinstance(value, bool):
         return value
     return clean(value).lower() in {"true", "y", "yes", "1"}
-
-
-def https(url: str | None) -> str | None:
-    """Absolute https URL for a protocol-relative `//host/...` one; other values unchanged."""
-    if url and url.startswith("//"):
-        return "https:" + url
-    return url
-
-
-def entry(
-    *,
-    rank: int,
-    title: str,
-    artists: Iterable[tuple[str | None, str]],
-    album: str | None,
-    image_url: str | None,
-    song_id: str | None,
-    album_id: str | None,
-    rank_change: int | None,
-) -> KoreaEntry:
-    """One KoreaEntry from already-validated parts; `artists` are (id, name) pairs in upstream order."""
-    pairs = list(artists)
-    names = [name for _, name in pairs]
-    return KoreaEntry(
-        rank=rank,
-        title=title,
-        artist=", ".join(names),
-        artists=names,
-        album=album,
-        image_url=https(image_url),
-        song_id=song_id,
-        album_id=album_id,
-        artist_ids=[artist_id for artist_id, _ in pairs if artist_id],
-        rank_change=rank_change,
-        rank_status=rank_status(rank_change),
-    )
 
 
 def kst_date_hour(epoch_ms: int) -> tuple[str, int]:
