@@ -198,8 +198,20 @@ class SnapshotWriter:
             db.execute("ROLLBACK")
             raise
         self._prune()
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._checkpoint()
         return ids
+
+    def _checkpoint(self, wait_ms: int = 200) -> None:
+        """Fold the WAL back and truncate it, waiting only briefly for readers.
+
+        Server reads are single short statements, so a brief wait nearly always suffices; when it
+        does not, the data is committed anyway and the next crawl's checkpoint catches up.
+        """
+        self.db.execute(f"PRAGMA busy_timeout={wait_ms}")
+        try:
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            self.db.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
 
     def log_failure(self, log: FetchLogRow) -> None:
         """Record a failed attempt; the current snapshot stays as it was."""
@@ -227,7 +239,7 @@ class SnapshotWriter:
         try:
             for prefix, days in self.retention.items():
                 db.execute(
-                    "DELETE FROM snapshots WHERE target LIKE ? || '%' AND fetched_at < ?"
+                    "DELETE FROM snapshots WHERE substr(target, 1, length(?1)) = ?1 AND fetched_at < ?2"
                     " AND id NOT IN (SELECT max(id) FROM snapshots GROUP BY target)",
                     (prefix, iso(datetime.fromtimestamp(now - days * 86400, timezone.utc))),
                 )

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from pathlib import Path
@@ -237,13 +237,24 @@ def test_fetch_log_records_the_duration(data: Path) -> None:
 
 
 def test_an_undecodable_response_is_a_failed_fetch(data: Path) -> None:
-    """A body httpx cannot decode must be logged as a failed fetch, not crash the whole crawl run."""
+    """A body httpx cannot decode is logged as a failed fetch (not retried) and the other targets still commit."""
+    flo = _serving(site_replies("portal-d", "all_age", FIXED_NOW))
+    seen: list[str] = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=b"not gzip at all", headers={"content-encoding": "gzip"})
+    async def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.host)
+        if request.url.host == "www.melon.com":
+            return httpx.Response(200, content=b"not gzip at all", headers={"content-encoding": "gzip"})
+        return await flo.handle_async_request(request)
 
-    (outcome,) = _crawl(_melon_realtime(), httpx.MockTransport(handler))
-    assert outcome.status == "failed" and _last_log(data)[2] == "failed"
+    melon, flo_all_age = _crawl(_melon_realtime() + targets({"site": "portal-d", "chart_type": "all_age"}),
+                                httpx.MockTransport(handler))
+    reason = f"{MELON_URL}: DecodingError: Error -3 while decompressing data: incorrect header check"
+    assert (melon.status, melon.http_status, melon.error) == ("failed", None, reason)
+    assert (flo_all_age.status, flo_all_age.rows) == ("ok", 100)
+    assert seen.count("www.melon.com") == 1
+    assert _query(data, "SELECT target, status, http_status, error FROM fetch_log ORDER BY target") == [
+        ("portal-a/realtime", "failed", None, reason), (FLO_ALL_AGE, "ok", 200, None)]
 
 
 # --- the last good snapshot stays ---------------------------------------------------------------
