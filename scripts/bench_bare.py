@@ -4,6 +4,7 @@
     bench_bare.py fetch BASE PATH --key KEY --out FILE [--if-none-match ETAG]   (prints JSON: status, etag, headers)
     bench_bare.py serve --port P --manifest FILE              (the bare Starlette app)
     bench_bare.py impl                                        (what uvicorn's "auto" loop/http resolve to)
+    bench_bare.py report DIR LABEL=GWRUN,BARERUN[,BYTES[,STATUS]] ... (the table, from wrk outputs DIR/RUN.<round>.wrk)
 
 The bare app is the baseline the gateway is measured against: one Starlette `Route` per path whose
 endpoint returns `Response(body, media_type="application/json")` with the bytes the gateway sent
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import statistics
 import sys
 import time
 import urllib.error
@@ -102,6 +105,60 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
+
+
+def _wrk_numbers(text: str) -> tuple[float | None, float | None, str]:
+    """Requests/sec, p99 latency in ms, and wrk's error lines (non-2xx/3xx, socket errors)."""
+    rate = re.search(r"^Requests/sec:\s+([\d.]+)", text, re.M)
+    p99 = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s|m)\s*$", text, re.M)
+    errors = "; ".join(m.strip() for m in re.findall(r"^\s*(Non-2xx or 3xx responses:.*|Socket errors:.*)$", text, re.M))
+    return (float(rate.group(1)) if rate else None,
+            float(p99.group(1)) * _UNITS[p99.group(2)] if p99 else None, errors)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Per row: median gateway and bare rates over the rounds, and the median of the per-round ratios.
+
+    Each round runs the gateway and then the bare app back to back, so a ratio compares two runs a few
+    seconds apart; the median over rounds keeps one noisy run (a shared VM, CPU steal) out of the figure.
+    """
+    work = Path(args.dir)
+    print(f"{'URL':46} {'bytes':>6} {'gateway r/s':>11} {'bare r/s':>9} {'ratio':>6} {'ratios':>16} "
+          f"{'gw p99':>8} {'bare p99':>8}")
+    first_ratio = None
+    for spec in args.rows:
+        label, _, runs = spec.rpartition("=")
+        gw_run, bare_run, *rest = runs.split(",")
+        gw = [_wrk_numbers(f.read_text()) for f in sorted(work.glob(f"{gw_run}.*.wrk"))]
+        bare = [_wrk_numbers(f.read_text()) for f in sorted(work.glob(f"{bare_run}.*.wrk"))]
+        ratios = [g[0] / b[0] for g, b in zip(gw, bare) if g[0] and b[0]]
+        if not ratios:
+            print(f"{label:46} (no result)")
+            continue
+
+        def med(values: list[float | None]) -> float:
+            return statistics.median(v for v in values if v is not None)
+
+        ratio = statistics.median(ratios)
+        first_ratio = ratio if first_ratio is None else first_ratio
+        spread = f"{min(ratios):.2f}-{max(ratios):.2f}"
+        print(f"{label:46} {rest[0] if rest else '':>6} {med([g[0] for g in gw]):11.0f} {med([b[0] for b in bare]):9.0f} "
+              f"{ratio:6.2f} {spread:>16} {med([g[1] for g in gw]):6.2f}ms {med([b[1] for b in bare]):6.2f}ms")
+        expected_error = len(rest) > 1 and not rest[1].startswith(("2", "3"))  # a 404 row answers 404 on purpose
+        for name, results in (("gateway", gw), ("bare", bare)):
+            for i, (_, _, errors) in enumerate(results):
+                if expected_error:
+                    errors = "; ".join(e for e in errors.split("; ") if not e.startswith("Non-2xx"))
+                if errors:
+                    print(f"    note: {name} round {i + 1}: {errors}")
+    if first_ratio is not None:
+        verdict = "met" if first_ratio >= args.target else "NOT met"
+        print(f"\ntarget gateway/bare >= {args.target:.2f} on {args.rows[0].rpartition('=')[0]}: {verdict} "
+              f"({first_ratio:.2f})")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench_bare.py")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -122,6 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--manifest", required=True)
     serve.set_defaults(func=cmd_serve)
     commands.add_parser("impl").set_defaults(func=cmd_impl)
+    report = commands.add_parser("report")
+    report.add_argument("dir")
+    report.add_argument("rows", nargs="+")
+    report.add_argument("--target", type=float, default=0.8)
+    report.set_defaults(func=cmd_report)
     args = parser.parse_args(argv)
     return int(args.func(args))
 
