@@ -108,13 +108,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
 
 
-def _wrk_numbers(text: str) -> tuple[float | None, float | None, str]:
-    """Requests/sec, p99 latency in ms, and wrk's error lines (non-2xx/3xx, socket errors)."""
-    rate = re.search(r"^Requests/sec:\s+([\d.]+)", text, re.M)
-    p99 = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s|m)\s*$", text, re.M)
-    errors = "; ".join(m.strip() for m in re.findall(r"^\s*(Non-2xx or 3xx responses:.*|Socket errors:.*)$", text, re.M))
-    return (float(rate.group(1)) if rate else None,
-            float(p99.group(1)) * _UNITS[p99.group(2)] if p99 else None, errors)
+class WrkRun:
+    """One wrk run: its rate, p99 latency (ms), error lines, and the server's CPU microseconds per request."""
+
+    def __init__(self, wrk_file: Path) -> None:
+        text = wrk_file.read_text()
+        rate = re.search(r"^Requests/sec:\s+([\d.]+)", text, re.M)
+        p99 = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s|m)\s*$", text, re.M)
+        count = re.search(r"^\s+(\d+) requests in", text, re.M)
+        self.rate = float(rate.group(1)) if rate else None
+        self.p99 = float(p99.group(1)) * _UNITS[p99.group(2)] if p99 else None
+        self.errors = [m.strip() for m in re.findall(r"^\s*(Non-2xx or 3xx responses:.*|Socket errors:.*)$", text, re.M)]
+        cpu_file = wrk_file.with_suffix(".cpu")
+        cpu = float(cpu_file.read_text()) if cpu_file.exists() else None
+        self.cpu_us = cpu / int(count.group(1)) * 1e6 if cpu is not None and count and int(count.group(1)) else None
+
+
+def _median(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def _fmt(value: float | None, spec: str, unit: str = "") -> str:
+    return "-" if value is None else f"{value:{spec}}{unit}"
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -122,36 +138,36 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     Each round runs the gateway and then the bare app back to back, so a ratio compares two runs a few
     seconds apart; the median over rounds keeps one noisy run (a shared VM, CPU steal) out of the figure.
+    The CPU columns are each server's CPU time per request (user + system, from /proc), and cpu ratio is
+    bare/gateway of those: the rate ratio the two would have on a core of their own.
     """
     work = Path(args.dir)
-    print(f"{'URL':46} {'bytes':>6} {'gateway r/s':>11} {'bare r/s':>9} {'ratio':>6} {'ratios':>16} "
-          f"{'gw p99':>8} {'bare p99':>8}")
+    print(f"{'URL':46} {'bytes':>6} {'gateway r/s':>11} {'bare r/s':>9} {'ratio':>6} {'(rounds)':>11}  "
+          f"{'gw p99':>8} {'bare p99':>8}  {'gw cpu':>8} {'bare cpu':>8} {'cpu ratio':>9}")
     first_ratio = None
     for spec in args.rows:
         label, _, runs = spec.rpartition("=")
         gw_run, bare_run, *rest = runs.split(",")
-        gw = [_wrk_numbers(f.read_text()) for f in sorted(work.glob(f"{gw_run}.*.wrk"))]
-        bare = [_wrk_numbers(f.read_text()) for f in sorted(work.glob(f"{bare_run}.*.wrk"))]
-        ratios = [g[0] / b[0] for g, b in zip(gw, bare) if g[0] and b[0]]
+        gw = [WrkRun(f) for f in sorted(work.glob(f"{gw_run}.*.wrk"))]
+        bare = [WrkRun(f) for f in sorted(work.glob(f"{bare_run}.*.wrk"))]
+        ratios = [g.rate / b.rate for g, b in zip(gw, bare) if g.rate and b.rate]
         if not ratios:
             print(f"{label:46} (no result)")
             continue
-
-        def med(values: list[float | None]) -> float:
-            return statistics.median(v for v in values if v is not None)
-
         ratio = statistics.median(ratios)
         first_ratio = ratio if first_ratio is None else first_ratio
-        spread = f"{min(ratios):.2f}-{max(ratios):.2f}"
-        print(f"{label:46} {rest[0] if rest else '':>6} {med([g[0] for g in gw]):11.0f} {med([b[0] for b in bare]):9.0f} "
-              f"{ratio:6.2f} {spread:>16} {med([g[1] for g in gw]):6.2f}ms {med([b[1] for b in bare]):6.2f}ms")
+        gw_cpu, bare_cpu = _median([g.cpu_us for g in gw]), _median([b.cpu_us for b in bare])
+        cpu_ratio = bare_cpu / gw_cpu if gw_cpu and bare_cpu else None
+        print(f"{label:46} {rest[0] if rest else '':>6} {_fmt(_median([g.rate for g in gw]), '11.0f')} "
+              f"{_fmt(_median([b.rate for b in bare]), '9.0f')} {ratio:6.2f} {f'{min(ratios):.2f}-{max(ratios):.2f}':>11}  "
+              f"{_fmt(_median([g.p99 for g in gw]), '6.2f', 'ms')} {_fmt(_median([b.p99 for b in bare]), '6.2f', 'ms')}  "
+              f"{_fmt(gw_cpu, '6.1f', 'us')} {_fmt(bare_cpu, '6.1f', 'us')} {_fmt(cpu_ratio, '9.2f')}")
         expected_error = len(rest) > 1 and not rest[1].startswith(("2", "3"))  # a 404 row answers 404 on purpose
         for name, results in (("gateway", gw), ("bare", bare)):
-            for i, (_, _, errors) in enumerate(results):
-                if expected_error:
-                    errors = "; ".join(e for e in errors.split("; ") if not e.startswith("Non-2xx"))
+            for i, run in enumerate(results):
+                errors = [e for e in run.errors if not (expected_error and e.startswith("Non-2xx"))]
                 if errors:
-                    print(f"    note: {name} round {i + 1}: {errors}")
+                    print(f"    note: {name} round {i + 1}: {'; '.join(errors)}")
     if first_ratio is not None:
         verdict = "met" if first_ratio >= args.target else "NOT met"
         print(f"\ntarget gateway/bare >= {args.target:.2f} on {args.rows[0].rpartition('=')[0]}: {verdict} "
