@@ -98,8 +98,9 @@ class KeyStore:
 class KeyChecker:
     """The server's view of the keys: digests in memory, reloaded when the key file changes.
 
-    Revocation takes effect within `recheck_seconds` without a restart; the hot path is one
-    SHA-256 and one dict lookup.
+    Revocation takes effect within `recheck_seconds` without a restart. A key that matched is
+    remembered until the key file changes, so the hot path is one dict lookup; unknown keys are
+    hashed and compared every time (they are never remembered, so they cannot fill memory).
     """
 
     def __init__(self, path: Path | None = None, plain_keys: Iterable[str] = (), recheck_seconds: float = 1.0) -> None:
@@ -107,6 +108,7 @@ class KeyChecker:
         self.env_digests = {hash_key(k) for k in plain_keys}
         self.recheck_seconds = recheck_seconds
         self._digests: dict[str, str | None] = {}  # digest -> expires_at
+        self._verified: dict[str, str | None] = {}  # presented key -> expires_at, for keys that matched
         self._checked = 0.0
         self._stamp: tuple[tuple[int, int], ...] | None = None
 
@@ -119,6 +121,7 @@ class KeyChecker:
         if stamp == self._stamp:
             return
         self._stamp = stamp
+        self._verified = {}
         if not self.path.exists():
             self._digests = {}
             return
@@ -132,14 +135,27 @@ class KeyChecker:
         self._digests = dict(rows)
 
     def check(self, key: str) -> bool:
+        self._reload_if_changed()
+        expires_at = self._verified.get(key, False)
+        if expires_at is False:
+            expires_at = self._verify(key)
+        if expires_at is False:
+            return False
+        return expires_at is None or expires_at > iso(datetime.now(timezone.utc))
+
+    def _verify(self, key: str) -> str | None | bool:
+        """The key's expiry (None = never) when it is known, else False; remembered until the key file changes."""
         digest = hash_key(key)
         if any(hmac.compare_digest(digest, d) for d in self.env_digests):
-            return True
-        self._reload_if_changed()
-        if digest not in self._digests:
-            return False
-        expires_at = self._digests[digest]
-        return expires_at is None or expires_at > iso(datetime.now(timezone.utc))
+            expires: str | None | bool = None
+        else:
+            stored = next((d for d in self._digests if hmac.compare_digest(digest, d)), None)
+            expires = self._digests[stored] if stored is not None else False
+        if expires is not False:
+            if len(self._verified) >= 10_000:
+                self._verified.clear()
+            self._verified[key] = expires
+        return expires
 
 
 def _file_stamp(path: Path) -> tuple[int, int]:

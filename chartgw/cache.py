@@ -7,11 +7,12 @@ without touching SQLite.
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import NamedTuple
 
 GZIP_MIN_BYTES = 1024
@@ -37,6 +38,7 @@ class ResponseCache:
     def __init__(self, max_entries: int = 4096) -> None:
         self.max_entries = max_entries
         self._items: OrderedDict[Hashable, CachedBody] = OrderedDict()
+        self._building: dict[tuple[Hashable, int], asyncio.Future[CachedBody]] = {}
 
     def get(self, key: Hashable, version: int) -> CachedBody | None:
         hit = self._items.get(key)
@@ -44,6 +46,20 @@ class ResponseCache:
             return None
         self._items.move_to_end(key)
         return hit
+
+    async def build(self, key: Hashable, version: int,
+                    make: Callable[[], Awaitable[CachedBody]]) -> CachedBody:
+        """Build and keep the body for `key`; concurrent misses of one key share a single build."""
+        flight = (key, version)
+        pending = self._building.get(flight)
+        if pending is None:
+            pending = asyncio.ensure_future(make())
+            self._building[flight] = pending
+            try:
+                return self.put(key, await asyncio.shield(pending))
+            finally:
+                self._building.pop(flight, None)
+        return await asyncio.shield(pending)
 
     def put(self, key: Hashable, entry: CachedBody) -> CachedBody:
         self._items[key] = entry

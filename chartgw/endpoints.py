@@ -113,17 +113,16 @@ class EndpointApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         route = self.route
         try:
-            params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
             if route.cache_ttl <= 0:
+                params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
                 body = _encode(await route.handler(Call(params, self.data, scope)))
                 await self._send(scope, send, 200, body, extra=[(b"cache-control", b"no-store")])
                 return
+            # Keyed on the raw request: only a request that passed validation ever fills an entry,
+            # so a hit needs no validation, and a poll of the same URL costs one dict lookup.
             version = await self.data.current_version()
-            key = (id(self), tuple(params.items()))
-            hit = self.cache.get(key, version)
-            if hit is None:
-                payload = await route.handler(Call(params, self.data, scope))
-                hit = self.cache.put(key, make_body(_encode(payload), version, route.cache_ttl))
+            key = (scope["path"], scope["query_string"])
+            hit = self.cache.get(key, version) or await self.cache.build(key, version, lambda: self._build(scope, version))
             await self._send_cached(scope, send, hit)
         except InvalidParams as exc:
             await self._send(scope, send, 422, exc.body())
@@ -136,15 +135,24 @@ class EndpointApp:
             body = _encode({"detail": "Storage is busy; try again shortly"})
             await self._send(scope, send, 503, body, [(b"retry-after", b"1")])
 
+    async def _build(self, scope: Scope, version: int) -> CachedBody:
+        params = validate(self.route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
+        payload = await self.route.handler(Call(params, self.data, scope))
+        return make_body(_encode(payload), version, self.route.cache_ttl)
+
     async def _send_cached(self, scope: Scope, send: Send, hit: CachedBody) -> None:
-        headers = dict(scope["headers"])
+        inm = accept = None
+        for name, value in scope["headers"]:
+            if name == b"if-none-match":
+                inm = value
+            elif name == b"accept-encoding":
+                accept = value
         base = [(b"etag", hit.etag), (b"cache-control", self.cache_control), (b"vary", b"accept-encoding")]
-        inm = headers.get(b"if-none-match")
         if inm is not None and etag_matches(inm, hit.etag):
             await send({"type": "http.response.start", "status": 304, "headers": base})
             await send({"type": "http.response.body", "body": b""})
             return
-        if hit.gzipped is not None and b"gzip" in headers.get(b"accept-encoding", b""):
+        if hit.gzipped is not None and accept is not None and b"gzip" in accept:
             await self._send(scope, send, 200, hit.gzipped, [*base, (b"content-encoding", b"gzip")])
         else:
             await self._send(scope, send, 200, hit.body, base)
