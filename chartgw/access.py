@@ -136,26 +136,25 @@ class KeyChecker:
 
     def check(self, key: str) -> bool:
         self._reload_if_changed()
-        expires_at = self._verified.get(key, False)
-        if expires_at is False:
-            expires_at = self._verify(key)
-        if expires_at is False:
+        if key not in self._verified and not self._verify(key):
             return False
+        expires_at = self._verified[key]
         return expires_at is None or expires_at > iso(datetime.now(timezone.utc))
 
-    def _verify(self, key: str) -> str | None | bool:
-        """The key's expiry (None = never) when it is known, else False; remembered until the key file changes."""
+    def _verify(self, key: str) -> bool:
+        """Whether the key is known; a known key's expiry is remembered until the key file changes."""
         digest = hash_key(key)
         if any(hmac.compare_digest(digest, d) for d in self.env_digests):
-            expires: str | None | bool = None
+            expires_at = None
         else:
             stored = next((d for d in self._digests if hmac.compare_digest(digest, d)), None)
-            expires = self._digests[stored] if stored is not None else False
-        if expires is not False:
-            if len(self._verified) >= 10_000:
-                self._verified.clear()
-            self._verified[key] = expires
-        return expires
+            if stored is None:
+                return False
+            expires_at = self._digests[stored]
+        if len(self._verified) >= 10_000:
+            self._verified.clear()
+        self._verified[key] = expires_at
+        return True
 
 
 def _file_stamp(path: Path) -> tuple[int, int]:

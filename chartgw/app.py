@@ -76,39 +76,43 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     return _json_response(500, "Internal server error")
 
 
-def access_table(groups: Sequence[Group]) -> AccessTable:
+def declared_routes(groups: Sequence[Group]) -> list[tuple[Group, Route]]:
+    """Every group's routes, each group's built once (its OpenAPI document with them)."""
+    return [(group, route) for group in groups for route in service_routes(group)]
+
+
+def access_table(declared: Sequence[tuple[Group, Route]]) -> AccessTable:
     """Public: the routes declared public (roots, health, schema documents); all else needs a key."""
     public: set[str] = set()
-    for group in groups:
-        for route in service_routes(group):
-            if route.public:
-                public.add(f"/{group.name}{route.path}")
-                if route.path == "/":
-                    public.add(f"/{group.name}")
+    for group, route in declared:
+        if route.public:
+            public.add(f"/{group.name}{route.path}")
+            if route.path == "/":
+                public.add(f"/{group.name}")
     return AccessTable(public)
 
 
 def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None = None) -> Starlette:
     groups = list(groups if groups is not None else all_groups())
     cache = ResponseCache()
-    datas = [GroupData(g.name) for g in groups]
+    datas = {g.name: GroupData(g.name) for g in groups}
+    declared = declared_routes(groups)
     routes = [
-        StarletteRoute(f"/{group.name}{route.path}", EndpointApp(route, data, cache), methods=[route.method])
-        for group, data in zip(groups, datas)
-        for route in service_routes(group)
+        StarletteRoute(f"/{group.name}{route.path}", EndpointApp(route, datas[group.name], cache), methods=[route.method])
+        for group, route in declared
     ]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
-        for data in datas:
+        for data in datas.values():
             await data.reader.close()
 
     return Starlette(
         routes=routes,
         middleware=[
             Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),
-            Middleware(ApiKeyMiddleware, table=access_table(groups),
+            Middleware(ApiKeyMiddleware, table=access_table(declared),
                        checker=checker or KeyChecker(plain_keys=config.env_api_keys())),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _server_error},

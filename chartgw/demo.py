@@ -54,7 +54,7 @@ def flo_observation_times(now: datetime) -> list[datetime]:
 async def seed_korea_chart(now: datetime | None = None) -> list[Outcome]:
     now = now or utc_now()
     outcomes: list[Outcome] = []
-    flo = [t for t in targets({"site": "portal-d", "chart_type": "all_age"})]
+    flo = targets({"site": "portal-d", "chart_type": "all_age"})
     with replay_upstreams(all_replies(now)) as servers:
         flo_server = servers[SITES["portal-d"].upstream.UPSTREAM]
         for variant, moment in enumerate(flo_observation_times(now)):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -74,7 +74,6 @@ class Call:
 
     params: dict[str, Any]
     data: GroupData
-    scope: Scope
 
 
 Handler = Callable[[Call], Awaitable[Any]]
@@ -97,7 +96,6 @@ class Route:
     response: Any = None
     """A msgspec type describing the 200 body, for the OpenAPI document."""
     errors: tuple[int, ...] = (404,)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class EndpointApp:
@@ -115,7 +113,7 @@ class EndpointApp:
         try:
             if route.cache_ttl <= 0:
                 params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
-                body = _encode(await route.handler(Call(params, self.data, scope)))
+                body = _encode(await route.handler(Call(params, self.data)))
                 await self._send(scope, send, 200, body, extra=[(b"cache-control", b"no-store")])
                 return
             # Keyed on the raw request: only a request that passed validation ever fills an entry,
@@ -137,7 +135,7 @@ class EndpointApp:
 
     async def _build(self, scope: Scope, version: int) -> CachedBody:
         params = validate(self.route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
-        payload = await self.route.handler(Call(params, self.data, scope))
+        payload = await self.route.handler(Call(params, self.data))
         return make_body(_encode(payload), version, self.route.cache_ttl)
 
     async def _send_cached(self, scope: Scope, send: Send, hit: CachedBody) -> None:

@@ -14,7 +14,7 @@ import pytest
 from starlette.routing import Route as StarletteRoute
 
 from chartgw.access import KeyChecker, KeyStore, hash_key
-from chartgw.app import access_table, build_app
+from chartgw.app import access_table, build_app, declared_routes
 from chartgw.groups import all_groups
 from tests.fixtures import KEY_HEADERS, client
 
@@ -28,7 +28,7 @@ def _concrete(path: str) -> str:
 
 
 def test_every_registered_route_is_classified_as_the_spec_says(tmp_path: Path) -> None:
-    table = access_table(all_groups())
+    table = access_table(declared_routes(all_groups()))
     app = build_app(checker=KeyChecker(tmp_path / "keys.sqlite"))
     routes = [r for r in app.routes if isinstance(r, StarletteRoute)]
     assert len(routes) >= 8
@@ -40,19 +40,20 @@ def test_every_registered_route_is_classified_as_the_spec_says(tmp_path: Path) -
 
 
 def test_unclassified_paths_need_a_key() -> None:
-    table = access_table(all_groups())
+    table = access_table(declared_routes(all_groups()))
     assert not table.is_public("/korea-chart/made-up")
     assert not table.is_public("/somewhere-else/health")
     assert not table.is_public("/korea-chart/health/")
 
 
 def test_requests_without_a_key_are_refused_on_every_keyed_route(korea_data: Path) -> None:
+    table = access_table(declared_routes(all_groups()))
     with client(korea_data) as api:
         for route in api.app.routes:  # type: ignore[attr-defined]
             path = _concrete(route.path)
             method = sorted(route.methods - {"HEAD"})[0]
             response = api.request(method, path)
-            if access_table(all_groups()).is_public(route.path):
+            if table.is_public(route.path):
                 assert response.status_code == 200, path
             else:
                 assert response.status_code == 401, path

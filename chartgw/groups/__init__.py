@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from chartgw.endpoints import Route
 
@@ -36,7 +36,6 @@ class Group:
     """Selection options of `chartgw crawl GROUP` and their allowed values."""
     schedules: tuple[Schedule, ...] = ()
     retention_days: dict[str, float] = field(default_factory=dict)
-    schemas: dict[str, Any] = field(default_factory=dict)
 
 
 def all_groups() -> list[Group]:

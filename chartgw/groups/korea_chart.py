@@ -93,7 +93,7 @@ def _snapshot(target: str, parsed: ParsedChart, hourly: bool, source: str, ctx: 
     local = ctx.now.astimezone(KST)
     hour = parsed.chart_hour if parsed.chart_hour is not None else (local.hour if hourly else None)
     return NewSnapshot(target=target, chart_date=parsed.chart_date or local.date().isoformat(),
-                       chart_hour=hour if hourly else parsed.chart_hour, fetched_at=ctx.now, source=source,
+                       chart_hour=hour, fetched_at=ctx.now, source=source,
                        entries=[stored(e) for e in parsed.entries])
 
 
@@ -145,31 +145,32 @@ def rising_entries(earlier: list[KoreaEntry], later: list[KoreaEntry]) -> list[R
     ]
 
 
-def _rising_snapshot(target: str, earlier: SnapshotRow, later: SnapshotRow, ctx: CrawlContext,
-                     later_entries: list[KoreaEntry] | None = None, hour: datetime | None = None) -> NewSnapshot:
-    old = [_decode_entry(r) for r in ctx.store.records(earlier.id)]
-    new = later_entries if later_entries is not None else [_decode_entry(r) for r in ctx.store.records(later.id)]
-    rows = rising_entries(old, new)
-    local = (hour or ctx.now).astimezone(KST)
+def _observation(ctx: CrawlContext, row: SnapshotRow) -> list[KoreaEntry]:
+    return [_decode_entry(record) for record in ctx.store.records(row.id)]
+
+
+def _rising_snapshot(target: str, earlier: tuple[str, list[KoreaEntry]], later: tuple[str, list[KoreaEntry]],
+                     ctx: CrawlContext, hour: datetime) -> NewSnapshot:
+    """A rising chart from two (fetched_at, entries) observations, dated by `hour`."""
+    local = hour.astimezone(KST)
     return NewSnapshot(target=target, chart_date=local.date().isoformat(), chart_hour=local.hour, fetched_at=ctx.now,
-                       source=f"derived from {FLO_CHART} observations at {earlier.fetched_at} and {later.fetched_at}",
-                       entries=[StoredEntry(e.rank, title_key(e.title), artist_key(e.artist), e.song_id, _encode(e))
-                                for e in rows])
+                       source=f"derived from {FLO_CHART} observations at {earlier[0]} and {later[0]}",
+                       entries=[stored(e) for e in rising_entries(earlier[1], later[1])])
 
 
 def _build_rising(fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
     """Store the new observation, and publish `rising` against the one about an hour before."""
-    site = SITES["portal-d"]
-    observation = _build_chart(site, "all_age", fetched, ctx)[0]
+    observation = _build_chart(SITES["portal-d"], "all_age", fetched, ctx)[0]
     target_time = ctx.now - timedelta(hours=1)
     candidates = ctx.store.snapshots_between(FLO_CHART, ctx.now - RISING_WINDOW[1], ctx.now - RISING_WINDOW[0])
     if not candidates:
         raise PartialCrawl([observation], "observation stored; rising not published: no FLO observation from "
                                           "45 to 75 minutes ago yet")
     earlier = min(candidates, key=lambda r: abs(parse_iso(r.fetched_at) - target_time))
-    later = SnapshotRow(0, FLO_CHART, observation.chart_date, observation.chart_hour, iso(ctx.now), observation.source, 0)
-    parsed = [_decode_entry(e.record) for e in observation.entries]
-    return [observation, _rising_snapshot("portal-d/rising", earlier, later, ctx, parsed)]
+    later = [_decode_entry(e.record) for e in observation.entries]
+    rising = _rising_snapshot("portal-d/rising", (earlier.fetched_at, _observation(ctx, earlier)),
+                              (iso(ctx.now), later), ctx, ctx.now)
+    return [observation, rising]
 
 
 def _build_rising_hourly(fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
@@ -179,7 +180,9 @@ def _build_rising_hourly(fetched: list[Fetched], ctx: CrawlContext) -> list[NewS
     if len(window) < 2 or parse_iso(window[-1].fetched_at) - parse_iso(window[0].fetched_at) < timedelta(minutes=45):
         raise PartialCrawl([], f"rising_hourly not published: FLO observations of {start:%Y-%m-%d %H}:00 KST "
                                "do not span 45 minutes")
-    return [_rising_snapshot("portal-d/rising_hourly", window[0], window[-1], ctx, hour=start)]
+    first, last = window[0], window[-1]
+    return [_rising_snapshot("portal-d/rising_hourly", (first.fetched_at, _observation(ctx, first)),
+                             (last.fetched_at, _observation(ctx, last)), ctx, start)]
 
 
 def _target(site: Site, chart_type: str) -> CrawlTarget:
