@@ -1,4 +1,4 @@
-"""`chartgw serve | crawl | keys | cron | demo`: the one entry point for people, cron and the refresh endpoints."""
+"""`chartgw serve | crawl | import | backfill | keys | cron | demo`: the one entry point for people, cron and the refresh endpoints."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from chartgw import config
-from chartgw.crawl import EXIT_BUSY, CrawlBusy, Outcome, crawl_lock, run_targets
-from chartgw.groups import Group, all_groups, group_by_name
+from chartgw.crawl import EXIT_BUSY, CrawlBusy, Outcome, crawl_group, crawl_lock
+from chartgw.groups import Group, GroupCommand, all_groups, group_by_name
 from chartgw.params import InvalidParams
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -28,28 +28,49 @@ def _print_outcome(outcome: Outcome) -> None:
 def cmd_crawl(args: argparse.Namespace) -> int:
     group: Group = group_by_name(args.group)
     selection = {name: getattr(args, name) for name, _ in group.crawl_options}
-    assert group.targets is not None
+    progress = _print_outcome if sys.stderr.isatty() and not args.json else None
     try:
-        targets = group.targets(selection)
+        with crawl_lock(group.name, args.wait):
+            outcomes = asyncio.run(crawl_group(group, selection, progress=progress))
     except InvalidParams as exc:
         error = exc.errors[0]
         print(f"chartgw crawl: {error['loc'][-1]}: {error['msg']}", file=sys.stderr)
         return 2
-    progress = _print_outcome if sys.stderr.isatty() and not args.json else None
-    try:
-        with crawl_lock(group.name, args.wait):
-            outcomes = asyncio.run(run_targets(group.name, targets, retention=group.retention_days, progress=progress))
     except CrawlBusy as exc:
         print(f"chartgw crawl: {exc}", file=sys.stderr)
         return EXIT_BUSY
-    if args.json:
+    return _report("crawl", outcomes, args.json)
+
+
+def _report(verb: str, outcomes: list[Outcome], as_json: bool) -> int:
+    if as_json:
         print(json.dumps([asdict(o) for o in outcomes], ensure_ascii=False))
+    elif verb != "crawl":  # a crawl prints progress live on a terminal and nothing for cron
+        for outcome in outcomes:
+            _print_outcome(outcome)
     failed = [o for o in outcomes if o.status != "ok"]
     if failed:
-        print(f"chartgw crawl: {len(failed)} of {len(outcomes)} targets failed; first: {failed[0].target}: "
+        print(f"chartgw {verb}: {len(failed)} of {len(outcomes)} targets failed; first: {failed[0].target}: "
               f"{failed[0].error}", file=sys.stderr)
         return 1
     return 0
+
+
+def cmd_group_command(args: argparse.Namespace) -> int:
+    """`chartgw import|backfill GROUP ...`: the group's own command, under its crawl lock."""
+    group = group_by_name(args.group)
+    command: GroupCommand = next(c for c in group.commands if c.verb == args.command)
+    values = {arg.name: getattr(args, arg.name) for arg in command.args}
+    try:
+        with crawl_lock(group.name, args.wait):
+            outcomes = command.run(values)
+    except CrawlBusy as exc:
+        print(f"chartgw {command.verb}: {exc}", file=sys.stderr)
+        return EXIT_BUSY
+    except (OSError, ValueError) as exc:
+        print(f"chartgw {command.verb}: {exc}", file=sys.stderr)
+        return 2
+    return _report(command.verb, outcomes, args.json)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -115,11 +136,12 @@ def cmd_cron(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from chartgw import demo
 
-    if not (args.if_empty and demo.has_data()):
-        outcomes = demo.seed()
+    names = demo.groups_without_data() if args.if_empty else list(demo.SEEDERS)
+    if names:
+        outcomes = demo.seed(names)
         failed = [o for o in outcomes if o.status != "ok"]
-        print(f"demo data: {len(outcomes) - len(failed)} of {len(outcomes)} crawls committed from bundled samples",
-              file=sys.stderr)
+        print(f"demo data for {', '.join(names)}: {len(outcomes) - len(failed)} of {len(outcomes)} crawls committed "
+              "from bundled samples", file=sys.stderr)
         for outcome in failed:
             print(f"  failed {outcome.target}: {outcome.error}", file=sys.stderr)
         if failed:
@@ -150,6 +172,26 @@ def build_parser() -> argparse.ArgumentParser:
                          help="wait this long for another crawl of the group to finish (default: fail at once)")
     crawl.set_defaults(func=cmd_crawl)
 
+    verbs: dict[str, list[tuple[Group, GroupCommand]]] = {}
+    for group in all_groups():
+        for command in group.commands:
+            verbs.setdefault(command.verb, []).append((group, command))
+    for verb, offers in verbs.items():
+        verb_parser = commands.add_parser(verb, help=" / ".join(f"{g.name}: {c.help}" for g, c in offers))
+        verb_groups = verb_parser.add_subparsers(dest="group", required=True)
+        for group, command in offers:
+            sub = verb_groups.add_parser(group.name, help=command.help)
+            for arg in command.args:
+                if arg.positional:
+                    sub.add_argument(arg.name, help=arg.help, type=arg.type)
+                else:
+                    sub.add_argument(f"--{arg.name.replace('_', '-')}", dest=arg.name, help=arg.help, type=arg.type,
+                                     choices=arg.choices, default=arg.default, required=arg.required)
+            sub.add_argument("--json", action="store_true", help="print each target's outcome as JSON on stdout")
+            sub.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                             help="wait this long for a running crawl of the group to finish")
+        verb_parser.set_defaults(func=cmd_group_command)
+
     keys = commands.add_parser("keys", help="manage API keys")
     key_commands = keys.add_subparsers(dest="keys_command", required=True)
     create = key_commands.add_parser("create", help="create a key and print it once")
@@ -165,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     cron.set_defaults(func=cmd_cron)
 
     demo = commands.add_parser("demo", help="crawl bundled sample payloads into the data folder; print the demo key")
-    demo.add_argument("--if-empty", action="store_true", help="only when the data folder has no data yet")
+    demo.add_argument("--if-empty", action="store_true", help="only the groups that have no data file yet")
     demo.set_defaults(func=cmd_demo)
     return parser
 

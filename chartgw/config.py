@@ -15,6 +15,10 @@ UPSTREAM_ORIGINS: dict[str, str] = {
     "BUGS": "https://music.bugs.co.kr",
     "FLO": "https://www.music-flo.com",
     "VIBE": "https://apis.naver.com",
+    "SPOTIFY": "https://charts-spotify-com-service.spotify.com",
+    "YOUTUBE": "https://charts.youtube.com",
+    "ITUNES": "https://itunes.apple.com",
+    "SHAZAM": "https://www.shazam.com",
 }
 
 
@@ -36,3 +40,22 @@ def upstream_origin(name: str) -> str:
 def env_api_keys() -> list[str]:
     """Plain keys from `CHARTGW_API_KEYS` (comma-separated), for simple deployments."""
     return [k.strip() for k in os.environ.get("CHARTGW_API_KEYS", "").split(",") if k.strip()]
+
+
+def setting(name: str, default: str = "") -> str:
+    """`CHARTGW_<name>` from the environment, stripped; `default` when unset or blank."""
+    return os.environ.get(f"CHARTGW_{name}", "").strip() or default
+
+
+def country_list(name: str, default: str) -> tuple[str, ...]:
+    """A comma-separated country setting (`CHARTGW_<name>`), each "global" or an ISO alpha-2 code, lowercased.
+
+    An unknown code is a ValueError naming the setting, so a typo fails the crawl loudly.
+    """
+    from chartgw.countries import country_code
+
+    values = [v.strip() for v in setting(name, default).split(",") if v.strip()]
+    try:
+        return tuple(dict.fromkeys(country_code(v) for v in values))
+    except ValueError as exc:
+        raise ValueError(f"CHARTGW_{name}: {exc}") from None

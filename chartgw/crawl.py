@@ -21,13 +21,17 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
+import msgspec
 
 from chartgw import config
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, group_db_path, utc_now
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest
+
+if TYPE_CHECKING:
+    from chartgw.groups import Group
 
 KST = timezone(timedelta(hours=9), "KST")
 USER_AGENT = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
@@ -185,11 +189,15 @@ async def run_targets(
     transport: httpx.AsyncBaseTransport | None = None,
     policy: RetryPolicy | None = None,
     progress: Callable[[Outcome], Any] | None = None,
+    run_kind: str = "crawl",
+    run_options: dict[str, Any] | None = None,
 ) -> list[Outcome]:
-    """Crawl every target (concurrently, bounded per upstream) and commit each good one on its own."""
+    """Crawl every target (concurrently, bounded per upstream), commit each good one on its own, and
+    record the run (its kind, options and outcomes) for the endpoints that list pulls and backfills."""
     policy = policy or RetryPolicy()
     timeout = httpx.Timeout(20.0, connect=5.0)
     outcomes: list[Outcome] = []
+    started = now()
     async with httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=True) as client:
         fetcher = Fetcher(client, policy)
         with SnapshotWriter(group_db_path(group), retention=retention or {}) as store:
@@ -201,8 +209,40 @@ async def run_targets(
                     progress(outcome)
 
             await asyncio.gather(*(one(t) for t in targets))
-    order = {t.key: i for i, t in enumerate(targets)}
-    return sorted(outcomes, key=lambda o: order[o.target])
+            order = {t.key: i for i, t in enumerate(targets)}
+            outcomes.sort(key=lambda o: order[o.target])
+            if outcomes:
+                record_run(store, run_kind, started, outcomes, run_options or {})
+    return outcomes
+
+
+async def crawl_group(group: Group, selection: dict[str, str | None], *, now: Callable[[], datetime] = utc_now,
+                      transport: httpx.AsyncBaseTransport | None = None,
+                      progress: Callable[[Outcome], Any] | None = None) -> list[Outcome]:
+    """What `chartgw crawl GROUP` does: the group's discovery targets first (a failed discovery leaves
+    the last good catalogue in use), then the selected targets, as one recorded run."""
+    assert group.targets is not None
+    policy = RetryPolicy(per_upstream=group.per_upstream)
+    outcomes: list[Outcome] = []
+    if group.discovery is not None:
+        outcomes += await run_targets(group.name, group.discovery(), retention=group.retention_days, now=now,
+                                      transport=transport, policy=policy, progress=progress, run_kind="discovery")
+    targets = group.targets(selection)
+    outcomes += await run_targets(group.name, targets, retention=group.retention_days, now=now, transport=transport,
+                                  policy=policy, progress=progress, run_options=selection)
+    return outcomes
+
+
+class RunDetail(msgspec.Struct):
+    options: dict[str, Any]
+    outcomes: list[dict[str, Any]]
+
+
+def record_run(store: SnapshotWriter, kind: str, started: datetime, outcomes: Sequence[Outcome],
+               options: dict[str, Any]) -> int:
+    finished = max(started, utc_now())
+    detail = msgspec.json.encode(RunDetail(options, [o.__dict__ for o in outcomes]))
+    return store.record_run(kind, started, finished, len(outcomes), sum(o.status == "ok" for o in outcomes), detail)
 
 
 async def _run_one(target: CrawlTarget, fetcher: Fetcher, store: SnapshotWriter, started: datetime,
@@ -214,20 +254,8 @@ async def _run_one(target: CrawlTarget, fetcher: Fetcher, store: SnapshotWriter,
         async with asyncio.timeout(policy.target_deadline_seconds):
             fetched = [await fetcher.fetch(req) for req in target.requests]
         http_status = fetched[-1].status if fetched else None
-        partial: PartialCrawl | None = None
-        try:
-            snapshots = target.build(fetched, CrawlContext(now=started, store=store))
-        except PartialCrawl as exc:
-            partial, snapshots = exc, exc.snapshots
-        for snap in snapshots:
-            check_snapshot(snap, target.expected_rows if snap.target == target.key else None)
-        primary = next((s for s in snapshots if s.target == target.key), None)
-        rows = len(primary.entries) if primary else None
-        duration = int((time.monotonic() - clock) * 1000)
-        status, error = ("ok", None) if partial is None else ("failed", str(partial))
-        ids = store.commit(snapshots, FetchLogRow(target.key, started, duration, status, http_status, rows, url, error))
-        snapshot_id = ids[[s.target for s in snapshots].index(target.key)] if primary else None
-        return Outcome(target.key, status, rows, snapshot_id, http_status, duration, error)
+        return commit_built(store, target.key, lambda ctx: target.build(fetched, ctx), started, clock,
+                            target.expected_rows, url, http_status)
     except (CrawlError, UpstreamFormatError, TimeoutError) as exc:
         if isinstance(exc, CrawlError) and exc.http_status is not None:
             http_status = exc.http_status
@@ -235,6 +263,50 @@ async def _run_one(target: CrawlTarget, fetcher: Fetcher, store: SnapshotWriter,
         duration = int((time.monotonic() - clock) * 1000)
         store.log_failure(FetchLogRow(target.key, started, duration, "failed", http_status, None, url, message))
         return Outcome(target.key, "failed", None, None, http_status, duration, message)
+
+
+def commit_built(store: SnapshotWriter, key: str, build: Callable[[CrawlContext], list[NewSnapshot]],
+                 started: datetime, clock: float, expected_rows: int | None, url: str | None,
+                 http_status: int | None) -> Outcome:
+    """Build a target's snapshots, check them and commit them with their fetch-log row.
+
+    Raises what the build or the checks raise (CrawlError, UpstreamFormatError); the caller logs it.
+    """
+    partial: PartialCrawl | None = None
+    try:
+        snapshots = build(CrawlContext(now=started, store=store))
+    except PartialCrawl as exc:
+        partial, snapshots = exc, exc.snapshots
+    for snap in snapshots:
+        check_snapshot(snap, expected_rows if snap.target == key else None)
+    primary = next((s for s in snapshots if s.target == key), None)
+    rows = len(primary.entries) if primary else None
+    duration = int((time.monotonic() - clock) * 1000)
+    status, error = ("ok", None) if partial is None else ("failed", str(partial))
+    ids = store.commit(snapshots, FetchLogRow(key, started, duration, status, http_status, rows, url, error))
+    snapshot_id = ids[[s.target for s in snapshots].index(key)] if primary else None
+    return Outcome(key, status, rows, snapshot_id, http_status, duration, error)
+
+
+def import_builds(group: str, builds: Sequence[tuple[str, Callable[[CrawlContext], list[NewSnapshot]]]],
+                  source: str, *, retention: dict[str, float] | None = None, now: datetime | None = None,
+                  expected_rows: int | None = None, options: dict[str, Any] | None = None) -> list[Outcome]:
+    """Commit snapshots built from local input (a backfill file) exactly as a crawl commits fetched
+    ones: the same checks, one transaction each, a fetch-log row each, and one recorded run."""
+    started = now or utc_now()
+    outcomes = []
+    with SnapshotWriter(group_db_path(group), retention=retention or {}) as store:
+        for key, build in builds:
+            clock = time.monotonic()
+            try:
+                outcomes.append(commit_built(store, key, build, started, clock, expected_rows, source, None))
+            except (CrawlError, UpstreamFormatError) as exc:
+                duration = int((time.monotonic() - clock) * 1000)
+                store.log_failure(FetchLogRow(key, started, duration, "failed", None, None, source, str(exc)))
+                outcomes.append(Outcome(key, "failed", None, None, None, duration, str(exc)))
+        if outcomes:
+            record_run(store, "import", started, outcomes, {"source": source, **(options or {})})
+    return outcomes
 
 
 @contextlib.contextmanager

@@ -1,14 +1,17 @@
 """Demo data: the real crawlers run over bundled sample payloads replayed on 127.0.0.1 (no network).
 
-FLO's rising charts need observations an hour apart, so the demo crawls FLO at a few earlier
-moments (the crawl clock set back) before crawling everything now.
+Each group has a seeder (`SEEDERS`): an async function that starts replay servers with its
+upstreams' sample payloads and runs the group's real crawl against them. FLO's rising charts need
+observations an hour apart, so the Korean seeder crawls FLO at a few earlier moments (the crawl
+clock set back) before crawling everything now.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timedelta
 
@@ -21,6 +24,16 @@ from chartgw.samples.korea import all_replies, site_replies
 from chartgw.store import group_db_path, utc_now
 
 DEMO_KEY_FILE = "demo-api-key.txt"
+Seeder = Callable[[datetime], Awaitable[list[Outcome]]]
+SEEDERS: dict[str, str] = {
+    "korea-chart": "chartgw.demo:seed_korea_chart",
+}
+"""Group name -> "module:function" of its seeder, imported when used."""
+
+
+def seeder(group: str) -> Seeder:
+    module, _, function = SEEDERS[group].partition(":")
+    return getattr(importlib.import_module(module), function)  # type: ignore[no-any-return]
 
 
 @contextmanager
@@ -66,8 +79,8 @@ async def seed_korea_chart(now: datetime | None = None) -> list[Outcome]:
     return outcomes
 
 
-def has_data() -> bool:
-    return group_db_path(GROUP.name).exists()
+def groups_without_data() -> list[str]:
+    return [name for name in SEEDERS if not group_db_path(name).exists()]
 
 
 def demo_key() -> str:
@@ -82,5 +95,13 @@ def demo_key() -> str:
     return key
 
 
-def seed() -> list[Outcome]:
-    return asyncio.run(seed_korea_chart())
+async def seed_groups(names: list[str], now: datetime | None = None) -> list[Outcome]:
+    now = now or utc_now()
+    outcomes: list[Outcome] = []
+    for name in names:
+        outcomes += await seeder(name)(now)
+    return outcomes
+
+
+def seed(names: list[str] | None = None) -> list[Outcome]:
+    return asyncio.run(seed_groups(list(SEEDERS) if names is None else names))

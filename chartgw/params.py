@@ -10,8 +10,9 @@ and a fraction of only zeros is allowed ("5.0" is 5, "5." and "5.5" are not inte
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date, datetime, timezone
 from typing import Any, Literal
 from urllib.parse import parse_qsl
 
@@ -26,17 +27,24 @@ MSG_INT = "Input should be a valid integer, unable to parse string as an integer
 
 @dataclass(frozen=True)
 class Param:
-    """One declared parameter. `kind` is "str", "int" or "choice" (a Literal of `choices`)."""
+    """One declared parameter.
+
+    `kind` is "str", "int", "choice" (a Literal of `choices`) or "date" (a `datetime.date`, served
+    on as "YYYY-MM-DD"). `check` turns a string into its value or raises ValueError, which is
+    answered as pydantic's `value_error` (an AfterValidator in FastAPI terms).
+    """
 
     name: str
     where: Where = "query"
-    kind: Literal["str", "int", "choice"] = "str"
+    kind: Literal["str", "int", "choice", "date"] = "str"
     required: bool = False
     default: Any = None
     ge: int | None = None
     le: int | None = None
     choices: tuple[str, ...] = ()
     description: str = ""
+    min_length: int | None = None
+    check: Callable[[str], Any] | None = None
 
     def validate(self, raw: str | None) -> tuple[Any, dict[str, Any] | None]:
         """The parsed value, or None and the error item for this parameter."""
@@ -49,6 +57,19 @@ class Param:
             return (raw, None) if raw in self.choices else (None, literal_error(loc, raw, self.choices))
         if self.kind == "int":
             return self._validate_int(raw, loc)
+        if self.kind == "date":
+            return _validate_date(raw, loc)
+        if self.min_length is not None and len(raw) < self.min_length:
+            plural = "" if self.min_length == 1 else "s"
+            return None, {"type": "string_too_short", "loc": loc,
+                          "msg": f"String should have at least {self.min_length} character{plural}", "input": raw,
+                          "ctx": {"min_length": self.min_length}}
+        if self.check is not None:
+            try:
+                return self.check(raw), None
+            except ValueError as exc:
+                return None, {"type": "value_error", "loc": loc, "msg": f"Value error, {exc}", "input": raw,
+                              "ctx": {"error": {}}}
         return raw, None
 
     def _validate_int(self, raw: str, loc: list[str]) -> tuple[int | None, dict[str, Any] | None]:
@@ -77,11 +98,71 @@ class Param:
                 schema["maximum"] = self.le
         elif self.kind == "choice":
             schema = {"type": "string", "enum": list(self.choices)}
+        elif self.kind == "date":
+            schema = {"type": "string", "format": "date"}
         else:
             schema = {"type": "string"}
+            if self.min_length is not None:
+                schema["minLength"] = self.min_length
         if self.default is not None:
             schema["default"] = self.default
         return schema
+
+
+_TIME = re.compile(r"(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(Z|z|[+-]\d{2}:?\d{2})?", re.ASCII)
+_DIGITS = re.compile(r"-?[0-9]+", re.ASCII)
+MSG_DATE_INEXACT = "Datetimes provided to dates should have zero time - e.g. be exact dates"
+
+
+def _date_error(loc: list[str], raw: str, error: str) -> tuple[None, dict[str, Any]]:
+    return None, {"type": "date_from_datetime_parsing", "loc": loc,
+                  "msg": f"Input should be a valid date or datetime, {error}", "input": raw, "ctx": {"error": error}}
+
+
+def _validate_date(raw: str, loc: list[str]) -> tuple[str | None, dict[str, Any] | None]:
+    """A `datetime.date` query value read as pydantic reads one: "YYYY-MM-DD", or a date-time or Unix
+    timestamp whose time is exactly midnight; anything else gets pydantic's error text for it."""
+    inexact = {"type": "date_from_datetime_inexact", "loc": loc, "msg": MSG_DATE_INEXACT, "input": raw}
+    if _DIGITS.fullmatch(raw):
+        seconds = int(raw)
+        if abs(seconds) > 20_000_000_000:  # pydantic reads large numbers as milliseconds
+            seconds, rest = divmod(seconds, 1000)
+            if rest:
+                return None, inexact
+        if seconds % 86400:
+            return None, inexact
+        return datetime.fromtimestamp(seconds, timezone.utc).date().isoformat(), None
+    if len(raw) < 10:
+        return _date_error(loc, raw, "input is too short")
+    for part, span in (("year", raw[0:4]), ("month", raw[5:7]), ("day", raw[8:10])):
+        if not span.isascii() or not span.isdigit():
+            return _date_error(loc, raw, f"invalid character in {part}")
+        if part != "day" and raw[4 if part == "year" else 7] != "-":
+            return _date_error(loc, raw, "invalid date separator, expected `-`")
+    year, month, day = int(raw[0:4]), int(raw[5:7]), int(raw[8:10])
+    if year == 0:
+        return None, {"type": "date_parsing", "loc": loc,
+                      "msg": "Input should be a valid date in the format YYYY-MM-DD, year 0 is out of range",
+                      "input": raw, "ctx": {"error": "year 0 is out of range"}}
+    if not 1 <= month <= 12:
+        return _date_error(loc, raw, "month value is outside expected range of 1-12")
+    try:
+        value = date(year, month, day)
+    except ValueError:
+        return _date_error(loc, raw, "day value is outside expected range")
+    if len(raw) == 10:
+        return value.isoformat(), None
+    if raw[10] not in "Tt_ ":
+        return _date_error(loc, raw, "invalid datetime separator, expected `T`, `t`, `_` or space")
+    time = _TIME.fullmatch(raw[11:])
+    if time is None:
+        return _date_error(loc, raw, "input is too short" if len(raw) < 16 else "invalid character in time")
+    hour, minute, second, fraction, _ = time.groups()
+    if int(hour) > 23:
+        return _date_error(loc, raw, "hour value is outside expected range of 0-23")
+    if int(hour) or int(minute) or int(second or 0) or int(fraction or 0):
+        return None, inexact
+    return value.isoformat(), None
 
 
 def literal_error(loc: Sequence[str | int], value: str, choices: Sequence[str]) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""Public record types. Parsers build them (KoreaEntry through `korea_entry`), the store keeps them
-msgspec-encoded, routes serve them as-is."""
+"""Public record types shared by several upstreams (the Korean sites' KoreaEntry through `korea_entry`),
+and `stored_entry`, which turns any group's record into its store row. A record type only one
+upstream makes lives in that upstream's module."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from collections.abc import Iterable
 from typing import Literal
 
 import msgspec
+
+from chartgw.store import StoredEntry
+from chartgw.text import artist_key, search_key, title_key
 
 RankStatus = Literal["up", "down", "same", "new"]
 
@@ -37,6 +41,20 @@ class ParsedChart(msgspec.Struct, kw_only=True):
     """YYYY-MM-DD as printed by the upstream; None when the page does not say (the crawl time is used)."""
     chart_hour: int | None = None
     """0-23 for hourly charts when the page says; None otherwise."""
+
+
+_encode = msgspec.json.Encoder().encode
+
+
+def stored_entry(record: msgspec.Struct, *, rank: int, title: str, artists: Iterable[str], item_id: str | None,
+                 ) -> StoredEntry:
+    """A record as the store keeps it: encoded once, beside its rank, name keys and id.
+
+    The artist key is the first artist's; the search key covers the title and every artist.
+    """
+    names = [a for a in artists if a]
+    return StoredEntry(rank, title_key(title), artist_key(names[0]) if names else "", item_id, _encode(record),
+                       search_key(title, names))
 
 
 def rank_status(change: int | None) -> RankStatus:

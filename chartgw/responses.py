@@ -1,12 +1,17 @@
-"""Response pieces every group shares: snapshot metadata and entry arrays assembled from stored bytes."""
+"""Response pieces every group shares: snapshot metadata, entry arrays assembled from stored bytes,
+the latest-snapshot lookup, snapshot listings, recorded runs, raw payloads and the fetch-log route."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from typing import Any
+
 import msgspec
 
-from chartgw.store import SnapshotRow, parse_iso
+from chartgw.endpoints import Call, Route, not_found
+from chartgw.params import Param
+from chartgw.store import RunRow, SnapshotReader, SnapshotRow, parse_iso
 
 
 class SnapshotMeta(msgspec.Struct, kw_only=True):
@@ -41,3 +46,158 @@ def age_seconds(row: SnapshotRow, now: datetime | None = None) -> int:
 def records_array(records: list[bytes]) -> msgspec.Raw:
     """A JSON array of already-encoded records, spliced without decoding them."""
     return msgspec.Raw(b"[" + b",".join(records) + b"]")
+
+
+async def latest_or_404(reader: SnapshotReader, target: str, what: str) -> SnapshotRow:
+    """The newest snapshot of `target`, or a 404 saying there is none of `what` yet."""
+    row = await reader.latest(target)
+    if row is None:
+        raise not_found(f"No snapshot of {what} yet")
+    return row
+
+
+def records_of(rows: list[tuple[SnapshotRow, int, bytes]]) -> msgspec.Raw:
+    """The records of (snapshot, rank, record) search or history rows, as one JSON array."""
+    return records_array([record for _, _, record in rows])
+
+
+class RunInfo(msgspec.Struct):
+    """One recorded run: a scheduled pull, a backfill or an import, with every target's outcome."""
+
+    id: int
+    kind: str
+    started_at: str
+    finished_at: str
+    targets: int
+    ok: int
+    detail: Any
+    """`options` the run was started with and `outcomes`, one per target (status, rows, snapshot_id, error)."""
+
+
+def run_info(row: RunRow) -> RunInfo:
+    return RunInfo(row.id, row.kind, row.started_at, row.finished_at, row.targets, row.ok, msgspec.Raw(row.detail))
+
+
+def raw_json(raw: tuple[str, bytes] | None) -> msgspec.Raw | None:
+    """A kept upstream payload spliced into a response as JSON; None when none was kept or it is not JSON."""
+    if raw is None:
+        return None
+    content_type, body = raw
+    try:
+        msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return None
+    return msgspec.Raw(body)
+
+
+class FetchLogEntry(msgspec.Struct):
+    """One crawl attempt of one target."""
+
+    id: int
+    target: str
+    started_at: str
+    duration_ms: int
+    status: str
+    """"ok" or "failed"; a failed attempt changed no snapshot."""
+    http_status: int | None
+    rows: int | None
+    url: str | None
+    error: str | None
+
+
+class FetchLogResponse(msgspec.Struct):
+    count: int
+    entries: list[FetchLogEntry]
+
+
+async def fetch_logs(call: Call) -> FetchLogResponse:
+    rows = await call.data.reader.fetch_log(call.params["status"], call.params["limit"])
+    return FetchLogResponse(len(rows), [FetchLogEntry(*row) for row in rows])
+
+
+FETCH_LOGS_ROUTE = Route("/fetch-logs", fetch_logs, (
+    Param("status", kind="choice", choices=("ok", "failed"), description="Only attempts with this outcome"),
+    Param("limit", kind="int", default=100, ge=1, le=1000, description="Attempts to return, newest first"),
+), errors=(), response=FetchLogResponse, cache_ttl=5, summary="Crawl attempts, newest first, with HTTP status, rows and error")
+
+
+class TargetStatus(msgspec.Struct):
+    """How current one crawl target is."""
+
+    target: str
+    snapshot_id: int | None
+    chart_date: str | None
+    fetched_at: str | None
+    age_seconds: int | None
+    stale: bool
+    """True when there is no snapshot or it is older than twice the target's cadence."""
+
+
+async def target_statuses(reader: SnapshotReader, cadences: dict[str, int],
+                          pattern: str | None = None) -> list[TargetStatus]:
+    """The status of every expected target (`cadences`: target -> seconds), in the order given."""
+    latest = {row.target: row for row in await reader.latest_per_target(pattern)}
+    statuses = []
+    for target, cadence in cadences.items():
+        row = latest.get(target)
+        if row is None:
+            statuses.append(TargetStatus(target, None, None, None, None, True))
+        else:
+            age = age_seconds(row)
+            statuses.append(TargetStatus(target, row.id, row.chart_date, row.fetched_at, age, age > 2 * cadence))
+    return statuses
+
+
+class BundledChart(msgspec.Struct):
+    """One chart of a bundle: its snapshot metadata and its entries (the group's entry records)."""
+
+    target: str
+    snapshot: SnapshotMeta
+    count: int
+    entries: list[Any]
+
+
+async def chart_bundle(reader: SnapshotReader, rows: list[SnapshotRow], limit: int,
+                       cadence_seconds: int) -> list[BundledChart]:
+    """Each snapshot's first `limit` entries, as stored."""
+    bundle = []
+    for row in rows:
+        records = await reader.records(row.id, limit)
+        bundle.append(BundledChart(row.target, snapshot_meta(row, cadence_seconds), len(records),
+                                   records_array(records)))  # type: ignore[arg-type]
+    return bundle
+
+
+class RawPayload(msgspec.Struct):
+    """An upstream payload exactly as the crawl received it (JSON), with where it came from."""
+
+    target: str
+    snapshot_id: int
+    fetched_at: str
+    source: str
+    payload: Any
+
+
+class PullResponse(msgspec.Struct):
+    run: RunInfo | None
+    """The latest recorded pull (scheduled crawl run), null before the first."""
+    count: int
+    payloads: list[RawPayload]
+
+
+async def pull_json(call: Call) -> PullResponse:
+    """The raw upstream payloads behind every target's latest snapshot: what the last pull received."""
+    reader = call.data.reader
+    runs = await reader.runs("crawl", 1)
+    payloads = []
+    for row in await reader.latest_per_target():
+        payload = raw_json(await reader.raw(row.id))
+        if payload is not None:
+            payloads.append(RawPayload(row.target, row.id, row.fetched_at, row.source, payload))
+    if not payloads:
+        raise not_found("No pull has been stored yet")
+    return PullResponse(run_info(runs[0]) if runs else None, len(payloads), payloads)
+
+
+PULL_JSON_ROUTE = Route("/pull.json", pull_json, response=PullResponse,
+                        summary="The raw upstream payloads of the latest pull, exactly as received")

@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS entries (
     artist_key TEXT NOT NULL,
     item_id TEXT,
     record BLOB NOT NULL,
+    search_key TEXT,
     PRIMARY KEY (snapshot_id, position)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS entries_by_title ON entries (title_key);
@@ -61,7 +62,21 @@ CREATE TABLE IF NOT EXISTS fetch_log (
     error TEXT
 );
 CREATE INDEX IF NOT EXISTS fetch_log_by_target ON fetch_log (target, id);
+CREATE TABLE IF NOT EXISTS crawl_runs (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    targets INTEGER NOT NULL,
+    ok INTEGER NOT NULL,
+    detail BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS crawl_runs_by_kind ON crawl_runs (kind, id);
 """
+# Columns added after a file may already exist: (table, column, declaration).
+MIGRATIONS = (("entries", "search_key", "TEXT"),)
+
+RUN_COLUMNS = "id, kind, started_at, finished_at, targets, ok, detail"
 
 
 def group_db_path(group: str) -> Path:
@@ -90,6 +105,8 @@ class StoredEntry:
     artist_key: str
     item_id: str | None
     record: bytes
+    search_key: str = ""
+    """Folded title and artists separated by "|" for substring search; "" = title_key|artist_key."""
 
 
 @dataclass
@@ -134,6 +151,25 @@ class SnapshotRow:
     COLUMNS = "id, target, chart_date, chart_hour, fetched_at, source, row_count"
 
 
+@dataclass(frozen=True)
+class RunRow:
+    """One recorded crawl run (a whole pull, a backfill, an import) of a group."""
+
+    id: int
+    kind: str
+    started_at: str
+    finished_at: str
+    targets: int
+    ok: int
+    detail: bytes
+    """The run's outcomes and options as JSON, served as stored."""
+
+
+def glob_escape(text: str) -> str:
+    """`text` matched literally inside a GLOB pattern."""
+    return "".join(f"[{ch}]" if ch in "*?[]" else ch for ch in text)
+
+
 @dataclass
 class SnapshotWriter:
     """The crawler's side: synchronous sqlite3, one transaction per crawl result.
@@ -155,6 +191,9 @@ class SnapshotWriter:
         db.execute("PRAGMA synchronous=FULL")
         db.execute("PRAGMA foreign_keys=ON")
         db.executescript(SCHEMA)
+        for table, column, declaration in MIGRATIONS:
+            if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
         self._db = db
         return self
 
@@ -185,9 +224,10 @@ class SnapshotWriter:
                 snapshot_id = int(cur.lastrowid or 0)
                 ids.append(snapshot_id)
                 db.executemany(
-                    "INSERT INTO entries (snapshot_id, position, rank, title_key, artist_key, item_id, record)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [(snapshot_id, pos, e.rank, e.title_key, e.artist_key, e.item_id, e.record)
+                    "INSERT INTO entries (snapshot_id, position, rank, title_key, artist_key, item_id, record,"
+                    " search_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(snapshot_id, pos, e.rank, e.title_key, e.artist_key, e.item_id, e.record,
+                      e.search_key or f"{e.title_key}|{e.artist_key}")
                      for pos, e in enumerate(snap.entries, start=1)],
                 )
                 if snap.raw is not None:
@@ -222,6 +262,19 @@ class SnapshotWriter:
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
+
+    def record_run(self, kind: str, started: datetime, finished: datetime, targets: int, ok: int,
+                   detail: bytes) -> int:
+        """Keep a crawl run's summary (what the pull and backfill endpoints list)."""
+        cur = self.db.execute(
+            "INSERT INTO crawl_runs (kind, started_at, finished_at, targets, ok, detail) VALUES (?, ?, ?, ?, ?, ?)",
+            (kind, iso(started), iso(finished), targets, ok, detail))
+        return int(cur.lastrowid or 0)
+
+    def latest_records(self, target: str) -> list[bytes]:
+        """The entries of `target`'s newest snapshot (e.g. a discovered catalogue), [] when there is none."""
+        row = self.db.execute("SELECT max(id) FROM snapshots WHERE target = ?", (target,)).fetchone()
+        return self.records(row[0]) if row and row[0] is not None else []
 
     def _insert_log(self, log: FetchLogRow) -> None:
         self.db.execute(
@@ -314,11 +367,68 @@ class SnapshotReader:
             f"SELECT {SnapshotRow.COLUMNS} FROM snapshots WHERE target = ? ORDER BY id DESC LIMIT 1", (target,))
         return SnapshotRow(*rows[0]) if rows else None
 
-    async def latest_per_target(self) -> list[SnapshotRow]:
+    async def latest_per_target(self, pattern: str | None = None) -> list[SnapshotRow]:
+        """The newest snapshot of every target (matching GLOB `pattern` when given), by target."""
+        where, params = (" WHERE target GLOB ?", [pattern]) if pattern else ("", [])
         rows = await self.fetchall(
-            f"SELECT {SnapshotRow.COLUMNS} FROM snapshots WHERE id IN (SELECT max(id) FROM snapshots GROUP BY target)"
-            " ORDER BY target")
+            f"SELECT {SnapshotRow.COLUMNS} FROM snapshots WHERE id IN (SELECT max(id) FROM snapshots{where}"
+            " GROUP BY target) ORDER BY target", params)
         return [SnapshotRow(*row) for row in rows]
+
+    async def snapshots(self, pattern: str | None, limit: int) -> list[SnapshotRow]:
+        """Snapshots of targets matching GLOB `pattern` (all when None), newest first."""
+        where, params = ("WHERE target GLOB ?", [pattern]) if pattern else ("", [])
+        rows = await self.fetchall(
+            f"SELECT {SnapshotRow.COLUMNS} FROM snapshots {where} ORDER BY id DESC LIMIT ?", [*params, limit])
+        return [SnapshotRow(*row) for row in rows]
+
+    async def snapshot_on(self, target: str, chart_date: str) -> SnapshotRow | None:
+        """The newest snapshot of `target` for chart date `chart_date`."""
+        rows = await self.fetchall(
+            f"SELECT {SnapshotRow.COLUMNS} FROM snapshots WHERE target = ? AND chart_date = ? ORDER BY id DESC"
+            " LIMIT 1", (target, chart_date))
+        return SnapshotRow(*rows[0]) if rows else None
+
+    async def dates(self, target: str) -> list[str]:
+        """The chart dates `target` has snapshots for, newest first."""
+        rows = await self.fetchall(
+            "SELECT DISTINCT chart_date FROM snapshots WHERE target = ? ORDER BY chart_date DESC", (target,))
+        return [row[0] for row in rows]
+
+    async def raw(self, snapshot_id: int) -> tuple[str, bytes] | None:
+        """The upstream payload a snapshot was parsed from, when it was kept: (content type, body)."""
+        rows = await self.fetchall("SELECT content_type, body FROM raw_payloads WHERE snapshot_id = ?", (snapshot_id,))
+        return (rows[0][0], rows[0][1]) if rows else None
+
+    async def search(self, needle: str, pattern: str | None, limit: int) -> list[tuple[SnapshotRow, int, bytes]]:
+        """Entries whose search key contains `needle` (already folded), in snapshots of targets matching
+        GLOB `pattern`: (snapshot, rank, record), newest snapshot first, then by rank."""
+        where, params = (" AND s.target GLOB ?", [pattern]) if pattern else ("", [])
+        like = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        columns = ", ".join(f"s.{c.strip()}" for c in SnapshotRow.COLUMNS.split(","))
+        rows = await self.fetchall(
+            f"SELECT {columns}, e.rank, e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id"
+            f" WHERE e.search_key LIKE ? ESCAPE '\\'{where} ORDER BY s.id DESC, e.position LIMIT ?",
+            [like, *params, limit])
+        return [(SnapshotRow(*row[:7]), row[7], row[8]) for row in rows]
+
+    async def history(self, title_key: str, artist_needle: str, pattern: str | None,
+                      ) -> list[tuple[SnapshotRow, int, bytes]]:
+        """Every appearance of a title (by title_key) credited to an artist whose key contains
+        `artist_needle`, in snapshots of targets matching `pattern`: oldest chart date first."""
+        where, params = (" AND s.target GLOB ?", [pattern]) if pattern else ("", [])
+        columns = ", ".join(f"s.{c.strip()}" for c in SnapshotRow.COLUMNS.split(","))
+        rows = await self.fetchall(
+            f"SELECT {columns}, e.rank, e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id"
+            f" WHERE e.title_key = ? AND instr(substr(e.search_key, instr(e.search_key, '|')), ?) > 0{where}"
+            " ORDER BY s.chart_date, s.target, s.id", [title_key, artist_needle, *params])
+        return [(SnapshotRow(*row[:7]), row[7], row[8]) for row in rows]
+
+    async def runs(self, kind: str, limit: int) -> list[RunRow]:
+        """Recorded runs of `kind`, newest first."""
+        rows = await self.fetchall(
+            f"SELECT {RUN_COLUMNS} FROM crawl_runs WHERE kind = ? ORDER BY id DESC LIMIT ?", (kind, limit))
+        return [RunRow(*row) for row in rows]
 
     async def records(self, snapshot_id: int, limit: int) -> list[bytes]:
         rows = await self.fetchall(

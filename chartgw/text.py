@@ -60,6 +60,12 @@ def artist_key(artist: str) -> str:
     return min(artist_aliases(names[0]), key=lambda a: (a != compact(_PARENS.sub(" ", names[0])), a))
 
 
+def search_key(title: str, artists: Iterable[str]) -> str:
+    """The stored search column: the compacted title and each artist's, joined by "|" so a search
+    term never matches across two fields."""
+    return "|".join([compact(title), *(compact(a) for a in artists)])
+
+
 class ArtistAliases:
     """A union-find over alias keys, fed with every artist credit seen."""
 

@@ -18,7 +18,8 @@ from starlette.testclient import TestClient
 
 from chartgw.access import KeyChecker
 from chartgw.app import build_app
-from chartgw.demo import seed_korea_chart
+from chartgw.groups import Group
+from chartgw.demo import seed_korea_chart, seeder
 
 TEST_KEY = "test-key-0123456789"
 KEY_HEADERS = {"X-API-Key": TEST_KEY}
@@ -49,14 +50,25 @@ def build_korea_chart_db(path: Path, now: datetime | None = None) -> Path:
     return path
 
 
+def build_group_db(path: Path, group: str, now: datetime | None = None) -> Path:
+    """A data folder with `group`'s demo data: its real crawl run over its bundled samples."""
+    path.mkdir(parents=True, exist_ok=True)
+    with data_dir(path):
+        outcomes = asyncio.run(seeder(group)(now or datetime.now(timezone.utc)))
+    failed = [o for o in outcomes if o.status != "ok"]
+    assert not failed, failed
+    return path
+
+
 def copy_data(source: Path, dest: Path) -> Path:
     """A private copy of a built data folder, for a test that changes it."""
     shutil.copytree(source, dest)
     return dest
 
 
-def client(path: Path) -> TestClient:
-    """A TestClient on the gateway over data folder `path`, accepting TEST_KEY. Use it as a context manager."""
+def client(path: Path, groups: list[Group] | None = None) -> TestClient:
+    """A TestClient on the gateway (all groups, or `groups`) over data folder `path`, accepting TEST_KEY.
+    Use it as a context manager."""
     with data_dir(path):
-        app = build_app(checker=KeyChecker(path / "keys.sqlite", plain_keys=[TEST_KEY]))
+        app = build_app(groups, checker=KeyChecker(path / "keys.sqlite", plain_keys=[TEST_KEY]))
     return TestClient(app)

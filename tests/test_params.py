@@ -101,3 +101,35 @@ def test_errors_come_path_first_then_query_in_declaration_order() -> None:
 
 def test_query_decoding_keeps_utf8_and_blank_values() -> None:
     assert parse_query("q=%EC%95%84%EC%9D%B4%EC%9C%A0&empty=".encode()) == {"q": "아이유", "empty": ""}
+
+
+def test_dates_are_read_and_refused_exactly_as_fastapi_reads_a_date_query() -> None:
+    """`fastapi_date_errors.json` holds FastAPI's answer (the date, or its first error item) for a
+    `chart_date: datetime.date` query, input by input."""
+    import json
+    from pathlib import Path
+
+    golden = json.loads((Path(__file__).parent / "fastapi_date_errors.json").read_text("utf-8"))
+    param = Param("chart_date", kind="date", required=True)
+    assert len(golden) > 40
+    for raw, expected in golden.items():
+        value, error = param.validate(raw)
+        assert (value if error is None else error) == expected, raw
+
+
+def test_string_length_and_checked_values_answer_like_pydantic() -> None:
+    def country(value: str) -> str:
+        if value.lower() not in ("global", "us"):
+            raise ValueError(f"unknown country {value!r}")
+        return value.lower()
+
+    q = Param("q", min_length=1)
+    assert q.validate("")[1] == {"type": "string_too_short", "loc": ["query", "q"],
+                                 "msg": "String should have at least 1 character", "input": "",
+                                 "ctx": {"min_length": 1}}
+    checked = Param("country", default="global", check=country)
+    assert checked.validate("US") == ("us", None)
+    assert checked.validate(None) == ("global", None)
+    assert checked.validate("xx")[1] == {"type": "value_error", "loc": ["query", "country"],
+                                         "msg": "Value error, unknown country 'xx'", "input": "xx",
+                                         "ctx": {"error": {}}}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chartgw.endpoints import Route
 
 if TYPE_CHECKING:
-    from chartgw.crawl import CrawlTarget
+    from chartgw.crawl import CrawlTarget, Outcome
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,31 @@ class Schedule:
     args: tuple[str, ...]
     timezone: str = "UTC"
     comment: str = ""
+
+
+@dataclass(frozen=True)
+class CommandArg:
+    """One argument of a group command: `--name` (or positional `name`) on the command line."""
+
+    name: str
+    help: str
+    positional: bool = False
+    choices: tuple[str, ...] | None = None
+    type: Callable[[str], Any] = str
+    default: Any = None
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class GroupCommand:
+    """A verb of the CLI beyond `crawl` that a group offers (`chartgw import streaming FILE`,
+    `chartgw backfill video`). `run` gets the parsed arguments by name and returns one outcome per
+    target; the CLI holds the group's crawl lock around it and exits 1 when any failed."""
+
+    verb: str
+    help: str
+    args: tuple[CommandArg, ...]
+    run: Callable[[dict[str, Any]], list[Outcome]]
 
 
 @dataclass(frozen=True)
@@ -36,6 +61,11 @@ class Group:
     """Selection options of `chartgw crawl GROUP` and their allowed values."""
     schedules: tuple[Schedule, ...] = ()
     retention_days: dict[str, float] = field(default_factory=dict)
+    discovery: Callable[[], Sequence[CrawlTarget]] | None = None
+    """Targets crawled before `targets` is asked (which may then read what they stored, e.g. a catalogue)."""
+    per_upstream: int = 2
+    """Requests in flight at once per upstream host."""
+    commands: tuple[GroupCommand, ...] = ()
 
 
 def all_groups() -> list[Group]:

@@ -28,7 +28,7 @@ from chartgw.crawl import KST, CrawlContext, CrawlTarget, Fetched, PartialCrawl,
 from chartgw.endpoints import ApiError, Call, Route, not_found
 from chartgw.groups import Group, Schedule
 from chartgw.params import InvalidParams, Param, literal_error
-from chartgw.records import KoreaEntry, ParsedChart, RankStatus
+from chartgw.records import KoreaEntry, ParsedChart, RankStatus, stored_entry
 from chartgw.responses import SnapshotMeta, age_seconds, records_array, snapshot_meta
 from chartgw.store import NewSnapshot, SnapshotRow, StoredEntry, iso, parse_iso
 from chartgw.text import ArtistAliases, artist_key, title_key
@@ -80,13 +80,12 @@ class RisingEntry(KoreaEntry, kw_only=True):
     gain: int
 
 
-_encode = msgspec.json.Encoder().encode
 _decode_entry = msgspec.json.Decoder(KoreaEntry).decode
 
 
 def stored(entry: KoreaEntry) -> StoredEntry:
-    return StoredEntry(entry.rank, title_key(entry.title), artist_key(entry.artists[0] if entry.artists else entry.artist),
-                       entry.song_id, _encode(entry))
+    return stored_entry(entry, rank=entry.rank, title=entry.title, artists=entry.artists or [entry.artist],
+                        item_id=entry.song_id)
 
 
 def _snapshot(target: str, parsed: ParsedChart, hourly: bool, source: str, ctx: CrawlContext) -> NewSnapshot:
