@@ -27,6 +27,10 @@ DEMO_KEY_FILE = "demo-api-key.txt"
 Seeder = Callable[[datetime], Awaitable[list[Outcome]]]
 SEEDERS: dict[str, str] = {
     "korea-chart": "chartgw.demo:seed_korea_chart",
+    "streaming": "chartgw.samples.streaming:seed",
+    "video": "chartgw.samples.video:seed",
+    "digital-sales": "chartgw.samples.digital_sales:seed",
+    "recognition": "chartgw.samples.recognition:seed",
 }
 """Group name -> "module:function" of its seeder, imported when used."""
 

@@ -23,20 +23,23 @@ _INT = re.compile(r"[+-]?[0-9](?:_?[0-9])*(?:\.0+)?", re.ASCII)
 
 MSG_MISSING = "Field required"
 MSG_INT = "Input should be a valid integer, unable to parse string as an integer"
+MSG_BOOL = "Input should be a valid boolean, unable to interpret input"
+_TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
+_FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
 
 
 @dataclass(frozen=True)
 class Param:
     """One declared parameter.
 
-    `kind` is "str", "int", "choice" (a Literal of `choices`) or "date" (a `datetime.date`, served
-    on as "YYYY-MM-DD"). `check` turns a string into its value or raises ValueError, which is
+    `kind` is "str", "int", "bool", "choice" (a Literal of `choices`) or "date" (a `datetime.date`,
+    served on as "YYYY-MM-DD"). `check` turns a string into its value or raises ValueError, which is
     answered as pydantic's `value_error` (an AfterValidator in FastAPI terms).
     """
 
     name: str
     where: Where = "query"
-    kind: Literal["str", "int", "choice", "date"] = "str"
+    kind: Literal["str", "int", "bool", "choice", "date"] = "str"
     required: bool = False
     default: Any = None
     ge: int | None = None
@@ -59,6 +62,11 @@ class Param:
             return self._validate_int(raw, loc)
         if self.kind == "date":
             return _validate_date(raw, loc)
+        if self.kind == "bool":
+            word = raw.lower()
+            if word in _TRUE or word in _FALSE:
+                return word in _TRUE, None
+            return None, {"type": "bool_parsing", "loc": loc, "msg": MSG_BOOL, "input": raw}
         if self.min_length is not None and len(raw) < self.min_length:
             plural = "" if self.min_length == 1 else "s"
             return None, {"type": "string_too_short", "loc": loc,
@@ -100,6 +108,8 @@ class Param:
             schema = {"type": "string", "enum": list(self.choices)}
         elif self.kind == "date":
             schema = {"type": "string", "format": "date"}
+        elif self.kind == "bool":
+            schema = {"type": "boolean"}
         else:
             schema = {"type": "string"}
             if self.min_length is not None:

@@ -133,3 +133,15 @@ def test_string_length_and_checked_values_answer_like_pydantic() -> None:
     assert checked.validate("xx")[1] == {"type": "value_error", "loc": ["query", "country"],
                                          "msg": "Value error, unknown country 'xx'", "input": "xx",
                                          "ctx": {"error": {}}}
+
+
+def test_booleans_take_pydantics_words_only() -> None:
+    flag = Param("include_raw", kind="bool", default=False)
+    for word in ("true", "True", "TRUE", "1", "yes", "on", "t", "y"):
+        assert flag.validate(word) == (True, None), word
+    for word in ("false", "0", "no", "off", "f", "n", "Off"):
+        assert flag.validate(word) == (False, None), word
+    for word in ("2", "maybe", "", " true"):
+        assert flag.validate(word)[1] == {"type": "bool_parsing", "loc": ["query", "include_raw"],
+                                          "msg": "Input should be a valid boolean, unable to interpret input",
+                                          "input": word}

@@ -1,6 +1,7 @@
 """Sample charts for the demo data and the tests.
 
-Rows come from a real 2026 capture of three Korean sites (`korea-songs.json`); renderers in the
+Korean rows come from a real 2026 capture of three Korean sites (`korea-songs.json`), global rows
+from a real charts.spotify.com download plus Korean titles (`global-songs.json`); renderers in the
 sibling modules write them out in each upstream's real page or payload format, so the real
 crawlers and parsers read them exactly as they read the live sites.
 """
@@ -13,6 +14,7 @@ import zlib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Generic, TypeVar
 
 
 @dataclass(frozen=True)
@@ -26,11 +28,25 @@ class SampleSong:
 
 
 @dataclass(frozen=True)
-class SampleRow:
+class GlobalSong:
+    title: str
+    artists: tuple[str, ...]
+    label: str | None
+    spotify_id: str | None
+    """A real Spotify track id for the first 200 songs; None for the Korean extras."""
+    streams: int | None
+    """The song's weekly streams in the captured chart; None for the Korean extras."""
+
+
+Song = TypeVar("Song", SampleSong, GlobalSong)
+
+
+@dataclass(frozen=True)
+class SampleRow(Generic[Song]):
     rank: int
     previous_rank: int | None
     """None for a song that was not on the previous chart (a new entry)."""
-    song: SampleSong
+    song: Song
 
     @property
     def rank_change(self) -> int | None:
@@ -64,7 +80,14 @@ def song_pool(spelling: str) -> tuple[SampleSong, ...]:
     return tuple(songs.values())
 
 
-def _step(order: list[SampleSong], size: int, rng: random.Random) -> list[SampleSong]:
+@cache
+def global_songs() -> tuple[GlobalSong, ...]:
+    """The global sample pool: 200 songs of a real Spotify global chart, then 20 Korean titles."""
+    data = json.loads(resources.files(__package__).joinpath("global-songs.json").read_text("utf-8"))["songs"]
+    return tuple(GlobalSong(s["title"], tuple(s["artists"]), s["label"], s["spotify_id"], s["streams"]) for s in data)
+
+
+def _step(order: list[Song], size: int, rng: random.Random) -> list[Song]:
     """The next chart: some songs move a few places, three from outside the top `size` enter."""
     nxt = list(order)
     for _ in range(12):
@@ -76,11 +99,21 @@ def _step(order: list[SampleSong], size: int, rng: random.Random) -> list[Sample
     return nxt
 
 
-def sample_rows(spelling: str, chart_key: str, variant: int = 0, size: int = 100) -> list[SampleRow]:
-    """Rows of a sample chart. `variant` n+1 is the chart after n, so ranks and changes line up over time."""
-    pool = list(song_pool(spelling))
+def sample_rows(spelling: str, chart_key: str, variant: int = 0, size: int = 100) -> list[SampleRow[SampleSong]]:
+    """Rows of a Korean sample chart, songs spelled as site `spelling` spells them."""
+    return chart_rows(list(song_pool(spelling)), f"{spelling}/{chart_key}", chart_key, variant, size)
+
+
+def global_rows(chart_key: str, variant: int = 0, size: int = 100) -> list[SampleRow[GlobalSong]]:
+    """Rows of a global sample chart (any group's), from `global_songs()`; at most 217 rows."""
+    return chart_rows(list(global_songs()), f"global/{chart_key}", chart_key, variant, size)
+
+
+def chart_rows(pool: list[Song], seed: str, chart_key: str, variant: int, size: int) -> list[SampleRow[Song]]:
+    """Rows of a sample chart drawn from `pool`. `variant` n+1 is the chart after n, so ranks and
+    changes line up over time; the same arguments always give the same chart."""
     size = min(size, len(pool) - 3)
-    rng = random.Random(f"{spelling}/{chart_key}")
+    rng = random.Random(seed)
     shift = zlib.crc32(chart_key.encode()) % 30
     order = pool[shift:size] + pool[:shift] + pool[size:]
     previous = order
