@@ -79,9 +79,15 @@ class CrawlContext:
     store: SnapshotWriter
 
 
+def snapshot_target(key: str) -> str:
+    """The snapshot target a crawl key writes: "chart@2026-11-13" (a dated backfill) writes "chart"."""
+    return key.partition("@")[0]
+
+
 @dataclass(frozen=True)
 class CrawlTarget:
     key: str
+    """Names the crawl in outcomes and the fetch log; its snapshot target is `snapshot_target(key)`."""
     requests: tuple[UpstreamRequest, ...]
     build: Callable[[list[Fetched], CrawlContext], list[NewSnapshot]]
     expected_rows: int | None = None
@@ -149,7 +155,7 @@ class Fetcher:
             try:
                 response = await self.client.request(
                     req.method, url, params=list(req.params) or None, headers=headers,
-                    data=dict(req.form) if req.form is not None else None)
+                    data=dict(req.form) if req.form is not None else None, content=req.body)
             except httpx.TransportError as exc:
                 if attempt == self.policy.attempts:
                     raise CrawlError(f"{url}: {type(exc).__name__}: {exc or 'connection failed'}") from exc
@@ -277,14 +283,15 @@ def commit_built(store: SnapshotWriter, key: str, build: Callable[[CrawlContext]
         snapshots = build(CrawlContext(now=started, store=store))
     except PartialCrawl as exc:
         partial, snapshots = exc, exc.snapshots
+    primary_target = snapshot_target(key)
     for snap in snapshots:
-        check_snapshot(snap, expected_rows if snap.target == key else None)
-    primary = next((s for s in snapshots if s.target == key), None)
+        check_snapshot(snap, expected_rows if snap.target == primary_target else None)
+    primary = next((s for s in snapshots if s.target == primary_target), None)
     rows = len(primary.entries) if primary else None
     duration = int((time.monotonic() - clock) * 1000)
     status, error = ("ok", None) if partial is None else ("failed", str(partial))
     ids = store.commit(snapshots, FetchLogRow(key, started, duration, status, http_status, rows, url, error))
-    snapshot_id = ids[[s.target for s in snapshots].index(key)] if primary else None
+    snapshot_id = ids[snapshots.index(primary)] if primary else None
     return Outcome(key, status, rows, snapshot_id, http_status, duration, error)
 
 

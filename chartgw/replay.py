@@ -28,8 +28,13 @@ def replay_key(method: str, path: str, params: list[tuple[str, str]] | tuple[tup
     return (method.upper(), path, tuple(sorted(params)))
 
 
+BODY = "__body__"
+"""A JSON request body is part of the key under this name, so one path can answer many bodies."""
+
+
 def request_key(req: UpstreamRequest) -> ReplayKey:
-    return replay_key(req.method, req.path, tuple(req.params) + tuple(req.form or ()))
+    body = ((BODY, req.body.decode("utf-8")),) if req.body is not None else ()
+    return replay_key(req.method, req.path, tuple(req.params) + tuple(req.form or ()) + body)
 
 
 class ReplayServer:
@@ -46,7 +51,11 @@ class ReplayServer:
                 params = parse_qsl(parts.query, keep_blank_values=True)
                 length = int(self.headers.get("content-length") or 0)
                 if length:
-                    params += parse_qsl(self.rfile.read(length).decode("utf-8"), keep_blank_values=True)
+                    body = self.rfile.read(length).decode("utf-8")
+                    if (self.headers.get("content-type") or "").startswith("application/json"):
+                        params.append((BODY, body))
+                    else:
+                        params += parse_qsl(body, keep_blank_values=True)
                 key = replay_key(self.command, parts.path, params)
                 server.seen.append((key, {k.lower(): v for k, v in self.headers.items()}))
                 reply = server.replies.get(key, Reply(b"<html><body>no such page</body></html>", 404))

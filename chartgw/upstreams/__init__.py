@@ -27,6 +27,8 @@ class UpstreamRequest(NamedTuple):
     method: str = "GET"
     headers: tuple[tuple[str, str], ...] = ()
     form: tuple[tuple[str, str], ...] | None = None
+    body: bytes | None = None
+    """A raw request body (e.g. JSON for a POST API); its content type goes in `headers`."""
 
 
 def check_chart_type(upstream_label: str, chart_type: str, known: Collection[str]) -> str:
