@@ -185,12 +185,21 @@ class PullResponse(msgspec.Struct):
     payloads: list[RawPayload]
 
 
+class _PulledSnapshots(msgspec.Struct):
+    outcomes: list[dict[str, Any]]
+
+
 async def pull_json(call: Call) -> PullResponse:
-    """The raw upstream payloads behind every target's latest snapshot: what the last pull received."""
+    """The raw upstream payloads the latest pull (recorded crawl run) committed, exactly as received."""
     reader = call.data.reader
     runs = await reader.runs("crawl", 1)
+    if runs:
+        outcomes = msgspec.json.decode(runs[0].detail, type=_PulledSnapshots).outcomes
+        rows = await reader.snapshots_with_ids(o["snapshot_id"] for o in outcomes if o.get("snapshot_id") is not None)
+    else:
+        rows = await reader.latest_per_target()
     payloads = []
-    for row in await reader.latest_per_target():
+    for row in sorted(rows, key=lambda r: r.target):
         payload = raw_json(await reader.raw(row.id))
         if payload is not None:
             payloads.append(RawPayload(row.target, row.id, row.fetched_at, row.source, payload))

@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
     meta BLOB
 );
 CREATE INDEX IF NOT EXISTS snapshots_by_target ON snapshots (target, id);
+CREATE INDEX IF NOT EXISTS snapshots_by_chart_time ON snapshots (target, chart_date, chart_hour, id);
 CREATE TABLE IF NOT EXISTS entries (
     snapshot_id INTEGER NOT NULL REFERENCES snapshots (id) ON DELETE CASCADE,
     position INTEGER NOT NULL,
@@ -75,6 +76,9 @@ CREATE INDEX IF NOT EXISTS crawl_runs_by_kind ON crawl_runs (kind, id);
 """
 # Columns added after a file may already exist: (table, column, declaration).
 MIGRATIONS = (("entries", "search_key", "TEXT"),)
+
+# "Latest" means the newest chart time, then the newest fetch (see SnapshotReader.latest).
+NEWEST = "chart_date DESC, chart_hour DESC, id DESC"
 
 RUN_COLUMNS = "id, kind, started_at, finished_at, targets, ok, detail"
 
@@ -363,16 +367,18 @@ class SnapshotReader:
             raise
 
     async def latest(self, target: str) -> SnapshotRow | None:
+        """The snapshot of `target` with the newest chart time (then the newest fetch): a backfill or
+        import of an older chart committed later never replaces the current one."""
         rows = await self.fetchall(
-            f"SELECT {SnapshotRow.COLUMNS} FROM snapshots WHERE target = ? ORDER BY id DESC LIMIT 1", (target,))
+            f"SELECT {SnapshotRow.COLUMNS} FROM snapshots WHERE target = ? ORDER BY {NEWEST} LIMIT 1", (target,))
         return SnapshotRow(*rows[0]) if rows else None
 
     async def latest_per_target(self, pattern: str | None = None) -> list[SnapshotRow]:
         """The newest snapshot of every target (matching GLOB `pattern` when given), by target."""
         where, params = (" WHERE target GLOB ?", [pattern]) if pattern else ("", [])
         rows = await self.fetchall(
-            f"SELECT {SnapshotRow.COLUMNS} FROM snapshots WHERE id IN (SELECT max(id) FROM snapshots{where}"
-            " GROUP BY target) ORDER BY target", params)
+            f"SELECT {SnapshotRow.COLUMNS} FROM (SELECT *, row_number() OVER (PARTITION BY target ORDER BY {NEWEST})"
+            f" AS newest FROM snapshots{where}) WHERE newest = 1 ORDER BY target", params)
         return [SnapshotRow(*row) for row in rows]
 
     async def snapshots(self, pattern: str | None, limit: int) -> list[SnapshotRow]:
@@ -380,6 +386,15 @@ class SnapshotReader:
         where, params = ("WHERE target GLOB ?", [pattern]) if pattern else ("", [])
         rows = await self.fetchall(
             f"SELECT {SnapshotRow.COLUMNS} FROM snapshots {where} ORDER BY id DESC LIMIT ?", [*params, limit])
+        return [SnapshotRow(*row) for row in rows]
+
+    async def snapshots_with_ids(self, ids: Iterable[int]) -> list[SnapshotRow]:
+        wanted = sorted(set(ids))
+        if not wanted:
+            return []
+        rows = await self.fetchall(
+            f"SELECT {SnapshotRow.COLUMNS} FROM snapshots WHERE id IN ({','.join('?' * len(wanted))}) ORDER BY id",
+            wanted)
         return [SnapshotRow(*row) for row in rows]
 
     async def snapshot_on(self, target: str, chart_date: str) -> SnapshotRow | None:

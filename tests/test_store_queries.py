@@ -141,3 +141,22 @@ def test_a_file_from_before_the_search_column_is_migrated_on_open(tmp_path: Path
 
 def test_glob_escape_matches_literally() -> None:
     assert glob_escape("a*b?[c]") == "a[*]b[?][[]c[]]"
+
+
+def test_latest_is_the_newest_chart_even_when_an_older_one_is_committed_later(tmp_path: Path) -> None:
+    path = _build(tmp_path / "g.sqlite")
+    with SnapshotWriter(path) as store:
+        store.commit([_snapshot("regional-daily/us", 2, SONGS)], FetchLogRow("regional-daily/us@2026-11-02", NOW, 1, "ok"))
+
+    async def check() -> None:
+        reader = SnapshotReader(path)
+        try:
+            latest = await reader.latest("regional-daily/us")
+            assert latest is not None and latest.chart_date == "2026-11-20"
+            per_target = {r.target: r.chart_date for r in await reader.latest_per_target()}
+            assert per_target == {"regional-daily/gb": "2026-11-20", "regional-daily/us": "2026-11-20"}
+            assert (await reader.snapshots("regional-daily/us", 1))[0].chart_date == "2026-11-02"  # newest fetch first
+        finally:
+            await reader.close()
+
+    _run(check())
