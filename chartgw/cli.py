@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from chartgw import config
-from chartgw.crawl import EXIT_BUSY, CrawlBusy, Outcome, crawl_group, crawl_lock
+from chartgw.crawl import EXIT_BUSY, CrawlBusy, CrawlError, Outcome, crawl_group, crawl_lock
 from chartgw.groups import Group, GroupCommand, all_groups, group_by_name
 from chartgw.params import InvalidParams
 
@@ -39,6 +39,9 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     except CrawlBusy as exc:
         print(f"chartgw crawl: {exc}", file=sys.stderr)
         return EXIT_BUSY
+    except (CrawlError, ValueError) as exc:  # no catalogue to crawl from yet, a misconfigured setting
+        print(f"chartgw crawl: {exc}", file=sys.stderr)
+        return 1
     return _report("crawl", outcomes, args.json)
 
 

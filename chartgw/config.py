@@ -42,6 +42,10 @@ def env_api_keys() -> list[str]:
     return [k.strip() for k in os.environ.get("CHARTGW_API_KEYS", "").split(",") if k.strip()]
 
 
+class SettingError(ValueError):
+    """A CHARTGW_* setting holds a value the code cannot use; the server answers 503 naming it."""
+
+
 def setting(name: str, default: str = "") -> str:
     """`CHARTGW_<name>` from the environment, stripped; `default` when unset or blank."""
     return os.environ.get(f"CHARTGW_{name}", "").strip() or default
@@ -50,7 +54,7 @@ def setting(name: str, default: str = "") -> str:
 def country_list(name: str, default: str) -> tuple[str, ...]:
     """A comma-separated country setting (`CHARTGW_<name>`), each "global" or an ISO alpha-2 code, lowercased.
 
-    An unknown code is a ValueError naming the setting, so a typo fails the crawl loudly.
+    An unknown code is a SettingError naming the setting, so a typo fails the crawl loudly.
     """
     from chartgw.countries import country_code
 
@@ -58,4 +62,4 @@ def country_list(name: str, default: str) -> tuple[str, ...]:
     try:
         return tuple(dict.fromkeys(country_code(v) for v in values))
     except ValueError as exc:
-        raise ValueError(f"CHARTGW_{name}: {exc}") from None
+        raise SettingError(f"CHARTGW_{name}: {exc}") from None

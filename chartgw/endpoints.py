@@ -17,6 +17,7 @@ import msgspec
 from starlette.types import Receive, Scope, Send
 
 from chartgw.cache import CachedBody, ResponseCache, etag_matches, make_body
+from chartgw.config import SettingError
 from chartgw.params import InvalidParams, Param, parse_query, validate
 from chartgw.store import SnapshotReader, group_db_path
 
@@ -127,6 +128,8 @@ class EndpointApp:
         except ApiError as exc:
             headers = [(k.lower().encode(), v.encode()) for k, v in exc.headers.items()]
             await self._send(scope, send, exc.status, _encode({"detail": exc.detail}), headers)
+        except SettingError as exc:
+            await self._send(scope, send, 503, _encode({"detail": f"The gateway is misconfigured: {exc}"}))
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) and "busy" not in str(exc):
                 raise

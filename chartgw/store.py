@@ -415,16 +415,28 @@ class SnapshotReader:
         rows = await self.fetchall("SELECT content_type, body FROM raw_payloads WHERE snapshot_id = ?", (snapshot_id,))
         return (rows[0][0], rows[0][1]) if rows else None
 
-    async def search(self, needle: str, pattern: str | None, limit: int) -> list[tuple[SnapshotRow, int, bytes]]:
-        """Entries whose search key contains `needle` (already folded), in snapshots of targets matching
-        GLOB `pattern`: (snapshot, rank, record), newest snapshot first, then by rank."""
-        where, params = (" AND s.target GLOB ?", [pattern]) if pattern else ("", [])
+    async def search(self, needle: str, patterns: str | Sequence[str] | None, limit: int, *,
+                     latest_only: bool = False) -> list[tuple[SnapshotRow, int, bytes]]:
+        """Entries whose search key contains `needle` (already folded) in snapshots of targets matching
+        any GLOB of `patterns` (all targets when None): (snapshot, rank, record).
+
+        Over every stored snapshot, newest first then by rank; or, with `latest_only`, over each
+        target's latest snapshot only, best rank first.
+        """
+        globs = [patterns] if isinstance(patterns, str) else list(patterns or [])
+        scope = " OR ".join("target GLOB ?" for _ in globs) or "1"
         like = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         columns = ", ".join(f"s.{c.strip()}" for c in SnapshotRow.COLUMNS.split(","))
+        if latest_only:
+            snapshots = (f"s.id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY target ORDER BY {NEWEST})"
+                         f" AS newest FROM snapshots WHERE {scope}) WHERE newest = 1)")
+            order = "e.rank, s.target"
+        else:
+            snapshots, order = f"s.id IN (SELECT id FROM snapshots WHERE {scope})", "s.id DESC, e.position"
         rows = await self.fetchall(
             f"SELECT {columns}, e.rank, e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id"
-            f" WHERE e.search_key LIKE ? ESCAPE '\\'{where} ORDER BY s.id DESC, e.position LIMIT ?",
-            [like, *params, limit])
+            f" WHERE {snapshots} AND e.search_key LIKE ? ESCAPE '\\' ORDER BY {order} LIMIT ?",
+            [*globs, like, limit])
         return [(SnapshotRow(*row[:7]), row[7], row[8]) for row in rows]
 
     async def history(self, title_key: str, artist_needle: str, pattern: str | None,

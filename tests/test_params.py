@@ -145,3 +145,19 @@ def test_booleans_take_pydantics_words_only() -> None:
         assert flag.validate(word)[1] == {"type": "bool_parsing", "loc": ["query", "include_raw"],
                                           "msg": "Input should be a valid boolean, unable to interpret input",
                                           "input": word}
+
+
+def test_a_misconfigured_setting_is_a_503_naming_it_not_a_500(tmp_path, monkeypatch) -> None:
+    from chartgw import config
+
+    monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("CHARTGW_SOME_COUNTRIES", "us,zz")
+
+    async def countries(call: Call) -> list[str]:
+        return list(config.country_list("SOME_COUNTRIES", "us"))
+
+    route = Route("/c", countries, cache_ttl=0)
+    app = Starlette(routes=[StarletteRoute(route.path, EndpointApp(route, GroupData("t"), ResponseCache()))])
+    response = TestClient(app).get("/c")
+    assert response.status_code == 503
+    assert response.json()["detail"].startswith("The gateway is misconfigured: CHARTGW_SOME_COUNTRIES: unknown country 'zz'")

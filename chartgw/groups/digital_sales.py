@@ -1,0 +1,269 @@
+"""/digital-sales: iTunes Store download charts, one snapshot per combo and country.
+
+A combo is one feed of the legacy iTunes RSS generator (top songs, top albums, top music videos),
+pulled every 3 hours for every configured country (`CHARTGW_DIGITAL_SALES_COUNTRIES`). Each
+snapshot keeps the feed body exactly as received, so /pull.json can hand the raw feeds to clients
+written against them. Entries carry Apple's numeric store ids (item, artist, album), the keys the
+artist-history service joins on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import msgspec
+
+from chartgw import config
+from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
+from chartgw.crawl import CrawlContext, CrawlTarget, Fetched
+from chartgw.endpoints import Call, Route, not_found
+from chartgw.groups import Group, Schedule
+from chartgw.params import InvalidParams, Param, literal_error
+from chartgw.records import stored_entry
+from chartgw.responses import (
+    PULL_JSON_ROUTE,
+    BundledChart,
+    RunInfo,
+    SnapshotMeta,
+    TargetStatus,
+    chart_bundle,
+    latest_or_404,
+    records_array,
+    run_info,
+    snapshot_meta,
+    target_statuses,
+)
+from chartgw.store import NewSnapshot, StoredEntry
+from chartgw.upstreams import itunes
+from chartgw.upstreams.itunes import DigitalSalesEntry
+
+NAME = "digital-sales"
+CADENCE_SECONDS = 3 * 3600
+DEFAULT_COUNTRIES = "us,gb,jp,kr,de,fr,ca,au"
+DEFAULT_FEED_LIMIT = "100"
+LATEST_LIMIT = 100
+"""Rows per chart in /latest."""
+
+
+@dataclass(frozen=True)
+class Combo:
+    """One chart the group serves per country: a feed of the iTunes RSS generator."""
+
+    slug: str
+    feed: str
+    """The generator's feed name in `/{cc}/rss/{feed}/limit={N}/json`."""
+    media: str
+    description: str
+
+
+# The legacy generator's music feeds were topsongs, topalbums, topimixes and topmusicvideos.
+# topimixes (user playlists, retired with iMix in 2013) is left out: no payload of it is known.
+COMBOS: tuple[Combo, ...] = (
+    Combo("top-songs", "topsongs", "songs",
+          "Best-selling song downloads; entries name the album (collection) and link a 30 s audio preview"),
+    Combo("top-albums", "topalbums", "albums", "Best-selling album downloads; no preview, no collection"),
+    Combo("top-music-videos", "topmusicvideos", "music videos",
+          "Best-selling music video downloads; entries link a video preview"),
+)
+COMBO_SLUGS = tuple(c.slug for c in COMBOS)
+COMBOS_BY_SLUG = {c.slug: c for c in COMBOS}
+
+
+def countries() -> tuple[str, ...]:
+    """The configured storefronts, read on each use so a changed setting needs no restart."""
+    codes = config.country_list("DIGITAL_SALES_COUNTRIES", DEFAULT_COUNTRIES)
+    if GLOBAL in codes:
+        raise config.SettingError("CHARTGW_DIGITAL_SALES_COUNTRIES: the iTunes Store has no 'global' storefront")
+    return codes
+
+
+def feed_limit() -> int:
+    """Rows asked of every feed (`CHARTGW_DIGITAL_SALES_FEED_LIMIT`, 1..200)."""
+    raw = config.setting("DIGITAL_SALES_FEED_LIMIT", DEFAULT_FEED_LIMIT)
+    if not raw.isdigit() or not 1 <= int(raw) <= itunes.MAX_LIMIT:
+        raise config.SettingError(f"CHARTGW_DIGITAL_SALES_FEED_LIMIT must be 1..{itunes.MAX_LIMIT}, got {raw!r}")
+    return int(raw)
+
+
+def target_key(combo: str, country: str) -> str:
+    return f"{combo}/{country}"
+
+
+def configured_targets() -> list[tuple[Combo, str]]:
+    """Every combo x configured country, combos in table order."""
+    return [(combo, country) for combo in COMBOS for country in countries()]
+
+
+# --- crawl --------------------------------------------------------------------------------------
+
+def stored(entry: DigitalSalesEntry) -> StoredEntry:
+    return stored_entry(entry, rank=entry.rank, title=entry.title, artists=entry.artists, item_id=entry.store_id)
+
+
+def _build(combo: Combo, country: str, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
+    """One snapshot dated by the feed's own `updated`, with the body kept as received."""
+    body = fetched[0].body
+    parsed = itunes.parse(combo.feed, body)
+    return [NewSnapshot(target=target_key(combo.slug, country), chart_date=parsed.chart_date, chart_hour=None,
+                        fetched_at=ctx.now, source=fetched[0].url, entries=[stored(e) for e in parsed.entries],
+                        raw=body, raw_type="application/json")]
+
+
+def _target(combo: Combo, country: str, limit: int) -> CrawlTarget:
+    # A feed may hold fewer rows than asked (small storefronts), so no expected row count.
+    return CrawlTarget(target_key(combo.slug, country), tuple(itunes.requests_for(country, combo.feed, limit)),
+                       partial(_build, combo, country), None)
+
+
+def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+    combo, country = selection.get("combo"), selection.get("country")
+    configured = countries()
+    if country is not None and country not in configured:
+        raise InvalidParams([literal_error(["query", "country"], country, configured)])
+    limit = feed_limit()
+    return [_target(c, cc, limit) for c in COMBOS if combo in (None, c.slug)
+            for cc in configured if country in (None, cc)]
+
+
+# --- responses ----------------------------------------------------------------------------------
+
+class SnapshotsResponse(msgspec.Struct):
+    count: int
+    snapshots: list[SnapshotMeta]
+
+
+class LatestResponse(msgspec.Struct):
+    run: RunInfo | None
+    """The latest recorded pull (scheduled crawl run); null when the data came otherwise."""
+    count: int
+    charts: list[BundledChart]
+    """Every configured combo x country with a snapshot: its latest, first 100 entries (DigitalSalesEntry)."""
+
+
+class ComboCountry(msgspec.Struct):
+    country: str
+    country_name: str
+    chart_date: str | None
+    """Chart date of the latest snapshot; null before the first."""
+    fetched_at: str | None
+
+
+class ComboInfo(msgspec.Struct):
+    combo: str
+    feed: str
+    """The iTunes RSS feed kind (`/{cc}/rss/{feed}/limit={N}/json`)."""
+    media: str
+    description: str
+    countries: list[ComboCountry]
+
+
+class CombosResponse(msgspec.Struct):
+    cadence_seconds: int
+    feed_limit: int
+    combos: list[ComboInfo]
+
+
+class ComboChartResponse(msgspec.Struct):
+    combo: str
+    country: str
+    snapshot: SnapshotMeta
+    count: int
+    entries: list[DigitalSalesEntry]
+
+
+class HealthResponse(msgspec.Struct):
+    status: str
+    """"ok" when every configured combo x country has a fresh snapshot, else "degraded"."""
+    service: str
+    targets: list[TargetStatus]
+
+
+# --- handlers -----------------------------------------------------------------------------------
+
+async def health(call: Call) -> HealthResponse:
+    cadences = {target_key(c.slug, cc): CADENCE_SECONDS for c, cc in configured_targets()}
+    statuses = await target_statuses(call.data.reader, cadences)
+    return HealthResponse("degraded" if any(s.stale for s in statuses) else "ok", NAME, statuses)
+
+
+async def snapshots(call: Call) -> SnapshotsResponse:
+    rows = await call.data.reader.snapshots(None, call.params["limit"])
+    return SnapshotsResponse(len(rows), [snapshot_meta(row, CADENCE_SECONDS) for row in rows])
+
+
+async def latest(call: Call) -> LatestResponse:
+    reader = call.data.reader
+    newest = {row.target: row for row in await reader.latest_per_target()}
+    rows = [newest[key] for key in (target_key(c.slug, cc) for c, cc in configured_targets()) if key in newest]
+    if not rows:
+        raise not_found("No pull has been stored yet")
+    runs = await reader.runs("crawl", 1)
+    charts = await chart_bundle(reader, rows, LATEST_LIMIT, CADENCE_SECONDS)
+    return LatestResponse(run_info(runs[0]) if runs else None, len(charts), charts)
+
+
+async def combos(call: Call) -> CombosResponse:
+    newest = {row.target: row for row in await call.data.reader.latest_per_target()}
+    configured = countries()
+    infos = []
+    for combo in COMBOS:
+        rows = [(cc, newest.get(target_key(combo.slug, cc))) for cc in configured]
+        infos.append(ComboInfo(combo.slug, combo.feed, combo.media, combo.description, [
+            ComboCountry(cc, country_name(cc), row.chart_date if row else None, row.fetched_at if row else None)
+            for cc, row in rows]))
+    return CombosResponse(CADENCE_SECONDS, feed_limit(), infos)
+
+
+async def combo_latest(call: Call) -> ComboChartResponse:
+    combo, country = call.params["combo"], call.params["country"]
+    configured = countries()
+    if country not in configured:
+        raise not_found(f"Country {country!r} is not crawled; configured countries: {', '.join(configured)}")
+    row = await latest_or_404(call.data.reader, target_key(combo, country), f"{combo} in {country}")
+    records = await call.data.reader.records(row.id, call.params["limit"])
+    return ComboChartResponse(combo, country, snapshot_meta(row, CADENCE_SECONDS), len(records),
+                              records_array(records))  # type: ignore[arg-type]
+
+
+# --- the route table ----------------------------------------------------------------------------
+
+ROUTES: tuple[Route, ...] = (
+    Route("/health", health, public=True, cache_ttl=5, errors=(), response=HealthResponse,
+          summary="Every configured combo x country's latest snapshot, with age and a stale flag"),
+    Route("/snapshots", snapshots, (
+        Param("limit", kind="int", default=50, ge=1, le=500, description="Snapshots to return, newest first"),
+    ), errors=(), response=SnapshotsResponse, summary="Stored snapshots of every combo and country, newest first"),
+    Route("/latest", latest, response=LatestResponse,
+          summary="The latest pull: run outcome and every combo x country's latest chart (100 rows each)"),
+    PULL_JSON_ROUTE,
+    Route("/combos", combos, errors=(), response=CombosResponse,
+          summary="The combos (feed kind and media) and, per configured country, the latest chart date"),
+    Route("/{combo}/{country}/latest", combo_latest, (
+        Param("combo", "path", kind="choice", choices=COMBO_SLUGS, description="Combo (see /digital-sales/combos)"),
+        Param("country", "path", check=country_code,
+              description="ISO 3166-1 alpha-2 storefront; must be one of the configured countries"),
+        Param("limit", kind="int", default=100, ge=1, le=200, description="Rows to return, from rank 1"),
+    ), response=ComboChartResponse, summary="Latest chart of one combo in one country"),
+)
+
+GROUP = Group(
+    name=NAME,
+    title="Digital sales (iTunes Store charts)",
+    description="Download-store charts of the iTunes Store: top songs, top albums and top music videos per "
+                "country, from the legacy iTunes RSS JSON feeds, pulled every 3 hours and served from snapshots. "
+                "Entries carry Apple's numeric store ids; /pull.json gives the feeds exactly as received.",
+    routes=ROUTES,
+    upstreams=(itunes.UPSTREAM,),
+    targets=targets,
+    crawl_options=(("combo", COMBO_SLUGS), ("country", tuple(COUNTRIES))),
+    schedules=(Schedule("25 */3 * * *", (), "UTC", "iTunes Store charts: every combo x configured country, 3-hourly"),),
+)
+
+
+def _check_combos() -> None:
+    assert {c.feed for c in COMBOS} == set(itunes.FEEDS)
+    assert len(COMBO_SLUGS) == len(set(COMBO_SLUGS))
+
+
+_check_combos()

@@ -1,0 +1,422 @@
+"""/recognition: Shazam's charts (Top 200, genre, viral, city Top 50), discovered from its catalogue.
+
+Every day at 06:17 KST the crawl first reads Shazam's chart catalogue and stores it as the
+"catalogue" snapshot (one entry per normalised chart path), then fetches the CSV of every chart
+the catalogue lists, four at a time with the runner's delay between requests. A chart exists here
+only when the catalogue listed it; a failed discovery leaves the previous catalogue in use, and a
+failed chart leaves its previous snapshot serving. Chart responses should be cached by clients for
+5 to 30 minutes; they say so with Cache-Control max-age=600.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import msgspec
+
+from chartgw.crawl import KST, CrawlContext, CrawlError, CrawlTarget, Fetched
+from chartgw.endpoints import Call, Route, not_found
+from chartgw.groups import Group, Schedule
+from chartgw.params import InvalidParams, Param, literal_error
+from chartgw.records import stored_entry
+from chartgw.responses import SnapshotMeta, age_seconds, records_array, snapshot_meta
+from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, SnapshotWriter, StoredEntry, glob_escape, group_db_path
+from chartgw.text import compact
+from chartgw.upstreams import shazam
+from chartgw.upstreams.shazam import CHART_KINDS, CatalogueEntry, RecognitionEntry
+
+NAME = "recognition"
+CATALOGUE = "catalogue"
+CADENCE_SECONDS = 86400
+MAX_AGE = 600
+"""Cache-Control max-age of the data routes: 10 minutes, inside the spec's 5 to 30."""
+_SLUG_CHARS = re.compile(r"[a-z0-9-]+")
+_decode_catalogue = msgspec.json.Decoder(CatalogueEntry).decode
+NEWEST = "chart_date DESC, chart_hour DESC, id DESC"
+"""What "latest" means for the store's readers: the newest chart time, then the newest fetch."""
+
+
+# --- crawl ----------------------------------------------------------------------------------------------
+
+
+def stored(entry: RecognitionEntry) -> StoredEntry:
+    return stored_entry(entry, rank=entry.rank, title=entry.title, artists=entry.artists or [entry.artist],
+                        item_id=entry.shazam_track_id)
+
+
+def _build_catalogue(fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
+    """The catalogue as a snapshot: rank = position, title = normalised path, artist = chart kind."""
+    found = fetched[0]
+    entries = [stored_entry(e, rank=i, title=e.path, artists=[e.kind], item_id=e.path)
+               for i, e in enumerate(shazam.discover(found.body), start=1)]
+    return [NewSnapshot(CATALOGUE, ctx.now.astimezone(KST).date().isoformat(), None, ctx.now, found.url, entries,
+                        raw=found.body, raw_type="application/json")]
+
+
+def _build_chart(target: str, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
+    found = fetched[0]
+    chart = shazam.parse_csv(found.body)
+    return [NewSnapshot(target, chart.chart_date, None, ctx.now, found.url, [stored(e) for e in chart.entries],
+                        raw=found.body, raw_type="text/csv")]
+
+
+def discovery() -> list[CrawlTarget]:
+    return [CrawlTarget(CATALOGUE, (shazam.locations_request(),), _build_catalogue, None)]
+
+
+def chart_target(entry: CatalogueEntry) -> CrawlTarget:
+    """A chart's crawl: its first upstream path's CSV. Real charts can be shorter than their name says,
+    so no row count is imposed; the runner still requires ranks 1..n."""
+    return CrawlTarget(entry.path, (shazam.csv_request(entry.upstream_paths[0]),),
+                       partial(_build_chart, entry.path), None)
+
+
+def stored_catalogue() -> list[CatalogueEntry]:
+    with SnapshotWriter(group_db_path(NAME)) as store:
+        return [_decode_catalogue(record) for record in store.latest_records(CATALOGUE)]
+
+
+def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+    """One target per chart of the latest stored catalogue (of `chart_kind` when selected)."""
+    catalogue = stored_catalogue()
+    if not catalogue:
+        raise CrawlError(f"{NAME}: no chart catalogue stored yet; discovery ({shazam.LOCATIONS_PATH}) has not "
+                         "succeeded once")
+    kind = selection.get("chart_kind")
+    return [chart_target(e) for e in catalogue if kind in (None, e.kind)]
+
+
+# --- the catalogue as the server reads it ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    row: SnapshotRow
+    records: list[bytes]
+    entries: list[CatalogueEntry]
+    by_path: dict[str, CatalogueEntry]
+
+
+_catalogues: dict[tuple[str, int], Catalogue] = {}
+
+
+async def load_catalogue(reader: SnapshotReader) -> Catalogue | None:
+    """The latest catalogue snapshot, decoded once per snapshot (kept per file and snapshot id)."""
+    row = await reader.latest(CATALOGUE)
+    if row is None:
+        return None
+    key = (str(reader.path), row.id)
+    cached = _catalogues.get(key)
+    if cached is None:
+        records = await reader.records(row.id, 1_000_000)
+        entries = [_decode_catalogue(r) for r in records]
+        cached = Catalogue(row, records, entries, {e.path: e for e in entries})
+        if len(_catalogues) > 16:
+            _catalogues.clear()
+        _catalogues[key] = cached
+    return cached
+
+
+async def catalogue_or_404(reader: SnapshotReader) -> Catalogue:
+    catalogue = await load_catalogue(reader)
+    if catalogue is None:
+        raise not_found("No chart catalogue has been discovered yet")
+    return catalogue
+
+
+def target_parts(target: str) -> tuple[str, str, str | None, str | None]:
+    """(chart_kind, market, genre, city) of a chart target."""
+    kind, market, *rest = target.split("/")
+    extra = rest[0] if rest else None
+    return kind, market, extra if kind == "genre" else None, extra if kind == "top-50" else None
+
+
+def patterns(kind: str | None, market: str | None, genre: str | None = None, city: str | None = None) -> list[str]:
+    """GLOB patterns over chart targets, one per chart kind in scope (the catalogue is never included)."""
+    any_market = glob_escape(market) if market else "*"
+    chosen = []
+    for k in (kind,) if kind else CHART_KINDS:
+        if k == "genre":
+            chosen.append(f"genre/{any_market}/{glob_escape(genre) if genre else '*'}")
+        elif k == "top-50":
+            chosen.append(f"top-50/{any_market}/{glob_escape(city) if city else '*'}")
+        else:
+            chosen.append(f"{k}/{any_market}")
+    return chosen
+
+
+# --- responses ------------------------------------------------------------------------------------------
+
+
+class DiscoveryCounts(msgspec.Struct):
+    paths: int
+    """Chart paths the catalogue listed, before normalisation."""
+    targets: int
+    """Crawl targets after normalisation (duplicates merged)."""
+    top_200: int
+    genre: int
+    viral: int
+    top_50: int
+
+
+class ChartsResponse(msgspec.Struct):
+    snapshot: SnapshotMeta
+    """The catalogue snapshot: when discovery last succeeded and where it read from."""
+    counts: DiscoveryCounts
+    count: int
+    charts: list[CatalogueEntry]
+
+
+class ChartResponse(msgspec.Struct, omit_defaults=True):
+    chart: CatalogueEntry
+    snapshot: SnapshotMeta
+    count: int
+    entries: list[RecognitionEntry]
+    raw: str | None = None
+    """The upstream CSV exactly as received; present only with include_raw=true (null if not kept)."""
+
+
+class SnapshotItem(msgspec.Struct):
+    chart_kind: str
+    market: str
+    genre: str | None
+    city: str | None
+    snapshot: SnapshotMeta
+
+
+class SnapshotsResponse(msgspec.Struct):
+    count: int
+    snapshots: list[SnapshotItem]
+
+
+class SearchHit(msgspec.Struct):
+    chart_kind: str
+    market: str
+    genre: str | None
+    city: str | None
+    chart_date: str
+    snapshot_id: int
+    entry: RecognitionEntry
+
+
+class SearchResponse(msgspec.Struct):
+    q: str
+    count: int
+    hits: list[SearchHit]
+    """Matches in the latest snapshot of each chart in scope, best rank first."""
+
+
+class DiscoveryStatus(msgspec.Struct):
+    paths: int
+    targets: int
+    top_200: int
+    genre: int
+    viral: int
+    top_50: int
+    discovered_at: str | None
+    """When the catalogue in use was fetched; null before the first discovery."""
+    stale: bool
+
+
+class Coverage(msgspec.Struct):
+    targets: int
+    with_snapshot: int
+    fresh: int
+    """Targets whose latest snapshot is at most twice the daily cadence old."""
+    stale: int
+    """Targets with no snapshot or an older one."""
+    latest_chart_date: str | None
+
+
+class HealthResponse(msgspec.Struct):
+    status: str
+    """"ok" when a catalogue exists and every chart in it is fresh, else "degraded"."""
+    service: str
+    cadence_seconds: int
+    discovery: DiscoveryStatus
+    coverage: Coverage
+
+
+# --- handlers -------------------------------------------------------------------------------------------
+
+
+def counts(entries: list[CatalogueEntry]) -> DiscoveryCounts:
+    kinds = [e.kind for e in entries]
+    return DiscoveryCounts(sum(len(e.upstream_paths) for e in entries), len(entries), kinds.count("top-200"),
+                           kinds.count("genre"), kinds.count("viral"), kinds.count("top-50"))
+
+
+async def health(call: Call) -> HealthResponse:
+    reader = call.data.reader
+    catalogue = await load_catalogue(reader)
+    entries = catalogue.entries if catalogue else []
+    found = counts(entries)
+    discovered_at = catalogue.row.fetched_at if catalogue else None
+    stale_discovery = catalogue is None or age_seconds(catalogue.row) > 2 * CADENCE_SECONDS
+    latest = {row.target: row for row in await reader.latest_per_target()}
+    rows = [latest[e.path] for e in entries if e.path in latest]
+    fresh = sum(age_seconds(row) <= 2 * CADENCE_SECONDS for row in rows)
+    coverage = Coverage(len(entries), len(rows), fresh, len(entries) - fresh,
+                        max((row.chart_date for row in rows), default=None))
+    status = "ok" if entries and fresh == len(entries) and not stale_discovery else "degraded"
+    return HealthResponse(status, NAME, CADENCE_SECONDS,
+                          DiscoveryStatus(found.paths, found.targets, found.top_200, found.genre, found.viral,
+                                          found.top_50, discovered_at, stale_discovery), coverage)
+
+
+async def charts(call: Call) -> ChartsResponse:
+    catalogue = await catalogue_or_404(call.data.reader)
+    return ChartsResponse(snapshot_meta(catalogue.row, CADENCE_SECONDS), counts(catalogue.entries),
+                          len(catalogue.records), records_array(catalogue.records))  # type: ignore[arg-type]
+
+
+async def _latest(call: Call, path: str) -> ChartResponse:
+    reader = call.data.reader
+    catalogue = await catalogue_or_404(reader)
+    entry = catalogue.by_path.get(path)
+    if entry is None:
+        raise not_found(f"No such chart was discovered: {path}")
+    row = await reader.latest(path)
+    if row is None:
+        raise not_found(f"Chart {path} was discovered but has no snapshot yet")
+    records = await reader.records(row.id, call.params["limit"])
+    response = ChartResponse(entry, snapshot_meta(row, CADENCE_SECONDS), len(records),
+                             records_array(records))  # type: ignore[arg-type]
+    if call.params["include_raw"]:
+        raw = await reader.raw(row.id)
+        response.raw = raw[1].decode("utf-8", errors="replace") if raw else None
+    return response
+
+
+async def top_200(call: Call) -> ChartResponse:
+    return await _latest(call, f"top-200/{call.params['market']}")
+
+
+async def genre_chart(call: Call) -> ChartResponse:
+    return await _latest(call, f"genre/{call.params['market']}/{call.params['genre']}")
+
+
+async def viral(call: Call) -> ChartResponse:
+    return await _latest(call, f"viral/{call.params['market']}")
+
+
+async def top_50(call: Call) -> ChartResponse:
+    return await _latest(call, f"top-50/{call.params['market']}/{call.params['city']}")
+
+
+def _scope(params: dict[str, Any]) -> list[str]:
+    """The GLOB patterns a /snapshots or /search request covers; genre implies genre charts, city Top 50s."""
+    kind, genre, city = params.get("chart_kind"), params.get("genre"), params.get("city")
+    errors = []
+    if genre is not None and kind not in (None, "genre"):
+        errors.append(literal_error(["query", "chart_kind"], kind, ("genre",)))
+    if city is not None and kind not in (None, "top-50"):
+        errors.append(literal_error(["query", "chart_kind"], kind, ("top-50",)))
+    if genre is not None and city is not None:
+        errors.append({"type": "value_error", "loc": ["query", "city"],
+                       "msg": "Value error, genre and city select different chart kinds; give one", "input": city,
+                       "ctx": {"error": {}}})
+    if errors:
+        raise InvalidParams(errors)
+    kind = kind or ("genre" if genre else "top-50" if city else None)
+    return patterns(kind, params.get("market"), genre, city)
+
+
+def _item(row: SnapshotRow) -> SnapshotItem:
+    kind, market, genre, city = target_parts(row.target)
+    return SnapshotItem(kind, market, genre, city, snapshot_meta(row, CADENCE_SECONDS))
+
+
+async def snapshots(call: Call) -> SnapshotsResponse:
+    limit = call.params["limit"]
+    rows: list[SnapshotRow] = []
+    for pattern in _scope(call.params):
+        rows += await call.data.reader.snapshots(pattern, limit)
+    rows = sorted(rows, key=lambda r: r.id, reverse=True)[:limit]
+    return SnapshotsResponse(len(rows), [_item(r) for r in rows])
+
+
+async def search(call: Call) -> SearchResponse:
+    q, limit = call.params["q"], call.params["limit"]
+    needle = compact(q)
+    found = await call.data.reader.search(needle, _scope(call.params), limit, latest_only=True) if needle else []
+    hits = []
+    for row, _, record in found:
+        kind, market, genre, city = target_parts(row.target)
+        hits.append(SearchHit(kind, market, genre, city, row.chart_date, row.id, msgspec.Raw(record)))  # type: ignore[arg-type]
+    return SearchResponse(q, len(hits), hits)
+
+
+# --- the route table ------------------------------------------------------------------------------------
+
+
+def slug_value(value: str) -> str:
+    """A path or filter slug: only lowercase letters, digits and "-" (what every normalised path uses)."""
+    if not _SLUG_CHARS.fullmatch(value):
+        raise ValueError("must be a slug of lowercase letters a-z, digits 0-9 and '-'")
+    return value
+
+
+def _slug_param(name: str, where: str, description: str) -> Param:
+    return Param(name, where, check=slug_value, description=description)  # type: ignore[arg-type]
+
+
+MARKET = _slug_param("market", "path", "Country slug as in /recognition/charts (\"brazil\"), or \"world\"")
+LIMIT = Param("limit", kind="int", default=200, ge=1, le=200, description="Rows to return, from rank 1")
+INCLUDE_RAW = Param("include_raw", kind="bool", default=False,
+                    description="Add `raw`: the upstream CSV this snapshot was parsed from")
+CHART_KIND = Param("chart_kind", kind="choice", choices=CHART_KINDS, description="Only charts of this kind")
+LIST_LIMIT = Param("limit", kind="int", default=50, ge=1, le=500, description="Items to return")
+
+ROUTES: tuple[Route, ...] = (
+    Route("/health", health, public=True, cache_ttl=5, max_age=300, errors=(), response=HealthResponse,
+          summary="Discovery counts and how many discovered charts have a fresh snapshot"),
+    Route("/charts", charts, response=ChartsResponse, max_age=MAX_AGE, cache_ttl=60,
+          summary="The discovered chart catalogue: Top 200, genre, viral and city Top 50 charts"),
+    Route("/top-200/{market}/latest", top_200, (MARKET, LIMIT, INCLUDE_RAW), response=ChartResponse,
+          max_age=MAX_AGE, cache_ttl=60, summary="Latest Top 200 of a market"),
+    Route("/genre/{market}/{genre}/latest", genre_chart, (
+        MARKET, _slug_param("genre", "path", "Genre slug as in /recognition/charts (\"hip-hop-rap\")"),
+        LIMIT, INCLUDE_RAW,
+    ), response=ChartResponse, max_age=MAX_AGE, cache_ttl=60, summary="Latest genre chart of a market"),
+    Route("/viral/{market}/latest", viral, (MARKET, LIMIT, INCLUDE_RAW), response=ChartResponse,
+          max_age=MAX_AGE, cache_ttl=60, summary="Latest viral chart of a market"),
+    Route("/top-50/{market}/{city}/latest", top_50, (
+        MARKET, _slug_param("city", "path", "City slug as in /recognition/charts (\"sao-paulo\")"),
+        LIMIT, INCLUDE_RAW,
+    ), response=ChartResponse, max_age=MAX_AGE, cache_ttl=60,
+        summary="Latest city Top 50; only cities the catalogue lists"),
+    Route("/snapshots", snapshots, (
+        CHART_KIND,
+        _slug_param("market", "query", "Only this market"),
+        _slug_param("genre", "query", "Only this genre (genre charts)"),
+        _slug_param("city", "query", "Only this city (city Top 50s)"),
+        LIST_LIMIT,
+    ), errors=(), response=SnapshotsResponse, max_age=MAX_AGE, cache_ttl=60,
+        summary="Stored chart snapshots, newest first"),
+    Route("/search", search, (
+        Param("q", required=True, min_length=1, description="Text in an artist or a title (case and accents ignored)"),
+        CHART_KIND,
+        _slug_param("market", "query", "Only this market"),
+        LIST_LIMIT,
+    ), errors=(), response=SearchResponse, max_age=MAX_AGE, cache_ttl=60,
+        summary="Artist or title search over the latest snapshot of every chart"),
+)
+
+GROUP = Group(
+    name=NAME,
+    title="Recognition-app charts",
+    description="Shazam's Top 200, genre, viral and city Top 50 charts, served from cached daily snapshots. "
+                + " ".join(__doc__.split("\n\n")[1:]).replace("\n", " "),
+    routes=ROUTES,
+    upstreams=(shazam.UPSTREAM,),
+    targets=targets,
+    crawl_options=(("chart_kind", CHART_KINDS),),
+    schedules=(Schedule("17 6 * * *", (), "Asia/Seoul",
+                        "Shazam daily at 06:17 KST: the catalogue, then every discovered chart"),),
+    discovery=discovery,
+    per_upstream=4,
+)

@@ -1,0 +1,473 @@
+"""/video: YouTube Music charts (charts.youtube.com), normalised, per country, with shorts backfills.
+
+The crawl posts the charts web app's `browse` request once per catalogue chart and keeps every
+payload as it came (`/video/pull.json`). The catalogue (`CATALOGUE`, read by the crawl and by
+`/video/charts`): top songs, top videos and top artists weekly for every configured country,
+trending daily for every configured country but global, shorts weekly and daily for global only.
+`chartgw backfill video --weeks N` fills the past N weeks of the global weekly shorts chart and
+records the run (`/video/shorts/backfills`). A chart's date is the end date of its period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from functools import partial
+from typing import Any, Literal
+
+import httpx
+import msgspec
+
+from chartgw import config
+from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
+from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, RetryPolicy, run_targets
+from chartgw.endpoints import Call, Route, not_found
+from chartgw.groups import CommandArg, Group, GroupCommand, Schedule
+from chartgw.params import InvalidParams, Param
+from chartgw.records import stored_entry
+from chartgw.responses import (
+    PULL_JSON_ROUTE,
+    BundledChart,
+    RunInfo,
+    SnapshotMeta,
+    TargetStatus,
+    chart_bundle,
+    records_array,
+    run_info,
+    snapshot_meta,
+    target_statuses,
+)
+from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, StoredEntry, glob_escape, utc_now
+from chartgw.upstreams import UpstreamFormatError, youtube
+from chartgw.upstreams.youtube import CHART_TYPES, PERIODS, ArtistEntry, VideoChartEntry, VideoEntry
+
+NAME = "video"
+DAY = 86400
+CADENCE_SECONDS = {"daily": DAY, "weekly": 7 * DAY}
+DEFAULT_COUNTRIES = "global,us,kr,jp,br,in,gb"
+WEEK_END_WEEKDAY = 3
+"""Weekly charts end on Thursday (the DERIVED CSV's week_close 2023-09-21 and the end dates public
+clients send, e.g. 20240307, are Thursdays)."""
+BUNDLE_ROWS = 100
+SHORTS_WEEKLY = "shorts/weekly/global"
+MAX_BACKFILL_WEEKS = 104
+
+Scope = Literal["countries", "countries-but-global", "global"]
+CATALOGUE: tuple[tuple[str, str, Scope], ...] = (
+    ("top-songs", "weekly", "countries"),
+    ("top-videos", "weekly", "countries"),
+    ("top-artists", "weekly", "countries"),
+    ("trending", "daily", "countries-but-global"),
+    ("shorts", "weekly", "global"),
+    ("shorts", "daily", "global"),
+)
+"""The crawled charts: (chart_type, period, which countries). `catalogue()` expands it."""
+EXPECTED_ROWS = {"top-songs": 100, "top-videos": 100, "top-artists": 100}
+"""Rows a whole chart has (top songs: 100 in the real CSV export); trending and shorts: not known."""
+
+
+@dataclass(frozen=True)
+class Chart:
+    chart_type: str
+    period: str
+    country: str
+
+    @property
+    def target(self) -> str:
+        return f"{self.chart_type}/{self.period}/{self.country}"
+
+    @property
+    def cadence_seconds(self) -> int:
+        return CADENCE_SECONDS[self.period]
+
+    @property
+    def upstream_type(self) -> str:
+        return youtube.CHART_KINDS[self.chart_type].upstream_type
+
+    @property
+    def expected_rows(self) -> int | None:
+        return EXPECTED_ROWS.get(self.chart_type)
+
+
+def countries() -> tuple[str, ...]:
+    """The configured countries (`CHARTGW_VIDEO_COUNTRIES`), "global" included by default."""
+    return config.country_list("VIDEO_COUNTRIES", DEFAULT_COUNTRIES)
+
+
+def catalogue() -> list[Chart]:
+    codes = countries()
+    charts = []
+    for chart_type, period, scope in CATALOGUE:
+        where = (GLOBAL,) if scope == "global" else tuple(c for c in codes if scope == "countries" or c != GLOBAL)
+        charts += [Chart(chart_type, period, code) for code in where]
+    return charts
+
+
+def chart_of_target(target: str) -> Chart | None:
+    """The chart a snapshot target names ("top-songs/weekly/us"), or None for any other string."""
+    parts = target.split("/")
+    if len(parts) != 3 or parts[0] not in CHART_TYPES or parts[1] not in PERIODS:
+        return None
+    return Chart(*parts)
+
+
+def cadence_of(target: str) -> int:
+    chart = chart_of_target(target)
+    return chart.cadence_seconds if chart else DAY
+
+
+# --- chart dates --------------------------------------------------------------------------------
+
+def latest_week_end(today: date) -> date:
+    """The end of the newest complete chart week: the last Thursday before `today`."""
+    back = (today.weekday() - WEEK_END_WEEKDAY - 1) % 7 + 1
+    return today - timedelta(days=back)
+
+
+def past_week_ends(today: date, weeks: int) -> list[str]:
+    """The `weeks` newest complete week-end dates, newest first, as YYYY-MM-DD."""
+    newest = latest_week_end(today)
+    return [(newest - timedelta(weeks=n)).isoformat() for n in range(weeks)]
+
+
+# --- crawl --------------------------------------------------------------------------------------
+
+def stored(entry: youtube.Entry) -> StoredEntry:
+    title, artists, item_id = youtube.entry_names(entry)
+    return stored_entry(entry, rank=entry.rank, title=title, artists=artists, item_id=item_id)
+
+
+def _build(chart: Chart, requested: str | None, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
+    """One snapshot of `chart` dated by the payload's end date, with the payload kept as raw."""
+    answer = fetched[0]
+    parsed = youtube.parse(chart.chart_type, chart.period, answer.body)
+    if requested is not None and parsed.end_date is not None and parsed.end_date != requested:
+        raise CrawlError(f"{chart.target}: asked for the chart ending {requested}, upstream sent {parsed.end_date}")
+    chart_date = parsed.chart_date(requested)
+    if chart_date is None:
+        raise UpstreamFormatError(f"youtube {chart.chart_type}: the payload states no end date")
+    query = youtube.browse_query(chart.chart_type, chart.period, chart.country, requested)
+    return [NewSnapshot(target=chart.target, chart_date=chart_date, chart_hour=None, fetched_at=ctx.now,
+                        source=f"POST {answer.url} query={query}", entries=[stored(e) for e in parsed.entries],
+                        raw=answer.body, raw_type="application/json")]
+
+
+def _target(chart: Chart) -> CrawlTarget:
+    request = youtube.browse_request(chart.chart_type, chart.period, chart.country)
+    return CrawlTarget(chart.target, (request,), partial(_build, chart, None), chart.expected_rows)
+
+
+def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+    chart_type, period, country = (selection.get(k) for k in ("chart_type", "period", "country"))
+    chosen = [c for c in catalogue() if chart_type in (None, c.chart_type) and period in (None, c.period)
+              and country in (None, c.country)]
+    if not chosen:
+        wanted = "/".join(v or "*" for v in (chart_type, period, country))
+        raise InvalidParams([{"type": "value_error", "loc": ["query", "chart_type"],
+                              "msg": f"Value error, no catalogue chart matches {wanted}", "input": wanted,
+                              "ctx": {"error": {}}}])
+    return [_target(c) for c in chosen]
+
+
+def backfill_targets(weeks: int, today: date) -> list[CrawlTarget]:
+    """One target per past week of the global weekly shorts chart; each writes `shorts/weekly/global`."""
+    chart = Chart("shorts", "weekly", GLOBAL)
+    return [CrawlTarget(f"{chart.target}@{end}", (youtube.browse_request("shorts", "weekly", GLOBAL, end),),
+                        partial(_build, chart, end), chart.expected_rows)
+            for end in past_week_ends(today, weeks)]
+
+
+async def backfill(weeks: int, period: str = "weekly", *, now: Callable[[], datetime] = utc_now,
+                   transport: httpx.AsyncBaseTransport | None = None) -> list[Outcome]:
+    """Fetch the past `weeks` weeks of the shorts chart as one recorded run of kind "backfill"; a week
+    that fails is recorded failed and the others still commit."""
+    if not 1 <= weeks <= MAX_BACKFILL_WEEKS:
+        raise ValueError(f"weeks must be 1 to {MAX_BACKFILL_WEEKS}, got {weeks}")
+    if period != "weekly":
+        raise ValueError(f"only the weekly shorts chart has past weeks to fill, not {period!r}")
+    chosen = backfill_targets(weeks, now().date())
+    options = {"chart": SHORTS_WEEKLY, "weeks": weeks, "period": period,
+               "end_dates": [t.key.partition("@")[2] for t in chosen]}
+    return await run_targets(NAME, chosen, now=now, transport=transport,
+                             policy=RetryPolicy(per_upstream=PER_UPSTREAM), run_kind="backfill", run_options=options)
+
+
+def _backfill_command(values: dict[str, Any]) -> list[Outcome]:
+    return asyncio.run(backfill(values["weeks"], values["period"]))
+
+
+# --- reads --------------------------------------------------------------------------------------
+
+async def _bundle(reader: SnapshotReader, rows: list[SnapshotRow]) -> list[BundledChart]:
+    bundle: list[BundledChart] = []
+    for row in rows:
+        bundle += await chart_bundle(reader, [row], BUNDLE_ROWS, cadence_of(row.target))
+    return bundle
+
+
+# --- responses ----------------------------------------------------------------------------------
+
+class SnapshotsResponse(msgspec.Struct):
+    count: int
+    snapshots: list[SnapshotMeta]
+
+
+class LatestResponse(msgspec.Struct):
+    run: RunInfo | None
+    """The latest recorded pull (crawl run); null when only backfills have run."""
+    count: int
+    charts: list[BundledChart]
+    """Every chart's newest snapshot, first 100 rows each."""
+
+
+class CountryChart(msgspec.Struct):
+    chart_type: str
+    period: str
+    target: str
+    in_catalogue: bool
+    latest_date: str | None
+    snapshot_id: int | None
+
+
+class CountryInfo(msgspec.Struct):
+    code: str
+    name: str
+    configured: bool
+    """True when the country is in CHARTGW_VIDEO_COUNTRIES (crawled); false for data kept from before."""
+    charts: list[CountryChart]
+
+
+class CountriesResponse(msgspec.Struct):
+    count: int
+    countries: list[CountryInfo]
+
+
+class CountryLatestResponse(msgspec.Struct):
+    country: str
+    name: str
+    count: int
+    charts: list[BundledChart]
+
+
+class CatalogueChart(msgspec.Struct):
+    chart_type: str
+    period: str
+    country: str
+    target: str
+    upstream_chart_type: str
+    cadence_seconds: int
+    latest_date: str | None
+    dates: int
+    """How many chart dates are stored (pulls and backfills)."""
+
+
+class ChartsResponse(msgspec.Struct):
+    count: int
+    charts: list[CatalogueChart]
+
+
+class SongChartResponse(msgspec.Struct):
+    """top-songs and shorts."""
+
+    chart_type: str
+    period: str
+    country: str
+    upstream_chart_type: str
+    snapshot: SnapshotMeta
+    count: int
+    entries: list[VideoChartEntry]
+
+
+class VideoChartResponse(msgspec.Struct):
+    """top-videos and trending."""
+
+    chart_type: str
+    period: str
+    country: str
+    upstream_chart_type: str
+    snapshot: SnapshotMeta
+    count: int
+    entries: list[VideoEntry]
+
+
+class ArtistChartResponse(msgspec.Struct):
+    """top-artists."""
+
+    chart_type: str
+    period: str
+    country: str
+    upstream_chart_type: str
+    snapshot: SnapshotMeta
+    count: int
+    entries: list[ArtistEntry]
+
+
+ChartResponse = SongChartResponse | VideoChartResponse | ArtistChartResponse
+RESPONSE_OF_KIND: dict[str, type[SongChartResponse] | type[VideoChartResponse] | type[ArtistChartResponse]] = {
+    "tracks": SongChartResponse, "videos": VideoChartResponse, "artists": ArtistChartResponse}
+
+
+class BackfillsResponse(msgspec.Struct):
+    count: int
+    runs: list[RunInfo]
+
+
+class HealthResponse(msgspec.Struct):
+    status: str
+    """"ok" when every catalogue chart has a fresh snapshot, else "degraded"."""
+    service: str
+    targets: list[TargetStatus]
+
+
+# --- handlers -----------------------------------------------------------------------------------
+
+async def health(call: Call) -> HealthResponse:
+    statuses = await target_statuses(call.data.reader, {c.target: c.cadence_seconds for c in catalogue()})
+    return HealthResponse("degraded" if any(s.stale for s in statuses) else "ok", NAME, statuses)
+
+
+async def snapshots(call: Call) -> SnapshotsResponse:
+    rows = await call.data.reader.snapshots(None, call.params["limit"])
+    return SnapshotsResponse(len(rows), [snapshot_meta(r, cadence_of(r.target)) for r in rows])
+
+
+async def latest(call: Call) -> LatestResponse:
+    reader = call.data.reader
+    rows = await reader.latest_per_target()
+    if not rows:
+        raise not_found("No video chart has been pulled yet")
+    runs = await reader.runs("crawl", 1)
+    charts = await _bundle(reader, rows)
+    return LatestResponse(run_info(runs[0]) if runs else None, len(charts), charts)
+
+
+async def countries_list(call: Call) -> CountriesResponse:
+    configured = countries()
+    listed = {c.target: c for c in catalogue()}
+    newest = {row.target: row for row in await call.data.reader.latest_per_target()}
+    charts_by_country: dict[str, list[Chart]] = {}
+    for chart in [*listed.values(), *(c for t in newest if t not in listed and (c := chart_of_target(t)))]:
+        charts_by_country.setdefault(chart.country, []).append(chart)
+    order = [*configured, *sorted(c for c in charts_by_country if c not in configured)]
+    infos = []
+    for code in order:
+        charts = []
+        for chart in charts_by_country.get(code, []):
+            row = newest.get(chart.target)
+            charts.append(CountryChart(chart.chart_type, chart.period, chart.target, chart.target in listed,
+                                       row.chart_date if row else None, row.id if row else None))
+        infos.append(CountryInfo(code, country_name(code), code in configured, charts))
+    return CountriesResponse(len(infos), infos)
+
+
+async def country_latest(call: Call) -> CountryLatestResponse:
+    code = call.params["country"]
+    reader = call.data.reader
+    rows = await reader.latest_per_target(f"*/*/{glob_escape(code)}")
+    if not rows:
+        why = "yet" if code in countries() else f"({code} is not in CHARTGW_VIDEO_COUNTRIES)"
+        raise not_found(f"No video chart of {country_name(code)} {why}")
+    charts = await _bundle(reader, rows)
+    return CountryLatestResponse(code, country_name(code), len(charts), charts)
+
+
+async def charts_catalogue(call: Call) -> ChartsResponse:
+    reader = call.data.reader
+    listed = []
+    for chart in catalogue():
+        dates = await reader.dates(chart.target)
+        listed.append(CatalogueChart(chart.chart_type, chart.period, chart.country, chart.target, chart.upstream_type,
+                                     chart.cadence_seconds, dates[0] if dates else None, len(dates)))
+    return ChartsResponse(len(listed), listed)
+
+
+async def _dated_chart(call: Call, chart: Chart, chart_date: str) -> ChartResponse:
+    reader = call.data.reader
+    row = await reader.snapshot_on(chart.target, chart_date)
+    if row is None:
+        if chart not in catalogue() and not await reader.dates(chart.target):
+            raise not_found(f"{chart.target} is not in the catalogue (see /video/charts)")
+        raise not_found(f"No snapshot of {chart.target} for {chart_date} (see /video/charts for its dates)")
+    records = await reader.records(row.id, call.params["limit"])
+    kind = RESPONSE_OF_KIND[youtube.CHART_KINDS[chart.chart_type].kind]
+    return kind(chart.chart_type, chart.period, chart.country, chart.upstream_type,
+                snapshot_meta(row, chart.cadence_seconds), len(records), records_array(records))  # type: ignore[arg-type]
+
+
+async def dated_chart(call: Call) -> ChartResponse:
+    p = call.params
+    return await _dated_chart(call, Chart(p["chart_type"], p["period"], p["country"]), p["date"])
+
+
+async def shorts_chart(call: Call) -> ChartResponse:
+    return await _dated_chart(call, Chart("shorts", call.params["period"], GLOBAL), call.params["date"])
+
+
+async def backfills(call: Call) -> BackfillsResponse:
+    runs = await call.data.reader.runs("backfill", call.params["limit"])
+    return BackfillsResponse(len(runs), [run_info(r) for r in runs])
+
+
+async def latest_backfill(call: Call) -> RunInfo:
+    runs = await call.data.reader.runs("backfill", 1)
+    if not runs:
+        raise not_found("No shorts backfill has run yet")
+    return run_info(runs[0])
+
+
+# --- the route table ----------------------------------------------------------------------------
+
+CHART_LIMIT = Param("limit", kind="int", default=100, ge=1, le=100, description="Rows to return, from rank 1")
+PERIOD = Param("period", "path", kind="choice", choices=PERIODS, description="Chart period")
+DATE = Param("date", "path", kind="date", description="The chart's end date (YYYY-MM-DD); weekly charts end on Thursday")
+COUNTRY = Param("country", "path", check=country_code, description='ISO 3166 alpha-2 code or "global"')
+CHART_RESPONSES = (SongChartResponse, VideoChartResponse, ArtistChartResponse)
+
+ROUTES: tuple[Route, ...] = (
+    Route("/health", health, public=True, cache_ttl=5, errors=(), response=HealthResponse,
+          summary="Every catalogue chart's latest snapshot, with age and a stale flag"),
+    Route("/snapshots", snapshots, (
+        Param("limit", kind="int", default=50, ge=1, le=500, description="Snapshots to return, newest first"),
+    ), errors=(), response=SnapshotsResponse, summary="Stored snapshots of every chart, newest first"),
+    Route("/latest", latest, response=LatestResponse,
+          summary="The latest pull: its run and every chart's newest snapshot (100 rows each)"),
+    PULL_JSON_ROUTE,
+    Route("/countries", countries_list, errors=(), response=CountriesResponse,
+          summary="Configured countries and countries with data, with their charts and latest dates"),
+    Route("/charts", charts_catalogue, errors=(), response=ChartsResponse,
+          summary="The catalogue of normalised charts with their upstream chart type, latest date and date count"),
+    Route("/charts/{chart_type}/{period}/{country}/{date}", dated_chart, (
+        Param("chart_type", "path", kind="choice", choices=CHART_TYPES, description="Normalised chart type"),
+        PERIOD, COUNTRY, DATE, CHART_LIMIT,
+    ), response=CHART_RESPONSES, summary="One chart of one end date"),
+    Route("/shorts/backfills", backfills, (
+        Param("limit", kind="int", default=20, ge=1, le=200, description="Runs to return, newest first"),
+    ), errors=(), response=BackfillsResponse, summary="Recorded shorts backfill runs with every week's outcome"),
+    Route("/shorts/backfills/latest", latest_backfill, response=RunInfo, summary="The newest shorts backfill run"),
+    Route("/shorts/global/{period}/{date}", shorts_chart, (PERIOD, DATE, CHART_LIMIT),
+          response=SongChartResponse, summary="The global shorts chart of one end date"),
+    Route("/{country}/latest", country_latest, (COUNTRY,), response=CountryLatestResponse,
+          summary="Every chart of one country, newest snapshot each (100 rows each)"),
+)
+
+PER_UPSTREAM = 2
+
+GROUP = Group(
+    name=NAME,
+    title="YouTube Music charts",
+    description="YouTube Music charts (charts.youtube.com) normalised into top-songs, top-videos, top-artists, "
+                "trending and shorts, per country, served from cached snapshots with the raw upstream payloads. "
+                + " ".join(__doc__.split("\n\n")[1:]).replace("\n", " "),
+    routes=ROUTES,
+    upstreams=(youtube.UPSTREAM,),
+    targets=targets,
+    crawl_options=(("chart_type", CHART_TYPES), ("period", PERIODS), ("country", (GLOBAL, *sorted(COUNTRIES)))),
+    schedules=(Schedule("40 3 * * *", (), "UTC", "every catalogue chart daily (weekly charts change once a week)"),),
+    per_upstream=PER_UPSTREAM,
+    commands=(GroupCommand("backfill", "fill past weeks of the global weekly shorts chart", (
+        CommandArg("weeks", f"how many past weeks, 1 to {MAX_BACKFILL_WEEKS}", type=int, default=8),
+        CommandArg("period", "chart period", choices=("weekly",), default="weekly"),
+    ), _backfill_command),),
+)

@@ -1,0 +1,231 @@
+"""Shazam sample payloads: the chart catalogue in its current form and a CSV for every chart it lists.
+
+The catalogue follows the current `/services/charts/locations` body recorded in ShazamIO's test
+cassette (countries with `urlName`, `cities`, `genres`, `viral`; a top-level `global`), with the
+cassette's 70 countries, their viral flags, its world genres and its cities (the US trimmed to three
+of its 54). It is sized so discovery over it gives the spec's
+figures: 71 Top 200 markets (70 countries and the world), 37 genre charts (18 world genres, four
+US and three each for five more countries), 43 viral charts (42 countries and the world) and 124
+city Top 50s, with Istanbul listed twice as the 2021 capture lists Afyonkarahisar twice: 276
+paths, 275 targets. The CSVs copy the real byte layout (BOM, empty line, quoted date line, header,
+quoted rows, no final newline) with rows from the shared global song pool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date, datetime, timedelta
+
+from chartgw.crawl import KST, Outcome, crawl_group
+from chartgw.demo import replay_upstreams
+from chartgw.groups.recognition import GROUP
+from chartgw.replay import Reply, ReplayKey, request_key
+from chartgw.samples import global_rows
+from chartgw.samples.bodies import stable_hex
+from chartgw.upstreams import shazam
+
+# (ISO code, name, has a viral chart, cities "|"-separated): the cassette's 70 countries.
+COUNTRIES: tuple[tuple[str, str, bool, str], ...] = (
+    ("AE", "United Arab Emirates", False, "Dubai"),
+    ("AR", "Argentina", True, "Buenos Aires"),
+    ("AT", "Austria", True, ""),
+    ("AU", "Australia", True, "Adelaide|Brisbane|Melbourne|Perth|Sydney"),
+    ("AZ", "Azerbaijan", False, ""),
+    ("BE", "Belgium", True, ""),
+    ("BG", "Bulgaria", False, ""),
+    ("BR", "Brazil", True, "Brasília|Rio de Janeiro|São Paulo"),
+    ("BY", "Belarus", False, ""),
+    ("CA", "Canada", True, "Calgary|Edmonton|London|Montréal|Ottawa|Québec|Toronto|Vancouver"),
+    ("CH", "Switzerland", True, ""),
+    ("CI", "Ivory Coast", False, ""),
+    ("CL", "Chile", True, "Santiago"),
+    ("CM", "Cameroon", False, ""),
+    ("CN", "China", False, "Beijing|Shanghai"),
+    ("CO", "Colombia", True, "Bogotá|Medellín"),
+    ("CR", "Costa Rica", False, ""),
+    ("CZ", "Czechia", True, ""),
+    ("DE", "Germany", True, "Berlin|Düsseldorf|Essen|Frankfurt am Main|Hamburg|Hannover|Köln|Mannheim|Munich|"
+                            "Stuttgart"),
+    ("DK", "Denmark", False, "Copenhagen"),
+    ("DZ", "Algeria", False, ""),
+    ("EG", "Egypt", False, ""),
+    ("ES", "Spain", True, "Barcelona|Madrid|Sevilla|Valencia"),
+    ("FI", "Finland", False, "Helsinki"),
+    ("FR", "France", True, "Bordeaux|Le Havre|Lyon|Marseille|Montpellier|Nantes|Nice|Paris|Strasbourg|Toulouse"),
+    ("GB", "United Kingdom", True, "Belfast|Birmingham|Brighton|Bristol|Cardiff|Edinburgh|Glasgow|Leeds|Liverpool|"
+                                   "London|Manchester|Newcastle upon Tyne|Nottingham|Portsmouth|Sheffield"),
+    ("GH", "Ghana", True, ""),
+    ("GR", "Greece", True, "Athens"),
+    ("HR", "Croatia", False, ""),
+    ("HU", "Hungary", True, ""),
+    ("ID", "Indonesia", True, ""),
+    ("IE", "Ireland", False, "Dublin"),
+    ("IL", "Israel", True, "Tel Aviv"),
+    ("IN", "India", True, "Bengaluru|Delhi|Mumbai"),
+    ("IT", "Italy", True, "Florence|Milan|Naples|Palermo|Rome|Turin|Venice"),
+    ("JP", "Japan", True, "Osaka|Tokyo"),
+    ("KE", "Kenya", True, ""),
+    ("KR", "South Korea", True, "Seoul"),
+    ("KZ", "Kazakhstan", True, ""),
+    ("MA", "Morocco", False, ""),
+    ("MX", "Mexico", True, "Guadalajara|Mexico City|Monterrey|Puebla|Tijuana|Toluca"),
+    ("MY", "Malaysia", True, ""),
+    ("MZ", "Mozambique", False, ""),
+    ("NG", "Nigeria", True, "Benin City|Kaduna|Kano|Lagos|Port Harcourt"),
+    ("NL", "Netherlands", True, "Amsterdam|Maastricht|Rotterdam|The Hague|Utrecht"),
+    ("NO", "Norway", False, "Oslo"),
+    ("NZ", "New Zealand", False, ""),
+    ("PE", "Peru", True, "Lima"),
+    ("PH", "Philippines", False, ""),
+    ("PL", "Poland", True, "Kraków|Warsaw"),
+    ("PT", "Portugal", True, "Lisbon|Porto"),
+    ("RO", "Romania", True, "Bucharest"),
+    ("RU", "Russia", True, "Moscow|Saint Petersburg"),
+    ("SA", "Saudi Arabia", True, ""),
+    ("SE", "Sweden", True, "Göteborg|Malmö|Stockholm"),
+    ("SG", "Singapore", False, "Singapore"),
+    ("SN", "Senegal", False, ""),
+    ("TH", "Thailand", False, "Bangkok"),
+    ("TN", "Tunisia", False, ""),
+    ("TR", "Türkiye", True, "Adana|Ankara|Antalya|Bursa|Istanbul|İzmir|Istanbul"),
+    ("TZ", "Tanzania", True, ""),
+    ("UA", "Ukraine", True, "Kyiv"),
+    ("UG", "Uganda", False, ""),
+    ("US", "United States", True, "Chicago|St. Louis|Washington, D.C."),
+    ("UY", "Uruguay", False, ""),
+    ("UZ", "Uzbekistan", True, "Tashkent"),
+    ("VE", "Venezuela", False, ""),
+    ("VN", "Vietnam", False, ""),
+    ("ZA", "South Africa", True, "Cape Town|Durban|Johannesburg"),
+    ("ZM", "Zambia", False, ""),
+)
+COUNTRY_GENRES = ("Pop", "Hip-Hop/Rap", "Dance")
+GENRE_COUNTRIES = {"US": (*COUNTRY_GENRES, "Country"), "AU": COUNTRY_GENRES, "DE": COUNTRY_GENRES,
+                   "FR": COUNTRY_GENRES, "GB": COUNTRY_GENRES, "MX": COUNTRY_GENRES}
+GENRE_IDS = {"Pop": 1, "Hip-Hop/Rap": 2, "Dance": 3, "Country": 10}
+# The cassette's world genres: (name, rows).
+WORLD_GENRES = (
+    ("Pop", 200), ("Hip-Hop/Rap", 200), ("Dance", 200), ("Electronic", 100), ("R&B/Soul", 100),
+    ("Alternative", 100), ("Rock", 100), ("Latin", 100), ("Film, TV & Stage", 100), ("Country", 100),
+    ("Afrobeats", 50), ("Worldwide", 50), ("Reggae/Dancehall", 50), ("House", 50), ("K-Pop", 50),
+    ("French Pop", 50), ("Singer/Songwriter", 50), ("Música Mexicana", 50),
+)
+VIRAL_ROWS = 50
+CITY_ROWS = 50
+TOP_ROWS = 200
+COUNTRY_GENRE_ROWS = 100
+_BEYOND_LATIN1 = re.compile(r"[^\x00-\xff]")
+
+
+def _listid(*parts: str) -> str:
+    """An Apple Music playlist id in the current catalogue's form ("pl." and 32 hex digits), stable per chart."""
+    return "pl." + "".join(stable_hex(*parts, str(i)) for i in range(4))
+
+
+def _genre(country: str | None, name: str, count: int) -> dict[str, object]:
+    genre_id = f"{country}-{GENRE_IDS[name]}" if country else f"global-{[g for g, _ in WORLD_GENRES].index(name) + 1}"
+    item: dict[str, object] = {"id": genre_id}
+    if country:
+        item["countryid"] = country
+    item.update(name=name, listid=_listid("genre", genre_id), urlName=shazam.url_name(name), count=count)
+    return item
+
+
+def _country(code: str, name: str, viral: bool, cities: str) -> dict[str, object]:
+    item: dict[str, object] = {"id": code, "name": name, "listid": _listid("top", code)}
+    if viral:
+        item["momentum_listid"] = _listid("momentum", code)
+    item["cities"] = [{"id": str(2_000_000 + int(stable_hex(code, city, digits=5), 16)), "countryid": code,
+                       "name": city, "listid": _listid("city", code, city), "urlName": shazam.url_name(city)}
+                      for city in cities.split("|") if city]
+    item["genres"] = [_genre(code, genre, COUNTRY_GENRE_ROWS) for genre in GENRE_COUNTRIES.get(code, ())]
+    if viral:
+        item["viral"] = {"id": str(3_000_000 + int(stable_hex(code, "viral", digits=5), 16)), "countryid": code,
+                         "listid": _listid("viral", code)}
+    item["urlName"] = shazam.url_name(name)
+    return item
+
+
+def locations() -> dict[str, object]:
+    return {
+        "countries": [_country(*row) for row in COUNTRIES],
+        "global": {"genres": [_genre(None, name, count) for name, count in WORLD_GENRES],
+                   "top": {"listid": _listid("top", "global")}, "viral": {"listid": _listid("viral", "global")}},
+        "radioSpins": {"global": {"genres": [], "top": {"listid": _listid("radio", "global")}}},
+    }
+
+
+def render_locations() -> bytes:
+    """Compact JSON as the catalogue is sent: UTF-8, with characters beyond Latin-1 as \\u escapes
+    (the cassette has "Bras\\xedlia" raw but "\\u0130zmir" escaped)."""
+    text = json.dumps(locations(), ensure_ascii=False, separators=(",", ":"))
+    return _BEYOND_LATIN1.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
+def credit(artists: tuple[str, ...]) -> str:
+    """Artists as the CSV prints them: "A, B & C"."""
+    return artists[0] if len(artists) == 1 else ", ".join(artists[:-1]) + " & " + artists[-1]
+
+
+def _quoted(value: str) -> str:
+    """A field as Shazam quotes it: in double quotes, inner quotes left as they are (not doubled)."""
+    return f'"{value}"'
+
+
+def render_csv(chart_path: str, day: date, variant: int, size: int) -> bytes:
+    """A chart CSV in the real byte layout, rows from `global_rows(chart_path, variant, size)`."""
+    lines = [_quoted(f"{day:%A}, {day.day} {day:%B %Y} [performance over the past 7 days]"), "Rank,Artist,Title"]
+    lines += [f"{row.rank},{_quoted(credit(row.song.artists))},{_quoted(row.song.title)}"
+              for row in global_rows(chart_path, variant, size)]
+    return ("\ufeff\n" + "\n".join(lines)).encode("utf-8")
+
+
+def _rows_for(entry: shazam.CatalogueEntry) -> int:
+    if entry.kind == "top-200":
+        return TOP_ROWS
+    if entry.kind == "top-50":
+        return CITY_ROWS
+    if entry.kind == "viral":
+        return VIRAL_ROWS
+    world = dict((shazam.slug(shazam.url_name(name)), rows) for name, rows in WORLD_GENRES)
+    return world[entry.genre or ""] if entry.market == shazam.WORLD else COUNTRY_GENRE_ROWS
+
+
+def replies(day: date, variant: int) -> dict[ReplayKey, Reply]:
+    """The catalogue and every chart's CSV for chart date `day`."""
+    body = render_locations()
+    table = {request_key(shazam.locations_request()): Reply(body, 200, "application/json;charset=utf-8")}
+    for entry in shazam.discover(body):
+        csv_body = render_csv(entry.path, day, variant, _rows_for(entry))
+        for upstream_path in set(entry.upstream_paths):
+            table[request_key(shazam.csv_request(upstream_path))] = Reply(csv_body, 200, "text/csv; charset=utf-8")
+    return table
+
+
+@contextmanager
+def no_crawl_delay() -> Iterator[None]:
+    """The replay server is local: the politeness delay between requests is for the real upstream."""
+    saved = os.environ.get("CHARTGW_CRAWL_DELAY_SECONDS")
+    os.environ["CHARTGW_CRAWL_DELAY_SECONDS"] = "0"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("CHARTGW_CRAWL_DELAY_SECONDS", None)
+        else:
+            os.environ["CHARTGW_CRAWL_DELAY_SECONDS"] = saved
+
+
+async def seed(now: datetime) -> list[Outcome]:
+    """Yesterday's Top 200s, then today's full crawl (discovery and all 275 charts)."""
+    today = now.astimezone(KST).date()
+    yesterday = now - timedelta(days=1)
+    with no_crawl_delay(), replay_upstreams({shazam.UPSTREAM: replies(today - timedelta(days=1), 0)}) as servers:
+        outcomes = await crawl_group(GROUP, {"chart_kind": "top-200"}, now=lambda: yesterday)
+        servers[shazam.UPSTREAM].replies.update(replies(today, 1))
+        outcomes += await crawl_group(GROUP, {}, now=lambda: now)
+    return outcomes

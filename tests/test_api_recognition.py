@@ -1,0 +1,317 @@
+"""/recognition end to end: the real crawl over the rendered Shazam samples (yesterday's Top 200s, then
+discovery and all 275 charts today), then every route, the refusals, and failed upstreams."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import httpx
+import pytest
+from starlette.testclient import TestClient
+
+from chartgw.crawl import KST, CrawlError, crawl_group
+from chartgw.demo import replay_upstreams
+from chartgw.groups.recognition import GROUP, targets
+from chartgw.replay import Reply, request_key
+from chartgw.samples import recognition as samples
+from chartgw.upstreams import shazam
+from tests.fixtures import KEY_HEADERS, build_group_db, client, copy_data, data_dir
+
+NOW = datetime.now(timezone.utc).replace(microsecond=0)
+TODAY = NOW.astimezone(KST).date()
+YESTERDAY = TODAY - timedelta(days=1)
+
+
+@pytest.fixture(scope="module")
+def recognition_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import os
+
+    os.environ["CHARTGW_CRAWL_DELAY_SECONDS"] = "0"
+    return build_group_db(tmp_path_factory.mktemp("recognition-data"), "recognition", NOW)
+
+
+@pytest.fixture(scope="module")
+def api(recognition_data: Path) -> Iterator[TestClient]:
+    with client(recognition_data, [GROUP]) as c:
+        yield c
+
+
+def get(api: TestClient, url: str) -> httpx.Response:
+    return api.get(url, headers=KEY_HEADERS)
+
+
+# --- the routes -----------------------------------------------------------------------------------------
+
+
+def test_health_is_public_with_discovery_counts_and_coverage(api: TestClient) -> None:
+    response = api.get("/recognition/health")
+    assert response.status_code == 200 and response.headers["cache-control"] == "public, max-age=300"
+    body = response.json()
+    assert body["status"] == "ok"
+    discovery = body["discovery"]
+    assert {k: discovery[k] for k in ("paths", "targets", "top_200", "genre", "viral", "top_50")} == {
+        "paths": 276, "targets": 275, "top_200": 71, "genre": 37, "viral": 43, "top_50": 124}
+    assert discovery["discovered_at"] and discovery["stale"] is False
+    assert body["coverage"] == {"targets": 275, "with_snapshot": 275, "fresh": 275, "stale": 0,
+                                "latest_chart_date": TODAY.isoformat()}
+
+
+def test_charts_is_the_discovered_catalogue(api: TestClient) -> None:
+    body = get(api, "/recognition/charts").json()
+    assert body["count"] == 275 and body["counts"]["top_50"] == 124 and body["snapshot"]["target"] == "catalogue"
+    by_path = {c["path"]: c for c in body["charts"]}
+    assert by_path["top-50/brazil/brasilia"] == {
+        "kind": "top-50", "market": "brazil", "genre": None, "city": "brasilia", "path": "top-50/brazil/brasilia",
+        "upstream_paths": ["top-50/brazil/bras%C3%ADlia"], "name": "Top 50 Brasília, Brazil"}
+    assert by_path["top-50/turkiye/istanbul"]["upstream_paths"] == ["top-50/t%C3%BCrkiye/istanbul"] * 2
+
+
+@pytest.mark.parametrize("url,path,rows", [
+    ("/recognition/top-200/brazil/latest", "top-200/brazil", 200),
+    ("/recognition/top-200/world/latest", "top-200/world", 200),
+    ("/recognition/genre/world/randb-soul/latest", "genre/world/randb-soul", 100),
+    ("/recognition/genre/united-states/country/latest", "genre/united-states/country", 100),
+    ("/recognition/viral/south-korea/latest", "viral/south-korea", 50),
+    ("/recognition/top-50/turkiye/izmir/latest", "top-50/turkiye/izmir", 50),
+    ("/recognition/top-50/united-states/washington-d-c/latest", "top-50/united-states/washington-d-c", 50),
+])
+def test_every_chart_kind_serves_its_latest_snapshot(api: TestClient, url: str, path: str, rows: int) -> None:
+    response = get(api, url)
+    assert response.headers["cache-control"] == "private, max-age=600"  # the spec's 5 to 30 minutes
+    body = response.json()
+    assert body["chart"]["path"] == path and body["snapshot"]["target"] == path
+    assert body["snapshot"]["chart_date"] == TODAY.isoformat() and body["snapshot"]["stale"] is False
+    assert body["count"] == rows == body["snapshot"]["row_count"] and "raw" not in body
+    assert [e["rank"] for e in body["entries"]] == list(range(1, rows + 1))
+    for entry in body["entries"]:
+        assert entry["artist"] and entry["title"] and entry["artists"] and entry["chart_date"] == TODAY.isoformat()
+        # Best-effort fields are present and null: the CSV does not carry them.
+        assert entry["url"] is entry["artwork_url"] is entry["store_url"] is entry["shazam_track_id"] is None
+
+
+def test_limit_and_include_raw(api: TestClient) -> None:
+    body = get(api, "/recognition/top-200/brazil/latest?limit=3&include_raw=true").json()
+    assert body["count"] == 3 and len(body["entries"]) == 3
+    expected = samples.render_csv("top-200/brazil", TODAY, 1, 200).decode("utf-8")
+    assert body["raw"] == expected
+    assert "raw" not in get(api, "/recognition/viral/world/latest?include_raw=false&limit=1").json()
+    assert get(api, "/recognition/viral/world/latest?include_raw=1&limit=1").json()["raw"].startswith("\ufeff\n\"")
+
+
+def test_snapshots_filters_newest_first(api: TestClient) -> None:
+    body = get(api, "/recognition/snapshots?chart_kind=top-200&market=brazil").json()
+    assert [(s["snapshot"]["target"], s["snapshot"]["chart_date"]) for s in body["snapshots"]] == [
+        ("top-200/brazil", TODAY.isoformat()), ("top-200/brazil", YESTERDAY.isoformat())]
+    assert body["snapshots"][0]["snapshot"]["id"] > body["snapshots"][1]["snapshot"]["id"]
+    brazil = get(api, "/recognition/snapshots?market=brazil&limit=500").json()
+    assert {s["chart_kind"] for s in brazil["snapshots"]} == {"top-200", "viral", "top-50"}
+    assert brazil["count"] == 2 + 1 + 3
+    pop = get(api, "/recognition/snapshots?genre=pop&limit=500").json()["snapshots"]
+    assert {s["market"] for s in pop} == {"world", "united-states", "australia", "germany", "france",
+                                          "united-kingdom", "mexico"} and all(s["genre"] == "pop" for s in pop)
+    city = get(api, "/recognition/snapshots?city=london").json()["snapshots"]
+    assert sorted(s["market"] for s in city) == ["canada", "united-kingdom"]
+    ids = [s["snapshot"]["id"] for s in get(api, "/recognition/snapshots?limit=5").json()["snapshots"]]
+    assert len(ids) == 5 and ids == sorted(ids, reverse=True)
+
+
+def test_search_reads_only_the_latest_snapshot_of_each_chart(api: TestClient) -> None:
+    body = get(api, "/recognition/search?q=taylor%20swift&chart_kind=top-200&limit=500").json()
+    hits = body["hits"]
+    assert hits and body["count"] == len(hits)
+    assert all(h["chart_date"] == TODAY.isoformat() and h["chart_kind"] == "top-200" for h in hits)
+    assert all("Taylor Swift" in h["entry"]["artist"] for h in hits)
+    per_chart = [(h["market"], h["entry"]["title"]) for h in hits]
+    assert len(per_chart) == len(set(per_chart))  # yesterday's snapshots are not searched
+    ranks = [h["entry"]["rank"] for h in hits]
+    assert ranks == sorted(ranks)
+    brazil = get(api, "/recognition/search?q=TAYLOR&market=brazil&limit=500").json()["hits"]
+    assert brazil and {h["market"] for h in brazil} == {"brazil"}
+    assert get(api, "/recognition/search?q=zzzz-no-such-song").json() == {"q": "zzzz-no-such-song", "count": 0,
+                                                                        "hits": []}
+    assert get(api, "/recognition/search?q=!!!").json()["count"] == 0
+
+
+# --- refusals -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", ["/recognition/charts", "/recognition/top-200/brazil/latest",
+                                 "/recognition/snapshots", "/recognition/search?q=a"])
+def test_data_routes_need_a_key(api: TestClient, url: str) -> None:
+    assert api.get(url).status_code == 401
+
+
+@pytest.mark.parametrize("url,detail", [
+    ("/recognition/top-200/atlantis/latest", "No such chart was discovered: top-200/atlantis"),
+    ("/recognition/top-50/brazil/curitiba/latest", "No such chart was discovered: top-50/brazil/curitiba"),
+    ("/recognition/top-50/austria/vienna/latest", "No such chart was discovered: top-50/austria/vienna"),
+    ("/recognition/genre/brazil/pop/latest", "No such chart was discovered: genre/brazil/pop"),
+    ("/recognition/viral/egypt/latest", "No such chart was discovered: viral/egypt"),
+])
+def test_charts_the_catalogue_does_not_list_are_404(api: TestClient, url: str, detail: str) -> None:
+    response = get(api, url)
+    assert response.status_code == 404 and response.json() == {"detail": detail}
+
+
+def test_bad_parameters_are_fastapi_422s(api: TestClient) -> None:
+    def detail(url: str) -> list[dict[str, object]]:
+        response = get(api, url)
+        assert response.status_code == 422
+        return response.json()["detail"]  # type: ignore[no-any-return]
+
+    assert detail("/recognition/top-200/Brazil/latest") == [{
+        "type": "value_error", "loc": ["path", "market"],
+        "msg": "Value error, must be a slug of lowercase letters a-z, digits 0-9 and '-'", "input": "Brazil",
+        "ctx": {"error": {}}}]
+    assert detail("/recognition/top-50/brazil/s%C3%A3o-paulo/latest")[0]["loc"] == ["path", "city"]
+    assert detail("/recognition/top-200/brazil/latest?limit=201") == [{
+        "type": "less_than_equal", "loc": ["query", "limit"], "msg": "Input should be less than or equal to 200",
+        "input": "201", "ctx": {"le": 200}}]
+    assert detail("/recognition/genre/world/pop/latest?include_raw=maybe")[0]["type"] == "bool_parsing"
+    assert detail("/recognition/search") == [{"type": "missing", "loc": ["query", "q"], "msg": "Field required",
+                                              "input": None}]
+    assert detail("/recognition/search?q=") == [{
+        "type": "string_too_short", "loc": ["query", "q"], "msg": "String should have at least 1 character",
+        "input": "", "ctx": {"min_length": 1}}]
+    assert detail("/recognition/snapshots?chart_kind=daily") == [{
+        "type": "literal_error", "loc": ["query", "chart_kind"],
+        "msg": "Input should be 'top-200', 'genre', 'viral' or 'top-50'", "input": "daily",
+        "ctx": {"expected": "'top-200', 'genre', 'viral' or 'top-50'"}}]
+    assert detail("/recognition/snapshots?chart_kind=viral&genre=pop") == [{
+        "type": "literal_error", "loc": ["query", "chart_kind"], "msg": "Input should be 'genre'", "input": "viral",
+        "ctx": {"expected": "'genre'"}}]
+    assert detail("/recognition/snapshots?limit=0")[0]["type"] == "greater_than_equal"
+    assert detail("/recognition/snapshots?genre=pop&city=paris")[0]["loc"] == ["query", "city"]
+
+
+def test_legacy_prefix_answers_as_the_public_one(api: TestClient) -> None:
+    for path in ("/top-200/world/latest?limit=2", "/charts", "/search?q=drake&limit=3"):
+        assert get(api, "/recognition-api" + path).content == get(api, "/recognition" + path).content
+    assert api.get("/recognition-api/health").status_code == 200
+    assert api.get("/recognition-api/charts").status_code == 401
+
+
+def test_openapi_lists_every_route(api: TestClient) -> None:
+    document = api.get("/recognition/openapi.json").json()
+    assert set(document["paths"]) == {
+        "/", "/health", "/charts", "/top-200/{market}/latest", "/genre/{market}/{genre}/latest",
+        "/viral/{market}/latest", "/top-50/{market}/{city}/latest", "/snapshots", "/search", "/openapi.json"}
+    entry = document["components"]["schemas"]["RecognitionEntry"]
+    assert set(entry["required"]) == {"rank", "artist", "artists", "title", "chart_date"}
+    for field in ("url", "artwork_url", "store_url", "shazam_track_id"):
+        assert {"type": "null"} in entry["properties"][field]["anyOf"]  # nullable, and the schema says so
+    latest = document["paths"]["/top-50/{market}/{city}/latest"]["get"]
+    assert [p["name"] for p in latest["parameters"]] == ["market", "city", "limit", "include_raw"]
+
+
+def test_group_schedule_and_politeness() -> None:
+    (schedule,) = GROUP.schedules
+    assert (schedule.cron, schedule.timezone, schedule.args) == ("17 6 * * *", "Asia/Seoul", ())
+    assert GROUP.per_upstream == 4 and GROUP.upstreams == ("SHAZAM",) and GROUP.discovery is not None
+    assert GROUP.crawl_options == (("chart_kind", ("top-200", "genre", "viral", "top-50")),)
+
+
+# --- crawls that go wrong -------------------------------------------------------------------------------
+
+
+def _latest_ids(path: Path) -> dict[str, int]:
+    db = sqlite3.connect(path / "recognition.sqlite")
+    return dict(db.execute("SELECT target, max(id) FROM snapshots GROUP BY target"))
+
+
+def _failed_log(path: Path) -> dict[str, str]:
+    db = sqlite3.connect(path / "recognition.sqlite")
+    return dict(db.execute("SELECT target, error FROM fetch_log WHERE status = 'failed'"))
+
+
+def test_failed_upstreams_keep_the_last_good_snapshots(recognition_data: Path, tmp_path: Path) -> None:
+    path = copy_data(recognition_data, tmp_path / "data")
+    before = _latest_ids(path)
+    table = samples.replies(TODAY + timedelta(days=1), 2)
+    table[request_key(shazam.locations_request())] = Reply(b'{"countries":[{"id":"AE","name":"United Ar', 200,
+                                                           "application/json")
+    csv = {p: request_key(shazam.csv_request(p)) for p in ("top-200/brazil", "top-200/germany", "top-200/france",
+                                                          "top-200/spain")}
+    table[csv["top-200/brazil"]] = Reply(b"Internal Server Error", 500, "text/plain")
+    table[csv["top-200/germany"]] = Reply(b"<!DOCTYPE html><html><body>Shazam</body></html>", 200, "text/html")
+    spain = samples.render_csv("top-200/spain", TODAY + timedelta(days=1), 2, 200)
+    table[csv["top-200/spain"]] = Reply(spain[: len(spain) // 2], 200, "text/csv")  # cut mid-transfer
+    table[csv["top-200/france"]] = Reply(b'\xef\xbb\xbf\n"Sunday, 26 July 2026"\nRank,Artist,Title\n1,"A","B"\n'
+                                         b'2,"C","D"\n4,"E","F"', 200, "text/csv")  # a row missing
+    with data_dir(path), replay_upstreams({"SHAZAM": table}):
+        outcomes = asyncio.run(crawl_group(GROUP, {"chart_kind": "top-200"}, now=lambda: NOW + timedelta(days=1)))
+    status = {o.target: o.status for o in outcomes}
+    assert status["catalogue"] == "failed"  # broken JSON: the last catalogue stays in use
+    assert {t for t, s in status.items() if s == "failed"} == {"catalogue", "top-200/brazil", "top-200/germany",
+                                                            "top-200/spain", "top-200/france"}
+    assert sum(s == "ok" for s in status.values()) == 67  # one failing chart does not stop the others
+    after = _latest_ids(path)
+    for target in ("catalogue", "top-200/brazil", "top-200/germany", "top-200/spain", "top-200/france"):
+        assert after[target] == before[target]
+    assert after["top-200/italy"] > before["top-200/italy"]
+    errors = _failed_log(path)
+    assert "HTTP 500" in errors["top-200/brazil"] and "HTML page" in errors["top-200/germany"]
+    assert "row" in errors["top-200/spain"] and "not contiguous" in errors["top-200/france"]
+    assert "not JSON" in errors["catalogue"]
+    with client(path, [GROUP]) as api:
+        body = get(api, "/recognition/top-200/brazil/latest?limit=1").json()
+        assert body["snapshot"]["id"] == before["top-200/brazil"] and body["snapshot"]["chart_date"] == TODAY.isoformat()
+        assert api.get("/recognition/health").json()["discovery"]["targets"] == 275
+
+
+def test_a_new_chart_without_a_snapshot_yet_is_404_saying_so(recognition_data: Path, tmp_path: Path) -> None:
+    path = copy_data(recognition_data, tmp_path / "data")
+    listed = samples.locations()
+    listed["countries"][0]["cities"].append({"id": "292968", "countryid": "AE", "name": "Abu Dhabi",  # type: ignore[index]
+                                             "listid": "pl.0", "urlName": "abu-dhabi"})
+    table = {request_key(shazam.locations_request()): Reply(json.dumps(listed).encode(), 200, "application/json")}
+    with data_dir(path), replay_upstreams({"SHAZAM": table}):
+        outcomes = asyncio.run(crawl_group(GROUP, {"chart_kind": "top-50"}, now=lambda: NOW))
+    assert outcomes[0].target == "catalogue" and outcomes[0].status == "ok" and outcomes[0].rows == 276
+    assert {o.status for o in outcomes[1:]} == {"failed"} and len(outcomes) == 1 + 125
+    with client(path, [GROUP]) as api:
+        response = get(api, "/recognition/top-50/united-arab-emirates/abu-dhabi/latest")
+        assert response.status_code == 404
+        assert response.json() == {"detail": "Chart top-50/united-arab-emirates/abu-dhabi was discovered but has "
+                                             "no snapshot yet"}
+        health = api.get("/recognition/health").json()
+        assert health["status"] == "degraded" and health["coverage"]["stale"] == 1
+
+
+def test_no_catalogue_yet(tmp_path: Path) -> None:
+    with data_dir(tmp_path):
+        with pytest.raises(CrawlError, match="no chart catalogue stored yet"):
+            targets({})
+    with client(tmp_path, [GROUP]) as api:
+        assert get(api, "/recognition/charts").json() == {"detail": "No chart catalogue has been discovered yet"}
+        assert get(api, "/recognition/top-200/world/latest").status_code == 404
+        health = api.get("/recognition/health").json()
+        assert health["status"] == "degraded" and health["discovery"]["targets"] == 0
+
+
+def test_requests_in_flight_stay_within_the_per_upstream_limit(tmp_path: Path) -> None:
+    body = samples.render_locations()
+    in_flight = peak = 0
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.005)
+        in_flight -= 1
+        if request.url.path == shazam.LOCATIONS_PATH:
+            return httpx.Response(200, content=body)
+        assert request.url.path.endswith("/") and request.headers["accept-encoding"] == "gzip"
+        chart = request.url.raw_path.decode().removeprefix(shazam.CSV_PREFIX).rstrip("/")
+        return httpx.Response(200, content=samples.render_csv(chart, TODAY, 0, 50))
+
+    with data_dir(tmp_path):
+        outcomes = asyncio.run(crawl_group(GROUP, {"chart_kind": "viral"}, now=lambda: NOW,
+                                           transport=httpx.MockTransport(handler)))
+    assert len(outcomes) == 1 + 43 and {o.status for o in outcomes} == {"ok"}
+    assert peak == GROUP.per_upstream
