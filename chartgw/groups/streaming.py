@@ -1,0 +1,461 @@
+"""/streaming: Spotify's country charts (regional daily and weekly, viral daily), served from snapshots.
+
+With `CHARTGW_SPOTIFY_TOKEN` set, every chart type of every configured country comes from the charts
+JSON API (auth/v0). Without it only the public overview can be read, and that holds one chart of
+ours: regional-weekly/global, top 50, without streams. A crawl that finds a chart unchanged since
+the last snapshot stores nothing new, so a chart date has one snapshot however often it is polled.
+
+`chartgw import streaming FILE.csv` loads the sites' CSV downloads for backfills. "Latest" is the
+newest chart date (the store's reading), so an import of an older chart never replaces the current one.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from chartgw import config
+from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
+from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
+from chartgw.endpoints import ApiError, Call, Route, not_found
+from chartgw.groups import CommandArg, Group, GroupCommand, Schedule
+from chartgw.params import InvalidParams, Param
+from chartgw.records import stored_entry
+from chartgw.responses import (
+    FETCH_LOGS_ROUTE,
+    SnapshotMeta,
+    TargetStatus,
+    records_array,
+    snapshot_meta,
+    target_statuses,
+)
+from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, StoredEntry, glob_escape
+from chartgw.text import compact, title_key
+from chartgw.upstreams import spotify
+from chartgw.upstreams.spotify import CHART_TYPES, StreamingEntry
+
+NAME = "streaming"
+DAY = 86400
+CADENCE_SECONDS = {"regional-daily": DAY, "regional-weekly": 7 * DAY, "viral-daily": DAY}
+EXPECTED_ROWS = {"regional-daily": 200, "regional-weekly": 200, "viral-daily": 50}
+OVERVIEW_ROWS = 50
+DEFAULT_COUNTRIES = "global,us,gb,de,jp,br,mx,kr"
+OVERVIEW_TARGET = "regional-weekly/global"
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+# --- configuration and targets ------------------------------------------------------------------
+
+def crawled_countries() -> tuple[str, ...]:
+    """`CHARTGW_STREAMING_COUNTRIES` (ValueError on a bad code, so a typo fails the crawl)."""
+    return config.country_list("STREAMING_COUNTRIES", DEFAULT_COUNTRIES)
+
+
+def token() -> str:
+    return config.setting("SPOTIFY_TOKEN")
+
+
+def target_key(chart_type: str, country: str) -> str:
+    return f"{chart_type}/{country}"
+
+
+def split_target(target: str) -> tuple[str, str]:
+    chart_type, _, country = target.partition("/")
+    return chart_type, country
+
+
+def expected_cadences() -> dict[str, int]:
+    """The targets a crawl keeps current in the present mode, with their cadence."""
+    if not token():
+        return {OVERVIEW_TARGET: CADENCE_SECONDS["regional-weekly"]}
+    return {target_key(ct, c): CADENCE_SECONDS[ct] for ct in CHART_TYPES for c in crawled_countries()}
+
+
+def stored(entry: StreamingEntry) -> StoredEntry:
+    return stored_entry(entry, rank=entry.rank, title=entry.title, artists=entry.artists, item_id=entry.track_id)
+
+
+def _snapshot(target: str, chart: spotify.SpotifyChart, source: str, ctx: CrawlContext) -> list[NewSnapshot]:
+    """The chart as a snapshot, or nothing when the target's newest snapshot holds exactly these rows."""
+    entries = [stored(e) for e in chart.entries]
+    if ctx.store.latest_records(target) == [e.record for e in entries]:
+        return []
+    return [NewSnapshot(target=target, chart_date=chart.chart_date, chart_hour=None, fetched_at=ctx.now,
+                        source=source, entries=entries)]
+
+
+def _build_chart(chart_type: str, country: str, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
+    chart = spotify.parse_chart(fetched[0].body, f"spotify {spotify.alias(chart_type, country)}")
+    return _snapshot(target_key(chart_type, country), chart, fetched[0].url, ctx)
+
+
+def _build_overview(fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
+    chart = spotify.parse_overview(fetched[0].body)
+    source = f"{fetched[0].url} (public overview, no CHARTGW_SPOTIFY_TOKEN: top 50, no streams)"
+    return _snapshot(OVERVIEW_TARGET, chart, source, ctx)
+
+
+def _public_only(name: str) -> dict[str, Any]:
+    return {"type": "value_error", "loc": ["query", name], "input": None, "ctx": {"error": {}},
+            "msg": "Value error, without CHARTGW_SPOTIFY_TOKEN only regional-weekly/global (the public overview) "
+                   "can be crawled"}
+
+
+def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+    """Every chart type x configured country with a token; only the public overview's chart without one."""
+    chart_type, country = selection.get("chart_type"), selection.get("country")
+    country = country_code(country) if country else None
+    if not token():
+        asked = (("chart_type", chart_type, "regional-weekly"), ("country", country, GLOBAL))
+        errors = [_public_only(name) for name, value, allowed in asked if value not in (None, allowed)]
+        if errors:
+            raise InvalidParams(errors)
+        return [CrawlTarget(OVERVIEW_TARGET, (spotify.overview_request(),), _build_overview, OVERVIEW_ROWS)]
+    secret = token()
+    return [CrawlTarget(target_key(ct, c), (spotify.chart_request(ct, c, secret),), partial(_build_chart, ct, c),
+                        EXPECTED_ROWS[ct])
+            for ct in CHART_TYPES if chart_type in (None, ct)
+            for c in ([country] if country else crawled_countries())]
+
+
+# --- CSV import ---------------------------------------------------------------------------------
+
+def _pick(option: str, given: str | None, from_name: str | None, file_name: str) -> str:
+    """The option's value, else what the file name says; a contradiction or neither is a ValueError."""
+    if given and from_name and given != from_name:
+        raise ValueError(f"--{option} {given} contradicts the file name {file_name!r}, which says {from_name}")
+    value = given or from_name
+    if not value:
+        raise ValueError(f"the file name {file_name!r} does not say the {option.replace('-', ' ')}; pass --{option}")
+    return value
+
+
+def _chart_date(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        if not _ISO_DATE.fullmatch(value):
+            raise ValueError
+        return date.fromisoformat(value).isoformat()
+    except ValueError:
+        raise ValueError(f"--date must be YYYY-MM-DD, got {value!r}") from None
+
+
+def _check_layout(parsed: spotify.CsvChart, chart_type: str, file_name: str) -> None:
+    """A file whose columns say another kind of chart (streams on a viral chart, days on a weekly one) is refused."""
+    kind, _, recurrence = chart_type.partition("-")
+    if parsed.kind != kind:
+        has = "has a" if parsed.kind == "regional" else "has no"
+        raise ValueError(f"{file_name} {has} streams column, so it is not a {chart_type} chart")
+    if parsed.recurrence not in (None, recurrence):
+        raise ValueError(f"{file_name} counts {parsed.recurrence} periods on chart, so it is not a {chart_type} chart")
+
+
+def import_csv(values: dict[str, Any], now: datetime | None = None) -> list[Outcome]:
+    """`chartgw import streaming FILE.csv [--country] [--chart-type] [--date]`: one dated snapshot from a
+    charts.spotify.com or spotifycharts.com download, committed as a crawl commits (checks, fetch log, run).
+
+    Chart type, country and date come from the options or the file's name; the file is parsed before
+    anything is written, so a file that is not a chart CSV changes nothing (ValueError: CLI exit 2).
+    """
+    path = Path(values["file"])
+    named = spotify.csv_name_info(path.name)
+    chart_type = _pick("chart-type", values.get("chart_type"), named.chart_type, path.name)
+    if chart_type not in CHART_TYPES:
+        raise ValueError(f"{chart_type} charts are not served here (chart types: {', '.join(CHART_TYPES)})")
+    given_country = country_code(values["country"]) if values.get("country") else None
+    country = _pick("country", given_country, named.country, path.name)
+    chart_date = _pick("date", _chart_date(values.get("date")), named.chart_date, path.name)
+    parsed = spotify.parse_csv(path.read_bytes(), path.name)
+    _check_layout(parsed, chart_type, path.name)
+    target = target_key(chart_type, country)
+    source = f"csv import of {path.name} ({parsed.layout} layout)"
+
+    def build(ctx: CrawlContext) -> list[NewSnapshot]:
+        return [NewSnapshot(target=target, chart_date=chart_date, chart_hour=None, fetched_at=ctx.now, source=source,
+                            entries=[stored(e) for e in parsed.entries])]
+
+    options = {"file": path.name, "chart_type": chart_type, "country": country, "date": chart_date,
+               "layout": parsed.layout}
+    return import_builds(NAME, [(f"{target}@{chart_date}", build)], source, now=now, options=options)
+
+
+# --- responses ----------------------------------------------------------------------------------
+
+class ChartTypeInfo(msgspec.Struct):
+    chart_type: str
+    latest_chart_date: str
+    cadence_seconds: int
+
+
+class CountryInfo(msgspec.Struct):
+    code: str
+    """"global" or an ISO 3166-1 alpha-2 code, lowercase."""
+    name: str
+    crawled: bool
+    """True when the scheduled crawl covers this country; imported-only countries are false."""
+    chart_types: list[ChartTypeInfo]
+
+
+class CountriesResponse(msgspec.Struct):
+    count: int
+    countries: list[CountryInfo]
+
+
+class ChartResponse(msgspec.Struct):
+    country: str
+    chart_type: str
+    chart_date: str
+    snapshot: SnapshotMeta
+    count: int
+    entries: list[StreamingEntry]
+
+
+class DatesResponse(msgspec.Struct):
+    country: str
+    chart_type: str
+    count: int
+    dates: list[str]
+    """Chart dates with a snapshot, newest first."""
+
+
+class SearchHit(msgspec.Struct):
+    country: str
+    chart_type: str
+    chart_date: str
+    entry: StreamingEntry
+
+
+class SearchResponse(msgspec.Struct):
+    query: str
+    country: str | None
+    chart_type: str | None
+    count: int
+    hits: list[SearchHit]
+    """Newest chart first, then by rank."""
+
+
+class Appearance(msgspec.Struct):
+    country: str
+    chart_type: str
+    chart_date: str
+    rank: int
+    streams: int | None
+    """Null on viral charts, the public overview and legacy viral imports."""
+
+
+class HistoryResponse(msgspec.Struct):
+    title: str
+    artist: str
+    country: str | None
+    chart_type: str | None
+    count: int
+    appearances: list[Appearance]
+    """Oldest chart date first; one per chart (country, chart type, date)."""
+
+
+class HealthResponse(msgspec.Struct):
+    status: str
+    """"ok" when every expected target has a fresh snapshot, else "degraded"."""
+    service: str
+    token_mode: str
+    """"token" (auth/v0, every chart) or "public" (no CHARTGW_SPOTIFY_TOKEN: regional-weekly/global top 50 only)."""
+    countries: list[str]
+    """The countries the crawl covers in this mode."""
+    targets: list[TargetStatus]
+
+
+class _RankStreams(msgspec.Struct):
+    streams: int | None = None
+
+
+_decode_streams = msgspec.json.Decoder(_RankStreams).decode
+
+
+# --- handlers -----------------------------------------------------------------------------------
+
+def _crawled() -> tuple[str, ...]:
+    """The countries the crawl covers in the present mode (a bad setting raises SettingError: a 503)."""
+    return crawled_countries() if token() else (GLOBAL,)
+
+
+async def _no_chart(reader: SnapshotReader, country: str, chart_type: str) -> ApiError:
+    crawled = _crawled()
+    if country not in crawled and not await reader.latest_per_target(f"*/{glob_escape(country)}"):
+        return not_found(f"No data for country '{country}': it is not crawled (countries: {', '.join(crawled)})")
+    hint = "" if token() else " (without CHARTGW_SPOTIFY_TOKEN only regional-weekly/global is crawled)"
+    return not_found(f"No {chart_type} chart of '{country}' yet{hint}")
+
+
+async def _chart_response(call: Call, chart_date: str | None) -> ChartResponse:
+    country, chart_type, limit = call.params["country"], call.params["chart_type"], call.params["limit"]
+    reader = call.data.reader
+    target = target_key(chart_type, country)
+    row = await (reader.latest(target) if chart_date is None else reader.snapshot_on(target, chart_date))
+    if row is None:
+        if chart_date is not None and await reader.dates(target):
+            raise not_found(f"No {chart_type} chart of '{country}' for {chart_date}; see /streaming/dates "
+                            "for the dates there are")
+        raise await _no_chart(reader, country, chart_type)
+    records = await reader.records(row.id, limit)
+    return ChartResponse(country, chart_type, row.chart_date, snapshot_meta(row, CADENCE_SECONDS[chart_type]),
+                         len(records), records_array(records))  # type: ignore[arg-type]
+
+
+async def latest(call: Call) -> ChartResponse:
+    return await _chart_response(call, None)
+
+
+async def chart(call: Call) -> ChartResponse:
+    return await _chart_response(call, call.params["chart_date"])
+
+
+async def dates(call: Call) -> DatesResponse:
+    country, chart_type = call.params["country"], call.params["chart_type"]
+    found = await call.data.reader.dates(target_key(chart_type, country))
+    if not found:
+        raise await _no_chart(call.data.reader, country, chart_type)
+    return DatesResponse(country, chart_type, len(found), found)
+
+
+async def countries(call: Call) -> CountriesResponse:
+    reader = call.data.reader
+    crawled = _crawled()
+    charts: dict[str, list[ChartTypeInfo]] = {}
+    for row in await reader.latest_per_target("*/*"):
+        chart_type, country = split_target(row.target)
+        if chart_type not in CHART_TYPES or (country != GLOBAL and country not in COUNTRIES):
+            continue
+        charts.setdefault(country, []).append(ChartTypeInfo(chart_type, row.chart_date, CADENCE_SECONDS[chart_type]))
+    infos = [CountryInfo(code, country_name(code), code in crawled,
+                         sorted(charts[code], key=lambda c: CHART_TYPES.index(c.chart_type)))
+             for code in sorted(charts, key=lambda c: (c != GLOBAL, c))]
+    return CountriesResponse(len(infos), infos)
+
+
+def _pattern(chart_type: str | None, country: str | None) -> str:
+    return f"{glob_escape(chart_type) if chart_type else '*'}/{glob_escape(country) if country else '*'}"
+
+
+def _one_snapshot_per_chart(rows: list[tuple[SnapshotRow, int, bytes]]) -> list[tuple[SnapshotRow, int, bytes]]:
+    """Rows of the newest snapshot of each (target, chart date): a re-imported or revised chart counts once."""
+    newest: dict[tuple[str, str], int] = {}
+    for row, _, _ in rows:
+        key = (row.target, row.chart_date)
+        newest[key] = max(newest.get(key, 0), row.id)
+    return [r for r in rows if r[0].id == newest[(r[0].target, r[0].chart_date)]]
+
+
+async def search(call: Call) -> SearchResponse:
+    q, country, chart_type, limit = (call.params[k] for k in ("q", "country", "chart_type", "limit"))
+    reader, needle, pattern = call.data.reader, compact(q), _pattern(chart_type, country)
+    fetch = limit
+    while True:
+        rows = await reader.search(needle, pattern, fetch)
+        unique = _one_snapshot_per_chart(rows)
+        if len(unique) >= limit or len(rows) < fetch:
+            break
+        fetch *= 4
+    unique = unique[:limit]
+    unique.sort(key=lambda r: (r[0].chart_date, r[0].id, -r[1]), reverse=True)
+    hits = []
+    for row, _, record in unique:
+        hit_type, hit_country = split_target(row.target)
+        hits.append(SearchHit(hit_country, hit_type, row.chart_date, msgspec.Raw(record)))  # type: ignore[arg-type]
+    return SearchResponse(q, country, chart_type, len(hits), hits)
+
+
+async def history(call: Call) -> HistoryResponse:
+    artist, title, country, chart_type = (call.params[k] for k in ("artist", "title", "country", "chart_type"))
+    rows = await call.data.reader.history(title_key(title), compact(artist), _pattern(chart_type, country))
+    appearances = []
+    for row, rank, record in _one_snapshot_per_chart(rows):
+        seen_type, seen_country = split_target(row.target)
+        appearances.append(Appearance(seen_country, seen_type, row.chart_date, rank, _decode_streams(record).streams))
+    if not appearances:
+        raise not_found(f"'{title}' by '{artist}' is on no stored chart"
+                        + (f" of {_pattern(chart_type, country).replace('*', 'any')}" if country or chart_type else ""))
+    return HistoryResponse(title, artist, country, chart_type, len(appearances), appearances)
+
+
+async def health(call: Call) -> HealthResponse:
+    statuses = await target_statuses(call.data.reader, expected_cadences(), "*/*")
+    status = "ok" if statuses and not any(s.stale for s in statuses) else "degraded"
+    return HealthResponse(status, NAME, "token" if token() else "public", list(_crawled()), statuses)
+
+
+# --- the route table ----------------------------------------------------------------------------
+
+def _searchable(value: str) -> str:
+    if not compact(value):
+        raise ValueError("must contain at least one letter or digit")
+    return value
+
+
+def _title(value: str) -> str:
+    if not title_key(value):
+        raise ValueError("must contain at least one letter or digit")
+    return value
+
+
+COUNTRY_HELP = "'global' or an ISO 3166-1 alpha-2 code (any case)"
+COUNTRY = Param("country", default=GLOBAL, check=country_code, description=COUNTRY_HELP)
+CHART_TYPE = Param("chart_type", kind="choice", choices=CHART_TYPES, default="regional-daily",
+                   description="regional-daily, regional-weekly (dated the Thursday ending the week) or viral-daily")
+LIMIT = Param("limit", kind="int", default=200, ge=1, le=200, description="Rows to return, from rank 1")
+ANY_COUNTRY = Param("country", check=country_code, description=COUNTRY_HELP + "; all countries when absent")
+ANY_CHART_TYPE = Param("chart_type", kind="choice", choices=CHART_TYPES, description="All chart types when absent")
+
+ROUTES: tuple[Route, ...] = (
+    Route("/health", health, public=True, cache_ttl=5, errors=(), response=HealthResponse,
+          summary="Freshness of every crawled chart, ok or degraded, and whether a token is configured"),
+    Route("/countries", countries, errors=(), response=CountriesResponse,
+          summary="Countries with data, their chart types and each one's latest chart date"),
+    Route("/latest", latest, (COUNTRY, CHART_TYPE, LIMIT), response=ChartResponse,
+          summary="The newest chart of a country and chart type"),
+    Route("/chart", chart, (COUNTRY, CHART_TYPE, Param("chart_date", kind="date", required=True,
+                                                       description="Chart date, YYYY-MM-DD"), LIMIT),
+          response=ChartResponse, summary="The chart of a country and chart type on a date"),
+    Route("/dates", dates, (COUNTRY, CHART_TYPE), response=DatesResponse,
+          summary="Chart dates stored for a country and chart type, newest first"),
+    Route("/search", search, (
+        Param("q", required=True, min_length=1, check=_searchable,
+              description="Words of a title or artist; case, accents and punctuation are ignored, any script"),
+        ANY_COUNTRY, ANY_CHART_TYPE,
+        Param("limit", kind="int", default=50, ge=1, le=500, description="Hits to return"),
+    ), errors=(), response=SearchResponse, summary="Tracks whose title or artist contains q, in every stored chart"),
+    Route("/history", history, (
+        Param("artist", required=True, min_length=1, check=_searchable,
+              description="An artist credited on the track (contained, normalised)"),
+        Param("title", required=True, min_length=1, check=_title,
+              description="The track title (normalised; featuring credits ignored)"),
+        ANY_COUNTRY, ANY_CHART_TYPE,
+    ), response=HistoryResponse, summary="Every chart appearance of a track: date, rank and streams, oldest first"),
+    FETCH_LOGS_ROUTE,
+)
+
+GROUP = Group(
+    name=NAME,
+    title="Spotify country charts",
+    description="Spotify Charts by country (global or ISO 3166-1 alpha-2): regional daily and weekly top 200 with "
+                "streams, viral daily top 50, served from cached snapshots. " + " ".join(__doc__.split("\n\n")[1:])
+                .replace("\n", " "),
+    routes=ROUTES,
+    upstreams=(spotify.UPSTREAM,),
+    targets=targets,
+    crawl_options=(("chart_type", CHART_TYPES), ("country", (GLOBAL, *COUNTRIES))),
+    schedules=(Schedule("20 */6 * * *", (), "UTC", "Spotify charts every 6 hours (daily charts appear once a day, "
+                                                   "weekly ones on Fridays)"),),
+    per_upstream=1,
+    commands=(GroupCommand("import", "load a Spotify Charts CSV download (backfill)", args=(
+        CommandArg("file", "the CSV file (charts.spotify.com or legacy spotifycharts.com layout)", positional=True),
+        CommandArg("country", "'global' or an ISO alpha-2 code; default: from the file name"),
+        CommandArg("chart_type", "chart type; default: from the file name", choices=CHART_TYPES),
+        CommandArg("date", "chart date YYYY-MM-DD; default: from the file name"),
+    ), run=import_csv),),
+)
