@@ -69,9 +69,13 @@ class Group:
 
 
 def all_groups() -> list[Group]:
+    from chartgw.groups.digital_sales import GROUP as digital_sales
     from chartgw.groups.korea_chart import GROUP as korea_chart
+    from chartgw.groups.recognition import GROUP as recognition
+    from chartgw.groups.streaming import GROUP as streaming
+    from chartgw.groups.video import GROUP as video
 
-    return [korea_chart]
+    return [streaming, video, digital_sales, korea_chart, recognition]
 
 
 def group_by_name(name: str) -> Group:
