@@ -41,24 +41,39 @@ def seeder(group: str) -> Seeder:
 
 
 @contextmanager
+def environment(values: dict[str, str | None]) -> Iterator[None]:
+    """Set (or, for None, unset) environment variables for the duration, then restore them."""
+    saved = {name: os.environ.get(name) for name in values}
+
+    def apply(settings: dict[str, str | None]) -> None:
+        for name, value in settings.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    apply(values)
+    try:
+        yield
+    finally:
+        apply(saved)
+
+
+@contextmanager
 def replay_upstreams(replies: dict[str, dict]) -> Iterator[dict[str, ReplayServer]]:
-    """One replay server per upstream, with `CHARTGW_UPSTREAM_<NAME>` pointing at it meanwhile."""
-    saved = {name: os.environ.get(f"CHARTGW_UPSTREAM_{name}") for name in replies}
+    """One replay server per upstream, with `CHARTGW_UPSTREAM_<NAME>` pointing at it meanwhile.
+
+    The servers are local, so the crawl delay (politeness towards real upstreams) is 0 meanwhile too.
+    """
     with ExitStack() as stack:
         servers = {}
         for name, table in replies.items():
             server = ReplayServer(table).start()
             stack.callback(server.stop)
             servers[name] = server
-            os.environ[f"CHARTGW_UPSTREAM_{name}"] = server.origin
-        try:
-            yield servers
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(f"CHARTGW_UPSTREAM_{name}", None)
-                else:
-                    os.environ[f"CHARTGW_UPSTREAM_{name}"] = value
+        settings: dict[str, str | None] = {f"CHARTGW_UPSTREAM_{n}": s.origin for n, s in servers.items()}
+        stack.enter_context(environment({**settings, "CHARTGW_CRAWL_DELAY_SECONDS": "0"}))
+        yield servers
 
 
 def flo_observation_times(now: datetime) -> list[datetime]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -12,6 +13,10 @@ import msgspec
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.params import Param
 from chartgw.store import RunRow, SnapshotReader, SnapshotRow, parse_iso
+
+
+BUNDLE_ROWS = 100
+"""Entries per chart in a bundle of several charts (/latest, a country's charts)."""
 
 
 class SnapshotMeta(msgspec.Struct, kw_only=True):
@@ -158,14 +163,59 @@ class BundledChart(msgspec.Struct):
 
 
 async def chart_bundle(reader: SnapshotReader, rows: list[SnapshotRow], limit: int,
-                       cadence_seconds: int) -> list[BundledChart]:
-    """Each snapshot's first `limit` entries, as stored."""
+                       cadence_of: Callable[[str], int]) -> list[BundledChart]:
+    """Each snapshot's first `limit` entries, as stored; `cadence_of(target)` gives its staleness."""
     bundle = []
     for row in rows:
         records = await reader.records(row.id, limit)
-        bundle.append(BundledChart(row.target, snapshot_meta(row, cadence_seconds), len(records),
+        bundle.append(BundledChart(row.target, snapshot_meta(row, cadence_of(row.target)), len(records),
                                    records_array(records)))  # type: ignore[arg-type]
     return bundle
+
+
+class SnapshotsResponse(msgspec.Struct):
+    count: int
+    snapshots: list[SnapshotMeta]
+
+
+def snapshots_route(cadence_of: Callable[[str], int], summary: str) -> Route:
+    """`/snapshots?limit=`: every target's snapshots, newest fetch first."""
+
+    async def snapshots(call: Call) -> SnapshotsResponse:
+        rows = await call.data.reader.snapshots(None, call.params["limit"])
+        return SnapshotsResponse(len(rows), [snapshot_meta(row, cadence_of(row.target)) for row in rows])
+
+    return Route("/snapshots", snapshots, (
+        Param("limit", kind="int", default=50, ge=1, le=500, description="Snapshots to return, newest first"),
+    ), errors=(), response=SnapshotsResponse, summary=summary)
+
+
+class LatestPullResponse(msgspec.Struct):
+    run: RunInfo | None
+    """The latest recorded pull (scheduled crawl run); null when the data came otherwise (backfills)."""
+    count: int
+    charts: list[BundledChart]
+    """Every chart's latest snapshot (newest chart date), first 100 entries each."""
+
+
+def latest_pull_route(targets: Callable[[], Sequence[str]] | None, cadence_of: Callable[[str], int],
+                      summary: str) -> Route:
+    """`/latest`: the latest pull's run and every chart's latest snapshot (only those of `targets()`, in
+    its order, when given; else all, by target)."""
+
+    async def latest(call: Call) -> LatestPullResponse:
+        reader = call.data.reader
+        rows = await reader.latest_per_target()
+        if targets is not None:
+            by_target = {row.target: row for row in rows}
+            rows = [by_target[target] for target in targets() if target in by_target]
+        if not rows:
+            raise not_found("No pull has been stored yet")
+        runs = await reader.runs("crawl", 1)
+        charts = await chart_bundle(reader, rows, BUNDLE_ROWS, cadence_of)
+        return LatestPullResponse(run_info(runs[0]) if runs else None, len(charts), charts)
+
+    return Route("/latest", latest, response=LatestPullResponse, summary=summary)
 
 
 class RawPayload(msgspec.Struct):

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from chartgw import cli
 from chartgw.crawl import Outcome, crawl_group
-from chartgw.demo import replay_upstreams
+from chartgw.demo import environment, replay_upstreams
 from chartgw.groups import streaming
 from chartgw.groups.streaming import GROUP, import_csv
 from chartgw.params import InvalidParams
@@ -33,13 +33,13 @@ WEEKLY = samples.chart_date("regional-weekly", NOW.date())
 @pytest.fixture(scope="module")
 def streaming_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo seed: a legacy CSV import, then token crawls of 3 countries two days back, one day back and now."""
-    with samples.environment({"CHARTGW_CRAWL_DELAY_SECONDS": "0"}):
+    with environment({"CHARTGW_CRAWL_DELAY_SECONDS": "0"}):
         return build_group_db(tmp_path_factory.mktemp("streaming-data"), "streaming", NOW)
 
 
 @pytest.fixture(scope="module")
 def api(streaming_data: Path) -> Iterator[TestClient]:
-    with samples.environment(TOKEN_ENV), client(streaming_data, [GROUP]) as c:
+    with environment(TOKEN_ENV), client(streaming_data, [GROUP]) as c:
         yield c
 
 
@@ -52,7 +52,7 @@ def get(api: TestClient, url: str) -> Any:
 def crawl(path: Path, replies: dict, selection: dict[str, str | None] | None = None,
           env: dict[str, str | None] | None = None) -> tuple[list[Outcome], Any]:
     """One crawl of the group against `replies` on a replay server; returns the outcomes and the server."""
-    with data_dir(path), samples.environment(env or TOKEN_ENV), replay_upstreams({"SPOTIFY": replies}) as servers:
+    with data_dir(path), environment(env or TOKEN_ENV), replay_upstreams({"SPOTIFY": replies}) as servers:
         outcomes = asyncio.run(crawl_group(GROUP, selection or {}, now=lambda: NOW + timedelta(minutes=5)))
     return outcomes, servers["SPOTIFY"]
 
@@ -94,7 +94,7 @@ def test_latest_is_the_newest_chart_date_even_after_an_older_import(api: TestCli
     with data_dir(path):
         (outcome,) = import_csv({"file": str(csv_file)})
     assert outcome.status == "ok"
-    with samples.environment(TOKEN_ENV), client(path, [GROUP]) as c:
+    with environment(TOKEN_ENV), client(path, [GROUP]) as c:
         assert get(c, "/streaming/latest?limit=1")["chart_date"] == DAILY
         assert get(c, "/streaming/dates")["dates"][-1] == "2020-01-01"
 
@@ -303,7 +303,7 @@ def test_crawl_sends_the_token_and_an_unchanged_chart_stores_nothing(streaming_d
     assert [o.target for o in outcomes] == [f"{ct}/us" for ct in spotify.CHART_TYPES]
     assert all(o.status == "ok" and o.snapshot_id is None for o in outcomes)
     assert {headers["authorization"] for _, headers in server.seen} == {f"Bearer {samples.DEMO_TOKEN}"}
-    with samples.environment(TOKEN_ENV), client(path, [GROUP]) as c:
+    with environment(TOKEN_ENV), client(path, [GROUP]) as c:
         assert get(c, "/streaming/dates?country=us")["count"] == 3
 
 
@@ -314,12 +314,12 @@ def test_crawl_sends_the_token_and_an_unchanged_chart_stores_nothing(streaming_d
 ], ids=["http-500", "html", "truncated-json"])
 def test_a_failed_upstream_keeps_the_last_good_chart(streaming_data: Path, tmp_path: Path, reply: Reply) -> None:
     path = copy_data(streaming_data, tmp_path / "data")
-    with samples.environment(TOKEN_ENV), client(path, [GROUP]) as c:
+    with environment(TOKEN_ENV), client(path, [GROUP]) as c:
         before = get(c, "/streaming/latest?limit=1")["snapshot"]["id"]
     key = request_key(spotify.chart_request("regional-daily", "global", samples.DEMO_TOKEN))
     (outcome,), _ = crawl(path, {key: reply}, {"chart_type": "regional-daily", "country": "global"})
     assert outcome.status == "failed" and outcome.error
-    with samples.environment(TOKEN_ENV), client(path, [GROUP]) as c:
+    with environment(TOKEN_ENV), client(path, [GROUP]) as c:
         assert get(c, "/streaming/latest?limit=1")["snapshot"]["id"] == before
         (failed,) = get(c, "/streaming/fetch-logs?status=failed")["entries"]
         assert failed["target"] == "regional-daily/global" and failed["error"] == outcome.error
@@ -332,7 +332,7 @@ def test_a_short_chart_is_refused(streaming_data: Path, tmp_path: Path) -> None:
     key = request_key(spotify.chart_request("viral-daily", "kr", samples.DEMO_TOKEN))
     (outcome,), _ = crawl(path, {key: Reply(body, 200, "application/json")}, {"chart_type": "viral-daily", "country": "kr"})
     assert outcome.status == "failed" and outcome.error == "viral-daily/kr: expected 50 rows, upstream gave 30"
-    with samples.environment(TOKEN_ENV), client(path, [GROUP]) as c:
+    with environment(TOKEN_ENV), client(path, [GROUP]) as c:
         assert get(c, "/streaming/latest?country=kr&chart_type=viral-daily")["count"] == 50
         assert get(c, "/streaming/fetch-logs?status=failed")["entries"][0]["rows"] is None
 
@@ -342,7 +342,7 @@ def test_without_a_token_only_the_public_overview_is_crawled(tmp_path: Path) -> 
     assert [(o.target, o.status, o.rows) for o in outcomes] == [("regional-weekly/global", "ok", 50)]
     assert [key[1] for key, _ in server.seen] == ["/public/v0/charts"]
     assert "authorization" not in server.seen[0][1]
-    with samples.environment(PUBLIC_ENV), client(tmp_path, [GROUP]) as c:
+    with environment(PUBLIC_ENV), client(tmp_path, [GROUP]) as c:
         body = get(c, "/streaming/latest?chart_type=regional-weekly")
         assert body["count"] == 50 and all(e["streams"] is None for e in body["entries"])
         assert "public overview" in body["snapshot"]["source"]
@@ -355,13 +355,13 @@ def test_without_a_token_only_the_public_overview_is_crawled(tmp_path: Path) -> 
 
 
 def test_without_a_token_other_selections_say_why(tmp_path: Path) -> None:
-    with samples.environment(PUBLIC_ENV), pytest.raises(InvalidParams) as raised:
+    with environment(PUBLIC_ENV), pytest.raises(InvalidParams) as raised:
         streaming.targets({"chart_type": "viral-daily", "country": None})
     assert "without CHARTGW_SPOTIFY_TOKEN" in raised.value.errors[0]["msg"]
 
 
 def test_token_crawl_covers_every_chart_type_and_configured_country() -> None:
-    with samples.environment({"CHARTGW_SPOTIFY_TOKEN": "x", "CHARTGW_STREAMING_COUNTRIES": None}):
+    with environment({"CHARTGW_SPOTIFY_TOKEN": "x", "CHARTGW_STREAMING_COUNTRIES": None}):
         keys = [t.key for t in streaming.targets({})]
         assert len(keys) == 3 * 8 and "viral-daily/br" in keys and "regional-weekly/kr" in keys
         assert [t.expected_rows for t in streaming.targets({"country": "jp"})] == [200, 200, 50]
@@ -385,7 +385,7 @@ def test_import_the_real_downloads(shared_upstream: Path, tmp_path: Path) -> Non
     assert _import(tmp_path, folder / "spotifycharts-legacy-regional-global-daily-2020.csv", date="2020-09-05")[0].rows == 200
     viral = _import(tmp_path, folder / "spotifycharts-legacy-viral-global-daily.csv", date="2020-10-04")
     assert (viral[0].target, viral[0].rows) == ("viral-daily/global@2020-10-04", 50)
-    with samples.environment(TOKEN_ENV), client(tmp_path, [GROUP]) as c:
+    with environment(TOKEN_ENV), client(tmp_path, [GROUP]) as c:
         weekly = get(c, "/streaming/chart?chart_type=regional-weekly&chart_date=2023-11-16&limit=2")["entries"]
         assert (weekly[1]["title"], weekly[1]["streams"], weekly[1]["previous_rank"]) == ("Si No Estás", 32618623, 4)
         assert get(c, "/streaming/dates")["dates"] == ["2020-09-05", "2017-03-16"]
@@ -404,7 +404,7 @@ def test_import_our_rendered_files(tmp_path: Path, layout: str) -> None:
     file.write_bytes(render("regional-daily", "de", rows, 4))
     (outcome,) = _import(tmp_path / "data", file)
     assert (outcome.target, outcome.status, outcome.rows) == ("regional-daily/de@2026-10-01", "ok", 200)
-    with samples.environment(TOKEN_ENV), client(tmp_path / "data", [GROUP]) as c:
+    with environment(TOKEN_ENV), client(tmp_path / "data", [GROUP]) as c:
         body = get(c, "/streaming/chart?country=de&chart_date=2026-10-01")
         assert [e["streams"] for e in body["entries"]] == samples.streams_by_rank("regional-daily", "de", 4)
         assert [e["track_id"] for e in body["entries"]] == [samples.track_id(r.song) for r in rows]
@@ -446,7 +446,7 @@ def test_cli_import_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
 
 
 def test_a_misconfigured_country_list_is_a_503_naming_it(streaming_data: Path) -> None:
-    with samples.environment({**TOKEN_ENV, "CHARTGW_STREAMING_COUNTRIES": "global,xx"}), \
+    with environment({**TOKEN_ENV, "CHARTGW_STREAMING_COUNTRIES": "global,xx"}), \
             client(streaming_data, [GROUP]) as c:
         response = c.get("/streaming/health")
         assert response.status_code == 503 and "CHARTGW_STREAMING_COUNTRIES" in response.json()["detail"]
@@ -456,6 +456,6 @@ def test_cli_crawl_without_a_token_refuses_other_charts(tmp_path: Path, monkeypa
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(cli, "all_groups", lambda: [GROUP])
     monkeypatch.setattr(cli, "group_by_name", lambda name: GROUP)
-    with data_dir(tmp_path), samples.environment(PUBLIC_ENV):
+    with data_dir(tmp_path), environment(PUBLIC_ENV):
         assert cli.main(["crawl", "streaming", "--chart-type", "viral-daily"]) == 2
     assert "without CHARTGW_SPOTIFY_TOKEN only regional-weekly/global" in capsys.readouterr().err

@@ -205,7 +205,7 @@ def test_not_found(api: TestClient, url: str, detail: str) -> None:
 
 def test_empty_store_answers_404_not_500(tmp_path: Path) -> None:
     with client(tmp_path, [GROUP]) as empty:
-        for url, detail in (("/video/latest", "No video chart has been pulled yet"),
+        for url, detail in (("/video/latest", "No pull has been stored yet"),
                             ("/video/pull.json", "No pull has been stored yet"),
                             ("/video/shorts/backfills/latest", "No shorts backfill has run yet"),
                             ("/video/us/latest", "No video chart of United States yet")):

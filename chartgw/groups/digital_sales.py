@@ -23,15 +23,13 @@ from chartgw.params import InvalidParams, Param, literal_error
 from chartgw.records import stored_entry
 from chartgw.responses import (
     PULL_JSON_ROUTE,
-    BundledChart,
-    RunInfo,
     SnapshotMeta,
     TargetStatus,
-    chart_bundle,
     latest_or_404,
+    latest_pull_route,
     records_array,
-    run_info,
     snapshot_meta,
+    snapshots_route,
     target_statuses,
 )
 from chartgw.store import NewSnapshot, StoredEntry
@@ -42,8 +40,6 @@ NAME = "digital-sales"
 CADENCE_SECONDS = 3 * 3600
 DEFAULT_COUNTRIES = "us,gb,jp,kr,de,fr,ca,au"
 DEFAULT_FEED_LIMIT = "100"
-LATEST_LIMIT = 100
-"""Rows per chart in /latest."""
 
 
 @dataclass(frozen=True)
@@ -128,19 +124,6 @@ def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
 
 # --- responses ----------------------------------------------------------------------------------
 
-class SnapshotsResponse(msgspec.Struct):
-    count: int
-    snapshots: list[SnapshotMeta]
-
-
-class LatestResponse(msgspec.Struct):
-    run: RunInfo | None
-    """The latest recorded pull (scheduled crawl run); null when the data came otherwise."""
-    count: int
-    charts: list[BundledChart]
-    """Every configured combo x country with a snapshot: its latest, first 100 entries (DigitalSalesEntry)."""
-
-
 class ComboCountry(msgspec.Struct):
     country: str
     country_name: str
@@ -187,22 +170,6 @@ async def health(call: Call) -> HealthResponse:
     return HealthResponse("degraded" if any(s.stale for s in statuses) else "ok", NAME, statuses)
 
 
-async def snapshots(call: Call) -> SnapshotsResponse:
-    rows = await call.data.reader.snapshots(None, call.params["limit"])
-    return SnapshotsResponse(len(rows), [snapshot_meta(row, CADENCE_SECONDS) for row in rows])
-
-
-async def latest(call: Call) -> LatestResponse:
-    reader = call.data.reader
-    newest = {row.target: row for row in await reader.latest_per_target()}
-    rows = [newest[key] for key in (target_key(c.slug, cc) for c, cc in configured_targets()) if key in newest]
-    if not rows:
-        raise not_found("No pull has been stored yet")
-    runs = await reader.runs("crawl", 1)
-    charts = await chart_bundle(reader, rows, LATEST_LIMIT, CADENCE_SECONDS)
-    return LatestResponse(run_info(runs[0]) if runs else None, len(charts), charts)
-
-
 async def combos(call: Call) -> CombosResponse:
     newest = {row.target: row for row in await call.data.reader.latest_per_target()}
     configured = countries()
@@ -231,11 +198,9 @@ async def combo_latest(call: Call) -> ComboChartResponse:
 ROUTES: tuple[Route, ...] = (
     Route("/health", health, public=True, cache_ttl=5, errors=(), response=HealthResponse,
           summary="Every configured combo x country's latest snapshot, with age and a stale flag"),
-    Route("/snapshots", snapshots, (
-        Param("limit", kind="int", default=50, ge=1, le=500, description="Snapshots to return, newest first"),
-    ), errors=(), response=SnapshotsResponse, summary="Stored snapshots of every combo and country, newest first"),
-    Route("/latest", latest, response=LatestResponse,
-          summary="The latest pull: run outcome and every combo x country's latest chart (100 rows each)"),
+    snapshots_route(lambda target: CADENCE_SECONDS, "Stored snapshots of every combo and country, newest first"),
+    latest_pull_route(lambda: [target_key(c.slug, cc) for c, cc in configured_targets()], lambda target: CADENCE_SECONDS,
+                      "The latest pull: run outcome and every configured combo x country's latest chart (100 rows each)"),
     PULL_JSON_ROUTE,
     Route("/combos", combos, errors=(), response=CombosResponse,
           summary="The combos (feed kind and media) and, per configured country, the latest chart date"),

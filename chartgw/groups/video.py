@@ -28,18 +28,21 @@ from chartgw.groups import CommandArg, Group, GroupCommand, Schedule
 from chartgw.params import InvalidParams, Param
 from chartgw.records import stored_entry
 from chartgw.responses import (
+    BUNDLE_ROWS,
     PULL_JSON_ROUTE,
     BundledChart,
     RunInfo,
     SnapshotMeta,
     TargetStatus,
     chart_bundle,
+    latest_pull_route,
     records_array,
     run_info,
     snapshot_meta,
+    snapshots_route,
     target_statuses,
 )
-from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, StoredEntry, glob_escape, utc_now
+from chartgw.store import NewSnapshot, StoredEntry, glob_escape, utc_now
 from chartgw.upstreams import UpstreamFormatError, youtube
 from chartgw.upstreams.youtube import CHART_TYPES, PERIODS, ArtistEntry, VideoChartEntry, VideoEntry
 
@@ -50,7 +53,6 @@ DEFAULT_COUNTRIES = "global,us,kr,jp,br,in,gb"
 WEEK_END_WEEKDAY = 3
 """Weekly charts end on Thursday (the DERIVED CSV's week_close 2023-09-21 and the end dates public
 clients send, e.g. 20240307, are Thursdays)."""
-BUNDLE_ROWS = 100
 SHORTS_WEEKLY = "shorts/weekly/global"
 MAX_BACKFILL_WEEKS = 104
 
@@ -200,27 +202,7 @@ def _backfill_command(values: dict[str, Any]) -> list[Outcome]:
 
 # --- reads --------------------------------------------------------------------------------------
 
-async def _bundle(reader: SnapshotReader, rows: list[SnapshotRow]) -> list[BundledChart]:
-    bundle: list[BundledChart] = []
-    for row in rows:
-        bundle += await chart_bundle(reader, [row], BUNDLE_ROWS, cadence_of(row.target))
-    return bundle
-
-
 # --- responses ----------------------------------------------------------------------------------
-
-class SnapshotsResponse(msgspec.Struct):
-    count: int
-    snapshots: list[SnapshotMeta]
-
-
-class LatestResponse(msgspec.Struct):
-    run: RunInfo | None
-    """The latest recorded pull (crawl run); null when only backfills have run."""
-    count: int
-    charts: list[BundledChart]
-    """Every chart's newest snapshot, first 100 rows each."""
-
 
 class CountryChart(msgspec.Struct):
     chart_type: str
@@ -328,21 +310,6 @@ async def health(call: Call) -> HealthResponse:
     return HealthResponse("degraded" if any(s.stale for s in statuses) else "ok", NAME, statuses)
 
 
-async def snapshots(call: Call) -> SnapshotsResponse:
-    rows = await call.data.reader.snapshots(None, call.params["limit"])
-    return SnapshotsResponse(len(rows), [snapshot_meta(r, cadence_of(r.target)) for r in rows])
-
-
-async def latest(call: Call) -> LatestResponse:
-    reader = call.data.reader
-    rows = await reader.latest_per_target()
-    if not rows:
-        raise not_found("No video chart has been pulled yet")
-    runs = await reader.runs("crawl", 1)
-    charts = await _bundle(reader, rows)
-    return LatestResponse(run_info(runs[0]) if runs else None, len(charts), charts)
-
-
 async def countries_list(call: Call) -> CountriesResponse:
     configured = countries()
     listed = {c.target: c for c in catalogue()}
@@ -369,7 +336,7 @@ async def country_latest(call: Call) -> CountryLatestResponse:
     if not rows:
         why = "yet" if code in countries() else f"({code} is not in CHARTGW_VIDEO_COUNTRIES)"
         raise not_found(f"No video chart of {country_name(code)} {why}")
-    charts = await _bundle(reader, rows)
+    charts = await chart_bundle(reader, rows, BUNDLE_ROWS, cadence_of)
     return CountryLatestResponse(code, country_name(code), len(charts), charts)
 
 
@@ -428,11 +395,8 @@ CHART_RESPONSES = (SongChartResponse, VideoChartResponse, ArtistChartResponse)
 ROUTES: tuple[Route, ...] = (
     Route("/health", health, public=True, cache_ttl=5, errors=(), response=HealthResponse,
           summary="Every catalogue chart's latest snapshot, with age and a stale flag"),
-    Route("/snapshots", snapshots, (
-        Param("limit", kind="int", default=50, ge=1, le=500, description="Snapshots to return, newest first"),
-    ), errors=(), response=SnapshotsResponse, summary="Stored snapshots of every chart, newest first"),
-    Route("/latest", latest, response=LatestResponse,
-          summary="The latest pull: its run and every chart's newest snapshot (100 rows each)"),
+    snapshots_route(cadence_of, "Stored snapshots of every chart, newest first"),
+    latest_pull_route(None, cadence_of, "The latest pull: its run and every chart's newest snapshot (100 rows each)"),
     PULL_JSON_ROUTE,
     Route("/countries", countries_list, errors=(), response=CountriesResponse,
           summary="Configured countries and countries with data, with their charts and latest dates"),

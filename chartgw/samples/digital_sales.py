@@ -10,10 +10,7 @@ the shared global pool; ids, prices, genres and URLs are made up but stable per 
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
 
 from chartgw.crawl import Outcome, crawl_group
@@ -27,8 +24,6 @@ from chartgw.upstreams.itunes import UPSTREAM, feed_path, requests_for
 CONTENT_TYPE = "application/json; charset=utf-8"
 PACIFIC = timezone(timedelta(hours=-7))
 """The offset the captured feeds state their times in."""
-SEED_COUNTRIES = "us,gb,jp,kr"
-COUNTRIES_SETTING = "CHARTGW_DIGITAL_SALES_COUNTRIES"
 
 FEED_TITLES = {"topsongs": "Top Songs", "topalbums": "Top Albums", "topmusicvideos": "Top Music Videos"}
 # Storefront -> (currency, label format); prices per media below, in that currency.
@@ -204,26 +199,11 @@ def all_replies(when: datetime, variant: int = 0) -> dict[ReplayKey, Reply]:
     return replies
 
 
-@contextmanager
-def seed_countries(value: str = SEED_COUNTRIES) -> Iterator[None]:
-    """`CHARTGW_DIGITAL_SALES_COUNTRIES` set to `value` meanwhile, and restored after."""
-    saved = os.environ.get(COUNTRIES_SETTING)
-    os.environ[COUNTRIES_SETTING] = value
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(COUNTRIES_SETTING, None)
-        else:
-            os.environ[COUNTRIES_SETTING] = saved
-
-
 async def seed(now: datetime) -> list[Outcome]:
-    """Two pulls of every combo x seed country: one a cadence ago (history for /snapshots), one now."""
+    """Two pulls of every combo x configured country: one a cadence ago (history for /snapshots), one now."""
     earlier = now - timedelta(hours=3)
-    with seed_countries():
-        with replay_upstreams({UPSTREAM: all_replies(earlier, variant=0)}) as servers:
-            outcomes = await crawl_group(GROUP, {}, now=lambda: earlier)
-            servers[UPSTREAM].replies.update(all_replies(now, variant=1))
-            outcomes += await crawl_group(GROUP, {}, now=lambda: now)
+    with replay_upstreams({UPSTREAM: all_replies(earlier, variant=0)}) as servers:
+        outcomes = await crawl_group(GROUP, {}, now=lambda: earlier)
+        servers[UPSTREAM].replies.update(all_replies(now, variant=1))
+        outcomes += await crawl_group(GROUP, {}, now=lambda: now)
     return outcomes

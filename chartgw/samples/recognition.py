@@ -14,10 +14,7 @@ quoted rows, no final newline) with rows from the shared global song pool.
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 
 from chartgw.crawl import KST, Outcome, crawl_group
@@ -206,25 +203,11 @@ def replies(day: date, variant: int) -> dict[ReplayKey, Reply]:
     return table
 
 
-@contextmanager
-def no_crawl_delay() -> Iterator[None]:
-    """The replay server is local: the politeness delay between requests is for the real upstream."""
-    saved = os.environ.get("CHARTGW_CRAWL_DELAY_SECONDS")
-    os.environ["CHARTGW_CRAWL_DELAY_SECONDS"] = "0"
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("CHARTGW_CRAWL_DELAY_SECONDS", None)
-        else:
-            os.environ["CHARTGW_CRAWL_DELAY_SECONDS"] = saved
-
-
 async def seed(now: datetime) -> list[Outcome]:
     """Yesterday's Top 200s, then today's full crawl (discovery and all 275 charts)."""
     today = now.astimezone(KST).date()
     yesterday = now - timedelta(days=1)
-    with no_crawl_delay(), replay_upstreams({shazam.UPSTREAM: replies(today - timedelta(days=1), 0)}) as servers:
+    with replay_upstreams({shazam.UPSTREAM: replies(today - timedelta(days=1), 0)}) as servers:
         outcomes = await crawl_group(GROUP, {"chart_kind": "top-200"}, now=lambda: yesterday)
         servers[shazam.UPSTREAM].replies.update(replies(today, 1))
         outcomes += await crawl_group(GROUP, {}, now=lambda: now)

@@ -18,9 +18,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from functools import cache
 from pathlib import Path
@@ -28,7 +25,7 @@ from tempfile import TemporaryDirectory
 
 from chartgw.countries import GLOBAL, country_name
 from chartgw.crawl import Outcome, crawl_group
-from chartgw.demo import replay_upstreams
+from chartgw.demo import environment, replay_upstreams
 from chartgw.groups.streaming import GROUP, import_csv
 from chartgw.replay import Reply, ReplayKey, request_key
 from chartgw.samples import GlobalSong, SampleRow, global_rows, global_songs
@@ -278,31 +275,11 @@ def overview_replies(crawl_day: date, variant: int = 0) -> dict[ReplayKey, Reply
     return {request_key(spotify.overview_request()): Reply(body, 200, JSON_TYPE)}
 
 
-@contextmanager
-def environment(values: dict[str, str | None]) -> Iterator[None]:
-    """Set (or, for None, unset) environment variables for the duration, then restore them."""
-    saved = {name: os.environ.get(name) for name in values}
-
-    def apply(settings: dict[str, str | None]) -> None:
-        for name, value in settings.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-    apply(values)
-    try:
-        yield
-    finally:
-        apply(saved)
-
-
 async def seed(now: datetime) -> list[Outcome]:
     """Demo data: a legacy-layout CSV import of an older daily chart, then token crawls of every chart type of
     3 countries at two earlier days (the crawl clock set back, earlier chart dates; weekly charts a week
     apart each) and now."""
-    settings = {"CHARTGW_SPOTIFY_TOKEN": DEMO_TOKEN, "CHARTGW_STREAMING_COUNTRIES": DEMO_COUNTRIES,
-                "CHARTGW_CRAWL_DELAY_SECONDS": "0"}
+    settings: dict[str, str | None] = {"CHARTGW_SPOTIFY_TOKEN": DEMO_TOKEN, "CHARTGW_STREAMING_COUNTRIES": DEMO_COUNTRIES}
     countries = tuple(DEMO_COUNTRIES.split(","))
     outcomes: list[Outcome] = []
     with environment(settings), replay_upstreams({spotify.UPSTREAM: {}}) as servers, TemporaryDirectory() as tmp:
