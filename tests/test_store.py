@@ -437,7 +437,8 @@ with Traced(path, retention={"kill-test/": 0.0}) as writer:
         now = datetime.now(timezone.utc)
         entries = [StoredEntry(i, f"t{gen}-{i}", f"a{i}", str(i), b'{"gen":%d,"rank":%d,"pad":"%s"}' % (gen, i, PAD))
                    for i in range(1, size + 1)]
-        snap = NewSnapshot("kill-test/big", str(gen), None, now, "kill test", entries, raw=PAD * 1000)
+        # The chart date is the generation, zero-padded so that the newest chart (text order) is the newest generation.
+        snap = NewSnapshot("kill-test/big", f"{gen:06d}", None, now, "kill test", entries, raw=PAD * 1000)
         say("begin", gen)
         writer.commit([snap], FetchLogRow("kill-test/big", now, 0, "ok", 200, size, None, f"gen {gen}"))
         say("done", gen)
@@ -450,13 +451,13 @@ BIG_SIZE = 20_000
 def _big_state(db: Path) -> tuple[int, int]:
     """(generation, snapshot id) of the big target's latest snapshot, after checking it is whole."""
     sid, rows, _ = _latest(db, BIG_TARGET)
-    (gen,) = _query(db, "SELECT chart_date FROM snapshots WHERE id = ?", (sid,))[0]
+    gen = int(_query(db, "SELECT chart_date FROM snapshots WHERE id = ?", (sid,))[0][0])
     assert rows == BIG_SIZE
     count, low, high, ranked, own = _query(
         db, "SELECT count(*), min(position), max(position), sum(rank = position),"
             " sum(title_key = 't' || ? || '-' || position) FROM entries WHERE snapshot_id = ?", (gen, sid))[0]
     assert (count, low, high, ranked, own) == (BIG_SIZE, 1, BIG_SIZE, BIG_SIZE, BIG_SIZE), f"snapshot {sid} partial"
-    return int(gen), sid
+    return gen, sid
 
 
 def _drop_older(db: Path, keep: int) -> None:
@@ -478,7 +479,7 @@ def test_killed_mid_commit_of_a_huge_snapshot_leaves_old_or_whole_new(korea_data
     seeded = {t: i for t, i in _query(db, "SELECT target, max(id) FROM snapshots GROUP BY target")}
     with SnapshotWriter(db) as writer:
         entries = [StoredEntry(i, f"t0-{i}", f"a{i}", str(i), b"{}") for i in range(1, BIG_SIZE + 1)]
-        writer.commit([NewSnapshot(BIG_TARGET, "0", None, datetime.now(timezone.utc), "kill test", entries)],
+        writer.commit([NewSnapshot(BIG_TARGET, "000000", None, datetime.now(timezone.utc), "kill test", entries)],
                       FetchLogRow(BIG_TARGET, datetime.now(timezone.utc), 0, "ok", 200, BIG_SIZE, None, "gen 0"))
     generation, _ = _big_state(db)
     committed = {0}
@@ -530,7 +531,7 @@ def test_killed_mid_commit_of_a_huge_snapshot_leaves_old_or_whole_new(korea_data
             assert {int(e.split()[1]) for (e,) in _query(db, "SELECT error FROM fetch_log WHERE target = ?",
                                                          (BIG_TARGET,))} == committed
             row = loop.run_until_complete(reader.latest(BIG_TARGET))
-            assert row is not None and (row.id, row.row_count, row.chart_date) == (sid, BIG_SIZE, str(latest_gen))
+            assert row is not None and (row.id, row.row_count, row.chart_date) == (sid, BIG_SIZE, f"{latest_gen:06d}")
             tail = loop.run_until_complete(reader.records(sid, BIG_SIZE))
             assert len(tail) == BIG_SIZE and (latest_gen == 0 or tail[-1].startswith(b'{"gen":%d,"rank":%d,' %
                                                                                        (latest_gen, BIG_SIZE)))
