@@ -27,9 +27,6 @@ def _no_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="session")
 def korea_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data folder with every /korea-chart chart crawled from the samples. Read-only: copy it to change it."""
-    import os
+    from tests.fixtures import build_group_db
 
-    from tests.fixtures import build_korea_chart_db
-
-    os.environ["CHARTGW_CRAWL_DELAY_SECONDS"] = "0"
-    return build_korea_chart_db(tmp_path_factory.mktemp("korea-data"))
+    return build_group_db(tmp_path_factory.mktemp("korea-data"), "korea-chart")

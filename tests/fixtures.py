@@ -19,7 +19,7 @@ from starlette.testclient import TestClient
 from chartgw.access import KeyChecker
 from chartgw.app import build_app
 from chartgw.groups import Group
-from chartgw.demo import seed_korea_chart, seeder
+from chartgw.demo import seeder
 
 TEST_KEY = "test-key-0123456789"
 KEY_HEADERS = {"X-API-Key": TEST_KEY}
@@ -38,16 +38,6 @@ def data_dir(path: Path) -> Iterator[Path]:
             os.environ.pop("CHARTGW_DATA_DIR", None)
         else:
             os.environ["CHARTGW_DATA_DIR"] = saved
-
-
-def build_korea_chart_db(path: Path, now: datetime | None = None) -> Path:
-    """A data folder with every /korea-chart chart crawled from the samples (FLO with earlier observations)."""
-    path.mkdir(parents=True, exist_ok=True)
-    with data_dir(path):
-        outcomes = asyncio.run(seed_korea_chart(now or datetime.now(timezone.utc)))
-    failed = [o for o in outcomes if o.status != "ok"]
-    assert not failed, failed
-    return path
 
 
 def build_group_db(path: Path, group: str, now: datetime | None = None) -> Path:

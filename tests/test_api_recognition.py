@@ -29,9 +29,6 @@ YESTERDAY = TODAY - timedelta(days=1)
 
 @pytest.fixture(scope="module")
 def recognition_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import os
-
-    os.environ["CHARTGW_CRAWL_DELAY_SECONDS"] = "0"
     return build_group_db(tmp_path_factory.mktemp("recognition-data"), "recognition", NOW)
 
 

@@ -40,9 +40,6 @@ BACKFILLED = past_week_ends(TODAY, samples.BACKFILL_WEEKS)
 
 @pytest.fixture(scope="module")
 def video_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import os
-
-    os.environ["CHARTGW_CRAWL_DELAY_SECONDS"] = "0"
     return build_group_db(tmp_path_factory.mktemp("video-data"), "video", NOW)
 
 

@@ -28,7 +28,7 @@ import pytest
 from chartgw.replay import ReplayServer
 from chartgw.samples.korea import all_replies
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotReader, SnapshotRow, SnapshotWriter, StoredEntry
-from tests.fixtures import build_korea_chart_db, copy_data
+from tests.fixtures import build_group_db, copy_data
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GROUP_FILE = "korea-chart.sqlite"
@@ -275,7 +275,7 @@ def test_killed_crawl_processes_leave_the_previous_snapshot_serving(tmp_path: Pa
     here, not copied from the session's `korea_data`: FLO rising needs an observation 45-75 minutes
     before the wall clock, so the seed must be recent whenever this test runs.
     """
-    data = build_korea_chart_db(tmp_path / "kill")
+    data = build_group_db(tmp_path / "kill", "korea-chart")
     ref = copy_data(data, tmp_path / "ref")
     db, ref_db = data / GROUP_FILE, ref / GROUP_FILE
     now = datetime.now(timezone.utc)
