@@ -61,11 +61,6 @@ async def latest_or_404(reader: SnapshotReader, target: str, what: str) -> Snaps
     return row
 
 
-def records_of(rows: list[tuple[SnapshotRow, int, bytes]]) -> msgspec.Raw:
-    """The records of (snapshot, rank, record) search or history rows, as one JSON array."""
-    return records_array([record for _, _, record in rows])
-
-
 class RunInfo(msgspec.Struct):
     """One recorded run: a scheduled pull, a backfill or an import, with every target's outcome."""
 
@@ -132,6 +127,7 @@ class TargetStatus(msgspec.Struct):
     target: str
     snapshot_id: int | None
     chart_date: str | None
+    chart_hour: int | None
     fetched_at: str | None
     age_seconds: int | None
     stale: bool
@@ -146,10 +142,11 @@ async def target_statuses(reader: SnapshotReader, cadences: dict[str, int],
     for target, cadence in cadences.items():
         row = latest.get(target)
         if row is None:
-            statuses.append(TargetStatus(target, None, None, None, None, True))
+            statuses.append(TargetStatus(target, None, None, None, None, None, True))
         else:
             age = age_seconds(row)
-            statuses.append(TargetStatus(target, row.id, row.chart_date, row.fetched_at, age, age > 2 * cadence))
+            statuses.append(TargetStatus(target, row.id, row.chart_date, row.chart_hour, row.fetched_at, age,
+                                         age > 2 * cadence))
     return statuses
 
 

@@ -29,7 +29,7 @@ from chartgw.endpoints import ApiError, Call, Route, not_found
 from chartgw.groups import Group, Schedule
 from chartgw.params import InvalidParams, Param, literal_error
 from chartgw.records import KoreaEntry, ParsedChart, RankStatus, stored_entry
-from chartgw.responses import SnapshotMeta, age_seconds, records_array, snapshot_meta
+from chartgw.responses import SnapshotMeta, records_array, snapshot_meta, target_statuses
 from chartgw.store import NewSnapshot, SnapshotRow, StoredEntry, iso, parse_iso
 from chartgw.text import ArtistAliases, artist_key, title_key
 from chartgw.upstreams import bugs, flo, genie, melon, vibe
@@ -303,17 +303,11 @@ def _site_infos() -> list[SiteInfo]:
 
 
 async def health(call: Call) -> HealthResponse:
-    latest = {row.target: row for row in await call.data.reader.latest_per_target()}
-    statuses = []
-    for site in SITES.values():
-        for chart_type in site.chart_types:
-            row = latest.get(f"{site.site}/{chart_type}")
-            if row is None:
-                statuses.append(SnapshotStatus(site.site, chart_type, None, None, None, None, None, True))
-                continue
-            age = age_seconds(row)
-            statuses.append(SnapshotStatus(site.site, chart_type, row.id, row.chart_date, row.chart_hour, row.fetched_at,
-                                           age, age > 2 * cadence_seconds(site.site, chart_type)))
+    charts = [(site.site, chart_type) for site in SITES.values() for chart_type in site.chart_types]
+    cadences = {f"{site}/{chart_type}": cadence_seconds(site, chart_type) for site, chart_type in charts}
+    statuses = [SnapshotStatus(site, chart_type, s.snapshot_id, s.chart_date, s.chart_hour, s.fetched_at,
+                               s.age_seconds, s.stale)
+                for (site, chart_type), s in zip(charts, await target_statuses(call.data.reader, cadences), strict=True)]
     status = "ok" if not any(s.stale for s in statuses) else "degraded"
     return HealthResponse(status, NAME, _site_infos(), statuses)
 

@@ -209,13 +209,7 @@ class SearchResponse(msgspec.Struct):
     """Matches in the latest snapshot of each chart in scope, best rank first."""
 
 
-class DiscoveryStatus(msgspec.Struct):
-    paths: int
-    targets: int
-    top_200: int
-    genre: int
-    viral: int
-    top_50: int
+class DiscoveryStatus(DiscoveryCounts):
     discovered_at: str | None
     """When the catalogue in use was fetched; null before the first discovery."""
     stale: bool
@@ -263,8 +257,7 @@ async def health(call: Call) -> HealthResponse:
                         max((row.chart_date for row in rows), default=None))
     status = "ok" if entries and fresh == len(entries) and not stale_discovery else "degraded"
     return HealthResponse(status, NAME, CADENCE_SECONDS,
-                          DiscoveryStatus(found.paths, found.targets, found.top_200, found.genre, found.viral,
-                                          found.top_50, discovered_at, stale_discovery), coverage)
+                          DiscoveryStatus(*msgspec.structs.astuple(found), discovered_at, stale_discovery), coverage)
 
 
 async def charts(call: Call) -> ChartsResponse:

@@ -250,8 +250,8 @@ class ChartsResponse(msgspec.Struct):
     charts: list[CatalogueChart]
 
 
-class SongChartResponse(msgspec.Struct):
-    """top-songs and shorts."""
+class ChartHead(msgspec.Struct):
+    """What every dated chart response says before its entries."""
 
     chart_type: str
     period: str
@@ -259,30 +259,23 @@ class SongChartResponse(msgspec.Struct):
     upstream_chart_type: str
     snapshot: SnapshotMeta
     count: int
+
+
+class SongChartResponse(ChartHead):
+    """top-songs and shorts."""
+
     entries: list[VideoChartEntry]
 
 
-class VideoChartResponse(msgspec.Struct):
+class VideoChartResponse(ChartHead):
     """top-videos and trending."""
 
-    chart_type: str
-    period: str
-    country: str
-    upstream_chart_type: str
-    snapshot: SnapshotMeta
-    count: int
     entries: list[VideoEntry]
 
 
-class ArtistChartResponse(msgspec.Struct):
+class ArtistChartResponse(ChartHead):
     """top-artists."""
 
-    chart_type: str
-    period: str
-    country: str
-    upstream_chart_type: str
-    snapshot: SnapshotMeta
-    count: int
     entries: list[ArtistEntry]
 
 
