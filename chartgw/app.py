@@ -19,8 +19,10 @@ from starlette.types import Receive, Scope, Send
 from chartgw import config
 from chartgw.access import AccessTable, ApiKeyMiddleware, KeyChecker
 from chartgw.cache import ResponseCache
+from chartgw.clock import Clock, utc_now
 from chartgw.endpoints import Call, EndpointApp, GroupData, Route
-from chartgw.groups import Group, all_groups
+from chartgw.group import Group
+from chartgw.groups import GROUPS
 from chartgw.legacy import LegacyPrefixMiddleware
 from chartgw.openapi import build_document
 
@@ -120,10 +122,12 @@ def access_table(declared: Sequence[tuple[Group, Route]]) -> AccessTable:
     return AccessTable(public)
 
 
-def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None = None) -> Starlette:
-    groups = list(groups if groups is not None else all_groups())
+def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None = None,
+              clock: Clock = utc_now) -> Starlette:
+    """The gateway over `groups` (default: all); `clock` is what responses take as now (ages, staleness)."""
+    groups = list(groups if groups is not None else GROUPS)
     cache = ResponseCache()
-    datas = {g.name: GroupData(g.name) for g in groups}
+    datas = {g.name: GroupData(g.name, clock) for g in groups}
     declared = declared_routes(groups)
     by_group: dict[str, list[StarletteRoute]] = {}
     for group, route in declared:
@@ -142,7 +146,7 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
         middleware=[
             Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),
             Middleware(ApiKeyMiddleware, table=access_table(declared),
-                       checker=checker or KeyChecker(plain_keys=config.env_api_keys())),
+                       checker=checker or KeyChecker(plain_keys=list(config.get(config.API_KEYS)))),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
         lifespan=lifespan,

@@ -1,4 +1,4 @@
-"""`chartgw serve | crawl | import | backfill | keys | cron | demo`: the one entry point for people, cron and the refresh endpoints."""
+"""`chartgw serve | crawl | import | backfill | keys | cron | demo | settings`: the one entry point for people, cron and the refresh endpoints."""
 
 from __future__ import annotations
 
@@ -11,12 +11,40 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
+from typing import Any
+
 from chartgw import config
-from chartgw.crawl import EXIT_BUSY, CrawlBusy, CrawlError, Outcome, crawl_group, crawl_lock
-from chartgw.groups import Group, GroupCommand, all_groups, group_by_name
+from chartgw.clock import fixed, utc_now
+from chartgw.crawl import EXIT_BUSY, CrawlBusy, CrawlError, Outcome, crawl_lock
+from chartgw.group import Group, GroupCommand, crawl_group
+from chartgw.groups import GROUPS
 from chartgw.params import InvalidParams
+from chartgw.upstreams import ORIGINS, origin_setting
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _group(name: str) -> Group:
+    """The group named `name` (argparse has already limited the choice to the known names)."""
+    return next(group for group in GROUPS if group.name == name)
+
+
+def all_settings() -> list[tuple[str, config.Setting[Any]]]:
+    """Every declared setting with where it belongs: the platform's, each group's, each upstream's origin."""
+    table: list[tuple[str, config.Setting[Any]]] = [("platform", s) for s in config.SETTINGS]
+    table += [(f"/{group.name}", s) for group in GROUPS for s in group.settings]
+    table += [(f"upstream {name}", origin_setting(name)) for name in sorted(ORIGINS)]
+    return table
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    """Print every setting with its current value (`*` marks a value set in the environment)."""
+    for owner, setting in all_settings():
+        value = setting.raw()
+        shown = "(set)" if setting.secret and value else value or "(none)"
+        mark = "*" if value != setting.default else " "
+        print(f"{mark} {setting.variable:38} {shown:48} {owner}: {setting.help}")
+    return 0
 
 
 def _print_outcome(outcome: Outcome) -> None:
@@ -26,12 +54,13 @@ def _print_outcome(outcome: Outcome) -> None:
 
 
 def cmd_crawl(args: argparse.Namespace) -> int:
-    group: Group = group_by_name(args.group)
+    group: Group = _group(args.group)
     selection = {name: getattr(args, name) for name, _ in group.crawl_options}
     progress = _print_outcome if sys.stderr.isatty() and not args.json else None
     try:
         with crawl_lock(group.name, args.wait):
-            outcomes = asyncio.run(crawl_group(group, selection, progress=progress))
+            clock = fixed(args.at) if args.at else utc_now
+            outcomes = asyncio.run(crawl_group(group, selection, now=clock, progress=progress))
     except InvalidParams as exc:
         error = exc.errors[0]
         print(f"chartgw crawl: {error['loc'][-1]}: {error['msg']}", file=sys.stderr)
@@ -61,7 +90,7 @@ def _report(verb: str, outcomes: list[Outcome], as_json: bool) -> int:
 
 def cmd_group_command(args: argparse.Namespace) -> int:
     """`chartgw import|backfill GROUP ...`: the group's own command, under its crawl lock."""
-    group = group_by_name(args.group)
+    group = _group(args.group)
     command: GroupCommand = next(c for c in group.commands if c.verb == args.command)
     values = {arg.name: getattr(args, arg.name) for arg in command.args}
     try:
@@ -84,7 +113,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _parse_expiry(value: str) -> datetime:
+def _parse_time(value: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
@@ -119,7 +148,7 @@ def crontab(root: Path) -> str:
     lines = ["# chartgw crawl schedules (spec cadence table). Install with: chartgw cron | crontab -",
              f"CHARTGW_DATA_DIR={data}"]
     current_tz = None
-    for group in all_groups():
+    for group in GROUPS:
         for schedule in group.schedules:
             if schedule.timezone != current_tz:
                 lines.append(f"CRON_TZ={schedule.timezone}")
@@ -139,7 +168,7 @@ def cmd_cron(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from chartgw import demo
 
-    names = demo.groups_without_data() if args.if_empty else list(demo.SEEDERS)
+    names = demo.groups_without_data() if args.if_empty else [g.name for g in demo.seeded_groups()]
     if names:
         outcomes = demo.seed(names)
         failed = [o for o in outcomes if o.status != "ok"]
@@ -166,17 +195,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     crawl = commands.add_parser("crawl", help="crawl a group's upstreams and commit snapshots")
     crawl_groups = crawl.add_subparsers(dest="group", required=True)
-    for group in all_groups():
+    for group in GROUPS:
         sub = crawl_groups.add_parser(group.name, help=group.title)
         for name, choices in group.crawl_options:
             sub.add_argument(f"--{name.replace('_', '-')}", dest=name, choices=choices)
         sub.add_argument("--json", action="store_true", help="print each target's outcome as JSON on stdout")
         sub.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                          help="wait this long for another crawl of the group to finish (default: fail at once)")
+        sub.add_argument("--at", type=_parse_time, metavar="TIME",
+                         help="crawl as if it were TIME (ISO, UTC): replays and tests; default now")
     crawl.set_defaults(func=cmd_crawl)
 
     verbs: dict[str, list[tuple[Group, GroupCommand]]] = {}
-    for group in all_groups():
+    for group in GROUPS:
         for command in group.commands:
             verbs.setdefault(command.verb, []).append((group, command))
     for verb, offers in verbs.items():
@@ -199,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     key_commands = keys.add_subparsers(dest="keys_command", required=True)
     create = key_commands.add_parser("create", help="create a key and print it once")
     create.add_argument("--name", required=True)
-    create.add_argument("--expires", type=_parse_expiry, help="expiry date (YYYY-MM-DD, UTC) for rotation")
+    create.add_argument("--expires", type=_parse_time, help="expiry date (YYYY-MM-DD, UTC) for rotation")
     key_commands.add_parser("list", help="list keys (never the keys themselves)")
     revoke = key_commands.add_parser("revoke", help="revoke a key by id")
     revoke.add_argument("id", type=int)
@@ -212,6 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="crawl bundled sample payloads into the data folder; print the demo key")
     demo.add_argument("--if-empty", action="store_true", help="only the groups that have no data file yet")
     demo.set_defaults(func=cmd_demo)
+
+    settings = commands.add_parser("settings", help="list every CHARTGW_* setting with its current value")
+    settings.set_defaults(func=cmd_settings)
     return parser
 
 

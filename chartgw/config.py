@@ -1,65 +1,161 @@
-"""Settings read from the environment, so one process image serves tests, demo and production."""
+"""Settings read from the environment, so one process image serves tests, demo and production.
+
+Every setting is declared once as a `Setting` (name, default, help, parser), in the style of
+Datasette's SETTINGS: the platform's here in `SETTINGS`, each group's beside the group (its
+`Group.settings`), each upstream's origin override by `declare_upstream`. `get` is the one way to
+read one; `chartgw settings` lists them all with their current values.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar
 from urllib.parse import urlsplit
 
-# Real upstream origins. `CHARTGW_UPSTREAM_<NAME>` replaces scheme, host and port; the path and
-# query of each request stay exactly as the real site's, so a mirror or a replay server can stand in.
-UPSTREAM_ORIGINS: dict[str, str] = {
-    "MELON": "https://www.melon.com",
-    "GENIE": "https://www.genie.co.kr",
-    "GENIE_APP": "https://app.genie.co.kr",
-    "BUGS": "https://music.bugs.co.kr",
-    "FLO": "https://www.music-flo.com",
-    "VIBE": "https://apis.naver.com",
-    "SPOTIFY": "https://charts-spotify-com-service.spotify.com",
-    "YOUTUBE": "https://charts.youtube.com",
-    "ITUNES": "https://itunes.apple.com",
-    "SHAZAM": "https://www.shazam.com",
-}
+from chartgw.countries import GLOBAL, country_code
 
-
-def data_dir() -> Path:
-    return Path(os.environ.get("CHARTGW_DATA_DIR", "data"))
-
-
-def upstream_origin(name: str) -> str:
-    """The scheme://host[:port] to use for upstream `name`, honouring the override variable."""
-    override = os.environ.get(f"CHARTGW_UPSTREAM_{name}")
-    if not override:
-        return UPSTREAM_ORIGINS[name]
-    parts = urlsplit(override)
-    if not parts.scheme or not parts.netloc:
-        raise ValueError(f"CHARTGW_UPSTREAM_{name} must be an origin like http://127.0.0.1:9000, got {override!r}")
-    return f"{parts.scheme}://{parts.netloc}"
-
-
-def env_api_keys() -> list[str]:
-    """Plain keys from `CHARTGW_API_KEYS` (comma-separated), for simple deployments."""
-    return [k.strip() for k in os.environ.get("CHARTGW_API_KEYS", "").split(",") if k.strip()]
+T = TypeVar("T")
+PREFIX = "CHARTGW_"
+CHECKOUT_DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
 
 class SettingError(ValueError):
     """A CHARTGW_* setting holds a value the code cannot use; the server answers 503 naming it."""
 
 
-def setting(name: str, default: str = "") -> str:
-    """`CHARTGW_<name>` from the environment, stripped; `default` when unset or blank."""
-    return os.environ.get(f"CHARTGW_{name}", "").strip() or default
+@dataclass(frozen=True)
+class Setting(Generic[T]):
+    """One `CHARTGW_<name>` variable: its default (as text), what it is for, and how its text is read.
 
-
-def country_list(name: str, default: str) -> tuple[str, ...]:
-    """A comma-separated country setting (`CHARTGW_<name>`), each "global" or an ISO alpha-2 code, lowercased.
-
-    An unknown code is a SettingError naming the setting, so a typo fails the crawl loudly.
+    `parse` raises ValueError with a short reason for a value it cannot use.
     """
-    from chartgw.countries import country_code
 
-    values = [v.strip() for v in setting(name, default).split(",") if v.strip()]
+    name: str
+    default: str
+    help: str
+    parse: Callable[[str], T]
+    secret: bool = False
+    """A credential: listings say whether it is set, never its value."""
+
+    def __post_init__(self) -> None:
+        assert self.name.isupper() and not self.name.startswith(PREFIX), f"setting names are bare UPPER_SNAKE: {self.name}"
+
+    @property
+    def variable(self) -> str:
+        return PREFIX + self.name
+
+    def raw(self) -> str:
+        """The text in force: the variable, stripped, or the default when unset or blank."""
+        return os.environ.get(self.variable, "").strip() or self.default
+
+
+def get(setting: Setting[T]) -> T:
+    """The current value of `setting`, read on each call so a changed environment needs no restart."""
     try:
-        return tuple(dict.fromkeys(country_code(v) for v in values))
+        return setting.parse(setting.raw())
     except ValueError as exc:
-        raise SettingError(f"CHARTGW_{name}: {exc}") from None
+        raise SettingError(f"{setting.variable}: {exc}") from None
+
+
+# --- parsers ------------------------------------------------------------------------------------
+
+
+def text(value: str) -> str:
+    return value
+
+
+def seconds(value: str) -> float:
+    number = float(value)
+    if not 0 <= number < 86400:
+        raise ValueError(f"must be a number of seconds from 0, got {value!r}")
+    return number
+
+
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """A parser for a whole number from `low` to `high`."""
+
+    def parse(value: str) -> int:
+        if not value.isdigit() or not low <= int(value) <= high:
+            raise ValueError(f"must be {low}..{high}, got {value!r}")
+        return int(value)
+
+    return parse
+
+
+def choice(*allowed: str) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        if value not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}, got {value!r}")
+        return value
+
+    return parse
+
+
+def comma_list(value: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
+
+
+def countries(value: str) -> tuple[str, ...]:
+    """Comma-separated "global" or ISO alpha-2 codes, lowercased; an unknown code fails loudly."""
+    return tuple(dict.fromkeys(country_code(v) for v in comma_list(value)))
+
+
+def storefronts(value: str) -> tuple[str, ...]:
+    """Like `countries`, without "global" (for upstreams that only have national storefronts)."""
+    codes = countries(value)
+    if GLOBAL in codes:
+        raise ValueError("'global' is not a storefront; name ISO alpha-2 countries")
+    return codes
+
+
+def origin(value: str) -> str:
+    parts = urlsplit(value)
+    if not parts.scheme or not parts.netloc:
+        raise ValueError(f"must be an origin like http://127.0.0.1:9000, got {value!r}")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+# --- the platform's settings ------------------------------------------------------------------------
+
+DATA_DIR = Setting("DATA_DIR", str(CHECKOUT_DATA_DIR),
+                   "where the group files (`<group>.sqlite`), `keys.sqlite` and crawl locks live", Path)
+API_KEYS = Setting("API_KEYS", "", "comma-separated plain keys accepted besides the key store (simple deployments)",
+                   comma_list)
+CRAWL_DELAY_SECONDS = Setting("CRAWL_DELAY_SECONDS", "0.2", "pause after each upstream request (politeness)",
+                              seconds)
+RETRY_BACKOFF_SECONDS = Setting("RETRY_BACKOFF_SECONDS", "0.5", "base of the exponential backoff between retries",
+                                seconds)
+SETTINGS: tuple[Setting[object], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS)
+
+
+def upstream_setting(name: str, real_origin: str) -> Setting[str]:
+    """`CHARTGW_UPSTREAM_<name>`: replaces the scheme, host and port of upstream `name`'s requests."""
+    return Setting(f"UPSTREAM_{name}", real_origin,
+                   "replaces scheme, host and port of that upstream; paths and queries stay the real site's", origin)
+
+
+def data_dir() -> Path:
+    return get(DATA_DIR)
+
+
+@contextmanager
+def environment(values: dict[str, str | None]) -> Iterator[None]:
+    """Set (or, for None, unset) environment variables for the duration, then restore them (demo seeding)."""
+    saved = {name: os.environ.get(name) for name in values}
+
+    def apply(settings: dict[str, str | None]) -> None:
+        for name, value in settings.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    apply(values)
+    try:
+        yield
+    finally:
+        apply(saved)

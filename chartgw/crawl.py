@@ -12,26 +12,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import json
-import os
 import random
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import msgspec
 
 from chartgw import config
-from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, group_db_path, utc_now
-from chartgw.upstreams import UpstreamFormatError, UpstreamRequest
-
-if TYPE_CHECKING:
-    from chartgw.groups import Group
+from chartgw.clock import Clock, utc_now
+from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, group_db_path
+from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, origin
 
 KST = timezone(timedelta(hours=9), "KST")
 USER_AGENT = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
@@ -108,15 +103,15 @@ class Outcome:
 @dataclass
 class RetryPolicy:
     attempts: int = 3
-    backoff_seconds: float = field(default_factory=lambda: float(os.environ.get("CHARTGW_RETRY_BACKOFF_SECONDS", "0.5")))
+    backoff_seconds: float = field(default_factory=lambda: config.get(config.RETRY_BACKOFF_SECONDS))
     max_wait_seconds: float = 30.0
     target_deadline_seconds: float = 90.0
     per_upstream: int = 2
-    delay_seconds: float = field(default_factory=lambda: float(os.environ.get("CHARTGW_CRAWL_DELAY_SECONDS", "0.2")))
+    delay_seconds: float = field(default_factory=lambda: config.get(config.CRAWL_DELAY_SECONDS))
 
 
 def request_url(req: UpstreamRequest) -> str:
-    return config.upstream_origin(req.upstream) + req.path
+    return origin(req.upstream) + req.path
 
 
 def check_snapshot(snapshot: NewSnapshot, expected_rows: int | None) -> None:
@@ -191,7 +186,7 @@ async def run_targets(
     targets: Sequence[CrawlTarget],
     *,
     retention: dict[str, float] | None = None,
-    now: Callable[[], datetime] = utc_now,
+    now: Clock = utc_now,
     transport: httpx.AsyncBaseTransport | None = None,
     policy: RetryPolicy | None = None,
     progress: Callable[[Outcome], Any] | None = None,
@@ -206,7 +201,7 @@ async def run_targets(
     started = now()
     async with httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=True) as client:
         fetcher = Fetcher(client, policy)
-        with SnapshotWriter(group_db_path(group), retention=retention or {}) as store:
+        with SnapshotWriter(group_db_path(group), retention=retention or {}, now=now) as store:
 
             async def one(target: CrawlTarget) -> None:
                 outcome = await _run_one(target, fetcher, store, now(), policy)
@@ -218,24 +213,7 @@ async def run_targets(
             order = {t.key: i for i, t in enumerate(targets)}
             outcomes.sort(key=lambda o: order[o.target])
             if outcomes:
-                record_run(store, run_kind, started, outcomes, run_options or {})
-    return outcomes
-
-
-async def crawl_group(group: Group, selection: dict[str, str | None], *, now: Callable[[], datetime] = utc_now,
-                      transport: httpx.AsyncBaseTransport | None = None,
-                      progress: Callable[[Outcome], Any] | None = None) -> list[Outcome]:
-    """What `chartgw crawl GROUP` does: the group's discovery targets first (a failed discovery leaves
-    the last good catalogue in use), then the selected targets, as one recorded run."""
-    assert group.targets is not None
-    policy = RetryPolicy(per_upstream=group.per_upstream)
-    outcomes: list[Outcome] = []
-    if group.discovery is not None:
-        outcomes += await run_targets(group.name, group.discovery(), retention=group.retention_days, now=now,
-                                      transport=transport, policy=policy, progress=progress, run_kind="discovery")
-    targets = group.targets(selection)
-    outcomes += await run_targets(group.name, targets, retention=group.retention_days, now=now, transport=transport,
-                                  policy=policy, progress=progress, run_options=selection)
+                record_run(store, run_kind, started, now(), outcomes, run_options or {})
     return outcomes
 
 
@@ -244,9 +222,9 @@ class RunDetail(msgspec.Struct):
     outcomes: list[dict[str, Any]]
 
 
-def record_run(store: SnapshotWriter, kind: str, started: datetime, outcomes: Sequence[Outcome],
+def record_run(store: SnapshotWriter, kind: str, started: datetime, finished: datetime, outcomes: Sequence[Outcome],
                options: dict[str, Any]) -> int:
-    finished = max(started, utc_now())
+    finished = max(started, finished)
     detail = msgspec.json.encode(RunDetail(options, [o.__dict__ for o in outcomes]))
     return store.record_run(kind, started, finished, len(outcomes), sum(o.status == "ok" for o in outcomes), detail)
 
@@ -296,13 +274,13 @@ def commit_built(store: SnapshotWriter, key: str, build: Callable[[CrawlContext]
 
 
 def import_builds(group: str, builds: Sequence[tuple[str, Callable[[CrawlContext], list[NewSnapshot]]]],
-                  source: str, *, retention: dict[str, float] | None = None, now: datetime | None = None,
+                  source: str, *, retention: dict[str, float] | None = None, now: Clock = utc_now,
                   expected_rows: int | None = None, options: dict[str, Any] | None = None) -> list[Outcome]:
     """Commit snapshots built from local input (a backfill file) exactly as a crawl commits fetched
     ones: the same checks, one transaction each, a fetch-log row each, and one recorded run."""
-    started = now or utc_now()
+    started = now()
     outcomes = []
-    with SnapshotWriter(group_db_path(group), retention=retention or {}) as store:
+    with SnapshotWriter(group_db_path(group), retention=retention or {}, now=now) as store:
         for key, build in builds:
             clock = time.monotonic()
             try:
@@ -312,7 +290,7 @@ def import_builds(group: str, builds: Sequence[tuple[str, Callable[[CrawlContext
                 store.log_failure(FetchLogRow(key, started, duration, "failed", None, None, source, str(exc)))
                 outcomes.append(Outcome(key, "failed", None, None, None, duration, str(exc)))
         if outcomes:
-            record_run(store, "import", started, outcomes, {"source": source, **(options or {})})
+            record_run(store, "import", started, now(), outcomes, {"source": source, **(options or {})})
     return outcomes
 
 
@@ -335,28 +313,3 @@ def crawl_lock(group: str, wait_seconds: float = 0.0) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-
-async def crawl_in_subprocess(group: str, options: dict[str, str | None]) -> list[dict[str, Any]]:
-    """Run `chartgw crawl GROUP ... --json` in a child process: the cron code path, isolated from the server.
-
-    Raises ApiError 409 when another crawl of the group holds the lock, 502 when the child died
-    without reporting.
-    """
-    from chartgw.endpoints import ApiError
-
-    args = [sys.executable, "-m", "chartgw", "crawl", group, "--json"]
-    for name, value in options.items():
-        if value is not None:
-            args += [f"--{name.replace('_', '-')}", value]
-    proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await proc.communicate()
-    if proc.returncode == EXIT_BUSY:
-        raise ApiError(409, f"Another crawl of {group} is running (cron or a refresh); try again shortly")
-    try:
-        outcomes = json.loads(out)
-    except ValueError:
-        reason = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
-        raise ApiError(502, f"The crawl process failed: {reason[0]}") from None
-    return list(outcomes)

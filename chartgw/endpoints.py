@@ -11,12 +11,14 @@ import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import msgspec
 from starlette.types import Receive, Scope, Send
 
 from chartgw.cache import CachedBody, ResponseCache, etag_matches, make_body
+from chartgw.clock import Clock, utc_now
 from chartgw.config import SettingError
 from chartgw.params import InvalidParams, Param, parse_query, validate
 from chartgw.store import SnapshotReader, group_db_path
@@ -47,8 +49,10 @@ class GroupData:
     `PRAGMA data_version`, not one per request.
     """
 
-    def __init__(self, group: str) -> None:
+    def __init__(self, group: str, clock: Clock = utc_now) -> None:
         self.group = group
+        self.clock = clock
+        """What "now" is for ages and staleness in responses (injected in tests)."""
         self.reader = SnapshotReader(group_db_path(group))
         self.version = 0
         self._seen: int | None = None
@@ -71,10 +75,11 @@ class GroupData:
 
 @dataclass(frozen=True)
 class Call:
-    """What a handler gets: the validated parameters and its group's data."""
+    """What a handler gets: the validated parameters, its group's data and the request's time."""
 
     params: dict[str, Any]
     data: GroupData
+    now: datetime
 
 
 Handler = Callable[[Call], Awaitable[Any]]
@@ -114,7 +119,7 @@ class EndpointApp:
         try:
             if route.cache_ttl <= 0:
                 params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
-                body = _encode(await route.handler(Call(params, self.data)))
+                body = _encode(await route.handler(Call(params, self.data, self.data.clock())))
                 await self._send(scope, send, 200, body, extra=[(b"cache-control", b"no-store")])
                 return
             # Keyed on the raw request: only a request that passed validation ever fills an entry,
@@ -138,7 +143,7 @@ class EndpointApp:
 
     async def _build(self, scope: Scope, version: int) -> CachedBody:
         params = validate(self.route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
-        payload = await self.route.handler(Call(params, self.data))
+        payload = await self.route.handler(Call(params, self.data, self.data.clock()))
         return make_body(_encode(payload), version, self.route.cache_ttl)
 
     async def _send_cached(self, scope: Scope, send: Send, hit: CachedBody) -> None:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import NamedTuple
 from urllib.parse import parse_qsl, urlsplit
 
+from chartgw.config import environment
 from chartgw.upstreams import UpstreamRequest
 
 ReplayKey = tuple[str, str, tuple[tuple[str, str], ...]]
@@ -95,3 +96,20 @@ def replaying(replies: dict[ReplayKey, Reply]) -> Iterator[ReplayServer]:
         yield server
     finally:
         server.stop()
+
+
+@contextmanager
+def replay_upstreams(replies: dict[str, dict[ReplayKey, Reply]]) -> Iterator[dict[str, ReplayServer]]:
+    """One replay server per upstream, with `CHARTGW_UPSTREAM_<NAME>` pointing at it meanwhile.
+
+    The servers are local, so the crawl delay (politeness towards real upstreams) is 0 meanwhile too.
+    """
+    with ExitStack() as stack:
+        servers = {}
+        for name, table in replies.items():
+            server = ReplayServer(table).start()
+            stack.callback(server.stop)
+            servers[name] = server
+        settings: dict[str, str | None] = {f"CHARTGW_UPSTREAM_{n}": s.origin for n, s in servers.items()}
+        stack.enter_context(environment({**settings, "CHARTGW_CRAWL_DELAY_SECONDS": "0"}))
+        yield servers

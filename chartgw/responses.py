@@ -3,9 +3,8 @@ the latest-snapshot lookup, snapshot listings, recorded runs, raw payloads and t
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -34,8 +33,7 @@ class SnapshotMeta(msgspec.Struct, kw_only=True):
     """True when fetched_at is older than twice the target's cadence."""
 
 
-def snapshot_meta(row: SnapshotRow, cadence_seconds: int, now: datetime | None = None) -> SnapshotMeta:
-    now = now or datetime.now(timezone.utc)
+def snapshot_meta(row: SnapshotRow, cadence_seconds: int, now: datetime) -> SnapshotMeta:
     return SnapshotMeta(
         id=row.id, target=row.target, chart_date=row.chart_date, chart_hour=row.chart_hour,
         fetched_at=row.fetched_at, source=row.source, row_count=row.row_count, cadence_seconds=cadence_seconds,
@@ -43,8 +41,7 @@ def snapshot_meta(row: SnapshotRow, cadence_seconds: int, now: datetime | None =
     )
 
 
-def age_seconds(row: SnapshotRow, now: datetime | None = None) -> int:
-    now = now or datetime.now(timezone.utc)
+def age_seconds(row: SnapshotRow, now: datetime) -> int:
     return int((now - parse_iso(row.fetched_at)).total_seconds())
 
 
@@ -134,7 +131,7 @@ class TargetStatus(msgspec.Struct):
     """True when there is no snapshot or it is older than twice the target's cadence."""
 
 
-async def target_statuses(reader: SnapshotReader, cadences: dict[str, int],
+async def target_statuses(reader: SnapshotReader, cadences: dict[str, int], now: datetime,
                           pattern: str | None = None) -> list[TargetStatus]:
     """The status of every expected target (`cadences`: target -> seconds), in the order given."""
     latest = {row.target: row for row in await reader.latest_per_target(pattern)}
@@ -144,7 +141,7 @@ async def target_statuses(reader: SnapshotReader, cadences: dict[str, int],
         if row is None:
             statuses.append(TargetStatus(target, None, None, None, None, None, True))
         else:
-            age = age_seconds(row)
+            age = age_seconds(row, now)
             statuses.append(TargetStatus(target, row.id, row.chart_date, row.chart_hour, row.fetched_at, age,
                                          age > 2 * cadence))
     return statuses
@@ -160,12 +157,12 @@ class BundledChart(msgspec.Struct):
 
 
 async def chart_bundle(reader: SnapshotReader, rows: list[SnapshotRow], limit: int,
-                       cadence_of: Callable[[str], int]) -> list[BundledChart]:
+                       cadence_of: Callable[[str], int], now: datetime) -> list[BundledChart]:
     """Each snapshot's first `limit` entries, as stored; `cadence_of(target)` gives its staleness."""
     bundle = []
     for row in rows:
         records = await reader.records(row.id, limit)
-        bundle.append(BundledChart(row.target, snapshot_meta(row, cadence_of(row.target)), len(records),
+        bundle.append(BundledChart(row.target, snapshot_meta(row, cadence_of(row.target), now), len(records),
                                    records_array(records)))  # type: ignore[arg-type]
     return bundle
 
@@ -180,7 +177,7 @@ def snapshots_route(cadence_of: Callable[[str], int], summary: str) -> Route:
 
     async def snapshots(call: Call) -> SnapshotsResponse:
         rows = await call.data.reader.snapshots(None, call.params["limit"])
-        return SnapshotsResponse(len(rows), [snapshot_meta(row, cadence_of(row.target)) for row in rows])
+        return SnapshotsResponse(len(rows), [snapshot_meta(row, cadence_of(row.target), call.now) for row in rows])
 
     return Route("/snapshots", snapshots, (
         Param("limit", kind="int", default=50, ge=1, le=500, description="Snapshots to return, newest first"),
@@ -209,7 +206,7 @@ def latest_pull_route(targets: Callable[[], Sequence[str]] | None, cadence_of: C
         if not rows:
             raise not_found("No pull has been stored yet")
         runs = await reader.runs("crawl", 1)
-        charts = await chart_bundle(reader, rows, BUNDLE_ROWS, cadence_of)
+        charts = await chart_bundle(reader, rows, BUNDLE_ROWS, cadence_of, call.now)
         return LatestPullResponse(run_info(runs[0]) if runs else None, len(charts), charts)
 
     return Route("/latest", latest, response=LatestPullResponse, summary=summary)

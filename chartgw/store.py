@@ -9,16 +9,16 @@ nothing half-written. The server reads through one long-lived connection per fil
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
 from chartgw import config
+from chartgw.clock import Clock, utc_now
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS snapshots (
@@ -85,10 +85,6 @@ RUN_COLUMNS = "id, kind, started_at, finished_at, targets, ok, detail"
 
 def group_db_path(group: str) -> Path:
     return config.data_dir() / f"{group}.sqlite"
-
-
-def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 def parse_iso(value: str) -> datetime:
@@ -180,12 +176,14 @@ class SnapshotWriter:
 
     `retention` maps a target prefix to days; older snapshots of matching targets are pruned
     after each commit. Raw payloads older than `raw_retention_days` are pruned for every target.
+    Ages are measured on `now`, the crawl's clock, so a crawl at an injected time prunes at that time.
     """
 
     path: Path
     busy_timeout_ms: int = 30_000
     retention: dict[str, float] = field(default_factory=dict)
     raw_retention_days: float = 7.0
+    now: Clock = utc_now
     _db: sqlite3.Connection | None = None
 
     def __enter__(self) -> SnapshotWriter:
@@ -290,7 +288,7 @@ class SnapshotWriter:
 
     def _prune(self) -> None:
         """Drop snapshots past their target's retention, but never a target's newest one."""
-        now = time.time()
+        now = self.now()
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -298,12 +296,12 @@ class SnapshotWriter:
                 db.execute(
                     "DELETE FROM snapshots WHERE substr(target, 1, length(?1)) = ?1 AND fetched_at < ?2"
                     " AND id NOT IN (SELECT max(id) FROM snapshots GROUP BY target)",
-                    (prefix, iso(datetime.fromtimestamp(now - days * 86400, timezone.utc))),
+                    (prefix, iso(now - timedelta(days=days))),
                 )
             db.execute(
                 "DELETE FROM raw_payloads WHERE snapshot_id IN (SELECT id FROM snapshots WHERE fetched_at < ?)"
                 " AND snapshot_id NOT IN (SELECT max(id) FROM snapshots GROUP BY target)",
-                (iso(datetime.fromtimestamp(now - self.raw_retention_days * 86400, timezone.utc)),),
+                (iso(now - timedelta(days=self.raw_retention_days)),),
             )
             db.execute("COMMIT")
         except BaseException:

@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 
 from chartgw.access import KeyChecker
 from chartgw.app import build_app
-from chartgw.groups import Group
+from chartgw.group import Group
 from chartgw.demo import seeder
 
 TEST_KEY = "test-key-0123456789"
@@ -40,11 +40,11 @@ def data_dir(path: Path) -> Iterator[Path]:
             os.environ["CHARTGW_DATA_DIR"] = saved
 
 
-def build_group_db(path: Path, group: str, now: datetime | None = None) -> Path:
-    """A data folder with `group`'s demo data: its real crawl run over its bundled samples."""
+def build_group_db(path: Path, group: str, now: datetime = FIXED_NOW) -> Path:
+    """A data folder with `group`'s demo data: its real crawl run over its bundled samples at `now`."""
     path.mkdir(parents=True, exist_ok=True)
     with data_dir(path):
-        outcomes = asyncio.run(seeder(group)(now or datetime.now(timezone.utc)))
+        outcomes = asyncio.run(seeder(group)(now))
     failed = [o for o in outcomes if o.status != "ok"]
     assert not failed, failed
     return path
@@ -56,9 +56,9 @@ def copy_data(source: Path, dest: Path) -> Path:
     return dest
 
 
-def client(path: Path, groups: list[Group] | None = None) -> TestClient:
-    """A TestClient on the gateway (all groups, or `groups`) over data folder `path`, accepting TEST_KEY.
-    Use it as a context manager."""
+def client(path: Path, groups: list[Group] | None = None, now: datetime = FIXED_NOW) -> TestClient:
+    """A TestClient on the gateway (all groups, or `groups`) over data folder `path`, accepting TEST_KEY,
+    answering as if it were `now`. Use it as a context manager."""
     with data_dir(path):
-        app = build_app(groups, checker=KeyChecker(path / "keys.sqlite", plain_keys=[TEST_KEY]))
+        app = build_app(groups, checker=KeyChecker(path / "keys.sqlite", plain_keys=[TEST_KEY]), clock=lambda: now)
     return TestClient(app)

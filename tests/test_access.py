@@ -16,7 +16,7 @@ from starlette.routing import Route as StarletteRoute
 
 from chartgw.access import KeyChecker, KeyStore, hash_key
 from chartgw.app import GroupRoutes, access_table, build_app, declared_routes
-from chartgw.groups import all_groups
+from chartgw.groups import GROUPS
 from tests.fixtures import KEY_HEADERS, client
 
 # The spec: "Every group exposes a public root (GET /) and a public health endpoint", and schema
@@ -34,7 +34,7 @@ def _concrete(path: str) -> str:
 
 
 def test_every_registered_route_is_classified_as_the_spec_says(tmp_path: Path) -> None:
-    table = access_table(declared_routes(all_groups()))
+    table = access_table(declared_routes(GROUPS))
     app = build_app(checker=KeyChecker(tmp_path / "keys.sqlite"))
     routes = _registered(app)
     assert len(routes) >= 8 and all(isinstance(r, StarletteRoute) for r in routes)
@@ -46,14 +46,14 @@ def test_every_registered_route_is_classified_as_the_spec_says(tmp_path: Path) -
 
 
 def test_unclassified_paths_need_a_key() -> None:
-    table = access_table(declared_routes(all_groups()))
+    table = access_table(declared_routes(GROUPS))
     assert not table.is_public("/korea-chart/made-up")
     assert not table.is_public("/somewhere-else/health")
     assert not table.is_public("/korea-chart/health/")
 
 
 def test_requests_without_a_key_are_refused_on_every_keyed_route(korea_data: Path) -> None:
-    table = access_table(declared_routes(all_groups()))
+    table = access_table(declared_routes(GROUPS))
     with client(korea_data) as api:
         for route in _registered(api.app):  # type: ignore[arg-type]
             path = _concrete(route.path)

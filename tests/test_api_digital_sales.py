@@ -12,17 +12,19 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.crawl import Outcome, crawl_group
-from chartgw.demo import environment, replay_upstreams
+from chartgw.group import crawl_group
+from chartgw.crawl import Outcome
+from chartgw.config import environment
+from chartgw.replay import replay_upstreams
 from chartgw.groups.digital_sales import COMBOS, COMBOS_BY_SLUG, GROUP, targets
 from chartgw.params import InvalidParams
 from chartgw.replay import Reply, request_key
 from chartgw.samples import digital_sales as samples
 from chartgw.store import SnapshotReader, group_db_path
 from chartgw.upstreams.itunes import UPSTREAM, requests_for
-from tests.fixtures import KEY_HEADERS, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, copy_data, data_dir
 
-NOW = datetime.now(timezone.utc).replace(microsecond=0)
+NOW = FIXED_NOW
 SEEDED = ("us", "gb", "jp", "kr")
 ROUTES = ("/snapshots", "/latest", "/pull.json", "/combos", "/top-songs/us/latest")
 
@@ -257,7 +259,7 @@ def _failed_log(path: Path) -> list[tuple[Any, ...]]:
 
 def _feed_body(rows: int, limit: int = 100) -> bytes:
     combo = COMBOS_BY_SLUG["top-songs"]
-    return samples.render(combo.feed, "us", samples.sample_rows(combo, "us", 2, rows), datetime.now(timezone.utc), limit)
+    return samples.render(combo.feed, "us", samples.sample_rows(combo, "us", 2, rows), NOW, limit)
 
 
 FEED = _feed_body(100)

@@ -14,15 +14,16 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.crawl import KST, CrawlError, crawl_group
-from chartgw.demo import replay_upstreams
+from chartgw.group import crawl_group
+from chartgw.crawl import KST, CrawlError
+from chartgw.replay import replay_upstreams
 from chartgw.groups.recognition import GROUP, targets
 from chartgw.replay import Reply, request_key
 from chartgw.samples import recognition as samples
 from chartgw.upstreams import shazam
-from tests.fixtures import KEY_HEADERS, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, copy_data, data_dir
 
-NOW = datetime.now(timezone.utc).replace(microsecond=0)
+NOW = FIXED_NOW
 TODAY = NOW.astimezone(KST).date()
 YESTERDAY = TODAY - timedelta(days=1)
 

@@ -12,17 +12,19 @@ import pytest
 from starlette.testclient import TestClient
 
 from chartgw import cli
-from chartgw.crawl import Outcome, crawl_group
-from chartgw.demo import environment, replay_upstreams
+from chartgw.group import crawl_group
+from chartgw.crawl import Outcome
+from chartgw.config import environment
+from chartgw.replay import replay_upstreams
 from chartgw.groups import streaming
 from chartgw.groups.streaming import GROUP, import_csv
 from chartgw.params import InvalidParams
 from chartgw.replay import Reply, request_key
 from chartgw.samples import streaming as samples
 from chartgw.upstreams import spotify
-from tests.fixtures import KEY_HEADERS, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, copy_data, data_dir
 
-NOW = datetime.now(timezone.utc).replace(microsecond=0)
+NOW = FIXED_NOW
 COUNTRIES = ("global", "us", "kr")
 TOKEN_ENV = {"CHARTGW_SPOTIFY_TOKEN": samples.DEMO_TOKEN, "CHARTGW_STREAMING_COUNTRIES": samples.DEMO_COUNTRIES}
 PUBLIC_ENV: dict[str, str | None] = {"CHARTGW_SPOTIFY_TOKEN": None, "CHARTGW_STREAMING_COUNTRIES": None}
@@ -432,8 +434,7 @@ def test_import_refuses_what_is_not_a_chart_csv(tmp_path: Path) -> None:
 
 def test_cli_import_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """`chartgw import streaming FILE` once the group is registered: 0 on success, 2 for a file that is no chart."""
-    monkeypatch.setattr(cli, "all_groups", lambda: [GROUP])
-    monkeypatch.setattr(cli, "group_by_name", lambda name: GROUP)
+    monkeypatch.setattr(cli, "GROUPS", (GROUP,))
     good = tmp_path / "regional-us-weekly-2026-10-01.csv"
     good.write_bytes(samples.render_download_csv("regional-weekly", "us", samples.chart_rows("regional-weekly", "us")))
     bad = tmp_path / "notes.csv"
@@ -454,8 +455,7 @@ def test_a_misconfigured_country_list_is_a_503_naming_it(streaming_data: Path) -
 
 def test_cli_crawl_without_a_token_refuses_other_charts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(cli, "all_groups", lambda: [GROUP])
-    monkeypatch.setattr(cli, "group_by_name", lambda name: GROUP)
+    monkeypatch.setattr(cli, "GROUPS", (GROUP,))
     with data_dir(tmp_path), environment(PUBLIC_ENV):
         assert cli.main(["crawl", "streaming", "--chart-type", "viral-daily"]) == 2
     assert "without CHARTGW_SPOTIFY_TOKEN only regional-weekly/global" in capsys.readouterr().err

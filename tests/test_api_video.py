@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.crawl import crawl_group
-from chartgw.demo import replay_upstreams
+from chartgw.group import crawl_group
+from chartgw.replay import replay_upstreams
 from chartgw.groups.video import (
     GROUP,
     Chart,
@@ -29,9 +29,9 @@ from chartgw.replay import Reply, request_key
 from chartgw.samples import global_rows
 from chartgw.samples import video as samples
 from chartgw.upstreams import youtube
-from tests.fixtures import KEY_HEADERS, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, copy_data, data_dir
 
-NOW = datetime.now(timezone.utc)
+NOW = FIXED_NOW
 TODAY = NOW.date()
 WEEK = latest_week_end(TODAY).isoformat()
 DAY = (TODAY - timedelta(days=1)).isoformat()
@@ -288,7 +288,7 @@ def test_failed_or_partial_pull_keeps_the_last_good_snapshot(video_data: Path, t
     path = copy_data(video_data, tmp_path / "data")
     with client(path, [GROUP]) as before:
         kept = get(before, "/video/us/latest").json()
-    table = samples.replies(NOW)
+    table = samples.replies(catalogue(), NOW)
     table[request_key(youtube.browse_request("top-songs", "weekly", "us"))] = reply
     (outcome,) = _crawl_with(path, table, US_SELECTION)
     assert outcome.status == "failed" and error in (outcome.error or "")
@@ -301,7 +301,7 @@ def test_failed_or_partial_pull_keeps_the_last_good_snapshot(video_data: Path, t
 
 def test_a_later_backfill_does_not_replace_the_latest_chart(video_data: Path, tmp_path: Path) -> None:
     path = copy_data(video_data, tmp_path / "data")
-    with data_dir(path), replay_upstreams({youtube.UPSTREAM: samples.replies(NOW)}):
+    with data_dir(path), replay_upstreams({youtube.UPSTREAM: samples.replies(catalogue(), NOW)}):
         outcomes = asyncio.run(backfill(2, now=lambda: NOW + timedelta(hours=1)))
     assert [o.status for o in outcomes] == ["ok", "ok"]
     with client(path, [GROUP]) as after:

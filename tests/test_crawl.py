@@ -470,7 +470,7 @@ def test_cli_waits_for_the_lock_with_wait(seeded: Path) -> None:
 def test_cli_crawl_against_replay_servers(seeded: Path) -> None:
     """`chartgw crawl korea-chart --site portal-a` commits all five Melon charts and reports them as JSON."""
     before = {ct: _latest(seeded, f"portal-a/{ct}")[0] for ct in ("realtime", "hot100_d100", "hot100_d30", "daily", "weekly")}
-    server = ReplayServer(all_replies(datetime.now(timezone.utc), 2)["MELON"]).start()
+    server = ReplayServer(all_replies(FIXED_NOW, 2)["MELON"]).start()
     try:
         done = _cli(seeded, "--site", "portal-a", "--json", MELON=server.origin)
     finally:

@@ -15,8 +15,8 @@ import msgspec
 import pytest
 
 from chartgw import cli
-from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, crawl_group, import_builds, run_targets
-from chartgw.groups import CommandArg, Group, GroupCommand
+from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds, run_targets
+from chartgw.group import CommandArg, Group, GroupCommand, crawl_group
 from chartgw.records import stored_entry
 from chartgw.store import NewSnapshot, SnapshotWriter, group_db_path
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest
@@ -114,7 +114,7 @@ def test_imports_commit_like_a_crawl_and_a_bad_file_changes_nothing(data: Path) 
     def build(lines: list[str]):  # type: ignore[no-untyped-def]
         return lambda ctx: [_snapshot("chart", lines, ctx.now)]
 
-    outcomes = import_builds(NAME, [("chart", build(["Song - Artist"])), ("chart", build([]))], "file.csv", now=NOW)
+    outcomes = import_builds(NAME, [("chart", build(["Song - Artist"])), ("chart", build([]))], "file.csv", now=lambda: NOW)
     assert [(o.status, o.error) for o in outcomes] == [("ok", None), ("failed", "empty chart")]
     db = sqlite3.connect(data / f"{NAME}.sqlite")
     assert db.execute("SELECT count(*) FROM snapshots").fetchone() == (1,)
@@ -136,8 +136,7 @@ def test_the_cli_offers_each_group_command_under_its_verb(data: Path, monkeypatc
     command = GroupCommand("import", "load a file", (CommandArg("file", "the file", positional=True),
                                                      CommandArg("weeks", "how many", type=int, default=8)), run)
     tiny = Group(NAME, "Tiny", "A test group", (), commands=(command,))
-    monkeypatch.setattr(cli, "all_groups", lambda: [tiny])
-    monkeypatch.setattr(cli, "group_by_name", lambda name: tiny)
+    monkeypatch.setattr(cli, "GROUPS", (tiny,))
     assert cli.main(["import", NAME, "chart.csv", "--weeks", "3", "--json"]) == 0
     assert seen == [{"file": "chart.csv", "weeks": 3}]
     assert json.loads(capsys.readouterr().out)[0]["status"] == "ok"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from chartgw.app import service_routes
 from chartgw.cli import crontab
-from chartgw.groups import all_groups
+from chartgw.groups import GROUPS
 from chartgw.groups.korea_chart import GROUP, RisingEntry
 from chartgw.records import KoreaEntry
 
@@ -15,7 +15,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def test_openapi_documents_every_route_parameter_and_error() -> None:
-    for group in all_groups():
+    for group in GROUPS:
         routes = service_routes(group)
         document = next(r for r in routes if r.path == "/openapi.json")
         import asyncio
@@ -43,7 +43,7 @@ def test_openapi_documents_every_route_parameter_and_error() -> None:
 
 def test_readme_lists_every_route_of_every_group() -> None:
     text = README.read_text()
-    for group in all_groups():
+    for group in GROUPS:
         for route in service_routes(group):
             assert f"{route.method} /{group.name}{route.path}" in text, f"README misses {route.method} {route.path}"
 
@@ -51,7 +51,7 @@ def test_readme_lists_every_route_of_every_group() -> None:
 def test_readme_names_the_two_setup_commands_and_every_upstream_variable() -> None:
     text = README.read_text()
     assert "scripts/serve" in text and "scripts/test" in text
-    for group in all_groups():
+    for group in GROUPS:
         for name in group.upstreams:
             assert f"CHARTGW_UPSTREAM_{name}" in text
 
@@ -60,7 +60,7 @@ def test_crontab_covers_every_schedule_in_kst() -> None:
     tab = crontab(Path("/srv/chartgw"))
     assert "CRON_TZ=Asia/Seoul" in tab
     lines = [line for line in tab.splitlines() if re.match(r"^[\d*]", line)]
-    assert len(lines) == sum(len(g.schedules) for g in all_groups())
+    assert len(lines) == sum(len(g.schedules) for g in GROUPS)
     assert any(line.startswith("*/5 * * * * /srv/chartgw/scripts/crawl korea-chart --site portal-d --chart-type rising")
                for line in lines)
     assert all("--wait 240" in line for line in lines)

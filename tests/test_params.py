@@ -153,8 +153,10 @@ def test_a_misconfigured_setting_is_a_503_naming_it_not_a_500(tmp_path, monkeypa
     monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("CHARTGW_SOME_COUNTRIES", "us,zz")
 
+    setting = config.Setting("SOME_COUNTRIES", "us", "a test setting", config.countries)
+
     async def countries(call: Call) -> list[str]:
-        return list(config.country_list("SOME_COUNTRIES", "us"))
+        return list(config.get(setting))
 
     route = Route("/c", countries, cache_ttl=0)
     app = Starlette(routes=[StarletteRoute(route.path, EndpointApp(route, GroupData("t"), ResponseCache()))])

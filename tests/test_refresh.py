@@ -10,10 +10,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from chartgw.crawl import crawl_lock
-from chartgw.demo import replay_upstreams
+from chartgw.replay import replay_upstreams
 from chartgw.replay import Reply
 from chartgw.samples.korea import site_replies
-from tests.fixtures import KEY_HEADERS, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def api(korea_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
 
 
 def _melon_replies(variant: int) -> dict[str, dict]:
-    return {"MELON": site_replies("portal-a", "realtime", datetime.now(timezone.utc), variant)}
+    return {"MELON": site_replies("portal-a", "realtime", FIXED_NOW, variant)}
 
 
 def test_refresh_one_chart_commits_a_new_snapshot(api: TestClient) -> None:

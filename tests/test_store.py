@@ -33,6 +33,8 @@ from tests.fixtures import build_group_db, copy_data
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GROUP_FILE = "korea-chart.sqlite"
 NOW = datetime(2026, 11, 20, 5, 30, 0, tzinfo=timezone.utc)
+CRAWL_AT = ("--at", (NOW + timedelta(minutes=5)).isoformat())
+"""The child crawls run 5 minutes after the seed (FLO rising finds the seed's observation an hour back)."""
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -202,15 +204,15 @@ def test_reader_latest_is_the_newest_and_sees_new_commits(tmp_path: Path) -> Non
 def test_retention_prunes_old_snapshots_of_matching_targets_but_never_a_newest(tmp_path: Path) -> None:
     """Old FLO observations go (with their entries); other prefixes and each target's newest stay."""
     path = tmp_path / "g.sqlite"
-    now = datetime.now(timezone.utc).replace(microsecond=0)
+    now = NOW
     days = lambda n: now - timedelta(days=n)  # noqa: E731
-    with SnapshotWriter(path) as writer:
+    with SnapshotWriter(path, now=lambda: now) as writer:
         for target, when in (("portal-d/all_age", days(10)), ("portal-d/all_age", days(5)), ("portal-d/all_age", days(1)),
                              ("portal-d/rising", days(10)), ("portal-a/realtime", days(10)),
                              ("portal-a/realtime", days(9))):
             writer.commit([_snap(target, 2, when, raw=b"raw")], _log(target))
     assert _counts(path)["snapshots"] == 6
-    with SnapshotWriter(path, retention={"portal-d/": 3.0}) as writer:
+    with SnapshotWriter(path, retention={"portal-d/": 3.0}, now=lambda: now) as writer:
         assert writer.commit([_snap("portal-d/all_age", 2, now, raw=b"raw")], _log("portal-d/all_age")) == [7]
     assert _query(path, "SELECT id, target FROM snapshots ORDER BY id") == [
         (3, "portal-d/all_age"), (4, "portal-d/rising"), (5, "portal-a/realtime"), (6, "portal-a/realtime"),
@@ -262,7 +264,7 @@ class _CrawlCase:
 
 
 def _run_crawl(data: Path, args: Sequence[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "chartgw", "crawl", "korea-chart", "--json", *args], env=env,
+    return subprocess.run([sys.executable, "-m", "chartgw", "crawl", "korea-chart", "--json", *CRAWL_AT, *args], env=env,
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
 
 
@@ -272,14 +274,12 @@ def test_killed_crawl_processes_leave_the_previous_snapshot_serving(tmp_path: Pa
     Every kill must leave a file passing integrity_check, and per target either the old snapshot
     (same id, same rows) or exactly the new chart a completed crawl commits. FLO's observation and
     its rising chart share one transaction, so they are both old or both new. The folder is seeded
-    here, not copied from the session's `korea_data`: FLO rising needs an observation 45-75 minutes
-    before the wall clock, so the seed must be recent whenever this test runs.
+    here, not copied from the session's `korea_data`, which other tests read.
     """
     data = build_group_db(tmp_path / "kill", "korea-chart")
     ref = copy_data(data, tmp_path / "ref")
     db, ref_db = data / GROUP_FILE, ref / GROUP_FILE
-    now = datetime.now(timezone.utc)
-    replies = all_replies(now, variant=7)  # a different sample chart than the seeded one
+    replies = all_replies(NOW, variant=7)  # a different sample chart than the seeded one
     servers = {name: ReplayServer(replies[name]).start() for name in ("MELON", "FLO")}
     try:
         env = _child_env(data, **{n: s.origin for n, s in servers.items()})
@@ -321,7 +321,8 @@ def test_killed_crawl_processes_leave_the_previous_snapshot_serving(tmp_path: Pa
                 if hold:
                     held.execute("BEGIN")
                     before = {t: _read_in(held, t) for t in case.targets}
-                proc = subprocess.Popen([sys.executable, "-m", "chartgw", "crawl", "korea-chart", "--json", *case.args],
+                proc = subprocess.Popen([sys.executable, "-m", "chartgw", "crawl", "korea-chart", "--json", *CRAWL_AT,
+                                         *case.args],
                                         env=env, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                 if i % 3 == 0:
                     time.sleep(rng.uniform(0.05, case.seconds * 0.8))  # anywhere from start-up on
@@ -549,12 +550,12 @@ def test_killed_mid_commit_of_a_huge_snapshot_leaves_old_or_whole_new(korea_data
 def test_a_reader_holding_a_transaction_does_not_stall_a_commit(tmp_path: Path) -> None:
     """The post-commit checkpoint waits only briefly for readers; the commit itself is never held up."""
     db = tmp_path / "g.sqlite"
-    now = datetime.now(timezone.utc)
+    now = NOW
 
     def snapshot(title: str) -> NewSnapshot:
         return NewSnapshot("t/x", "2026-11-20", None, now, "test", [StoredEntry(1, title, "a", None, b"{}")])
 
-    with SnapshotWriter(db) as writer:
+    with SnapshotWriter(db, now=lambda: now) as writer:
         writer.commit([snapshot("first")], FetchLogRow("t/x", now, 0, "ok"))
         reader = sqlite3.connect(db, isolation_level=None)
         reader.execute("BEGIN")

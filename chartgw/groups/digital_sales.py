@@ -10,15 +10,18 @@ artist-history service joins on.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from functools import partial
 
 import msgspec
 
 from chartgw import config
-from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
-from chartgw.crawl import CrawlContext, CrawlTarget, Fetched
+from chartgw.countries import COUNTRIES, country_code, country_name
+from chartgw.clock import fixed
+from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.groups import Group, Schedule
+from chartgw.group import Group, Schedule, crawl_group
+from chartgw.replay import replay_upstreams
 from chartgw.params import InvalidParams, Param, literal_error
 from chartgw.records import stored_entry
 from chartgw.responses import (
@@ -32,14 +35,18 @@ from chartgw.responses import (
     snapshots_route,
     target_statuses,
 )
+from chartgw.samples import digital_sales as samples
 from chartgw.store import NewSnapshot, StoredEntry
 from chartgw.upstreams import itunes
 from chartgw.upstreams.itunes import DigitalSalesEntry
 
 NAME = "digital-sales"
 CADENCE_SECONDS = 3 * 3600
-DEFAULT_COUNTRIES = "us,gb,jp,kr,de,fr,ca,au"
-DEFAULT_FEED_LIMIT = "100"
+COUNTRIES_SETTING = config.Setting("DIGITAL_SALES_COUNTRIES", "us,gb,jp,kr,de,fr,ca,au",
+                                   "storefronts /digital-sales crawls and serves (ISO alpha-2; no `global`)",
+                                   config.storefronts)
+FEED_LIMIT_SETTING = config.Setting("DIGITAL_SALES_FEED_LIMIT", "100", "rows asked of every iTunes feed, 1-200",
+                                    config.bounded_int(1, itunes.MAX_LIMIT))
 
 
 @dataclass(frozen=True)
@@ -68,18 +75,12 @@ COMBOS_BY_SLUG = {c.slug: c for c in COMBOS}
 
 def countries() -> tuple[str, ...]:
     """The configured storefronts, read on each use so a changed setting needs no restart."""
-    codes = config.country_list("DIGITAL_SALES_COUNTRIES", DEFAULT_COUNTRIES)
-    if GLOBAL in codes:
-        raise config.SettingError("CHARTGW_DIGITAL_SALES_COUNTRIES: the iTunes Store has no 'global' storefront")
-    return codes
+    return config.get(COUNTRIES_SETTING)
 
 
 def feed_limit() -> int:
     """Rows asked of every feed (`CHARTGW_DIGITAL_SALES_FEED_LIMIT`, 1..200)."""
-    raw = config.setting("DIGITAL_SALES_FEED_LIMIT", DEFAULT_FEED_LIMIT)
-    if not raw.isdigit() or not 1 <= int(raw) <= itunes.MAX_LIMIT:
-        raise config.SettingError(f"CHARTGW_DIGITAL_SALES_FEED_LIMIT must be 1..{itunes.MAX_LIMIT}, got {raw!r}")
-    return int(raw)
+    return config.get(FEED_LIMIT_SETTING)
 
 
 def target_key(combo: str, country: str) -> str:
@@ -166,7 +167,7 @@ class HealthResponse(msgspec.Struct):
 
 async def health(call: Call) -> HealthResponse:
     cadences = {target_key(c.slug, cc): CADENCE_SECONDS for c, cc in configured_targets()}
-    statuses = await target_statuses(call.data.reader, cadences)
+    statuses = await target_statuses(call.data.reader, cadences, call.now)
     return HealthResponse("degraded" if any(s.stale for s in statuses) else "ok", NAME, statuses)
 
 
@@ -189,7 +190,7 @@ async def combo_latest(call: Call) -> ComboChartResponse:
         raise not_found(f"Country {country!r} is not crawled; configured countries: {', '.join(configured)}")
     row = await latest_or_404(call.data.reader, target_key(combo, country), f"{combo} in {country}")
     records = await call.data.reader.records(row.id, call.params["limit"])
-    return ComboChartResponse(combo, country, snapshot_meta(row, CADENCE_SECONDS), len(records),
+    return ComboChartResponse(combo, country, snapshot_meta(row, CADENCE_SECONDS, call.now), len(records),
                               records_array(records))  # type: ignore[arg-type]
 
 
@@ -212,6 +213,19 @@ ROUTES: tuple[Route, ...] = (
     ), response=ComboChartResponse, summary="Latest chart of one combo in one country"),
 )
 
+# --- demo -------------------------------------------------------------------------------------
+
+async def seed(now: datetime) -> list[Outcome]:
+    """Two pulls of every combo x configured country: one a cadence ago (history for /snapshots), one now."""
+    earlier = now - timedelta(hours=3)
+    limit, configured = feed_limit(), countries()
+    with replay_upstreams({itunes.UPSTREAM: samples.all_replies(COMBOS, configured, limit, earlier, 0)}) as servers:
+        outcomes = await crawl_group(GROUP, {}, now=fixed(earlier))
+        servers[itunes.UPSTREAM].replies.update(samples.all_replies(COMBOS, configured, limit, now, 1))
+        outcomes += await crawl_group(GROUP, {}, now=fixed(now))
+    return outcomes
+
+
 GROUP = Group(
     name=NAME,
     title="Digital sales (iTunes Store charts)",
@@ -223,6 +237,8 @@ GROUP = Group(
     targets=targets,
     crawl_options=(("combo", COMBO_SLUGS), ("country", tuple(COUNTRIES))),
     schedules=(Schedule("25 */3 * * *", (), "UTC", "iTunes Store charts: every combo x configured country, 3-hourly"),),
+    settings=(COUNTRIES_SETTING, FEED_LIMIT_SETTING),
+    seeder=seed,
 )
 
 

@@ -15,7 +15,6 @@ observation is kept as an `all_age` snapshot; the rising charts are computed fro
 from __future__ import annotations
 
 import asyncio
-import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -24,12 +23,17 @@ from typing import Any
 
 import msgspec
 
-from chartgw.crawl import KST, CrawlContext, CrawlTarget, Fetched, PartialCrawl, crawl_in_subprocess
+from chartgw import config
+from chartgw.clock import fixed
+from chartgw.crawl import KST, CrawlContext, CrawlTarget, Fetched, Outcome, PartialCrawl, run_targets
 from chartgw.endpoints import ApiError, Call, Route, not_found
-from chartgw.groups import Group, Schedule
+from chartgw.group import Group, Schedule
 from chartgw.params import InvalidParams, Param, literal_error
 from chartgw.records import KoreaEntry, ParsedChart, RankStatus, stored_entry
+from chartgw.refresh import crawl_in_subprocess
+from chartgw.replay import replay_upstreams
 from chartgw.responses import SnapshotMeta, records_array, snapshot_meta, target_statuses
+from chartgw.samples import korea as samples
 from chartgw.store import NewSnapshot, SnapshotRow, StoredEntry, iso, parse_iso
 from chartgw.text import ArtistAliases, artist_key, title_key
 from chartgw.upstreams import bugs, flo, genie, melon, vibe
@@ -98,9 +102,13 @@ def _snapshot(target: str, parsed: ParsedChart, hourly: bool, source: str, ctx: 
 
 # --- crawl targets ------------------------------------------------------------------------------
 
+GENIE_FEED_SETTING = config.Setting("GENIE_FEED", "web", "`app` reads Genie's app JSON API instead of its web chart page",
+                                    config.choice("web", "app"))
+
+
 def _genie_feed() -> str:
     """`CHARTGW_GENIE_FEED=app` reads Genie's app JSON API instead of its web page."""
-    return os.environ.get("CHARTGW_GENIE_FEED", "web")
+    return config.get(GENIE_FEED_SETTING)
 
 
 def _requests(site: Site, chart_type: str) -> list[Any]:
@@ -307,7 +315,7 @@ async def health(call: Call) -> HealthResponse:
     cadences = {f"{site}/{chart_type}": cadence_seconds(site, chart_type) for site, chart_type in charts}
     statuses = [SnapshotStatus(site, chart_type, s.snapshot_id, s.chart_date, s.chart_hour, s.fetched_at,
                                s.age_seconds, s.stale)
-                for (site, chart_type), s in zip(charts, await target_statuses(call.data.reader, cadences), strict=True)]
+                for (site, chart_type), s in zip(charts, await target_statuses(call.data.reader, cadences, call.now), strict=True)]
     status = "ok" if not any(s.stale for s in statuses) else "degraded"
     return HealthResponse(status, NAME, _site_infos(), statuses)
 
@@ -322,7 +330,7 @@ async def _chart(call: Call, site: str, chart_type: str) -> ChartResponse | Risi
         raise not_found(f"No snapshot of {site} {chart_type} yet")
     records = await call.data.reader.records(row.id, call.params["limit"])
     kind = RisingChartResponse if chart_type.startswith("rising") and site == "portal-d" else ChartResponse
-    return kind(site, SITES[site].source, chart_type, snapshot_meta(row, cadence_seconds(site, chart_type)),
+    return kind(site, SITES[site].source, chart_type, snapshot_meta(row, cadence_seconds(site, chart_type), call.now),
                 len(records), records_array(records))  # type: ignore[arg-type]
 
 
@@ -350,7 +358,7 @@ async def compare(call: Call) -> CompareResponse:
     charts_by_site: dict[str, list[KoreaEntry]] = {}
     for site in COMPARE_SITES:
         row = await reader.latest(f"{site}/{chart_type}")
-        metas[site] = snapshot_meta(row, cadence_seconds(site, chart_type)) if row else None
+        metas[site] = snapshot_meta(row, cadence_seconds(site, chart_type), call.now) if row else None
         charts_by_site[site] = [_decode_entry(r) for r in await reader.records(row.id, 10_000)] if row else []
     if not any(charts_by_site.values()):
         raise not_found(f"No {chart_type} snapshot of portal-a, portal-b or portal-c yet")
@@ -440,6 +448,31 @@ ROUTES: tuple[Route, ...] = (
         summary="Run the same crawl as cron for all sites and chart types, or the selected ones"),
 )
 
+# --- demo -------------------------------------------------------------------------------------
+
+def flo_observation_times(now: datetime) -> list[datetime]:
+    """Past moments that give `rising` an observation an hour back and `rising_hourly` a full previous hour."""
+    hour = now.astimezone(KST).replace(minute=0, second=0, microsecond=0)
+    return sorted({hour - timedelta(hours=1) + timedelta(seconds=30), hour - timedelta(minutes=4),
+                   now - timedelta(minutes=60)})
+
+
+async def seed(now: datetime) -> list[Outcome]:
+    """FLO observed at a few earlier moments (the crawl clock set back: rising needs an observation an
+    hour earlier), then every chart of every site now."""
+    outcomes: list[Outcome] = []
+    flo_targets = targets({"site": "portal-d", "chart_type": "all_age"})
+    with replay_upstreams(samples.all_replies(now)) as servers:
+        flo_server = servers[flo.UPSTREAM]
+        for variant, moment in enumerate(flo_observation_times(now)):
+            flo_server.replies.update(samples.site_replies("portal-d", "all_age", moment, variant))
+            outcomes += await run_targets(NAME, flo_targets, retention=GROUP.retention_days, now=fixed(moment))
+        flo_server.replies.update(samples.site_replies("portal-d", "all_age", now, 3))
+        everything = [t for t in targets({}) if t.key != FLO_CHART]
+        outcomes += await run_targets(NAME, everything, retention=GROUP.retention_days, now=fixed(now))
+    return outcomes
+
+
 GROUP = Group(
     name=NAME,
     title="Korean chart sites",
@@ -459,6 +492,8 @@ GROUP = Group(
           for m, site in ((3, "portal-a"), (6, "portal-b"), (9, "portal-c"), (12, "portal-e"))),
     ),
     retention_days={FLO_CHART: 3.0, "portal-d/rising": 3.0},
+    settings=(GENIE_FEED_SETTING,),
+    seeder=seed,
 )
 
 

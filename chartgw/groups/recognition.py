@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
 import msgspec
 
-from chartgw.crawl import KST, CrawlContext, CrawlError, CrawlTarget, Fetched
+from chartgw.clock import fixed
+from chartgw.crawl import KST, CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.groups import Group, Schedule
+from chartgw.group import Group, Schedule, crawl_group
 from chartgw.params import InvalidParams, Param, literal_error
 from chartgw.records import stored_entry
+from chartgw.replay import replay_upstreams
 from chartgw.responses import SnapshotMeta, age_seconds, records_array, snapshot_meta
+from chartgw.samples import recognition as samples
 from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, SnapshotWriter, StoredEntry, glob_escape, group_db_path
 from chartgw.text import compact
 from chartgw.upstreams import shazam
@@ -249,10 +253,10 @@ async def health(call: Call) -> HealthResponse:
     entries = catalogue.entries if catalogue else []
     found = counts(entries)
     discovered_at = catalogue.row.fetched_at if catalogue else None
-    stale_discovery = catalogue is None or age_seconds(catalogue.row) > 2 * CADENCE_SECONDS
+    stale_discovery = catalogue is None or age_seconds(catalogue.row, call.now) > 2 * CADENCE_SECONDS
     latest = {row.target: row for row in await reader.latest_per_target()}
     rows = [latest[e.path] for e in entries if e.path in latest]
-    fresh = sum(age_seconds(row) <= 2 * CADENCE_SECONDS for row in rows)
+    fresh = sum(age_seconds(row, call.now) <= 2 * CADENCE_SECONDS for row in rows)
     coverage = Coverage(len(entries), len(rows), fresh, len(entries) - fresh,
                         max((row.chart_date for row in rows), default=None))
     status = "ok" if entries and fresh == len(entries) and not stale_discovery else "degraded"
@@ -262,7 +266,7 @@ async def health(call: Call) -> HealthResponse:
 
 async def charts(call: Call) -> ChartsResponse:
     catalogue = await catalogue_or_404(call.data.reader)
-    return ChartsResponse(snapshot_meta(catalogue.row, CADENCE_SECONDS), counts(catalogue.entries),
+    return ChartsResponse(snapshot_meta(catalogue.row, CADENCE_SECONDS, call.now), counts(catalogue.entries),
                           len(catalogue.records), records_array(catalogue.records))  # type: ignore[arg-type]
 
 
@@ -276,7 +280,7 @@ async def _latest(call: Call, path: str) -> ChartResponse:
     if row is None:
         raise not_found(f"Chart {path} was discovered but has no snapshot yet")
     records = await reader.records(row.id, call.params["limit"])
-    response = ChartResponse(entry, snapshot_meta(row, CADENCE_SECONDS), len(records),
+    response = ChartResponse(entry, snapshot_meta(row, CADENCE_SECONDS, call.now), len(records),
                              records_array(records))  # type: ignore[arg-type]
     if call.params["include_raw"]:
         raw = await reader.raw(row.id)
@@ -318,9 +322,9 @@ def _scope(params: dict[str, Any]) -> list[str]:
     return patterns(kind, params.get("market"), genre, city)
 
 
-def _item(row: SnapshotRow) -> SnapshotItem:
+def _item(row: SnapshotRow, now: datetime) -> SnapshotItem:
     kind, market, genre, city = target_parts(row.target)
-    return SnapshotItem(kind, market, genre, city, snapshot_meta(row, CADENCE_SECONDS))
+    return SnapshotItem(kind, market, genre, city, snapshot_meta(row, CADENCE_SECONDS, now))
 
 
 async def snapshots(call: Call) -> SnapshotsResponse:
@@ -329,7 +333,7 @@ async def snapshots(call: Call) -> SnapshotsResponse:
     for pattern in _scope(call.params):
         rows += await call.data.reader.snapshots(pattern, limit)
     rows = sorted(rows, key=lambda r: r.id, reverse=True)[:limit]
-    return SnapshotsResponse(len(rows), [_item(r) for r in rows])
+    return SnapshotsResponse(len(rows), [_item(r, call.now) for r in rows])
 
 
 async def search(call: Call) -> SearchResponse:
@@ -399,6 +403,19 @@ ROUTES: tuple[Route, ...] = (
         summary="Artist or title search over the latest snapshot of every chart"),
 )
 
+# --- demo -------------------------------------------------------------------------------------
+
+async def seed(now: datetime) -> list[Outcome]:
+    """Yesterday's Top 200s, then today's full crawl (discovery and all 275 charts)."""
+    today = now.astimezone(KST).date()
+    yesterday = now - timedelta(days=1)
+    with replay_upstreams({shazam.UPSTREAM: samples.replies(today - timedelta(days=1), 0)}) as servers:
+        outcomes = await crawl_group(GROUP, {"chart_kind": "top-200"}, now=fixed(yesterday))
+        servers[shazam.UPSTREAM].replies.update(samples.replies(today, 1))
+        outcomes += await crawl_group(GROUP, {}, now=fixed(now))
+    return outcomes
+
+
 GROUP = Group(
     name=NAME,
     title="Recognition-app charts",
@@ -412,4 +429,5 @@ GROUP = Group(
                         "Shazam daily at 06:17 KST: the catalogue, then every discovered chart"),),
     discovery=discovery,
     per_upstream=4,
+    seeder=seed,
 )

@@ -12,18 +12,20 @@ newest chart date (the store's reading), so an import of an older chart never re
 from __future__ import annotations
 
 import re
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from functools import partial
 from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import Any
 
 import msgspec
 
 from chartgw import config
+from chartgw.clock import Clock, fixed, utc_now
 from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
 from chartgw.endpoints import ApiError, Call, Route, not_found
-from chartgw.groups import CommandArg, Group, GroupCommand, Schedule
+from chartgw.group import CommandArg, Group, GroupCommand, Schedule, crawl_group
 from chartgw.params import InvalidParams, Param
 from chartgw.records import stored_entry
 from chartgw.responses import (
@@ -34,6 +36,8 @@ from chartgw.responses import (
     snapshot_meta,
     target_statuses,
 )
+from chartgw.replay import replay_upstreams
+from chartgw.samples import streaming as samples
 from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, StoredEntry, glob_escape
 from chartgw.text import compact, title_key
 from chartgw.upstreams import spotify
@@ -44,7 +48,10 @@ DAY = 86400
 CADENCE_SECONDS = {"regional-daily": DAY, "regional-weekly": 7 * DAY, "viral-daily": DAY}
 EXPECTED_ROWS = {"regional-daily": 200, "regional-weekly": 200, "viral-daily": 50}
 OVERVIEW_ROWS = 50
-DEFAULT_COUNTRIES = "global,us,gb,de,jp,br,mx,kr"
+COUNTRIES_SETTING = config.Setting("STREAMING_COUNTRIES", "global,us,gb,de,jp,br,mx,kr",
+                                   "countries /streaming crawls (`global` or ISO alpha-2)", config.countries)
+TOKEN_SETTING = config.Setting("SPOTIFY_TOKEN", "", "bearer token of a logged-in charts.spotify.com session; without it "
+                               "/streaming reads only the public overview", config.text, secret=True)
 OVERVIEW_TARGET = "regional-weekly/global"
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -53,11 +60,11 @@ _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 def crawled_countries() -> tuple[str, ...]:
     """`CHARTGW_STREAMING_COUNTRIES` (ValueError on a bad code, so a typo fails the crawl)."""
-    return config.country_list("STREAMING_COUNTRIES", DEFAULT_COUNTRIES)
+    return config.get(COUNTRIES_SETTING)
 
 
 def token() -> str:
-    return config.setting("SPOTIFY_TOKEN")
+    return config.get(TOKEN_SETTING)
 
 
 def target_key(chart_type: str, country: str) -> str:
@@ -156,7 +163,7 @@ def _check_layout(parsed: spotify.CsvChart, chart_type: str, file_name: str) -> 
         raise ValueError(f"{file_name} counts {parsed.recurrence} periods on chart, so it is not a {chart_type} chart")
 
 
-def import_csv(values: dict[str, Any], now: datetime | None = None) -> list[Outcome]:
+def import_csv(values: dict[str, Any], now: Clock = utc_now) -> list[Outcome]:
     """`chartgw import streaming FILE.csv [--country] [--chart-type] [--date]`: one dated snapshot from a
     charts.spotify.com or spotifycharts.com download, committed as a crawl commits (checks, fetch log, run).
 
@@ -303,7 +310,7 @@ async def _chart_response(call: Call, chart_date: str | None) -> ChartResponse:
                             "for the dates there are")
         raise await _no_chart(reader, country, chart_type)
     records = await reader.records(row.id, limit)
-    return ChartResponse(country, chart_type, row.chart_date, snapshot_meta(row, CADENCE_SECONDS[chart_type]),
+    return ChartResponse(country, chart_type, row.chart_date, snapshot_meta(row, CADENCE_SECONDS[chart_type], call.now),
                          len(records), records_array(records))  # type: ignore[arg-type]
 
 
@@ -384,7 +391,7 @@ async def history(call: Call) -> HistoryResponse:
 
 
 async def health(call: Call) -> HealthResponse:
-    statuses = await target_statuses(call.data.reader, expected_cadences(), "*/*")
+    statuses = await target_statuses(call.data.reader, expected_cadences(), call.now, "*/*")
     status = "ok" if statuses and not any(s.stale for s in statuses) else "degraded"
     return HealthResponse(status, NAME, "token" if token() else "public", list(_crawled()), statuses)
 
@@ -439,6 +446,35 @@ ROUTES: tuple[Route, ...] = (
     FETCH_LOGS_ROUTE,
 )
 
+# --- demo -------------------------------------------------------------------------------------
+
+async def seed(now: datetime) -> list[Outcome]:
+    """Demo data: a legacy-layout CSV import of an older daily chart, then token crawls of every chart type of
+    3 countries at two earlier days (the crawl clock set back, earlier chart dates; weekly charts a week
+    apart each) and now."""
+    settings: dict[str, str | None] = {TOKEN_SETTING.variable: samples.DEMO_TOKEN,
+                                       COUNTRIES_SETTING.variable: samples.DEMO_COUNTRIES}
+    countries = tuple(samples.DEMO_COUNTRIES.split(","))
+    outcomes: list[Outcome] = []
+    with config.environment(settings), replay_upstreams({spotify.UPSTREAM: {}}) as servers, TemporaryDirectory() as tmp:
+        two_days_ago = (now - timedelta(days=2)).date()
+        older = date.fromisoformat(samples.chart_date("regional-daily", two_days_ago)) - timedelta(days=7)
+        rows = samples.global_rows("spotify/legacy/regional-daily/global", 0, 200)
+        path = Path(tmp) / f"regional-global-daily-{older.isoformat()}.csv"
+        path.write_bytes(samples.render_legacy_csv("regional-daily", GLOBAL, rows))
+        outcomes += import_csv({"file": str(path)}, now=fixed(now - timedelta(days=3)))
+        server = servers[spotify.UPSTREAM]
+        newest_week = date.fromisoformat(samples.chart_date("regional-weekly", now.date()))
+        for variant, days_back in enumerate((2, 1, 0)):
+            moment = now - timedelta(days=days_back)
+            weekly = (newest_week - timedelta(weeks=days_back)).isoformat()
+            server.replies.clear()
+            daily = samples.chart_date("regional-daily", moment.date())
+            server.replies.update(samples.chart_replies(daily, weekly, variant, countries, samples.DEMO_TOKEN))
+            outcomes += await crawl_group(GROUP, {}, now=fixed(moment))
+    return outcomes
+
+
 GROUP = Group(
     name=NAME,
     title="Spotify country charts",
@@ -458,4 +494,6 @@ GROUP = Group(
         CommandArg("chart_type", "chart type; default: from the file name", choices=CHART_TYPES),
         CommandArg("date", "chart date YYYY-MM-DD; default: from the file name"),
     ), run=import_csv),),
+    settings=(COUNTRIES_SETTING, TOKEN_SETTING),
+    seeder=seed,
 )

@@ -21,10 +21,11 @@ import httpx
 import msgspec
 
 from chartgw import config
+from chartgw.clock import Clock, fixed, utc_now
 from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, RetryPolicy, run_targets
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.groups import CommandArg, Group, GroupCommand, Schedule
+from chartgw.group import CommandArg, Group, GroupCommand, Schedule, crawl_group
 from chartgw.params import InvalidParams, Param
 from chartgw.records import stored_entry
 from chartgw.responses import (
@@ -42,17 +43,25 @@ from chartgw.responses import (
     snapshots_route,
     target_statuses,
 )
-from chartgw.store import NewSnapshot, StoredEntry, glob_escape, utc_now
+from chartgw.replay import replay_upstreams
+from chartgw.samples import video as samples
+from chartgw.store import NewSnapshot, StoredEntry, glob_escape
 from chartgw.upstreams import UpstreamFormatError, youtube
-from chartgw.upstreams.youtube import CHART_TYPES, PERIODS, ArtistEntry, VideoChartEntry, VideoEntry
+from chartgw.upstreams.youtube import (
+    CHART_TYPES,
+    PERIODS,
+    ArtistEntry,
+    VideoChartEntry,
+    VideoEntry,
+    latest_week_end,
+    past_week_ends,
+)
 
 NAME = "video"
 DAY = 86400
 CADENCE_SECONDS = {"daily": DAY, "weekly": 7 * DAY}
-DEFAULT_COUNTRIES = "global,us,kr,jp,br,in,gb"
-WEEK_END_WEEKDAY = 3
-"""Weekly charts end on Thursday (the DERIVED CSV's week_close 2023-09-21 and the end dates public
-clients send, e.g. 20240307, are Thursdays)."""
+COUNTRIES_SETTING = config.Setting("VIDEO_COUNTRIES", "global,us,kr,jp,br,in,gb", "countries /video crawls",
+                                   config.countries)
 SHORTS_WEEKLY = "shorts/weekly/global"
 MAX_BACKFILL_WEEKS = 104
 
@@ -95,7 +104,7 @@ class Chart:
 
 def countries() -> tuple[str, ...]:
     """The configured countries (`CHARTGW_VIDEO_COUNTRIES`), "global" included by default."""
-    return config.country_list("VIDEO_COUNTRIES", DEFAULT_COUNTRIES)
+    return config.get(COUNTRIES_SETTING)
 
 
 def catalogue() -> list[Chart]:
@@ -119,19 +128,6 @@ def cadence_of(target: str) -> int:
     chart = chart_of_target(target)
     return chart.cadence_seconds if chart else DAY
 
-
-# --- chart dates --------------------------------------------------------------------------------
-
-def latest_week_end(today: date) -> date:
-    """The end of the newest complete chart week: the last Thursday before `today`."""
-    back = (today.weekday() - WEEK_END_WEEKDAY - 1) % 7 + 1
-    return today - timedelta(days=back)
-
-
-def past_week_ends(today: date, weeks: int) -> list[str]:
-    """The `weeks` newest complete week-end dates, newest first, as YYYY-MM-DD."""
-    newest = latest_week_end(today)
-    return [(newest - timedelta(weeks=n)).isoformat() for n in range(weeks)]
 
 
 # --- crawl --------------------------------------------------------------------------------------
@@ -181,7 +177,7 @@ def backfill_targets(weeks: int, today: date) -> list[CrawlTarget]:
             for end in past_week_ends(today, weeks)]
 
 
-async def backfill(weeks: int, period: str = "weekly", *, now: Callable[[], datetime] = utc_now,
+async def backfill(weeks: int, period: str = "weekly", *, now: Clock = utc_now,
                    transport: httpx.AsyncBaseTransport | None = None) -> list[Outcome]:
     """Fetch the past `weeks` weeks of the shorts chart as one recorded run of kind "backfill"; a week
     that fails is recorded failed and the others still commit."""
@@ -299,7 +295,7 @@ class HealthResponse(msgspec.Struct):
 # --- handlers -----------------------------------------------------------------------------------
 
 async def health(call: Call) -> HealthResponse:
-    statuses = await target_statuses(call.data.reader, {c.target: c.cadence_seconds for c in catalogue()})
+    statuses = await target_statuses(call.data.reader, {c.target: c.cadence_seconds for c in catalogue()}, call.now)
     return HealthResponse("degraded" if any(s.stale for s in statuses) else "ok", NAME, statuses)
 
 
@@ -329,7 +325,7 @@ async def country_latest(call: Call) -> CountryLatestResponse:
     if not rows:
         why = "yet" if code in countries() else f"({code} is not in CHARTGW_VIDEO_COUNTRIES)"
         raise not_found(f"No video chart of {country_name(code)} {why}")
-    charts = await chart_bundle(reader, rows, BUNDLE_ROWS, cadence_of)
+    charts = await chart_bundle(reader, rows, BUNDLE_ROWS, cadence_of, call.now)
     return CountryLatestResponse(code, country_name(code), len(charts), charts)
 
 
@@ -353,7 +349,7 @@ async def _dated_chart(call: Call, chart: Chart, chart_date: str) -> ChartRespon
     records = await reader.records(row.id, call.params["limit"])
     kind = RESPONSE_OF_KIND[youtube.CHART_KINDS[chart.chart_type].kind]
     return kind(chart.chart_type, chart.period, chart.country, chart.upstream_type,
-                snapshot_meta(row, chart.cadence_seconds), len(records), records_array(records))  # type: ignore[arg-type]
+                snapshot_meta(row, chart.cadence_seconds, call.now), len(records), records_array(records))  # type: ignore[arg-type]
 
 
 async def dated_chart(call: Call) -> ChartResponse:
@@ -411,6 +407,16 @@ ROUTES: tuple[Route, ...] = (
 
 PER_UPSTREAM = 2
 
+# --- demo -------------------------------------------------------------------------------------
+
+async def seed(now: datetime) -> list[Outcome]:
+    """A backfill of the past 4 weeks of shorts, then a pull of every catalogue chart, both at `now`."""
+    with replay_upstreams({youtube.UPSTREAM: samples.replies(catalogue(), now)}):
+        outcomes = await backfill(samples.BACKFILL_WEEKS, now=fixed(now))
+        outcomes += await crawl_group(GROUP, {}, now=fixed(now))
+    return outcomes
+
+
 GROUP = Group(
     name=NAME,
     title="YouTube Music charts",
@@ -427,4 +433,6 @@ GROUP = Group(
         CommandArg("weeks", f"how many past weeks, 1 to {MAX_BACKFILL_WEEKS}", type=int, default=8),
         CommandArg("period", "chart period", choices=("weekly",), default="weekly"),
     ), _backfill_command),),
+    settings=(COUNTRIES_SETTING,),
+    seeder=seed,
 )

@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta, timezone
 
-from chartgw.crawl import Outcome, crawl_group
-from chartgw.demo import replay_upstreams
-from chartgw.groups.digital_sales import COMBOS, GROUP, Combo, countries, feed_limit
+from collections.abc import Iterable
+from typing import Protocol
+
 from chartgw.replay import Reply, ReplayKey, request_key
 from chartgw.samples import GlobalSong, SampleRow, global_rows
 from chartgw.samples.bodies import json_body, stable_hex, stable_number
-from chartgw.upstreams.itunes import UPSTREAM, feed_path, requests_for
+from chartgw.upstreams.itunes import feed_path, requests_for
 
 CONTENT_TYPE = "application/json; charset=utf-8"
 PACIFIC = timezone(timedelta(hours=-7))
@@ -177,6 +177,16 @@ def render(feed: str, country: str, rows: list[SampleRow[GlobalSong]], when: dat
     return json_body(payload)
 
 
+class Combo(Protocol):
+    """What the renderers need of a /digital-sales combo: its slug (which sample rows) and its feed."""
+
+    @property
+    def slug(self) -> str: ...
+
+    @property
+    def feed(self) -> str: ...
+
+
 def sample_rows(combo: Combo, country: str, variant: int, size: int) -> list[SampleRow[GlobalSong]]:
     return global_rows(f"itunes/{combo.slug}/{country}", variant, size)
 
@@ -189,21 +199,11 @@ def combo_replies(combo: Combo, country: str, when: datetime, variant: int = 0,
     return {request_key(request): Reply(render(combo.feed, country, rows, when, limit), 200, CONTENT_TYPE)}
 
 
-def all_replies(when: datetime, variant: int = 0) -> dict[ReplayKey, Reply]:
-    """Replies for every combo x configured country at the configured feed limit."""
-    limit = feed_limit()
+def all_replies(combos: Iterable[Combo], countries: Iterable[str], limit: int, when: datetime,
+                variant: int = 0) -> dict[ReplayKey, Reply]:
+    """Replies for every combo x country at feed limit `limit`."""
     replies: dict[ReplayKey, Reply] = {}
-    for combo in COMBOS:
-        for country in countries():
+    for combo in combos:
+        for country in countries:
             replies.update(combo_replies(combo, country, when, variant, limit))
     return replies
-
-
-async def seed(now: datetime) -> list[Outcome]:
-    """Two pulls of every combo x configured country: one a cadence ago (history for /snapshots), one now."""
-    earlier = now - timedelta(hours=3)
-    with replay_upstreams({UPSTREAM: all_replies(earlier, variant=0)}) as servers:
-        outcomes = await crawl_group(GROUP, {}, now=lambda: earlier)
-        servers[UPSTREAM].replies.update(all_replies(now, variant=1))
-        outcomes += await crawl_group(GROUP, {}, now=lambda: now)
-    return outcomes

@@ -4,30 +4,34 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from types import ModuleType
 
 from chartgw.crawl import KST
-from chartgw.groups.korea_chart import SITES
 from chartgw.replay import Reply, ReplayKey, request_key
 from chartgw.samples import SampleRow, bugs, flo, genie, melon, sample_rows, vibe
+from chartgw.upstreams import bugs as bugs_site
+from chartgw.upstreams import flo as flo_site
+from chartgw.upstreams import genie as genie_site
+from chartgw.upstreams import melon as melon_site
+from chartgw.upstreams import vibe as vibe_site
 
 Renderer = Callable[[str, list[SampleRow], datetime], list[bytes]]
 
-# Site -> (how the sample songs are spelled, renderer, content type). Genie and VIBE have no captured
-# 2026 spellings of their own, so they borrow Melon's and FLO's.
-FORMATS: dict[str, tuple[str, Renderer, str]] = {
-    "portal-a": ("melon", melon.render, "text/html; charset=utf-8"),
-    "portal-b": ("melon", genie.render, "text/html; charset=utf-8"),
-    "portal-c": ("bugs", bugs.render, "text/html; charset=utf-8"),
-    "portal-d": ("flo", flo.render, "application/json;charset=UTF-8"),
-    "portal-e": ("flo", vibe.render, "application/json;charset=UTF-8"),
+# Site -> (its upstream module, how the sample songs are spelled, renderer, content type). Genie and VIBE
+# have no captured 2026 spellings of their own, so they borrow Melon's and FLO's.
+FORMATS: dict[str, tuple[ModuleType, str, Renderer, str]] = {
+    "portal-a": (melon_site, "melon", melon.render, "text/html; charset=utf-8"),
+    "portal-b": (genie_site, "melon", genie.render, "text/html; charset=utf-8"),
+    "portal-c": (bugs_site, "bugs", bugs.render, "text/html; charset=utf-8"),
+    "portal-d": (flo_site, "flo", flo.render, "application/json;charset=UTF-8"),
+    "portal-e": (vibe_site, "flo", vibe.render, "application/json;charset=UTF-8"),
 }
 
 
 def site_replies(site: str, chart_type: str, when: datetime, variant: int = 0,
                  size: int = 100) -> dict[ReplayKey, Reply]:
     """The replies that make `site`'s crawl of `chart_type` see sample chart number `variant`."""
-    spelling, render, content_type = FORMATS[site]
-    upstream = SITES[site].upstream
+    upstream, spelling, render, content_type = FORMATS[site]
     rows = sample_rows(spelling, f"{site}/{chart_type}", variant, size)
     bodies = render(chart_type, rows, when.astimezone(KST))
     requests = upstream.requests_for(chart_type)
@@ -37,7 +41,7 @@ def site_replies(site: str, chart_type: str, when: datetime, variant: int = 0,
 def all_replies(when: datetime, variant: int = 0) -> dict[str, dict[ReplayKey, Reply]]:
     """Replies for every chart of every site, grouped by upstream name."""
     by_upstream: dict[str, dict[ReplayKey, Reply]] = {}
-    for site in SITES.values():
-        for chart_type in site.upstream.CHART_TYPES:
-            by_upstream.setdefault(site.upstream.UPSTREAM, {}).update(site_replies(site.site, chart_type, when, variant))
+    for site, (upstream, *_) in FORMATS.items():
+        for chart_type in upstream.CHART_TYPES:
+            by_upstream.setdefault(upstream.UPSTREAM, {}).update(site_replies(site, chart_type, when, variant))
     return by_upstream

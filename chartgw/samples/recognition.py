@@ -17,9 +17,6 @@ import json
 import re
 from datetime import date, datetime, timedelta
 
-from chartgw.crawl import KST, Outcome, crawl_group
-from chartgw.demo import replay_upstreams
-from chartgw.groups.recognition import GROUP
 from chartgw.replay import Reply, ReplayKey, request_key
 from chartgw.samples import global_rows
 from chartgw.samples.bodies import stable_hex
@@ -201,14 +198,3 @@ def replies(day: date, variant: int) -> dict[ReplayKey, Reply]:
         for upstream_path in set(entry.upstream_paths):
             table[request_key(shazam.csv_request(upstream_path))] = Reply(csv_body, 200, "text/csv; charset=utf-8")
     return table
-
-
-async def seed(now: datetime) -> list[Outcome]:
-    """Yesterday's Top 200s, then today's full crawl (discovery and all 275 charts)."""
-    today = now.astimezone(KST).date()
-    yesterday = now - timedelta(days=1)
-    with replay_upstreams({shazam.UPSTREAM: replies(today - timedelta(days=1), 0)}) as servers:
-        outcomes = await crawl_group(GROUP, {"chart_kind": "top-200"}, now=lambda: yesterday)
-        servers[shazam.UPSTREAM].replies.update(replies(today, 1))
-        outcomes += await crawl_group(GROUP, {}, now=lambda: now)
-    return outcomes

@@ -20,13 +20,8 @@ import hashlib
 import io
 from datetime import date, datetime, timedelta
 from functools import cache
-from pathlib import Path
-from tempfile import TemporaryDirectory
 
 from chartgw.countries import GLOBAL, country_name
-from chartgw.crawl import Outcome, crawl_group
-from chartgw.demo import environment, replay_upstreams
-from chartgw.groups.streaming import GROUP, import_csv
 from chartgw.replay import Reply, ReplayKey, request_key
 from chartgw.samples import GlobalSong, SampleRow, global_rows, global_songs
 from chartgw.samples.bodies import json_body, stable_hex, stable_number
@@ -273,28 +268,3 @@ def overview_replies(crawl_day: date, variant: int = 0) -> dict[ReplayKey, Reply
     rows = chart_rows(*spotify.OVERVIEW_CHART, variant)
     body = render_overview(rows, chart_date("regional-weekly", crawl_day))
     return {request_key(spotify.overview_request()): Reply(body, 200, JSON_TYPE)}
-
-
-async def seed(now: datetime) -> list[Outcome]:
-    """Demo data: a legacy-layout CSV import of an older daily chart, then token crawls of every chart type of
-    3 countries at two earlier days (the crawl clock set back, earlier chart dates; weekly charts a week
-    apart each) and now."""
-    settings: dict[str, str | None] = {"CHARTGW_SPOTIFY_TOKEN": DEMO_TOKEN, "CHARTGW_STREAMING_COUNTRIES": DEMO_COUNTRIES}
-    countries = tuple(DEMO_COUNTRIES.split(","))
-    outcomes: list[Outcome] = []
-    with environment(settings), replay_upstreams({spotify.UPSTREAM: {}}) as servers, TemporaryDirectory() as tmp:
-        older = date.fromisoformat(chart_date("regional-daily", (now - timedelta(days=2)).date())) - timedelta(days=7)
-        rows = global_rows("spotify/legacy/regional-daily/global", 0, 200)
-        path = Path(tmp) / f"regional-global-daily-{older.isoformat()}.csv"
-        path.write_bytes(render_legacy_csv("regional-daily", GLOBAL, rows))
-        outcomes += import_csv({"file": str(path)}, now=now - timedelta(days=3))
-        server = servers[spotify.UPSTREAM]
-        newest_week = date.fromisoformat(chart_date("regional-weekly", now.date()))
-        for variant, days_back in enumerate((2, 1, 0)):
-            moment = now - timedelta(days=days_back)
-            weekly = (newest_week - timedelta(weeks=days_back)).isoformat()
-            server.replies.clear()
-            server.replies.update(chart_replies(chart_date("regional-daily", moment.date()), weekly, variant,
-                                                countries, DEMO_TOKEN))
-            outcomes += await crawl_group(GROUP, {}, now=lambda m=moment: m)
-    return outcomes

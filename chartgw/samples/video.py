@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from chartgw.countries import GLOBAL
-from chartgw.crawl import Outcome, crawl_group
-from chartgw.demo import replay_upstreams
-from chartgw.groups.video import GROUP, Chart, backfill, catalogue, latest_week_end, past_week_ends
 from chartgw.replay import ReplayKey, Reply, request_key
 from chartgw.samples import GlobalSong, SampleRow, global_rows
 from chartgw.samples.bodies import json_body, stable_number
 from chartgw.upstreams import youtube
+from chartgw.upstreams.youtube import latest_week_end, past_week_ends
 
 JSON_TYPE = "application/json; charset=UTF-8"
 SIZES = {"top-songs": 100, "top-videos": 100, "top-artists": 100, "trending": 30, "shorts": 50}
@@ -137,6 +137,33 @@ def _artist_views(key: str, variant: int, size: int) -> list[dict[str, Any]]:
     return views
 
 
+class Chart(Protocol):
+    """What the renderer needs of a /video chart."""
+
+    @property
+    def chart_type(self) -> str: ...
+
+    @property
+    def period(self) -> str: ...
+
+    @property
+    def country(self) -> str: ...
+
+    @property
+    def target(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class SampleChart:
+    chart_type: str
+    period: str
+    country: str
+
+    @property
+    def target(self) -> str:
+        return f"{self.chart_type}/{self.period}/{self.country}"
+
+
 def render(chart: Chart, end_date: str, variant: int = 0, size: int | None = None) -> bytes:
     """The browse payload of `chart` ending `end_date`; `variant` n+1 is the chart after n."""
     kind = youtube.CHART_KINDS[chart.chart_type]
@@ -172,12 +199,12 @@ def render(chart: Chart, end_date: str, variant: int = 0, size: int | None = Non
     return json_body(payload)
 
 
-def replies(now: datetime, variant: int = BACKFILL_WEEKS) -> dict[ReplayKey, Reply]:
+def replies(catalogue: Iterable[Chart], now: datetime, variant: int = BACKFILL_WEEKS) -> dict[ReplayKey, Reply]:
     """Answers for every catalogue chart's latest request and for `BACKFILL_WEEKS` past shorts weeks
     (the newest backfilled week is the same chart as the latest pull's)."""
     today = now.date()
     table = {}
-    for chart in catalogue():
+    for chart in catalogue:
         request = youtube.browse_request(chart.chart_type, chart.period, chart.country)
         table[request_key(request)] = Reply(render(chart, chart_end_date(chart.period, today), variant), 200, JSON_TYPE)
     table.update(backfill_replies(today, BACKFILL_WEEKS))
@@ -187,17 +214,9 @@ def replies(now: datetime, variant: int = BACKFILL_WEEKS) -> dict[ReplayKey, Rep
 def backfill_replies(today: date, weeks: int) -> dict[ReplayKey, Reply]:
     """The global weekly shorts chart of each past week, older weeks as earlier variants (the newest is
     variant `weeks`, as the latest pull's)."""
-    shorts = Chart("shorts", "weekly", GLOBAL)
+    shorts = SampleChart("shorts", "weekly", GLOBAL)
     table = {}
     for back, end in enumerate(past_week_ends(today, weeks)):
         request = youtube.browse_request("shorts", "weekly", GLOBAL, end)
         table[request_key(request)] = Reply(render(shorts, end, weeks - back), 200, JSON_TYPE)
     return table
-
-
-async def seed(now: datetime) -> list[Outcome]:
-    """A backfill of the past 4 weeks of shorts, then a pull of every catalogue chart, both at `now`."""
-    with replay_upstreams({youtube.UPSTREAM: replies(now)}):
-        outcomes = await backfill(BACKFILL_WEEKS, now=lambda: now)
-        outcomes += await crawl_group(GROUP, {}, now=lambda: now)
-    return outcomes

@@ -10,6 +10,23 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import NamedTuple
 
+from chartgw.config import Setting, get, upstream_setting
+
+ORIGINS: dict[str, str] = {}
+"""Every declared upstream's real origin by name, filled as the upstream modules are imported."""
+
+
+def declare_upstream(name: str, origin: str) -> str:
+    """Declare upstream `name` (`CHARTGW_UPSTREAM_<name>` replaces its origin) with its real origin; returns `name`.
+
+    Each upstream module declares its own, beside its parsers: `UPSTREAM = declare_upstream("MELON", "https://...")`.
+    """
+    assert name.isupper() and name.replace("_", "").isalnum(), f"upstream names are UPPER_SNAKE: {name!r}"
+    assert origin.count("/") == 2 and "://" in origin, f"an origin is scheme://host[:port]: {origin!r}"
+    known = ORIGINS.setdefault(name, origin)
+    assert known == origin, f"upstream {name} declared twice with different origins"
+    return name
+
 
 class UpstreamFormatError(ValueError):
     """The body is not the page or payload the parser knows; the message says what was missing."""
@@ -18,7 +35,7 @@ class UpstreamFormatError(ValueError):
 class UpstreamRequest(NamedTuple):
     """One HTTP request to an upstream, with the path and query the real site uses.
 
-    The origin comes from `chartgw.config.upstream_origin(upstream)`, so a replay server can stand in.
+    The origin comes from `chartgw.upstreams.origin(upstream)`, so a replay server can stand in.
     """
 
     upstream: str
@@ -36,3 +53,13 @@ def check_chart_type(upstream_label: str, chart_type: str, known: Collection[str
     if chart_type not in known:
         raise ValueError(f"{upstream_label}: unknown chart type {chart_type!r}; known: {', '.join(known)}")
     return chart_type
+
+
+def origin_setting(name: str) -> Setting[str]:
+    """The `CHARTGW_UPSTREAM_<name>` setting of a declared upstream."""
+    return upstream_setting(name, ORIGINS[name])
+
+
+def origin(name: str) -> str:
+    """The scheme://host[:port] to use for upstream `name`: `CHARTGW_UPSTREAM_<name>` when set, else the real one."""
+    return get(origin_setting(name))

@@ -24,7 +24,7 @@ import re
 from selectolax.lexbor import LexborNode
 
 from chartgw.records import KoreaEntry, ParsedChart, korea_entry
-from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type
+from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
 from chartgw.upstreams.fields import (
     absolute_url,
     clean,
@@ -36,7 +36,7 @@ from chartgw.upstreams.fields import (
     required,
 )
 
-UPSTREAM = "BUGS"
+UPSTREAM = declare_upstream("BUGS", "https://music.bugs.co.kr")
 CHART_TYPES: tuple[str, ...] = ("realtime", "daily", "weekly")
 
 PATHS: dict[str, str] = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from chartgw.records import KoreaEntry, ParsedChart, korea_entry
-from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type
+from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
 from chartgw.upstreams.fields import absolute_url
 from chartgw.upstreams.json_api import (
     BROWSER_UA,
@@ -25,7 +25,7 @@ from chartgw.upstreams.json_api import (
     text,
 )
 
-UPSTREAM = "FLO"
+UPSTREAM = declare_upstream("FLO", "https://www.music-flo.com")
 CHART_TYPES: tuple[str, ...] = ("all_age",)
 
 OK_CODE = "2000000"

@@ -27,7 +27,7 @@ from urllib.parse import unquote
 from selectolax.lexbor import LexborNode
 
 from chartgw.records import KoreaEntry, ParsedChart, korea_entry
-from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type
+from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
 from chartgw.upstreams.fields import (
     absolute_url,
     clean,
@@ -39,8 +39,8 @@ from chartgw.upstreams.fields import (
     required,
 )
 
-UPSTREAM = "GENIE"
-UPSTREAM_APP = "GENIE_APP"
+UPSTREAM = declare_upstream("GENIE", "https://www.genie.co.kr")
+UPSTREAM_APP = declare_upstream("GENIE_APP", "https://app.genie.co.kr")
 """The app API lives on another origin (https://app.genie.co.kr), so it has its own override name."""
 CHART_TYPES: tuple[str, ...] = ("realtime", "daily", "weekly")
 

@@ -21,10 +21,10 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type
+from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
 from chartgw.upstreams.json_api import load_json, obj, opt_text, text
 
-UPSTREAM = "ITUNES"
+UPSTREAM = declare_upstream("ITUNES", "https://itunes.apple.com")
 FEEDS: tuple[str, ...] = ("topsongs", "topalbums", "topmusicvideos")
 MAX_LIMIT = 200
 """The feed generator's largest `limit=`."""

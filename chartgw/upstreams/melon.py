@@ -12,10 +12,10 @@ import re
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from chartgw.records import KoreaEntry, ParsedChart, korea_entry
-from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type
+from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
 from chartgw.upstreams.fields import absolute_url, first_int, node_text
 
-UPSTREAM = "MELON"
+UPSTREAM = declare_upstream("MELON", "https://www.melon.com")
 CHART_TYPES: tuple[str, ...] = ("realtime", "hot100_d100", "hot100_d30", "daily", "weekly")
 
 # Path and query of each chart page, as the site's own chart tabs link them.

@@ -24,11 +24,11 @@ from urllib.parse import quote, unquote
 import msgspec
 
 from chartgw.text import fold, split_artists
-from chartgw.upstreams import UpstreamFormatError, UpstreamRequest
+from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, declare_upstream
 from chartgw.upstreams.fields import decode, snippet
 from chartgw.upstreams.json_api import load_json, obj, opt_text, text
 
-UPSTREAM = "SHAZAM"
+UPSTREAM = declare_upstream("SHAZAM", "https://www.shazam.com")
 LOCATIONS_PATH = "/services/charts/locations"
 CSV_PREFIX = "/services/charts/csv/"
 WORLD = "world"

@@ -26,11 +26,11 @@ from typing import Any, Literal
 import msgspec
 
 from chartgw.countries import GLOBAL, country_code
-from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type
+from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
 from chartgw.upstreams.fields import decode, snippet
 from chartgw.upstreams.json_api import dig, load_json, obj, opt_text, text
 
-UPSTREAM = "SPOTIFY"
+UPSTREAM = declare_upstream("SPOTIFY", "https://charts-spotify-com-service.spotify.com")
 CHART_TYPES: tuple[str, ...] = ("regional-daily", "regional-weekly", "viral-daily")
 OVERVIEW_CHART = ("regional-weekly", GLOBAL)
 """The only track chart of our kinds that the public overview holds."""

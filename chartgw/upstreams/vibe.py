@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from chartgw.records import KoreaEntry, ParsedChart, korea_entry
-from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type
+from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
 from chartgw.upstreams.fields import absolute_url, decode, snippet
 from chartgw.upstreams.json_api import (
     BROWSER_UA,
@@ -32,7 +32,7 @@ from chartgw.upstreams.json_api import (
     text,
 )
 
-UPSTREAM = "VIBE"
+UPSTREAM = declare_upstream("VIBE", "https://apis.naver.com")
 CHART_TYPES: tuple[str, ...] = ("daily_top100", "domestic_rising", "oversea_rising")
 
 # chart_type -> the API's chart segment ("오늘 Top 100", "국내 급상승", "해외 급상승").

@@ -18,15 +18,16 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from datetime import date, timedelta
 from typing import Any, Literal
 
 import msgspec
 
 from chartgw.countries import GLOBAL
-from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type
+from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
 from chartgw.upstreams.json_api import BROWSER_UA, dig, load_json, obj, opt_integer, opt_text, text
 
-UPSTREAM = "YOUTUBE"
+UPSTREAM = declare_upstream("YOUTUBE", "https://charts.youtube.com")
 PATH = "/youtubei/v1/browse"
 PARAMS: tuple[tuple[str, str], ...] = (("alt", "json"),)
 BROWSE_ID = "FEmusic_analytics_charts_home"
@@ -415,3 +416,22 @@ def entry_names(entry: Entry) -> tuple[str, list[str], str | None]:
     if isinstance(entry, VideoEntry):
         return entry.title, [entry.channel_name], entry.video_id
     return entry.name, [entry.name], entry.artist_id
+
+
+# --- the chart calendar -------------------------------------------------------------------------------
+
+WEEK_END_WEEKDAY = 3
+"""Weekly charts end on Thursday (the DERIVED CSV's week_close 2023-09-21 and the end dates public
+clients send, e.g. 20240307, are Thursdays)."""
+
+
+def latest_week_end(today: date) -> date:
+    """The end of the newest complete chart week: the last Thursday before `today`."""
+    back = (today.weekday() - WEEK_END_WEEKDAY - 1) % 7 + 1
+    return today - timedelta(days=back)
+
+
+def past_week_ends(today: date, weeks: int) -> list[str]:
+    """The `weeks` newest complete week-end dates, newest first, as YYYY-MM-DD."""
+    newest = latest_week_end(today)
+    return [(newest - timedelta(weeks=n)).isoformat() for n in range(weeks)]

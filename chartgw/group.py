@@ -1,0 +1,158 @@
+"""What a group of the spec declares: its routes, crawl targets, cadences, settings, CLI verbs, demo
+seeder and entry mapping, all in one `Group`. The list of groups is `chartgw.groups.GROUPS`.
+
+Declarations are checked when built, the way Starlette asserts its routes: a mistake fails at import,
+not at the first request.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from chartgw.clock import Clock, utc_now
+from chartgw.config import Setting
+from chartgw.crawl import CrawlTarget, Outcome, RetryPolicy, run_targets
+from chartgw.endpoints import Route
+
+__all__ = ["CommandArg", "EntryMapping", "Group", "GroupCommand", "Schedule", "Seeder", "crawl_group"]
+
+_GROUP_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+_PATH_PARAM = re.compile(r"{([a-z_][a-z0-9_]*)}")
+
+Seeder = Callable[[datetime], Awaitable[list[Outcome]]]
+"""Fills the group's file with demo data: its real crawl over bundled samples on replay servers, at a time."""
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """One cron line: `minute hour dom month dow` in `timezone`, and the crawl arguments it runs."""
+
+    cron: str
+    args: tuple[str, ...]
+    timezone: str = "UTC"
+    comment: str = ""
+
+    def __post_init__(self) -> None:
+        assert len(self.cron.split()) == 5, f"a cron schedule has five fields: {self.cron!r}"
+
+
+@dataclass(frozen=True)
+class CommandArg:
+    """One argument of a group command: `--name` (or positional `name`) on the command line."""
+
+    name: str
+    help: str
+    positional: bool = False
+    choices: tuple[str, ...] | None = None
+    type: Callable[[str], Any] = str
+    default: Any = None
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class GroupCommand:
+    """A verb of the CLI beyond `crawl` that a group offers (`chartgw import streaming FILE`,
+    `chartgw backfill video`). `run` gets the parsed arguments by name and returns one outcome per
+    target; the CLI holds the group's crawl lock around it and exits 1 when any failed."""
+
+    verb: str
+    help: str
+    args: tuple[CommandArg, ...]
+    run: Callable[[dict[str, Any]], list[Outcome]]
+
+
+@dataclass(frozen=True)
+class EntryMapping:
+    """Where the artist-history index finds things in this group's stored entry records (JSON field
+    names; None = the group's upstream has no such thing). `market` is a field name, or "=" and a
+    constant (e.g. "=global"); "target:N" reads part N of the snapshot target split on "/"."""
+
+    artist: str
+    title: str | None
+    market: str
+    ids: dict[str, str] = field(default_factory=dict)
+    """Id kind (the spec's parameter names: isrc, download_store_track_id, streaming_track_id, video_id,
+    recognition_track_id, ...) -> the record field that holds it."""
+    sub_daily: bool = False
+    """Several snapshots a day (hourly, realtime): folded to one row per track, chart and day."""
+
+    ID_KINDS = ("isrc", "download_store_track_id", "streaming_track_id", "analytics_artist", "analytics_track",
+                "lyrics_artist_id", "lyrics_song_id", "recognition_track_id", "video_id", "asin")
+
+    def __post_init__(self) -> None:
+        unknown = set(self.ids) - set(self.ID_KINDS)
+        assert not unknown, f"unknown id kinds {sorted(unknown)}; known: {self.ID_KINDS}"
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    """The spec's path prefix without the slash; also the snapshot file's name."""
+    title: str
+    description: str
+    routes: tuple[Route, ...]
+    upstreams: tuple[str, ...] = ()
+    targets: Callable[[dict[str, str | None]], Sequence[CrawlTarget]] | None = None
+    """The crawl targets for the CLI's selection options (e.g. {"site": ..., "chart_type": ...})."""
+    crawl_options: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Selection options of `chartgw crawl GROUP` and their allowed values."""
+    schedules: tuple[Schedule, ...] = ()
+    retention_days: dict[str, float] = field(default_factory=dict)
+    discovery: Callable[[], Sequence[CrawlTarget]] | None = None
+    """Targets crawled before `targets` is asked (which may then read what they stored, e.g. a catalogue)."""
+    per_upstream: int = 2
+    """Requests in flight at once per upstream host."""
+    commands: tuple[GroupCommand, ...] = ()
+    settings: tuple[Setting[Any], ...] = ()
+    """The group's own `CHARTGW_*` settings (the platform's are `chartgw.config.SETTINGS`)."""
+    seeder: Seeder | None = None
+    """Demo data for `chartgw demo` and `scripts/serve`."""
+    entries: EntryMapping | None = None
+    """How the artist-history index reads this group's entries; None = the group has no chart entries."""
+
+    def __post_init__(self) -> None:
+        assert _GROUP_NAME.fullmatch(self.name), f"a group name is a lowercase slug: {self.name!r}"
+        seen: set[tuple[str, str]] = set()
+        for route in self.routes:
+            check_route(route)
+            key = (route.method, route.path)
+            assert key not in seen, f"{self.name}: {route.method} {route.path} declared twice"
+            seen.add(key)
+        assert self.targets is not None or not self.schedules, f"{self.name}: schedules without crawl targets"
+        names = [s.name for s in self.settings]
+        assert len(names) == len(set(names)), f"{self.name}: a setting declared twice"
+
+
+def check_route(route: Route) -> None:
+    """A route's declaration is whole: its path starts with "/", each parameter is declared once, and its
+    path parameters are exactly the `{names}` of its path."""
+    assert route.path.startswith("/"), f"a route path starts with '/': {route.path!r}"
+    names = [p.name for p in route.params]
+    assert len(names) == len(set(names)), f"{route.path}: a parameter declared twice"
+    in_path = _PATH_PARAM.findall(route.path)
+    declared = [p.name for p in route.params if p.where == "path"]
+    assert sorted(in_path) == sorted(declared), f"{route.path}: path parameters {in_path} but declared {declared}"
+    assert route.method in {"GET", "POST"}, f"{route.path}: method {route.method}"
+
+
+async def crawl_group(group: Group, selection: dict[str, str | None], *, now: Clock = utc_now,
+                      transport: httpx.AsyncBaseTransport | None = None,
+                      progress: Callable[[Outcome], Any] | None = None) -> list[Outcome]:
+    """What `chartgw crawl GROUP` does: the group's discovery targets first (a failed discovery leaves
+    the last good catalogue in use), then the selected targets, as one recorded run."""
+    assert group.targets is not None
+    policy = RetryPolicy(per_upstream=group.per_upstream)
+    outcomes: list[Outcome] = []
+    if group.discovery is not None:
+        outcomes += await run_targets(group.name, group.discovery(), retention=group.retention_days, now=now,
+                                      transport=transport, policy=policy, progress=progress, run_kind="discovery")
+    targets = group.targets(selection)
+    outcomes += await run_targets(group.name, targets, retention=group.retention_days, now=now, transport=transport,
+                                  policy=policy, progress=progress, run_options=selection)
+    return outcomes
