@@ -14,7 +14,7 @@ import sqlite3
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -78,7 +78,7 @@ class KeyStore:
         with self._connect() as db:
             cur = db.execute(
                 "INSERT INTO api_keys (name, key_hash, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                (name, hash_key(key), iso(datetime.now(timezone.utc)), iso(expires_at) if expires_at else None),
+                (name, hash_key(key), iso(datetime.now(UTC)), iso(expires_at) if expires_at else None),
             )
             return int(cur.lastrowid or 0), key
 
@@ -91,7 +91,7 @@ class KeyStore:
         with self._connect() as db:
             cur = db.execute(
                 "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-                (iso(datetime.now(timezone.utc)), key_id))
+                (iso(datetime.now(UTC)), key_id))
             return cur.rowcount > 0
 
 
@@ -139,7 +139,7 @@ class KeyChecker:
         if key not in self._verified and not self._verify(key):
             return False
         expires_at = self._verified[key]
-        return expires_at is None or expires_at > iso(datetime.now(timezone.utc))
+        return expires_at is None or expires_at > iso(datetime.now(UTC))
 
     def _verify(self, key: str) -> bool:
         """Whether the key is known; a known key's expiry is remembered until the key file changes."""

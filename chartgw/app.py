@@ -99,7 +99,7 @@ def _json_response(status: int, detail: Any, headers: dict[str, str] | None = No
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    return _json_response(exc.status_code, exc.detail, exc.headers)
+    return _json_response(exc.status_code, exc.detail, dict(exc.headers) if exc.headers else None)
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
@@ -146,7 +146,7 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
         middleware=[
             Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),
             Middleware(ApiKeyMiddleware, table=access_table(declared),
-                       checker=checker or KeyChecker(plain_keys=list(config.get(config.API_KEYS)))),
+                       checker=checker or KeyChecker(plain_keys=[*config.get(config.API_KEYS)])),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
         lifespan=lifespan,

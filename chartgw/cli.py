@@ -1,4 +1,5 @@
-"""`chartgw serve | crawl | import | backfill | keys | cron | demo | settings`: the one entry point for people, cron and the refresh endpoints."""
+"""`chartgw serve | crawl | import | backfill | keys | cron | demo | settings`: the one entry point for
+people, cron and the refresh endpoints."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ import json
 import shlex
 import sys
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-
 from typing import Any
 
 from chartgw import config
@@ -118,7 +118,7 @@ def _parse_time(value: str) -> datetime:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a date: {value!r} (use YYYY-MM-DD or an ISO timestamp)") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
@@ -130,7 +130,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
         print(f"id {key_id} ({args.name}); the key is shown only now:", file=sys.stderr)
         print(key)
     elif args.keys_command == "list":
-        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         print(f"{'id':>4}  {'state':8} {'created':20} {'expires':20} name")
         for info in store.list():
             print(f"{info.id:>4}  {info.state(now):8} {info.created_at:20} {info.expires_at or '-':20} {info.name}")

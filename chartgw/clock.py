@@ -4,7 +4,7 @@ so tests (and the demo's back-dated observations) run at an injected moment, nev
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 Clock = Callable[[], datetime]
 """Returns the current time as an aware UTC datetime."""
@@ -12,7 +12,7 @@ Clock = Callable[[], datetime]
 
 def utc_now() -> datetime:
     """The wall clock: the default `Clock` in production."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def fixed(moment: datetime) -> Clock:

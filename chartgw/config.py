@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from chartgw.countries import GLOBAL, country_code
@@ -129,7 +129,7 @@ CRAWL_DELAY_SECONDS = Setting("CRAWL_DELAY_SECONDS", "0.2", "pause after each up
                               seconds)
 RETRY_BACKOFF_SECONDS = Setting("RETRY_BACKOFF_SECONDS", "0.5", "base of the exponential backoff between retries",
                                 seconds)
-SETTINGS: tuple[Setting[object], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS)
+SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

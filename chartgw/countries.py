@@ -1,4 +1,5 @@
-"""ISO 3166-1 alpha-2 codes and English short names, so every group validates `country` the same way and can name the countries it serves.
+"""ISO 3166-1 alpha-2 codes and English short names, so every group validates `country` the same way
+and can name the countries it serves.
 
 `COUNTRIES` holds the 249 officially assigned alpha-2 codes, lowercase, each with a common English
 short name ("South Korea", not "Korea, Republic of"). `GLOBAL` is the one value accepted besides a

@@ -16,7 +16,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -176,7 +176,7 @@ def _retry_after_seconds(value: str) -> float | None:
     if value.strip().isdigit():
         return float(value.strip())
     try:
-        return max(0.0, (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds())
+        return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
     except (TypeError, ValueError):
         return None
 

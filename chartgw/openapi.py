@@ -58,7 +58,7 @@ def build_document(name: str, title: str, description: str, routes: list[Route])
     types = list(dict.fromkeys(t for r in routes for t in _response_types(r)))
     refs, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
     schemas = {**COMMON_SCHEMAS, **components}
-    ref_of = dict(zip(types, refs))
+    ref_of = dict(zip(types, refs, strict=True))
     paths: dict[str, dict[str, Any]] = {}
     for route in routes:
         responses: dict[str, Any] = {"200": {

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any, Literal
 from urllib.parse import parse_qsl
 
@@ -141,7 +141,7 @@ def _validate_date(raw: str, loc: list[str]) -> tuple[str | None, dict[str, Any]
                 return None, inexact
         if seconds % 86400:
             return None, inexact
-        return datetime.fromtimestamp(seconds, timezone.utc).date().isoformat(), None
+        return datetime.fromtimestamp(seconds, UTC).date().isoformat(), None
     if len(raw) < 10:
         return _date_error(loc, raw, "input is too short")
     for part, span in (("year", raw[0:4]), ("month", raw[5:7]), ("day", raw[8:10])):

@@ -78,7 +78,7 @@ class ReplayServer:
     @property
     def origin(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def start(self) -> ReplayServer:
         self._thread.start()

@@ -13,7 +13,6 @@ from chartgw.endpoints import Call, Route, not_found
 from chartgw.params import Param
 from chartgw.store import RunRow, SnapshotReader, SnapshotRow, parse_iso
 
-
 BUNDLE_ROWS = 100
 """Entries per chart in a bundle of several charts (/latest, a country's charts)."""
 
@@ -79,7 +78,7 @@ def raw_json(raw: tuple[str, bytes] | None) -> msgspec.Raw | None:
     """A kept upstream payload spliced into a response as JSON; None when none was kept or it is not JSON."""
     if raw is None:
         return None
-    content_type, body = raw
+    _, body = raw
     try:
         msgspec.json.decode(body)
     except msgspec.DecodeError:

@@ -34,7 +34,9 @@ def title_key(title: str) -> str:
 
 def split_artists(artist: str) -> list[str]:
     """"A, B" and "A & B" are two artists; commas inside brackets ("싹쓰리 (유두래곤, 린다G)") are not."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in artist:
         depth += (ch in "([") - (ch in ")]")
         if depth <= 0 and ch in ",&":

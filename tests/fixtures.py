@@ -11,19 +11,19 @@ import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from starlette.testclient import TestClient
 
 from chartgw.access import KeyChecker
 from chartgw.app import build_app
-from chartgw.group import Group
 from chartgw.demo import seeder
+from chartgw.group import Group
 
 TEST_KEY = "test-key-0123456789"
 KEY_HEADERS = {"X-API-Key": TEST_KEY}
-FIXED_NOW = datetime(2026, 11, 20, 5, 30, 0, tzinfo=timezone.utc)  # 14:30 KST
+FIXED_NOW = datetime(2026, 11, 20, 5, 30, 0, tzinfo=UTC)  # 14:30 KST
 
 
 @contextmanager

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,7 @@ def test_every_registered_route_is_classified_as_the_spec_says(tmp_path: Path) -
     routes = _registered(app)
     assert len(routes) >= 8 and all(isinstance(r, StarletteRoute) for r in routes)
     for route in routes:
-        group, _, rest = route.path[1:].partition("/")
+        _, _, rest = route.path[1:].partition("/")
         expected_public = "/" + rest in SPEC_PUBLIC_SUFFIXES
         assert table.is_public(route.path) is expected_public, route.path
         assert table.is_public(_concrete(route.path)) is expected_public, route.path
@@ -99,14 +100,14 @@ def test_keys_cli_create_list_revoke_and_the_server_follows(korea_data: Path, tm
 
 
 def test_expired_keys_are_refused_and_bad_expiry_is_a_usage_error(tmp_path: Path) -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     store = KeyStore(tmp_path / "keys.sqlite")
-    _, old = store.create("old", datetime.now(timezone.utc) - timedelta(days=1))
-    _, new = store.create("new", datetime.now(timezone.utc) + timedelta(days=1))
+    _, old = store.create("old", datetime.now(UTC) - timedelta(days=1))
+    _, new = store.create("new", datetime.now(UTC) + timedelta(days=1))
     checker = KeyChecker(tmp_path / "keys.sqlite", recheck_seconds=0)
     assert not checker.check(old) and checker.check(new)
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert {k.name: k.state(now) for k in store.list()} == {"old": "expired", "new": "active"}
     bad = _cli(tmp_path, "keys", "create", "--name", "x", "--expires", "next tuesday")
     assert bad.returncode == 2 and "not a date" in bad.stderr

@@ -5,20 +5,19 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.group import crawl_group
-from chartgw.crawl import Outcome
 from chartgw.config import environment
-from chartgw.replay import replay_upstreams
+from chartgw.crawl import Outcome
+from chartgw.group import crawl_group
 from chartgw.groups.digital_sales import COMBOS, COMBOS_BY_SLUG, GROUP, targets
 from chartgw.params import InvalidParams
-from chartgw.replay import Reply, request_key
+from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import digital_sales as samples
 from chartgw.store import SnapshotReader, group_db_path
 from chartgw.upstreams.itunes import UPSTREAM, requests_for

@@ -7,18 +7,17 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.group import crawl_group
 from chartgw.crawl import KST, CrawlError
-from chartgw.replay import replay_upstreams
+from chartgw.group import crawl_group
 from chartgw.groups.recognition import GROUP, targets
-from chartgw.replay import Reply, request_key
+from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import recognition as samples
 from chartgw.upstreams import shazam
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, copy_data, data_dir
@@ -282,9 +281,8 @@ def test_a_new_chart_without_a_snapshot_yet_is_404_saying_so(recognition_data: P
 
 
 def test_no_catalogue_yet(tmp_path: Path) -> None:
-    with data_dir(tmp_path):
-        with pytest.raises(CrawlError, match="no chart catalogue stored yet"):
-            targets({})
+    with data_dir(tmp_path), pytest.raises(CrawlError, match="no chart catalogue stored yet"):
+        targets({})
     with client(tmp_path, [GROUP]) as api:
         assert get(api, "/recognition/charts").json() == {"detail": "No chart catalogue has been discovered yet"}
         assert get(api, "/recognition/top-200/world/latest").status_code == 404

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,14 +12,13 @@ import pytest
 from starlette.testclient import TestClient
 
 from chartgw import cli
-from chartgw.group import crawl_group
-from chartgw.crawl import Outcome
 from chartgw.config import environment
-from chartgw.replay import replay_upstreams
+from chartgw.crawl import Outcome
+from chartgw.group import crawl_group
 from chartgw.groups import streaming
 from chartgw.groups.streaming import GROUP, import_csv
 from chartgw.params import InvalidParams
-from chartgw.replay import Reply, request_key
+from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import streaming as samples
 from chartgw.upstreams import spotify
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, copy_data, data_dir

@@ -7,14 +7,13 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Iterator
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
 from chartgw.group import crawl_group
-from chartgw.replay import replay_upstreams
 from chartgw.groups.video import (
     GROUP,
     Chart,
@@ -25,7 +24,7 @@ from chartgw.groups.video import (
     targets,
 )
 from chartgw.params import InvalidParams
-from chartgw.replay import Reply, request_key
+from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import global_rows
 from chartgw.samples import video as samples
 from chartgw.upstreams import youtube

@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ import pytest
 from chartgw.crawl import KST, CrawlBusy, CrawlTarget, Outcome, RetryPolicy, crawl_lock, run_targets
 from chartgw.groups.korea_chart import GROUP, RisingEntry, rising_entries, targets
 from chartgw.records import KoreaEntry
-from chartgw.replay import Reply, ReplayKey, ReplayServer, replay_key
+from chartgw.replay import ReplayKey, ReplayServer, Reply, replay_key
 from chartgw.samples import sample_rows
 from chartgw.samples.korea import all_replies, site_replies
 from tests.fixtures import FIXED_NOW, copy_data
@@ -187,7 +187,7 @@ def test_retry_after_seconds_is_honoured_but_capped(data: Path, waits: list[floa
 
 def test_retry_after_date_and_garbage(data: Path, waits: list[float]) -> None:
     """An HTTP-date Retry-After counts from now; one that is neither form falls back to the backoff."""
-    when = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=20), usegmt=True)
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=20), usegmt=True)
     transport, seen = _scripted([(503, {"Retry-After": when}), (429, {"Retry-After": "soon"})], _melon_body())
     (outcome,) = _crawl(_melon_realtime(), transport)
     assert outcome.status == "ok" and len(seen) == 3
@@ -375,7 +375,7 @@ def test_rising_uses_the_observation_nearest_an_hour_back(data: Path) -> None:
 
 def test_rising_hourly_compares_the_previous_full_kst_hour(data: Path) -> None:
     """At 14:30 KST: the first observation from 12:55 on against the last one before 14:00."""
-    utc = lambda h, m, s=0: datetime(2026, 11, 20, h, m, s, tzinfo=timezone.utc)  # noqa: E731
+    utc = lambda h, m, s=0: datetime(2026, 11, 20, h, m, s, tzinfo=UTC)
     # 12:50, 12:56, 13:20, 13:59:30 and 14:05 KST.
     for moment, variant in ((utc(3, 50), 0), (utc(3, 56), 1), (utc(4, 20), 2), (utc(4, 59, 30), 3), (utc(5, 5), 4)):
         _observe(moment, variant)
@@ -394,8 +394,8 @@ def test_rising_hourly_compares_the_previous_full_kst_hour(data: Path) -> None:
 
 def test_rising_hourly_needs_45_minutes_of_the_hour(data: Path) -> None:
     """13:20 and 13:59:30 KST span 39.5 minutes: nothing is published and the log says so."""
-    for moment, variant in ((datetime(2026, 11, 20, 4, 20, tzinfo=timezone.utc), 0),
-                            (datetime(2026, 11, 20, 4, 59, 30, tzinfo=timezone.utc), 1)):
+    for moment, variant in ((datetime(2026, 11, 20, 4, 20, tzinfo=UTC), 0),
+                            (datetime(2026, 11, 20, 4, 59, 30, tzinfo=UTC), 1)):
         _observe(moment, variant)
     (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "rising_hourly"}), _flo(FIXED_NOW, 0))
     reason = "rising_hourly not published: FLO observations of 2026-11-20 13:00 KST do not span 45 minutes"
@@ -409,9 +409,8 @@ def test_rising_hourly_needs_45_minutes_of_the_hour(data: Path) -> None:
 def test_crawl_lock_refuses_a_second_crawl_of_the_same_group(data: Path) -> None:
     """One crawl per group: a second one is CrawlBusy at once, or gets in when waiting for the first to end."""
     with crawl_lock(GROUP_NAME):
-        with pytest.raises(CrawlBusy, match=f"^another crawl of {GROUP_NAME} is running$"):
-            with crawl_lock(GROUP_NAME):
-                pass
+        with pytest.raises(CrawlBusy, match=f"^another crawl of {GROUP_NAME} is running$"), crawl_lock(GROUP_NAME):
+            pass
         with crawl_lock("another-group"):
             pass
     holding = threading.Event()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from chartgw.records import stored_entry
 from chartgw.store import NewSnapshot, SnapshotWriter, group_db_path
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest
 
-NOW = datetime(2026, 11, 20, 5, 30, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 20, 5, 30, 0, tzinfo=UTC)
 NAME = "tiny"
 
 

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
 from chartgw.crawl import crawl_lock
-from chartgw.replay import replay_upstreams
-from chartgw.replay import Reply
+from chartgw.replay import Reply, replay_upstreams
 from chartgw.samples.korea import site_replies
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir
 

@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from tests.fixtures import build_group_db, copy_data
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GROUP_FILE = "korea-chart.sqlite"
-NOW = datetime(2026, 11, 20, 5, 30, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 20, 5, 30, 0, tzinfo=UTC)
 CRAWL_AT = ("--at", (NOW + timedelta(minutes=5)).isoformat())
 """The child crawls run 5 minutes after the seed (FLO rising finds the seed's observation an hour back)."""
 
@@ -205,7 +205,7 @@ def test_retention_prunes_old_snapshots_of_matching_targets_but_never_a_newest(t
     """Old FLO observations go (with their entries); other prefixes and each target's newest stay."""
     path = tmp_path / "g.sqlite"
     now = NOW
-    days = lambda n: now - timedelta(days=n)  # noqa: E731
+    days = lambda n: now - timedelta(days=n)
     with SnapshotWriter(path, now=lambda: now) as writer:
         for target, when in (("portal-d/all_age", days(10)), ("portal-d/all_age", days(5)), ("portal-d/all_age", days(1)),
                              ("portal-d/rising", days(10)), ("portal-a/realtime", days(10)),
@@ -480,8 +480,8 @@ def test_killed_mid_commit_of_a_huge_snapshot_leaves_old_or_whole_new(korea_data
     seeded = {t: i for t, i in _query(db, "SELECT target, max(id) FROM snapshots GROUP BY target")}
     with SnapshotWriter(db) as writer:
         entries = [StoredEntry(i, f"t0-{i}", f"a{i}", str(i), b"{}") for i in range(1, BIG_SIZE + 1)]
-        writer.commit([NewSnapshot(BIG_TARGET, "000000", None, datetime.now(timezone.utc), "kill test", entries)],
-                      FetchLogRow(BIG_TARGET, datetime.now(timezone.utc), 0, "ok", 200, BIG_SIZE, None, "gen 0"))
+        writer.commit([NewSnapshot(BIG_TARGET, "000000", None, datetime.now(UTC), "kill test", entries)],
+                      FetchLogRow(BIG_TARGET, datetime.now(UTC), 0, "ok", 200, BIG_SIZE, None, "gen 0"))
     generation, _ = _big_state(db)
     committed = {0}
     loop = asyncio.new_event_loop()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import msgspec
@@ -13,7 +13,7 @@ import msgspec
 from chartgw.records import stored_entry
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotReader, SnapshotWriter, glob_escape
 
-NOW = datetime(2026, 11, 20, 5, 30, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 20, 5, 30, 0, tzinfo=UTC)
 
 
 class Row(msgspec.Struct):

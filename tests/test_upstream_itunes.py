@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ OTHER_APPLE_FORMATS = {
     "apple/marketingtools-most-played-20-songs-us-2022-05-11.json": "RSS v1/v2",
     "apple/rss-itunes-v1-apple-music-top-songs-us-200-2017-11-04.json": "RSS v1/v2",
 }
-WHEN = datetime(2026, 11, 20, 5, 30, tzinfo=timezone.utc)
+WHEN = datetime(2026, 11, 20, 5, 30, tzinfo=UTC)
 
 
 def _song_entry() -> dict[str, Any]:

@@ -16,14 +16,14 @@ from functools import partial
 import msgspec
 
 from chartgw import config
-from chartgw.countries import COUNTRIES, country_code, country_name
 from chartgw.clock import fixed
+from chartgw.countries import COUNTRIES, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import Group, Schedule, crawl_group
-from chartgw.replay import replay_upstreams
 from chartgw.params import InvalidParams, Param, literal_error
 from chartgw.records import stored_entry
+from chartgw.replay import replay_upstreams
 from chartgw.responses import (
     PULL_JSON_ROUTE,
     SnapshotMeta,

@@ -144,8 +144,9 @@ def rising_entries(earlier: list[KoreaEntry], later: list[KoreaEntry]) -> list[R
             gains.append((gain, entry, previous))
     gains.sort(key=lambda g: (-g[0], g[1].rank))
     status: dict[bool, RankStatus] = {True: "new", False: "up"}
+    kept = [f for f in KoreaEntry.__struct_fields__ if f not in ("rank", "rank_change", "rank_status")]
     return [
-        RisingEntry(**{f: getattr(entry, f) for f in KoreaEntry.__struct_fields__ if f not in ("rank", "rank_change", "rank_status")},
+        RisingEntry(**{f: getattr(entry, f) for f in kept},
                     rank=position, rank_change=None if previous is None else gain, rank_status=status[previous is None],
                     chart_rank=entry.rank, previous_chart_rank=previous, gain=gain)
         for position, (gain, entry, previous) in enumerate(gains, start=1)
@@ -315,7 +316,8 @@ async def health(call: Call) -> HealthResponse:
     cadences = {f"{site}/{chart_type}": cadence_seconds(site, chart_type) for site, chart_type in charts}
     statuses = [SnapshotStatus(site, chart_type, s.snapshot_id, s.chart_date, s.chart_hour, s.fetched_at,
                                s.age_seconds, s.stale)
-                for (site, chart_type), s in zip(charts, await target_statuses(call.data.reader, cadences, call.now), strict=True)]
+                for (site, chart_type), s in zip(charts, await target_statuses(call.data.reader, cadences, call.now),
+                                                 strict=True)]
     status = "ok" if not any(s.stale for s in statuses) else "degraded"
     return HealthResponse(status, NAME, _site_infos(), statuses)
 

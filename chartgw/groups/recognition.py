@@ -27,7 +27,15 @@ from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
 from chartgw.responses import SnapshotMeta, age_seconds, records_array, snapshot_meta
 from chartgw.samples import recognition as samples
-from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, SnapshotWriter, StoredEntry, glob_escape, group_db_path
+from chartgw.store import (
+    NewSnapshot,
+    SnapshotReader,
+    SnapshotRow,
+    SnapshotWriter,
+    StoredEntry,
+    glob_escape,
+    group_db_path,
+)
 from chartgw.text import compact
 from chartgw.upstreams import shazam
 from chartgw.upstreams.shazam import CHART_KINDS, CatalogueEntry, RecognitionEntry
@@ -261,7 +269,8 @@ async def health(call: Call) -> HealthResponse:
                         max((row.chart_date for row in rows), default=None))
     status = "ok" if entries and fresh == len(entries) and not stale_discovery else "degraded"
     return HealthResponse(status, NAME, CADENCE_SECONDS,
-                          DiscoveryStatus(*msgspec.structs.astuple(found), discovered_at, stale_discovery), coverage)
+                          DiscoveryStatus(**msgspec.structs.asdict(found), discovered_at=discovered_at,
+                                          stale=stale_discovery), coverage)
 
 
 async def charts(call: Call) -> ChartsResponse:

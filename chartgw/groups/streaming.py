@@ -28,6 +28,7 @@ from chartgw.endpoints import ApiError, Call, Route, not_found
 from chartgw.group import CommandArg, Group, GroupCommand, Schedule, crawl_group
 from chartgw.params import InvalidParams, Param
 from chartgw.records import stored_entry
+from chartgw.replay import replay_upstreams
 from chartgw.responses import (
     FETCH_LOGS_ROUTE,
     SnapshotMeta,
@@ -36,7 +37,6 @@ from chartgw.responses import (
     snapshot_meta,
     target_statuses,
 )
-from chartgw.replay import replay_upstreams
 from chartgw.samples import streaming as samples
 from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, StoredEntry, glob_escape
 from chartgw.text import compact, title_key

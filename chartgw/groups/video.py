@@ -11,9 +11,8 @@ records the run (`/video/shorts/backfills`). A chart's date is the end date of i
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from functools import partial
 from typing import Any, Literal
 
@@ -28,6 +27,7 @@ from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import CommandArg, Group, GroupCommand, Schedule, crawl_group
 from chartgw.params import InvalidParams, Param
 from chartgw.records import stored_entry
+from chartgw.replay import replay_upstreams
 from chartgw.responses import (
     BUNDLE_ROWS,
     PULL_JSON_ROUTE,
@@ -43,7 +43,6 @@ from chartgw.responses import (
     snapshots_route,
     target_statuses,
 )
-from chartgw.replay import replay_upstreams
 from chartgw.samples import video as samples
 from chartgw.store import NewSnapshot, StoredEntry, glob_escape
 from chartgw.upstreams import UpstreamFormatError, youtube
@@ -53,7 +52,6 @@ from chartgw.upstreams.youtube import (
     ArtistEntry,
     VideoChartEntry,
     VideoEntry,
-    latest_week_end,
     past_week_ends,
 )
 

@@ -153,7 +153,7 @@ def sample_weeks(slug: str, weeks: int, size: int | None = None) -> tuple[tuple[
                 is_reentry=past is not None and row.previous_rank is None,
                 weeks_at_no1=at_no1,
             ))
-        for entry, row in zip(week, rows):
+        for entry, row in zip(week, rows, strict=True):
             history[row.song.title] = (entry.weeks, entry.peak)
         result.append(tuple(week))
     return tuple(result)

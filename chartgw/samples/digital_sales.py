@@ -11,12 +11,11 @@ the shared global pool; ids, prices, genres and URLs are made up but stable per 
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta, timezone
-
 from collections.abc import Iterable
+from datetime import date, datetime, timedelta, timezone
 from typing import Protocol
 
-from chartgw.replay import Reply, ReplayKey, request_key
+from chartgw.replay import ReplayKey, Reply, request_key
 from chartgw.samples import GlobalSong, SampleRow, global_rows
 from chartgw.samples.bodies import json_body, stable_hex, stable_number
 from chartgw.upstreams.itunes import feed_path, requests_for

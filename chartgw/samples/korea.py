@@ -7,7 +7,7 @@ from datetime import datetime
 from types import ModuleType
 
 from chartgw.crawl import KST
-from chartgw.replay import Reply, ReplayKey, request_key
+from chartgw.replay import ReplayKey, Reply, request_key
 from chartgw.samples import SampleRow, bugs, flo, genie, melon, sample_rows, vibe
 from chartgw.upstreams import bugs as bugs_site
 from chartgw.upstreams import flo as flo_site

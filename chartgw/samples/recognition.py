@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import date, datetime, timedelta
+from datetime import date
 
-from chartgw.replay import Reply, ReplayKey, request_key
+from chartgw.replay import ReplayKey, Reply, request_key
 from chartgw.samples import global_rows
 from chartgw.samples.bodies import stable_hex
 from chartgw.upstreams import shazam

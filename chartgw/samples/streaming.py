@@ -18,11 +18,11 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from functools import cache
 
 from chartgw.countries import GLOBAL, country_name
-from chartgw.replay import Reply, ReplayKey, request_key
+from chartgw.replay import ReplayKey, Reply, request_key
 from chartgw.samples import GlobalSong, SampleRow, global_rows, global_songs
 from chartgw.samples.bodies import json_body, stable_hex, stable_number
 from chartgw.upstreams import spotify

@@ -225,8 +225,8 @@ class ChartWeek(msgspec.Struct, kw_only=True):
 
 def with_raw(chart: ChartWeek) -> list[RankingEntryWithRaw]:
     """Each entry with its raw values attached, for a store that keeps both."""
-    return [RankingEntryWithRaw(**msgspec.structs.asdict(entry), raw=raw) for entry, raw in zip(chart.entries,
-                                                                                               chart.raw)]
+    pairs = zip(chart.entries, chart.raw, strict=True)
+    return [RankingEntryWithRaw(**msgspec.structs.asdict(entry), raw=raw) for entry, raw in pairs]
 
 
 def require_size(chart: ChartWeek, slug: str, size: int | None = None) -> ChartWeek:
@@ -428,7 +428,7 @@ def _stats(row: LexborNode, heading: LexborNode, where: str) -> tuple[dict[str, 
               and cell.css_first("span.c-label") is not None]
     if len(values) != 3:
         raise UpstreamFormatError(f"{where}: {len(values)} stat values beside the title, expected 3 (LW, peak, wks)")
-    return dict(zip(("last_week", "peak", "weeks_on_chart"), values)), False
+    return dict(zip(("last_week", "peak", "weeks_on_chart"), values, strict=True)), False
 
 
 def _stat(value: str | None, what: str, where: str) -> int | None:

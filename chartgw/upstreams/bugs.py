@@ -24,15 +24,16 @@ import re
 from selectolax.lexbor import LexborNode
 
 from chartgw.records import KoreaEntry, ParsedChart, korea_entry
-from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
+from chartgw.upstreams import UpstreamRequest, check_chart_type, declare_upstream
 from chartgw.upstreams.fields import (
+    Page,
     absolute_url,
     clean,
     dotted_date,
     first_int,
     has_class,
     node_text,
-    parse_html,
+    parse_pages,
     required,
 )
 
@@ -114,21 +115,17 @@ def _row(row: LexborNode, where: str) -> KoreaEntry:
 
 def parse(chart_type: str, bodies: list[bytes]) -> ParsedChart:
     """The chart rows and, when the page has `time[datetime]`, its date (and hour for realtime)."""
-    check_chart_type("Bugs", chart_type, CHART_TYPES)
-    if not bodies:
-        raise UpstreamFormatError("Bugs: no bodies to parse")
     entries: list[KoreaEntry] = []
     chart_date: str | None = None
     chart_hour: int | None = None
-    for page, body in enumerate(bodies, start=1):
-        tree = parse_html(body)
-        rows = tree.css('table.trackList tr[rowtype="track"]')
-        if not rows:
-            raise UpstreamFormatError(
-                f'Bugs {chart_type} body {page}: no table.trackList tr[rowType="track"] rows (not a chart page)'
-            )
-        entries.extend(_row(row, f"Bugs {chart_type} body {page}") for row in rows)
-        stamp = tree.css_first("time[datetime]")
+    rows_css = 'table.trackList tr[rowtype="track"]'
+
+    def no_rows(page: Page) -> str:
+        return f'Bugs {chart_type} body {page.number}: no table.trackList tr[rowType="track"] rows (not a chart page)'
+
+    for page in parse_pages("Bugs", chart_type, CHART_TYPES, bodies, rows_css, no_rows):
+        entries.extend(_row(row, f"Bugs {chart_type} body {page.number}") for row in page.rows)
+        stamp = page.tree.css_first("time[datetime]")
         stated = dotted_date(stamp.attributes.get("datetime")) if stamp is not None else None
         if stated and chart_date is None:
             chart_date = stated[0]

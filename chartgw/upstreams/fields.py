@@ -7,12 +7,14 @@ Strict access to the JSON APIs' nested payloads (FLO, VIBE) is in `chartgw.upstr
 from __future__ import annotations
 
 import codecs
+import contextlib
 import re
-from typing import TypeVar
+from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import NamedTuple, TypeVar
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from chartgw.upstreams import UpstreamFormatError
+from chartgw.upstreams import UpstreamFormatError, check_chart_type
 
 T = TypeVar("T")
 
@@ -35,16 +37,38 @@ def decode_html(body: bytes) -> str:
     match = _CHARSET.search(body[:4096])
     encoding = "utf-8"
     if match:
-        try:
+        with contextlib.suppress(LookupError):  # a charset Python does not know: stay with UTF-8
             encoding = codecs.lookup(match.group(1).decode("ascii")).name
-        except LookupError:
-            pass
     return body.decode(encoding, errors="replace")
 
 
 def parse_html(body: bytes) -> LexborHTMLParser:
     """A lexbor tree of the body, decoded by `decode_html` (attribute names come out lowercased)."""
     return LexborHTMLParser(decode_html(body))
+
+
+class Page(NamedTuple):
+    """One page of a paged chart: its number from 1, its tree and its chart rows (never empty)."""
+
+    number: int
+    tree: LexborHTMLParser
+    rows: list[LexborNode]
+
+
+def parse_pages(label: str, chart_type: str, known: Collection[str], bodies: Sequence[bytes], rows_css: str,
+                no_rows: Callable[[Page], str], decode: Callable[[bytes], str] = decode_html) -> Iterator[Page]:
+    """The preamble every paged chart parser shares: the chart type is one `known`, there is a body, and
+    every page has rows matching `rows_css`; a page without is not a chart page (`no_rows(page)` says
+    why, e.g. naming the page's title), never an empty chart."""
+    check_chart_type(label, chart_type, known)
+    if not bodies:
+        raise UpstreamFormatError(f"{label}: no page body to parse")
+    for number, body in enumerate(bodies, start=1):
+        tree = LexborHTMLParser(decode(body))
+        page = Page(number, tree, tree.css(rows_css))
+        if not page.rows:
+            raise UpstreamFormatError(no_rows(page))
+        yield page
 
 
 def snippet(text: str, size: int = 80) -> str:

@@ -29,13 +29,14 @@ from selectolax.lexbor import LexborNode
 from chartgw.records import KoreaEntry, ParsedChart, korea_entry
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
 from chartgw.upstreams.fields import (
+    Page,
     absolute_url,
     clean,
     first_int,
     has_class,
     js_arg,
     node_text,
-    parse_html,
+    parse_pages,
     required,
 )
 
@@ -136,15 +137,13 @@ def _row(row: LexborNode, where: str) -> KoreaEntry:
 
 def parse(chart_type: str, bodies: list[bytes]) -> ParsedChart:
     """Rows of every page in order; a page without `tr.list[songid]` rows is not a chart page."""
-    check_chart_type("Genie", chart_type, CHART_TYPES)
-    if not bodies:
-        raise UpstreamFormatError("Genie: no bodies to parse")
     entries: list[KoreaEntry] = []
-    for page, body in enumerate(bodies, start=1):
-        rows = parse_html(body).css("tr.list[songid]")
-        if not rows:
-            raise UpstreamFormatError(f"Genie {chart_type} page {page}: no tr.list[songid] rows (not a chart page)")
-        entries.extend(_row(row, f"Genie {chart_type} page {page}") for row in rows)
+
+    def no_rows(page: Page) -> str:
+        return f"Genie {chart_type} page {page.number}: no tr.list[songid] rows (not a chart page)"
+
+    for page in parse_pages("Genie", chart_type, CHART_TYPES, bodies, "tr.list[songid]", no_rows):
+        entries.extend(_row(row, f"Genie {chart_type} page {page.number}") for row in page.rows)
     return ParsedChart(entries=entries)
 
 

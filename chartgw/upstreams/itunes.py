@@ -15,14 +15,14 @@ in milliseconds. Ranks are positions in `feed.entry`; the feed carries no rank f
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 import msgspec
 
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
-from chartgw.upstreams.json_api import load_json, obj, opt_text, text
+from chartgw.upstreams.json_api import load_json, obj, opt_obj, opt_text, text
 
 UPSTREAM = declare_upstream("ITUNES", "https://itunes.apple.com")
 FEEDS: tuple[str, ...] = ("topsongs", "topalbums", "topmusicvideos")
@@ -157,7 +157,7 @@ def utc_date(timestamp: str) -> str:
         raise UpstreamFormatError(f"itunes: feed.updated is not an ISO timestamp: {timestamp!r}") from None
     if moment.tzinfo is None:
         raise UpstreamFormatError(f"itunes: feed.updated has no UTC offset: {timestamp!r}")
-    return moment.astimezone(timezone.utc).date().isoformat()
+    return moment.astimezone(UTC).date().isoformat()
 
 
 def _entry(position: int, item: object) -> DigitalSalesEntry:
@@ -167,11 +167,11 @@ def _entry(position: int, item: object) -> DigitalSalesEntry:
     artist = text(label(artist_node), f"{where}.im:artist.label")
     artist_url = opt_text(attributes(artist_node).get("href"))
     ident = item.get("id")
-    collection = item.get("im:collection") if isinstance(item.get("im:collection"), dict) else {}
+    collection = opt_obj(item.get("im:collection"))
     collection_link = next((attributes(link).get("href") for link in as_list(collection.get("link"))), None)
     price = attributes(item.get("im:price"))
     category = attributes(item.get("category"))
-    enclosure = next((link for link in as_list(item.get("link")) if attributes(link).get("rel") == "enclosure"), {})
+    enclosure: Any = next((link for link in as_list(item.get("link")) if attributes(link).get("rel") == "enclosure"), {})
     return DigitalSalesEntry(
         rank=position,
         title=text(label(item.get("im:name")), f"{where}.im:name.label"),

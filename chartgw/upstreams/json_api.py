@@ -42,6 +42,11 @@ def load_json(body: bytes, who: str) -> Any:
         raise UpstreamFormatError(f"{who}: body is not JSON ({exc}): {snippet(text)!r}") from None
 
 
+def opt_obj(value: object) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one (optional nested blocks)."""
+    return value if isinstance(value, dict) else {}
+
+
 def obj(value: object, where: str) -> dict[str, Any]:
     """`value` as a JSON object, or an error naming the path `where`."""
     if not isinstance(value, dict):

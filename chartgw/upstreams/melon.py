@@ -13,7 +13,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from chartgw.records import KoreaEntry, ParsedChart, korea_entry
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
-from chartgw.upstreams.fields import absolute_url, first_int, node_text
+from chartgw.upstreams.fields import Page, absolute_url, decode, first_int, node_text, parse_pages
 
 UPSTREAM = declare_upstream("MELON", "https://www.melon.com")
 CHART_TYPES: tuple[str, ...] = ("realtime", "hot100_d100", "hot100_d30", "daily", "weekly")
@@ -59,24 +59,19 @@ def parse(chart_type: str, bodies: list[bytes]) -> ParsedChart:
     (monthly page) gives the first of the month, "2020-08-01", so the date still sorts and
     names the period's start.
     """
-    check_chart_type("melon", chart_type, CHART_TYPES)
-    if not bodies:
-        raise UpstreamFormatError("melon: no page body to parse")
     entries: list[KoreaEntry] = []
     chart_date: str | None = None
     chart_hour: int | None = None
-    for number, body in enumerate(bodies, start=1):
-        # UTF-8 as Melon serves it; unlike `fields.parse_html`, a <meta charset> is not followed.
-        tree = LexborHTMLParser(body.decode("utf-8", errors="replace"))
-        rows = tree.css("tr.lst50, tr.lst100")
-        if not rows:
-            title = node_text(tree.css_first("title"))
-            raise UpstreamFormatError(
-                f"melon {chart_type}: page {number} has no chart rows (tr.lst50/tr.lst100); title {title!r}"
-            )
-        entries.extend(_entry(row) for row in rows)
+
+    def no_rows(page: Page) -> str:
+        title = node_text(page.tree.css_first("title"))
+        return f"melon {chart_type}: page {page.number} has no chart rows (tr.lst50/tr.lst100); title {title!r}"
+
+    # UTF-8 as Melon serves it; unlike `fields.parse_html`, a <meta charset> is not followed.
+    for page in parse_pages("melon", chart_type, CHART_TYPES, bodies, "tr.lst50, tr.lst100", no_rows, decode):
+        entries.extend(_entry(row) for row in page.rows)
         if chart_date is None:
-            chart_date, chart_hour = _chart_time(tree)
+            chart_date, chart_hour = _chart_time(page.tree)
     return ParsedChart(entries=entries, chart_date=chart_date, chart_hour=chart_hour)
 
 

@@ -146,7 +146,7 @@ def server_kind(headers: Mapping[str, str]) -> Method | None:
     notice = lowered.get("icy-notice2", "").lower()
     if "icecast" in server:
         return "icecast"
-    if "shoutcast" in server and "v2" in server or "shoutcast server v2" in notice:
+    if ("shoutcast" in server and "v2" in server) or "shoutcast server v2" in notice:
         return "shoutcast2"
     if "shoutcast" in notice or "shoutcast" in server:
         return "shoutcast1"
@@ -250,7 +250,7 @@ def parse_shoutcast2_stats(body: bytes) -> NowPlaying:
         doc = json.loads(text, strict=False)
     except ValueError:
         raise UpstreamFormatError(f"shoutcast stats: not JSON: {snippet(text)!r}") from None
-    if not isinstance(doc, dict) or "songtitle" not in doc and "streamstatus" not in doc:
+    if not isinstance(doc, dict) or ("songtitle" not in doc and "streamstatus" not in doc):
         raise UpstreamFormatError(f"shoutcast stats: no songtitle/streamstatus in {snippet(text)!r}")
     if _number(doc.get("streamstatus")) == 0:
         raise SourceDownError("shoutcast stats: streamstatus 0 (no source connected)")

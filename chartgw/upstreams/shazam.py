@@ -26,7 +26,7 @@ import msgspec
 from chartgw.text import fold, split_artists
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, declare_upstream
 from chartgw.upstreams.fields import decode, snippet
-from chartgw.upstreams.json_api import load_json, obj, opt_text, text
+from chartgw.upstreams.json_api import load_json, obj, opt_obj, opt_text, text
 
 UPSTREAM = declare_upstream("SHAZAM", "https://www.shazam.com")
 LOCATIONS_PATH = "/services/charts/locations"
@@ -303,9 +303,7 @@ def parse_tracks_json(body: bytes, date: str) -> list[RecognitionEntry]:
     for rank, track in enumerate(tracks, start=1):
         where = f"tracks[{rank - 1}]"
         artist = text(track.get("subtitle"), f"{where}.subtitle")
-        images = track.get("images") if isinstance(track.get("images"), dict) else {}
-        share = track.get("share") if isinstance(track.get("share"), dict) else {}
-        hub = track.get("hub") if isinstance(track.get("hub"), dict) else {}
+        images, share, hub = opt_obj(track.get("images")), opt_obj(track.get("share")), opt_obj(track.get("hub"))
         entries.append(RecognitionEntry(
             rank=rank, artist=artist, artists=split_artists(artist) or [artist],
             title=text(track.get("title"), f"{where}.title"), chart_date=date,

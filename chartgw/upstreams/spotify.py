@@ -275,11 +275,9 @@ def parse_csv(body: bytes, who: str = "spotify csv") -> CsvChart:
         rows = list(csv.reader(io.StringIO(content, newline="")))
     except csv.Error as exc:
         raise UpstreamFormatError(f"{who}: unreadable CSV ({exc})") from None
-    for line, row in enumerate(rows):
-        head = [cell.strip().lower() for cell in row]
-        if head[:1] in (["position"], ["rank"]):
-            break
-    else:
+    heads = ([cell.strip().lower() for cell in row] for row in rows)
+    line, head = next(((n, h) for n, h in enumerate(heads) if h[:1] in (["position"], ["rank"])), (-1, []))
+    if line < 0:
         raise UpstreamFormatError(f"{who}: no header row `Position,...` or `rank,uri,...`: {snippet(content)!r}")
     data = [(n, row) for n, row in enumerate(rows[line + 1:], start=line + 2) if any(cell.strip() for cell in row)]
     if not data:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any, Literal
@@ -225,7 +226,8 @@ def parse(chart_type: str, period: str, body: bytes) -> ParsedChart:
     rows = first.get(kind.view_key)
     if not isinstance(rows, list) or not rows:
         raise UpstreamFormatError(f"{who}: {kind.list_key}[0].{kind.view_key} is missing or empty")
-    read = {"tracks": _track, "videos": _video, "artists": _artist}[kind.kind]
+    readers: dict[str, Callable[[str, dict[str, Any]], Entry]] = {"tracks": _track, "videos": _video, "artists": _artist}
+    read = readers[kind.kind]
     entries = [read(f"{who} {kind.view_key}[{i}]", obj(row, f"{who} {kind.view_key}[{i}]"))
                for i, row in enumerate(rows)]
     end_date = _date_value(first.get("endDate"), f"{who}.{kind.list_key}[0].endDate")
