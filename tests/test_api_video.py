@@ -19,8 +19,6 @@ from chartgw.groups.video import (
     Chart,
     backfill,
     catalogue,
-    latest_week_end,
-    past_week_ends,
     targets,
 )
 from chartgw.params import InvalidParams
@@ -28,6 +26,7 @@ from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import global_rows
 from chartgw.samples import video as samples
 from chartgw.upstreams import youtube
+from chartgw.upstreams.youtube import latest_week_end, past_week_ends
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, copy_data, data_dir
 
 NOW = FIXED_NOW
