@@ -270,12 +270,27 @@ COUNTRIES: dict[str, str] = dict(
 )
 
 
+_BY_SLUG = {"-".join("".join(ch if ch.isalnum() else " " for ch in name.lower()).split()): code
+            for code, name in COUNTRIES.items()}
+
+
 def country_code(value: str) -> str:
     """Return the lowercase code for `value`: "global" or an assigned alpha-2 code, in any case."""
     code = value.lower()
     if code == GLOBAL or code in COUNTRIES:
         return code
     raise ValueError(f"unknown country {value!r}; use 'global' or an ISO 3166-1 alpha-2 code such as 'us'")
+
+
+_SLUG_ALIASES = {"world": GLOBAL, "turkiye": "tr", "ivory-coast": "ci", "czechia": "cz"}
+
+
+def code_of_slug(slug: str) -> str | None:
+    """The code of a country named by a slug of its English name ("south-korea" -> "kr", "world" ->
+    "global"), as upstreams that name markets in words do; None when no country has that name."""
+    if slug in _SLUG_ALIASES:
+        return _SLUG_ALIASES[slug]
+    return _BY_SLUG.get(slug)
 
 
 def country_name(code: str) -> str:

@@ -11,7 +11,8 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from fnmatch import fnmatch
+from typing import Any, NamedTuple
 
 import httpx
 
@@ -20,7 +21,7 @@ from chartgw.config import Setting
 from chartgw.crawl import CrawlTarget, Outcome, RetryPolicy, run_targets
 from chartgw.endpoints import Route
 
-__all__ = ["CommandArg", "EntryMapping", "Group", "GroupCommand", "Schedule", "Seeder", "crawl_group"]
+__all__ = ["CommandArg", "EntryMapping", "Group", "GroupCommand", "MappedEntry", "Schedule", "Seeder", "crawl_group"]
 
 _GROUP_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 _PATH_PARAM = re.compile(r"{([a-z_][a-z0-9_]*)}")
@@ -67,20 +68,40 @@ class GroupCommand:
     run: Callable[[dict[str, Any]], list[Outcome]]
 
 
+class MappedEntry(NamedTuple):
+    """What the artist-history index takes from one stored entry."""
+
+    artist: str
+    """The artist as shown."""
+    artists: list[str]
+    """Every credited artist (the index splits and normalises them)."""
+    title: str | None
+    """Null for artist charts."""
+    market: str
+    """An ISO alpha-2 code (lowercase) or "global"."""
+    ids: dict[str, str]
+    """Id kind -> value, only the ids the entry has."""
+
+
 @dataclass(frozen=True)
 class EntryMapping:
     """Where the artist-history index finds things in this group's stored entry records (JSON field
-    names; None = the group's upstream has no such thing). `market` is a field name, or "=" and a
-    constant (e.g. "=global"); "target:N" reads part N of the snapshot target split on "/"."""
+    names, each tuple tried in order; None = the group's upstream has no such thing)."""
 
-    artist: str
-    title: str | None
-    market: str
+    market: str | Callable[[str, dict[str, Any]], str]
+    """"target:N" (part N of the snapshot target, split on "/"), "=xx" (a constant), a record field, or a
+    function of the target and the record."""
+    artist: tuple[str, ...] = ("artist",)
+    artists: str | None = "artists"
+    title: tuple[str, ...] = ("title",)
     ids: dict[str, str] = field(default_factory=dict)
-    """Id kind (the spec's parameter names: isrc, download_store_track_id, streaming_track_id, video_id,
-    recognition_track_id, ...) -> the record field that holds it."""
-    sub_daily: bool = False
-    """Several snapshots a day (hourly, realtime): folded to one row per track, chart and day."""
+    """Id kind (the spec's parameter names) -> the record field that holds it."""
+    skip_targets: tuple[str, ...] = ()
+    """fnmatch patterns of targets that hold no chart entries (a discovered catalogue)."""
+    ids_targets: tuple[str, ...] = ("*",)
+    """fnmatch patterns of the targets whose entries carry the `ids` (e.g. a store id is a track's only on song charts)."""
+    sub_daily_targets: tuple[str, ...] = ()
+    """fnmatch patterns of charts published several times a day (folded to one row per track and day)."""
 
     ID_KINDS = ("isrc", "download_store_track_id", "streaming_track_id", "analytics_artist", "analytics_track",
                 "lyrics_artist_id", "lyrics_song_id", "recognition_track_id", "video_id", "asin")
@@ -88,6 +109,39 @@ class EntryMapping:
     def __post_init__(self) -> None:
         unknown = set(self.ids) - set(self.ID_KINDS)
         assert not unknown, f"unknown id kinds {sorted(unknown)}; known: {self.ID_KINDS}"
+        assert callable(self.market) or self.market.startswith(("target:", "=")) or self.market.isidentifier(), \
+            f"market: {self.market!r}"
+
+    def read(self, target: str, record: dict[str, Any]) -> MappedEntry | None:
+        """The entry as the index takes it; None for a target that holds no chart entries or an entry
+        without an artist."""
+        if any(fnmatch(target, pattern) for pattern in self.skip_targets):
+            return None
+        artist = _first_text(record, self.artist)
+        if not artist:
+            return None
+        credited = record.get(self.artists) if self.artists else None
+        artists = [a for a in credited if isinstance(a, str) and a] if isinstance(credited, list) else []
+        with_ids = any(fnmatch(target, pattern) for pattern in self.ids_targets)
+        ids = {kind: str(value) for kind, name in self.ids.items() if with_ids and (value := record.get(name)) not in (None, "")}
+        return MappedEntry(artist, artists or [artist], _first_text(record, self.title), self._market(target, record),
+                           ids)
+
+    def is_sub_daily(self, target: str) -> bool:
+        return any(fnmatch(target, pattern) for pattern in self.sub_daily_targets)
+
+    def _market(self, target: str, record: dict[str, Any]) -> str:
+        if callable(self.market):
+            return self.market(target, record)
+        if self.market.startswith("="):
+            return self.market[1:]
+        if self.market.startswith("target:"):
+            return target.partition("@")[0].split("/")[int(self.market.partition(":")[2])]
+        return str(record.get(self.market) or "")
+
+
+def _first_text(record: dict[str, Any], names: tuple[str, ...]) -> str | None:
+    return next((value for name in names if isinstance(value := record.get(name), str) and value), None)
 
 
 @dataclass(frozen=True)

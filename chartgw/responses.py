@@ -3,9 +3,9 @@ the latest-snapshot lookup, snapshot listings, recorded runs, raw payloads and t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -44,9 +44,18 @@ def age_seconds(row: SnapshotRow, now: datetime) -> int:
     return int((now - parse_iso(row.fetched_at)).total_seconds())
 
 
-def records_array(records: list[bytes]) -> msgspec.Raw:
-    """A JSON array of already-encoded records, spliced without decoding them."""
-    return msgspec.Raw(b"[" + b",".join(records) + b"]")
+def records_array(records: list[bytes]) -> list[Any]:
+    """A JSON array of already-encoded entry records, spliced without decoding them.
+
+    Typed as the list the response field declares (`entries: list[SomeEntry]`, which is what the OpenAPI
+    document shows), while the value is the stored bytes: msgspec writes a `Raw` as it is.
+    """
+    return cast(list[Any], msgspec.Raw(b"[" + b",".join(records) + b"]"))
+
+
+def stored_record(record: bytes) -> Any:
+    """One stored entry record spliced into a response field typed as its entry type (see `records_array`)."""
+    return msgspec.Raw(record)
 
 
 async def latest_or_404(reader: SnapshotReader, target: str, what: str) -> SnapshotRow:
@@ -146,6 +155,43 @@ async def target_statuses(reader: SnapshotReader, cadences: dict[str, int], now:
     return statuses
 
 
+class HealthHead(msgspec.Struct):
+    """What every group's /health says first; each group's response extends it with what it has more to say."""
+
+    status: str
+    """"ok" when every expected target has a snapshot within twice its cadence, else "degraded"."""
+    service: str
+
+
+class HealthResponse(HealthHead):
+    targets: list[TargetStatus]
+
+
+def health_status(statuses: Sequence[TargetStatus]) -> str:
+    return "ok" if statuses and not any(s.stale for s in statuses) else "degraded"
+
+
+Describe = Callable[[Call, str, list[TargetStatus]], Awaitable[HealthHead]]
+"""Builds a group's own health response from the shared status and the target statuses."""
+
+
+def health_route(service: str, cadences: Callable[[], dict[str, int]], summary: str, *,
+                 describe: Describe | None = None, response: type[HealthHead] = HealthResponse,
+                 pattern: str | None = None, max_age: int = 0) -> Route:
+    """`/health` (public): every expected target (`cadences()`: target -> seconds) with its latest snapshot's
+    age and a stale flag, and "ok" only when none is stale or missing. `describe` extends the answer."""
+
+    async def health(call: Call) -> HealthHead:
+        statuses = await target_statuses(call.data.reader, cadences(), call.now, pattern)
+        status = health_status(statuses)
+        if describe is None:
+            return HealthResponse(status, service, statuses)
+        return await describe(call, status, statuses)
+
+    return Route("/health", health, public=True, cache_ttl=5, max_age=max_age, errors=(), response=response,
+                 summary=summary)
+
+
 class BundledChart(msgspec.Struct):
     """One chart of a bundle: its snapshot metadata and its entries (the group's entry records)."""
 
@@ -162,7 +208,7 @@ async def chart_bundle(reader: SnapshotReader, rows: list[SnapshotRow], limit: i
     for row in rows:
         records = await reader.records(row.id, limit)
         bundle.append(BundledChart(row.target, snapshot_meta(row, cadence_of(row.target), now), len(records),
-                                   records_array(records)))  # type: ignore[arg-type]
+                                   records_array(records)))
     return bundle
 
 

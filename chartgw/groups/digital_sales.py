@@ -20,23 +20,23 @@ from chartgw.clock import fixed
 from chartgw.countries import COUNTRIES, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import Group, Schedule, crawl_group
+from chartgw.group import EntryMapping, Group, Schedule, crawl_group
 from chartgw.params import InvalidParams, Param, literal_error
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
 from chartgw.responses import (
     PULL_JSON_ROUTE,
     SnapshotMeta,
-    TargetStatus,
+    health_route,
     latest_or_404,
     latest_pull_route,
     records_array,
     snapshot_meta,
     snapshots_route,
-    target_statuses,
 )
 from chartgw.samples import digital_sales as samples
 from chartgw.store import NewSnapshot, StoredEntry
+from chartgw.targets import TargetKey
 from chartgw.upstreams import itunes
 from chartgw.upstreams.itunes import DigitalSalesEntry
 
@@ -83,8 +83,11 @@ def feed_limit() -> int:
     return config.get(FEED_LIMIT_SETTING)
 
 
+TARGET = TargetKey(("combo", "country"))
+
+
 def target_key(combo: str, country: str) -> str:
-    return f"{combo}/{country}"
+    return TARGET.make(combo, country)
 
 
 def configured_targets() -> list[tuple[Combo, str]]:
@@ -156,20 +159,7 @@ class ComboChartResponse(msgspec.Struct):
     entries: list[DigitalSalesEntry]
 
 
-class HealthResponse(msgspec.Struct):
-    status: str
-    """"ok" when every configured combo x country has a fresh snapshot, else "degraded"."""
-    service: str
-    targets: list[TargetStatus]
-
-
 # --- handlers -----------------------------------------------------------------------------------
-
-async def health(call: Call) -> HealthResponse:
-    cadences = {target_key(c.slug, cc): CADENCE_SECONDS for c, cc in configured_targets()}
-    statuses = await target_statuses(call.data.reader, cadences, call.now)
-    return HealthResponse("degraded" if any(s.stale for s in statuses) else "ok", NAME, statuses)
-
 
 async def combos(call: Call) -> CombosResponse:
     newest = {row.target: row for row in await call.data.reader.latest_per_target()}
@@ -191,14 +181,14 @@ async def combo_latest(call: Call) -> ComboChartResponse:
     row = await latest_or_404(call.data.reader, target_key(combo, country), f"{combo} in {country}")
     records = await call.data.reader.records(row.id, call.params["limit"])
     return ComboChartResponse(combo, country, snapshot_meta(row, CADENCE_SECONDS, call.now), len(records),
-                              records_array(records))  # type: ignore[arg-type]
+                              records_array(records))
 
 
 # --- the route table ----------------------------------------------------------------------------
 
 ROUTES: tuple[Route, ...] = (
-    Route("/health", health, public=True, cache_ttl=5, errors=(), response=HealthResponse,
-          summary="Every configured combo x country's latest snapshot, with age and a stale flag"),
+    health_route(NAME, lambda: {target_key(c.slug, cc): CADENCE_SECONDS for c, cc in configured_targets()},
+                 "Every configured combo x country's latest snapshot, with age and a stale flag"),
     snapshots_route(lambda target: CADENCE_SECONDS, "Stored snapshots of every combo and country, newest first"),
     latest_pull_route(lambda: [target_key(c.slug, cc) for c, cc in configured_targets()], lambda target: CADENCE_SECONDS,
                       "The latest pull: run outcome and every configured combo x country's latest chart (100 rows each)"),
@@ -239,6 +229,8 @@ GROUP = Group(
     schedules=(Schedule("25 */3 * * *", (), "UTC", "iTunes Store charts: every combo x configured country, 3-hourly"),),
     settings=(COUNTRIES_SETTING, FEED_LIMIT_SETTING),
     seeder=seed,
+    # The store id is a track's on the songs chart only (an album's or a video's elsewhere).
+    entries=EntryMapping(market="target:1", ids={"download_store_track_id": "store_id"}, ids_targets=("top-songs/*",)),
 )
 
 

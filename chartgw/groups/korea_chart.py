@@ -27,14 +27,15 @@ from chartgw import config
 from chartgw.clock import fixed
 from chartgw.crawl import KST, CrawlContext, CrawlTarget, Fetched, Outcome, PartialCrawl, run_targets
 from chartgw.endpoints import ApiError, Call, Route, not_found
-from chartgw.group import Group, Schedule
+from chartgw.group import EntryMapping, Group, Schedule
 from chartgw.params import InvalidParams, Param, literal_error
 from chartgw.records import KoreaEntry, ParsedChart, RankStatus, stored_entry
 from chartgw.refresh import crawl_in_subprocess
 from chartgw.replay import replay_upstreams
-from chartgw.responses import SnapshotMeta, records_array, snapshot_meta, target_statuses
+from chartgw.responses import HealthHead, SnapshotMeta, TargetStatus, health_route, records_array, snapshot_meta
 from chartgw.samples import korea as samples
 from chartgw.store import NewSnapshot, SnapshotRow, StoredEntry, iso, parse_iso
+from chartgw.targets import TargetKey
 from chartgw.text import ArtistAliases, artist_key, title_key
 from chartgw.upstreams import bugs, flo, genie, melon, vibe
 
@@ -63,7 +64,8 @@ SITE_NAMES = tuple(SITES)
 ALL_CHART_TYPES = tuple(dict.fromkeys(ct for s in SITES.values() for ct in s.chart_types))
 COMPARE_SITES = ("portal-a", "portal-b", "portal-c")
 COMPARE_TYPES = ("realtime", "daily", "weekly")
-FLO_CHART = "portal-d/all_age"
+TARGET = TargetKey(("site", "chart_type"))
+FLO_CHART = TARGET.make("portal-d", "all_age")
 EXPECTED_ROWS = 100
 RISING_WINDOW = (timedelta(minutes=45), timedelta(minutes=75))
 
@@ -125,7 +127,7 @@ def _parse(site: Site, chart_type: str, bodies: list[bytes]) -> ParsedChart:
 
 def _build_chart(site: Site, chart_type: str, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
     parsed = _parse(site, chart_type, [f.body for f in fetched])
-    return [_snapshot(f"{site.site}/{chart_type}", parsed, chart_type in site.hourly, fetched[0].url, ctx)]
+    return [_snapshot(TARGET.make(site.site, chart_type), parsed, chart_type in site.hourly, fetched[0].url, ctx)]
 
 
 def _identity(entry: KoreaEntry) -> str:
@@ -194,7 +196,7 @@ def _build_rising_hourly(fetched: list[Fetched], ctx: CrawlContext) -> list[NewS
 
 
 def _target(site: Site, chart_type: str) -> CrawlTarget:
-    key = f"{site.site}/{chart_type}"
+    key = TARGET.make(site.site, chart_type)
     if key == "portal-d/rising":
         return CrawlTarget(key, tuple(flo.requests_for("all_age")), _build_rising, None)
     if key == "portal-d/rising_hourly":
@@ -244,10 +246,7 @@ class SnapshotStatus(msgspec.Struct):
     """True when there is no snapshot or it is older than twice its cadence."""
 
 
-class HealthResponse(msgspec.Struct):
-    status: str
-    """"ok" when every chart has a fresh snapshot, else "degraded"."""
-    service: str
+class HealthResponse(HealthHead):
     sites: list[SiteInfo]
     snapshots: list[SnapshotStatus]
 
@@ -311,15 +310,19 @@ def _site_infos() -> list[SiteInfo]:
             for s in SITES.values()]
 
 
-async def health(call: Call) -> HealthResponse:
-    charts = [(site.site, chart_type) for site in SITES.values() for chart_type in site.chart_types]
-    cadences = {f"{site}/{chart_type}": cadence_seconds(site, chart_type) for site, chart_type in charts}
-    statuses = [SnapshotStatus(site, chart_type, s.snapshot_id, s.chart_date, s.chart_hour, s.fetched_at,
-                               s.age_seconds, s.stale)
-                for (site, chart_type), s in zip(charts, await target_statuses(call.data.reader, cadences, call.now),
-                                                 strict=True)]
-    status = "ok" if not any(s.stale for s in statuses) else "degraded"
-    return HealthResponse(status, NAME, _site_infos(), statuses)
+def expected_cadences() -> dict[str, int]:
+    return {TARGET.make(site.site, chart_type): cadence_seconds(site.site, chart_type)
+            for site in SITES.values() for chart_type in site.chart_types}
+
+
+async def describe_health(call: Call, status: str, statuses: list[TargetStatus]) -> HealthResponse:
+    """The shared statuses named by site and chart type, as this group has always answered."""
+    named = []
+    for s in statuses:
+        parts = TARGET.parse(s.target) or {}
+        named.append(SnapshotStatus(parts["site"], parts["chart_type"], s.snapshot_id, s.chart_date, s.chart_hour,
+                                    s.fetched_at, s.age_seconds, s.stale))
+    return HealthResponse(status, NAME, _site_infos(), named)
 
 
 async def sites(call: Call) -> SitesResponse:
@@ -327,13 +330,13 @@ async def sites(call: Call) -> SitesResponse:
 
 
 async def _chart(call: Call, site: str, chart_type: str) -> ChartResponse | RisingChartResponse:
-    row = await call.data.reader.latest(f"{site}/{chart_type}")
+    row = await call.data.reader.latest(TARGET.make(site, chart_type))
     if row is None:
         raise not_found(f"No snapshot of {site} {chart_type} yet")
     records = await call.data.reader.records(row.id, call.params["limit"])
     kind = RisingChartResponse if chart_type.startswith("rising") and site == "portal-d" else ChartResponse
     return kind(site, SITES[site].source, chart_type, snapshot_meta(row, cadence_seconds(site, chart_type), call.now),
-                len(records), records_array(records))  # type: ignore[arg-type]
+                len(records), records_array(records))
 
 
 async def charts(call: Call) -> ChartResponse | RisingChartResponse:
@@ -359,7 +362,7 @@ async def compare(call: Call) -> CompareResponse:
     metas: dict[str, SnapshotMeta | None] = {}
     charts_by_site: dict[str, list[KoreaEntry]] = {}
     for site in COMPARE_SITES:
-        row = await reader.latest(f"{site}/{chart_type}")
+        row = await reader.latest(TARGET.make(site, chart_type))
         metas[site] = snapshot_meta(row, cadence_seconds(site, chart_type), call.now) if row else None
         charts_by_site[site] = [_decode_entry(r) for r in await reader.records(row.id, 10_000)] if row else []
     if not any(charts_by_site.values()):
@@ -426,8 +429,9 @@ CHART_TYPE = Param("chart_type", kind="choice", choices=ALL_CHART_TYPES,
                    description="Chart type; must be one of the site's (see /korea-chart/sites)")
 
 ROUTES: tuple[Route, ...] = (
-    Route("/health", health, public=True, cache_ttl=5, errors=(), response=HealthResponse,
-          summary="Supported sites and the latest snapshot of every chart, with age and a stale flag"),
+    health_route(NAME, expected_cadences,
+                 "Supported sites and the latest snapshot of every chart, with age and a stale flag",
+                 describe=describe_health, response=HealthResponse),
     Route("/sites", sites, errors=(), response=SitesResponse, summary="Supported source sites and chart types"),
     Route("/charts", charts, (Param("site", kind="choice", choices=SITE_NAMES, required=True,
                                     description="Chart site"), CHART_TYPE, LIMIT),
@@ -496,6 +500,8 @@ GROUP = Group(
     retention_days={FLO_CHART: 3.0, "portal-d/rising": 3.0},
     settings=(GENIE_FEED_SETTING,),
     seeder=seed,
+    entries=EntryMapping(market="=kr", sub_daily_targets=tuple(TARGET.make(s.site, ct) for s in SITES.values()
+                                                              for ct in s.hourly)),
 )
 
 

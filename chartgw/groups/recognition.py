@@ -19,13 +19,14 @@ from typing import Any
 import msgspec
 
 from chartgw.clock import fixed
+from chartgw.countries import code_of_slug
 from chartgw.crawl import KST, CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import Group, Schedule, crawl_group
-from chartgw.params import InvalidParams, Param, literal_error
+from chartgw.group import EntryMapping, Group, Schedule, crawl_group
+from chartgw.params import InvalidParams, Param, Where, literal_error
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
-from chartgw.responses import SnapshotMeta, age_seconds, records_array, snapshot_meta
+from chartgw.responses import HealthHead, SnapshotMeta, age_seconds, records_array, snapshot_meta, stored_record
 from chartgw.samples import recognition as samples
 from chartgw.store import (
     NewSnapshot,
@@ -33,9 +34,9 @@ from chartgw.store import (
     SnapshotRow,
     SnapshotWriter,
     StoredEntry,
-    glob_escape,
     group_db_path,
 )
+from chartgw.targets import TargetKey
 from chartgw.text import compact
 from chartgw.upstreams import shazam
 from chartgw.upstreams.shazam import CHART_KINDS, CatalogueEntry, RecognitionEntry
@@ -139,25 +140,22 @@ async def catalogue_or_404(reader: SnapshotReader) -> Catalogue:
     return catalogue
 
 
+_TARGET_FIELDS = {"genre": ("market", "genre"), "top-50": ("market", "city")}
+TARGETS: dict[str, TargetKey] = {kind: TargetKey(_TARGET_FIELDS.get(kind, ("market",)), kind) for kind in CHART_KINDS}
+"""Each chart kind's target shape: "top-200/brazil", "genre/france/pop", "viral/world", "top-50/australia/sydney"."""
+
+
 def target_parts(target: str) -> tuple[str, str, str | None, str | None]:
     """(chart_kind, market, genre, city) of a chart target."""
-    kind, market, *rest = target.split("/")
-    extra = rest[0] if rest else None
-    return kind, market, extra if kind == "genre" else None, extra if kind == "top-50" else None
+    kind = target.partition("/")[0]
+    parts = TARGETS[kind].parse(target) or {}
+    return kind, parts.get("market", ""), parts.get("genre"), parts.get("city")
 
 
 def patterns(kind: str | None, market: str | None, genre: str | None = None, city: str | None = None) -> list[str]:
     """GLOB patterns over chart targets, one per chart kind in scope (the catalogue is never included)."""
-    any_market = glob_escape(market) if market else "*"
-    chosen = []
-    for k in (kind,) if kind else CHART_KINDS:
-        if k == "genre":
-            chosen.append(f"genre/{any_market}/{glob_escape(genre) if genre else '*'}")
-        elif k == "top-50":
-            chosen.append(f"top-50/{any_market}/{glob_escape(city) if city else '*'}")
-        else:
-            chosen.append(f"{k}/{any_market}")
-    return chosen
+    given = {"market": market, "genre": genre, "city": city}
+    return [TARGETS[k].pattern(**{f: given[f] for f in TARGETS[k].fields}) for k in ((kind,) if kind else CHART_KINDS)]
 
 
 # --- responses ------------------------------------------------------------------------------------------
@@ -237,10 +235,9 @@ class Coverage(msgspec.Struct):
     latest_chart_date: str | None
 
 
-class HealthResponse(msgspec.Struct):
-    status: str
-    """"ok" when a catalogue exists and every chart in it is fresh, else "degraded"."""
-    service: str
+class HealthResponse(HealthHead):
+    # "ok" when a catalogue exists and every chart in it is fresh: the charts to expect are the discovered
+    # catalogue's, so this group's health reads the catalogue first rather than using `health_route`.
     cadence_seconds: int
     discovery: DiscoveryStatus
     coverage: Coverage
@@ -276,7 +273,7 @@ async def health(call: Call) -> HealthResponse:
 async def charts(call: Call) -> ChartsResponse:
     catalogue = await catalogue_or_404(call.data.reader)
     return ChartsResponse(snapshot_meta(catalogue.row, CADENCE_SECONDS, call.now), counts(catalogue.entries),
-                          len(catalogue.records), records_array(catalogue.records))  # type: ignore[arg-type]
+                          len(catalogue.records), records_array(catalogue.records))
 
 
 async def _latest(call: Call, path: str) -> ChartResponse:
@@ -290,7 +287,7 @@ async def _latest(call: Call, path: str) -> ChartResponse:
         raise not_found(f"Chart {path} was discovered but has no snapshot yet")
     records = await reader.records(row.id, call.params["limit"])
     response = ChartResponse(entry, snapshot_meta(row, CADENCE_SECONDS, call.now), len(records),
-                             records_array(records))  # type: ignore[arg-type]
+                             records_array(records))
     if call.params["include_raw"]:
         raw = await reader.raw(row.id)
         response.raw = raw[1].decode("utf-8", errors="replace") if raw else None
@@ -352,7 +349,7 @@ async def search(call: Call) -> SearchResponse:
     hits = []
     for row, _, record in found:
         kind, market, genre, city = target_parts(row.target)
-        hits.append(SearchHit(kind, market, genre, city, row.chart_date, row.id, msgspec.Raw(record)))  # type: ignore[arg-type]
+        hits.append(SearchHit(kind, market, genre, city, row.chart_date, row.id, stored_record(record)))
     return SearchResponse(q, len(hits), hits)
 
 
@@ -366,8 +363,8 @@ def slug_value(value: str) -> str:
     return value
 
 
-def _slug_param(name: str, where: str, description: str) -> Param:
-    return Param(name, where, check=slug_value, description=description)  # type: ignore[arg-type]
+def _slug_param(name: str, where: Where, description: str) -> Param:
+    return Param(name, where, check=slug_value, description=description)
 
 
 MARKET = _slug_param("market", "path", "Country slug as in /recognition/charts (\"brazil\"), or \"world\"")
@@ -412,6 +409,12 @@ ROUTES: tuple[Route, ...] = (
         summary="Artist or title search over the latest snapshot of every chart"),
 )
 
+def market_code(target: str, record: dict[str, Any]) -> str:
+    """The ISO code (or "global") of the market a chart target names in words ("south-korea", "world")."""
+    market = target_parts(target)[1]
+    return code_of_slug(market) or market
+
+
 # --- demo -------------------------------------------------------------------------------------
 
 async def seed(now: datetime) -> list[Outcome]:
@@ -439,4 +442,5 @@ GROUP = Group(
     discovery=discovery,
     per_upstream=4,
     seeder=seed,
+    entries=EntryMapping(market=market_code, skip_targets=(CATALOGUE,), ids={"recognition_track_id": "shazam_track_id"}),
 )

@@ -25,20 +25,23 @@ from chartgw.clock import Clock, fixed, utc_now
 from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
 from chartgw.endpoints import ApiError, Call, Route, not_found
-from chartgw.group import CommandArg, Group, GroupCommand, Schedule, crawl_group
+from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group
 from chartgw.params import InvalidParams, Param
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
 from chartgw.responses import (
     FETCH_LOGS_ROUTE,
+    HealthHead,
     SnapshotMeta,
     TargetStatus,
+    health_route,
     records_array,
     snapshot_meta,
-    target_statuses,
+    stored_record,
 )
 from chartgw.samples import streaming as samples
 from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, StoredEntry, glob_escape
+from chartgw.targets import TargetKey
 from chartgw.text import compact, title_key
 from chartgw.upstreams import spotify
 from chartgw.upstreams.spotify import CHART_TYPES, StreamingEntry
@@ -67,13 +70,16 @@ def token() -> str:
     return config.get(TOKEN_SETTING)
 
 
+TARGET = TargetKey(("chart_type", "country"))
+
+
 def target_key(chart_type: str, country: str) -> str:
-    return f"{chart_type}/{country}"
+    return TARGET.make(chart_type, country)
 
 
 def split_target(target: str) -> tuple[str, str]:
-    chart_type, _, country = target.partition("/")
-    return chart_type, country
+    parts = TARGET.parse(target) or {"chart_type": "", "country": ""}
+    return parts["chart_type"], parts["country"]
 
 
 def expected_cadences() -> dict[str, int]:
@@ -266,10 +272,7 @@ class HistoryResponse(msgspec.Struct):
     """Oldest chart date first; one per chart (country, chart type, date)."""
 
 
-class HealthResponse(msgspec.Struct):
-    status: str
-    """"ok" when every expected target has a fresh snapshot, else "degraded"."""
-    service: str
+class HealthResponse(HealthHead):
     token_mode: str
     """"token" (auth/v0, every chart) or "public" (no CHARTGW_SPOTIFY_TOKEN: regional-weekly/global top 50 only)."""
     countries: list[str]
@@ -311,7 +314,7 @@ async def _chart_response(call: Call, chart_date: str | None) -> ChartResponse:
         raise await _no_chart(reader, country, chart_type)
     records = await reader.records(row.id, limit)
     return ChartResponse(country, chart_type, row.chart_date, snapshot_meta(row, CADENCE_SECONDS[chart_type], call.now),
-                         len(records), records_array(records))  # type: ignore[arg-type]
+                         len(records), records_array(records))
 
 
 async def latest(call: Call) -> ChartResponse:
@@ -346,7 +349,7 @@ async def countries(call: Call) -> CountriesResponse:
 
 
 def _pattern(chart_type: str | None, country: str | None) -> str:
-    return f"{glob_escape(chart_type) if chart_type else '*'}/{glob_escape(country) if country else '*'}"
+    return TARGET.pattern(chart_type=chart_type, country=country)
 
 
 def _one_snapshot_per_chart(rows: list[tuple[SnapshotRow, int, bytes]]) -> list[tuple[SnapshotRow, int, bytes]]:
@@ -373,7 +376,7 @@ async def search(call: Call) -> SearchResponse:
     hits = []
     for row, _, record in unique:
         hit_type, hit_country = split_target(row.target)
-        hits.append(SearchHit(hit_country, hit_type, row.chart_date, msgspec.Raw(record)))  # type: ignore[arg-type]
+        hits.append(SearchHit(hit_country, hit_type, row.chart_date, stored_record(record)))
     return SearchResponse(q, country, chart_type, len(hits), hits)
 
 
@@ -390,9 +393,7 @@ async def history(call: Call) -> HistoryResponse:
     return HistoryResponse(title, artist, country, chart_type, len(appearances), appearances)
 
 
-async def health(call: Call) -> HealthResponse:
-    statuses = await target_statuses(call.data.reader, expected_cadences(), call.now, "*/*")
-    status = "ok" if statuses and not any(s.stale for s in statuses) else "degraded"
+async def describe_health(call: Call, status: str, statuses: list[TargetStatus]) -> HealthResponse:
     return HealthResponse(status, NAME, "token" if token() else "public", list(_crawled()), statuses)
 
 
@@ -419,8 +420,9 @@ ANY_COUNTRY = Param("country", check=country_code, description=COUNTRY_HELP + ";
 ANY_CHART_TYPE = Param("chart_type", kind="choice", choices=CHART_TYPES, description="All chart types when absent")
 
 ROUTES: tuple[Route, ...] = (
-    Route("/health", health, public=True, cache_ttl=5, errors=(), response=HealthResponse,
-          summary="Freshness of every crawled chart, ok or degraded, and whether a token is configured"),
+    health_route(NAME, expected_cadences,
+                 "Freshness of every crawled chart, ok or degraded, and whether a token is configured",
+                 describe=describe_health, response=HealthResponse, pattern=TARGET.pattern()),
     Route("/countries", countries, errors=(), response=CountriesResponse,
           summary="Countries with data, their chart types and each one's latest chart date"),
     Route("/latest", latest, (COUNTRY, CHART_TYPE, LIMIT), response=ChartResponse,
@@ -496,4 +498,5 @@ GROUP = Group(
     ), run=import_csv),),
     settings=(COUNTRIES_SETTING, TOKEN_SETTING),
     seeder=seed,
+    entries=EntryMapping(market="target:1", ids={"streaming_track_id": "track_id"}),
 )

@@ -24,7 +24,7 @@ from chartgw.clock import Clock, fixed, utc_now
 from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, RetryPolicy, run_targets
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import CommandArg, Group, GroupCommand, Schedule, crawl_group
+from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group
 from chartgw.params import InvalidParams, Param
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
@@ -34,17 +34,17 @@ from chartgw.responses import (
     BundledChart,
     RunInfo,
     SnapshotMeta,
-    TargetStatus,
     chart_bundle,
+    health_route,
     latest_pull_route,
     records_array,
     run_info,
     snapshot_meta,
     snapshots_route,
-    target_statuses,
 )
 from chartgw.samples import video as samples
 from chartgw.store import NewSnapshot, StoredEntry, glob_escape
+from chartgw.targets import TargetKey
 from chartgw.upstreams import UpstreamFormatError, youtube
 from chartgw.upstreams.youtube import (
     CHART_TYPES,
@@ -77,6 +77,9 @@ EXPECTED_ROWS = {"top-songs": 100, "top-videos": 100, "top-artists": 100}
 """Rows a whole chart has (top songs: 100 in the real CSV export); trending and shorts: not known."""
 
 
+TARGET = TargetKey(("chart_type", "period", "country"))
+
+
 @dataclass(frozen=True)
 class Chart:
     chart_type: str
@@ -85,7 +88,7 @@ class Chart:
 
     @property
     def target(self) -> str:
-        return f"{self.chart_type}/{self.period}/{self.country}"
+        return TARGET.make(self.chart_type, self.period, self.country)
 
     @property
     def cadence_seconds(self) -> int:
@@ -116,10 +119,10 @@ def catalogue() -> list[Chart]:
 
 def chart_of_target(target: str) -> Chart | None:
     """The chart a snapshot target names ("top-songs/weekly/us"), or None for any other string."""
-    parts = target.split("/")
-    if len(parts) != 3 or parts[0] not in CHART_TYPES or parts[1] not in PERIODS:
+    parts = TARGET.parse(target)
+    if parts is None or parts["chart_type"] not in CHART_TYPES or parts["period"] not in PERIODS:
         return None
-    return Chart(*parts)
+    return Chart(**parts)
 
 
 def cadence_of(target: str) -> int:
@@ -283,19 +286,7 @@ class BackfillsResponse(msgspec.Struct):
     runs: list[RunInfo]
 
 
-class HealthResponse(msgspec.Struct):
-    status: str
-    """"ok" when every catalogue chart has a fresh snapshot, else "degraded"."""
-    service: str
-    targets: list[TargetStatus]
-
-
 # --- handlers -----------------------------------------------------------------------------------
-
-async def health(call: Call) -> HealthResponse:
-    statuses = await target_statuses(call.data.reader, {c.target: c.cadence_seconds for c in catalogue()}, call.now)
-    return HealthResponse("degraded" if any(s.stale for s in statuses) else "ok", NAME, statuses)
-
 
 async def countries_list(call: Call) -> CountriesResponse:
     configured = countries()
@@ -347,7 +338,7 @@ async def _dated_chart(call: Call, chart: Chart, chart_date: str) -> ChartRespon
     records = await reader.records(row.id, call.params["limit"])
     kind = RESPONSE_OF_KIND[youtube.CHART_KINDS[chart.chart_type].kind]
     return kind(chart.chart_type, chart.period, chart.country, chart.upstream_type,
-                snapshot_meta(row, chart.cadence_seconds, call.now), len(records), records_array(records))  # type: ignore[arg-type]
+                snapshot_meta(row, chart.cadence_seconds, call.now), len(records), records_array(records))
 
 
 async def dated_chart(call: Call) -> ChartResponse:
@@ -380,8 +371,8 @@ COUNTRY = Param("country", "path", check=country_code, description='ISO 3166 alp
 CHART_RESPONSES = (SongChartResponse, VideoChartResponse, ArtistChartResponse)
 
 ROUTES: tuple[Route, ...] = (
-    Route("/health", health, public=True, cache_ttl=5, errors=(), response=HealthResponse,
-          summary="Every catalogue chart's latest snapshot, with age and a stale flag"),
+    health_route(NAME, lambda: {c.target: c.cadence_seconds for c in catalogue()},
+                 "Every catalogue chart's latest snapshot, with age and a stale flag"),
     snapshots_route(cadence_of, "Stored snapshots of every chart, newest first"),
     latest_pull_route(None, cadence_of, "The latest pull: its run and every chart's newest snapshot (100 rows each)"),
     PULL_JSON_ROUTE,
@@ -433,4 +424,5 @@ GROUP = Group(
     ), _backfill_command),),
     settings=(COUNTRIES_SETTING,),
     seeder=seed,
+    entries=EntryMapping(market="target:2", artist=("artist", "name"), ids={"video_id": "video_id"}),
 )
