@@ -87,6 +87,9 @@ class CrawlTarget:
     build: Callable[[list[Fetched], CrawlContext], list[NewSnapshot]]
     expected_rows: int | None = None
     """Rows the primary snapshot (target == key) must have; None = any number."""
+    refusal: Callable[[int, bytes], str | None] | None = None
+    """Reads an answer that is not a 200 (a robot check sent as 503, a "sorry" page): the reason to log,
+    or None for an ordinary error. A refusal is never retried: asking again is what gets a client banned."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,8 @@ class RetryPolicy:
     target_deadline_seconds: float = 90.0
     per_upstream: int = 2
     delay_seconds: float = field(default_factory=lambda: config.get(config.CRAWL_DELAY_SECONDS))
+    jitter: float = 0.0
+    """Each pause is `delay_seconds` times 1 to 1 + jitter, so a crawl has no fixed rhythm."""
 
 
 def request_url(req: UpstreamRequest) -> str:
@@ -132,18 +137,19 @@ class Fetcher:
         self.policy = policy
         self._limits: dict[str, asyncio.Semaphore] = {}
 
-    async def fetch(self, req: UpstreamRequest) -> Fetched:
+    async def fetch(self, req: UpstreamRequest, refusal: Callable[[int, bytes], str | None] | None = None) -> Fetched:
         limit = self._limits.setdefault(req.upstream, asyncio.Semaphore(self.policy.per_upstream))
         async with limit:
-            response = await self._with_retries(req)
+            response = await self._with_retries(req, refusal)
             if self.policy.delay_seconds:
-                await asyncio.sleep(self.policy.delay_seconds)
+                await asyncio.sleep(self.policy.delay_seconds * (1 + random.uniform(0, self.policy.jitter)))
         if response.status_code != 200:
             raise CrawlError(f"{response.request.url} answered HTTP {response.status_code}", response.status_code)
         return Fetched(str(response.request.url), response.status_code, response.content,
                        response.headers.get("content-type", ""))
 
-    async def _with_retries(self, req: UpstreamRequest) -> httpx.Response:
+    async def _with_retries(self, req: UpstreamRequest,
+                            refusal: Callable[[int, bytes], str | None] | None = None) -> httpx.Response:
         headers = {"User-Agent": USER_AGENT, **dict(req.headers)}
         url = request_url(req)
         for attempt in range(1, self.policy.attempts + 1):
@@ -158,6 +164,10 @@ class Fetcher:
                 continue
             except httpx.HTTPError as exc:  # undecodable body, too many redirects: retrying will not help
                 raise CrawlError(f"{url}: {type(exc).__name__}: {exc}") from exc
+            if response.status_code != 200 and refusal is not None:
+                reason = refusal(response.status_code, response.content)
+                if reason:
+                    raise CrawlError(f"{url}: {reason} (HTTP {response.status_code}; not retried)", response.status_code)
             if response.status_code not in RETRY_STATUSES or attempt == self.policy.attempts:
                 return response
             await asyncio.sleep(self._backoff(attempt, response.headers.get("retry-after")))
@@ -236,7 +246,7 @@ async def _run_one(target: CrawlTarget, fetcher: Fetcher, store: SnapshotWriter,
     http_status: int | None = None
     try:
         async with asyncio.timeout(policy.target_deadline_seconds):
-            fetched = [await fetcher.fetch(req) for req in target.requests]
+            fetched = [await fetcher.fetch(req, target.refusal) for req in target.requests]
         http_status = fetched[-1].status if fetched else None
         return commit_built(store, target.key, lambda ctx: target.build(fetched, ctx), started, clock,
                             target.expected_rows, url, http_status)

@@ -24,6 +24,7 @@ from chartgw.params import InvalidParams, Param, parse_query, validate
 from chartgw.store import SnapshotReader, group_db_path
 
 JSON = b"application/json"
+MAX_BODY_BYTES = 64 * 1024
 FRESHNESS_SECONDS = 1.0
 _encode = msgspec.json.Encoder().encode
 
@@ -80,6 +81,8 @@ class Call:
     params: dict[str, Any]
     data: GroupData
     now: datetime
+    body: bytes = b""
+    """The request body of a POST route (at most MAX_BODY_BYTES; a larger one is a 413 before the handler)."""
 
 
 Handler = Callable[[Call], Awaitable[Any]]
@@ -104,6 +107,24 @@ class Route:
     errors: tuple[int, ...] = (404,)
 
 
+async def read_body(receive: Receive) -> bytes:
+    """The whole request body, refused with a 413 past MAX_BODY_BYTES (read no further)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise ApiError(413, f"The request body is larger than {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
 class EndpointApp:
     """The ASGI app behind one declared route."""
 
@@ -119,7 +140,8 @@ class EndpointApp:
         try:
             if route.cache_ttl <= 0:
                 params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
-                body = _encode(await route.handler(Call(params, self.data, self.data.clock())))
+                sent = await read_body(receive) if route.method == "POST" else b""
+                body = _encode(await route.handler(Call(params, self.data, self.data.clock(), sent)))
                 await self._send(scope, send, 200, body, extra=[(b"cache-control", b"no-store")])
                 return
             # Keyed on the raw request: only a request that passed validation ever fills an entry,

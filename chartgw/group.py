@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import httpx
 
+from chartgw import config
 from chartgw.clock import Clock, utc_now
 from chartgw.config import Setting
 from chartgw.crawl import CrawlTarget, Outcome, RetryPolicy, run_targets
@@ -162,6 +163,9 @@ class Group:
     """Targets crawled before `targets` is asked (which may then read what they stored, e.g. a catalogue)."""
     per_upstream: int = 2
     """Requests in flight at once per upstream host."""
+    delay_seconds: Callable[[], float] | None = None
+    """The pause after each request when the group needs more politeness than `CHARTGW_CRAWL_DELAY_SECONDS`
+    (read per crawl, e.g. from a group setting); paused with up to 50% jitter."""
     commands: tuple[GroupCommand, ...] = ()
     settings: tuple[Setting[Any], ...] = ()
     """The group's own `CHARTGW_*` settings (the platform's are `chartgw.config.SETTINGS`)."""
@@ -195,13 +199,22 @@ def check_route(route: Route) -> None:
     assert route.method in {"GET", "POST"}, f"{route.path}: method {route.method}"
 
 
+def group_policy(group: Group) -> RetryPolicy:
+    """The crawl policy of `group`: its concurrency per upstream and, where it declares one, its delay."""
+    if group.delay_seconds is None:
+        return RetryPolicy(per_upstream=group.per_upstream)
+    # Replay servers (demo, tests) set the platform delay to 0: politeness is for real upstreams only.
+    delay = group.delay_seconds() if config.get(config.CRAWL_DELAY_SECONDS) else 0.0
+    return RetryPolicy(per_upstream=group.per_upstream, delay_seconds=delay, jitter=0.5)
+
+
 async def crawl_group(group: Group, selection: dict[str, str | None], *, now: Clock = utc_now,
                       transport: httpx.AsyncBaseTransport | None = None,
                       progress: Callable[[Outcome], Any] | None = None) -> list[Outcome]:
     """What `chartgw crawl GROUP` does: the group's discovery targets first (a failed discovery leaves
     the last good catalogue in use), then the selected targets, as one recorded run."""
     assert group.targets is not None
-    policy = RetryPolicy(per_upstream=group.per_upstream)
+    policy = group_policy(group)
     outcomes: list[Outcome] = []
     if group.discovery is not None:
         outcomes += await run_targets(group.name, group.discovery(), retention=group.retention_days, now=now,
