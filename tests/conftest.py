@@ -30,3 +30,15 @@ def korea_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.fixtures import build_group_db
 
     return build_group_db(tmp_path_factory.mktemp("korea-data"), "korea-chart")
+
+
+@pytest.fixture(scope="session")
+def all_groups_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data folder with the demo data of every registered group, seeded at FIXED_NOW. Read-only."""
+    from chartgw.groups import GROUPS
+    from tests.fixtures import build_group_db
+
+    path = tmp_path_factory.mktemp("all-groups")
+    for group in GROUPS:
+        build_group_db(path, group)
+    return path

@@ -40,11 +40,14 @@ def data_dir(path: Path) -> Iterator[Path]:
             os.environ["CHARTGW_DATA_DIR"] = saved
 
 
-def build_group_db(path: Path, group: str, now: datetime = FIXED_NOW) -> Path:
-    """A data folder with `group`'s demo data: its real crawl run over its bundled samples at `now`."""
+def build_group_db(path: Path, group: str | Group, now: datetime = FIXED_NOW) -> Path:
+    """A data folder with `group`'s demo data (a registered group's name, or a Group): its real crawl run
+    over its bundled samples at `now`."""
     path.mkdir(parents=True, exist_ok=True)
+    seed = seeder(group) if isinstance(group, str) else group.seeder
+    assert seed is not None, f"{group} has no demo seeder"
     with data_dir(path):
-        outcomes = asyncio.run(seeder(group)(now))
+        outcomes = asyncio.run(seed(now))
     failed = [o for o in outcomes if o.status != "ok"]
     assert not failed, failed
     return path

@@ -12,19 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client
 from tests.golden_responses import RESPONSES, answer_all
 
 ANSWERED_AT = FIXED_NOW + timedelta(days=1)
-GROUPS = ("korea-chart", "streaming", "video", "digital-sales", "recognition")
 
 
 @pytest.fixture(scope="module")
-def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, object]]:
-    path = tmp_path_factory.mktemp("golden")
-    for group in GROUPS:
-        build_group_db(path, group)
-    with client(path, now=ANSWERED_AT) as test_client:
+def answers(all_groups_data: Path) -> dict[str, dict[str, object]]:
+    with client(all_groups_data, now=ANSWERED_AT) as test_client:
         return answer_all(test_client, KEY_HEADERS)
 
 

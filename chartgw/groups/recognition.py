@@ -442,5 +442,7 @@ GROUP = Group(
     discovery=discovery,
     per_upstream=4,
     seeder=seed,
-    entries=EntryMapping(market=market_code, skip_targets=(CATALOGUE,), ids={"recognition_track_id": "shazam_track_id"}),
+    # The chart CSVs carry no track id (shazam_track_id is null in every row until the crawl reads the
+    # track JSON, issue 9), so no id kind is mapped yet.
+    entries=EntryMapping(market=market_code, skip_targets=(CATALOGUE,)),
 )

@@ -1,0 +1,192 @@
+"""The platform's shape, checked: the import layers, group declarations checked when built, target keys,
+the settings table against the README, the public entry types, and every group's entry mapping over its
+demo data (what the artist-history index will read)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from chartgw.cli import all_settings
+from chartgw.countries import COUNTRIES, GLOBAL
+from chartgw.endpoints import Call, Route
+from chartgw.entries import all_entry_types
+from chartgw.group import EntryMapping, Group
+from chartgw.groups import GROUPS
+from chartgw.params import Param
+from chartgw.targets import TargetKey
+
+PACKAGE = Path(__file__).resolve().parents[1] / "chartgw"
+README = PACKAGE.parent / "README.md"
+
+# Lowest first. A module imports only from its own layer or below; groups never import each other.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("chartgw.clock", "chartgw.countries", "chartgw.text"),
+    ("chartgw.config",),
+    ("chartgw.store", "chartgw.params", "chartgw.cache"),
+    ("chartgw.records", "chartgw.targets"),
+    ("chartgw.upstreams",),
+    ("chartgw.replay", "chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi"),
+    ("chartgw.responses", "chartgw.group", "chartgw.refresh"),
+    ("chartgw.samples",),
+    ("chartgw.groups.",),
+    ("chartgw.groups",),
+    ("chartgw.entries", "chartgw.app", "chartgw.demo", "chartgw.cli", "chartgw.__main__", "chartgw"),
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _layer(module: str) -> int:
+    """The layer of `module`: the most specific prefix listed ("chartgw.groups." = a group module)."""
+    best = (-1, -1)
+    for index, names in enumerate(LAYERS):
+        for name in names:
+            matches = module.startswith(name) if name.endswith(".") else module == name or module.startswith(name + ".")
+            if matches and len(name) > best[0]:
+                best = (len(name), index)
+    assert best[1] >= 0, f"{module} is in no layer: add it to LAYERS"
+    return best[1]
+
+
+def _imports() -> dict[str, set[str]]:
+    """Every chartgw module's imports of chartgw modules, at any depth of its code (function-level too)."""
+    graph: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        module = _module_name(path)
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("chartgw"):
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    found.add(full if (PACKAGE.parent / (full.replace(".", "/") + ".py")).exists() else node.module)
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name.startswith("chartgw")}
+        graph[module] = found - {module}
+    return graph
+
+
+def test_the_import_graph_has_no_circle_and_no_module_imports_from_above_its_layer() -> None:
+    graph = _imports()
+    group_modules = {f"chartgw.groups.{g.name.replace('-', '_')}" for g in GROUPS}
+    for module, imported in graph.items():
+        for target in imported:
+            assert _layer(target) <= _layer(module), f"{module} (layer {_layer(module)}) imports {target} from above"
+            if module in group_modules:
+                assert target not in group_modules, f"{module} reaches into another group's module {target}"
+    state: dict[str, int] = {}
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in graph.get(module, ()):
+            assert state.get(target) != 1, "import circle: " + " -> ".join([*path, module, target])
+            if target not in state:
+                visit(target, [*path, module])
+        state[module] = 2
+
+    for module in graph:
+        if module not in state:
+            visit(module, [])
+
+
+async def _nothing(call: Call) -> dict[str, str]:
+    return {}
+
+
+@pytest.mark.parametrize(("route", "message"), [
+    (Route("charts", _nothing), "starts with '/'"),
+    (Route("/c", _nothing, (Param("limit", kind="int"), Param("limit"))), "declared twice"),
+    (Route("/c/{slug}", _nothing), "path parameters"),
+    (Route("/c", _nothing, (Param("slug", "path"),)), "path parameters"),
+])
+def test_a_route_declared_wrong_fails_when_its_group_is_built(route: Route, message: str) -> None:
+    with pytest.raises(AssertionError, match=message):
+        Group(name="tiny", title="t", description="d", routes=(route,))
+
+
+def test_a_group_declared_wrong_fails_when_built() -> None:
+    with pytest.raises(AssertionError, match="declared twice"):
+        Group(name="tiny", title="t", description="d", routes=(Route("/c", _nothing), Route("/c", _nothing)))
+    with pytest.raises(AssertionError, match="lowercase slug"):
+        Group(name="Tiny", title="t", description="d", routes=())
+    with pytest.raises(AssertionError, match="unknown id kinds"):
+        EntryMapping(market="=kr", ids={"spotify": "track_id"})
+
+
+def test_a_target_key_makes_parses_and_globs_its_targets() -> None:
+    key = TargetKey(("combo", "country"))
+    assert key.make("top-songs", "us") == "top-songs/us"
+    assert key.parse("top-songs/us") == {"combo": "top-songs", "country": "us"}
+    assert key.parse("top-songs/us@2026-11-13") == {"combo": "top-songs", "country": "us"}
+    assert key.parse("top-songs") is None and key.parse("a/b/c") is None and key.parse("/us") is None
+    assert key.pattern() == "*/*" and key.pattern(country="us") == "*/us"
+    assert key.pattern(combo="a*b") == "a[*]b/*"
+    kind = TargetKey(("market", "genre"), prefix="genre")
+    assert kind.make("france", "pop") == "genre/france/pop"
+    assert kind.parse("genre/france/pop") == {"market": "france", "genre": "pop"}
+    assert kind.parse("top-200/france/pop") is None
+    assert kind.pattern(market="france") == "genre/france/*"
+    with pytest.raises(AssertionError):
+        key.make("top/songs", "us")
+
+
+def test_the_readme_configuration_table_lists_exactly_the_declared_settings() -> None:
+    section = README.read_text().split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^\| `(CHARTGW_[A-Z0-9_]+)` \|", section, flags=re.M)
+    declared = [setting.variable for _, setting in all_settings()]
+    assert len(listed) == len(set(listed)), "a setting is listed twice"
+    assert set(listed) - set(declared) == set(), "the README lists settings that do not exist"
+    assert set(declared) - set(listed) == set(), "the README misses settings"
+
+
+def test_settings_are_read_only_through_the_settings_table() -> None:
+    for path in PACKAGE.rglob("*.py"):
+        if path.name != "config.py":
+            assert "os.environ" not in path.read_text(), f"{path} reads the environment directly"
+
+
+def test_every_group_names_its_public_entry_types() -> None:
+    types = all_entry_types()
+    assert set(types) == {g.name for g in GROUPS}
+    for group in GROUPS:
+        if group.entries is not None:
+            assert types[group.name], f"{group.name} maps entries but serves no entry type"
+
+
+def test_every_stored_entry_of_every_group_maps_for_artist_history(all_groups_data: Path) -> None:
+    """Each group's declared mapping reads an artist, a market and its ids from every demo entry."""
+    for group in GROUPS:
+        mapping = group.entries
+        assert mapping is not None, f"{group.name} declares no entry mapping"
+        db = sqlite3.connect(all_groups_data / f"{group.name}.sqlite")
+        rows = db.execute("SELECT s.target, e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id").fetchall()
+        mapped = [mapping.read(target, json.loads(record)) for target, record in rows]
+        kept = [m for m in mapped if m is not None]
+        assert len(kept) > 100, group.name
+        for entry in kept:
+            assert entry.artist and entry.artists, group.name
+            assert entry.market == GLOBAL or entry.market in COUNTRIES, (group.name, entry.market)
+        for kind in mapping.ids:
+            assert sum(kind in m.ids for m in kept) > len(kept) / 4, (group.name, kind)
+
+
+def test_a_mapping_reads_what_it_declares() -> None:
+    mapping = EntryMapping(market="target:1", artist=("artist", "name"), ids={"isrc": "isrc"},
+                           ids_targets=("songs/*",), skip_targets=("catalogue",))
+    record = {"name": "IU", "title": "Love wins all", "artists": ["IU"], "isrc": "KRA382400001"}
+    entry = mapping.read("songs/kr", record)
+    assert entry is not None and entry == ("IU", ["IU"], "Love wins all", "kr", {"isrc": "KRA382400001"})
+    albums = mapping.read("albums/kr", record)
+    assert albums is not None and albums.ids == {}
+    assert mapping.read("catalogue", record) is None
+    assert mapping.read("songs/kr", {"title": "no artist"}) is None
+    assert msgspec.json.decode(msgspec.json.encode(entry.ids)) == {"isrc": "KRA382400001"}
