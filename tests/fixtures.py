@@ -13,11 +13,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+import pytest
 from starlette.testclient import TestClient
 
 from chartgw.access import KeyChecker
 from chartgw.app import build_app
+from chartgw.config import environment
 from chartgw.demo import seeder
 from chartgw.group import Group
 
@@ -65,3 +68,18 @@ def client(path: Path, groups: list[Group] | None = None, now: datetime = FIXED_
     with data_dir(path):
         app = build_app(groups, checker=KeyChecker(path / "keys.sqlite", plain_keys=[TEST_KEY]), clock=lambda: now)
     return TestClient(app)
+
+
+def api_fixture(group: Group, data: str, settings: dict[str, str | None] | None = None,
+                now: datetime = FIXED_NOW) -> Any:
+    """A module-scoped pytest fixture giving a TestClient on `group` over the data folder that fixture
+    `data` builds, with `settings` in force and answering as if at `now`. In a test module:
+    `api = api_fixture(GROUP, "video_data")`."""
+
+    @pytest.fixture(scope="module")
+    def api(request: pytest.FixtureRequest) -> Iterator[TestClient]:
+        path = request.getfixturevalue(data)
+        with environment(settings or {}), client(path, [group], now) as test_client:
+            yield test_client
+
+    return api

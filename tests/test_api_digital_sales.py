@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import digital_sales as samples
 from chartgw.store import SnapshotReader, group_db_path
 from chartgw.upstreams.itunes import UPSTREAM, requests_for
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, copy_data, data_dir
 
 NOW = FIXED_NOW
 SEEDED = ("us", "gb", "jp", "kr")
@@ -35,13 +34,8 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
         return build_group_db(tmp_path_factory.mktemp("digital-sales"), GROUP.name, NOW)
 
 
-@pytest.fixture(scope="module")
-def api(seeded: Path) -> Iterator[TestClient]:
-    """The app with the seeded countries configured."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CHARTGW_DIGITAL_SALES_COUNTRIES", ",".join(SEEDED))
-        with client(seeded, [GROUP]) as c:
-            yield c
+api = api_fixture(GROUP, "seeded", {"CHARTGW_DIGITAL_SALES_COUNTRIES": ",".join(SEEDED)})
+"""The app with the seeded countries configured."""
 
 
 def get(api: TestClient, url: str) -> Any:

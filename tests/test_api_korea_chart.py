@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.groups.korea_chart import SITES, compare_charts
+from chartgw.groups.korea_chart import GROUP, SITES, compare_charts
 from chartgw.records import KoreaEntry
 from chartgw.samples import sample_rows
-from tests.fixtures import KEY_HEADERS, client
+from tests.fixtures import KEY_HEADERS, api_fixture
 
-
-@pytest.fixture(scope="module")
-def api(korea_data: Path) -> Iterator[TestClient]:
-    with client(korea_data) as c:
-        yield c
+api = api_fixture(GROUP, "korea_data")
 
 
 def get(api: TestClient, url: str, **headers: str):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from chartgw.groups.recognition import GROUP, targets
 from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import recognition as samples
 from chartgw.upstreams import shazam
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, copy_data, data_dir
 
 NOW = FIXED_NOW
 TODAY = NOW.astimezone(KST).date()
@@ -32,10 +31,7 @@ def recognition_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_group_db(tmp_path_factory.mktemp("recognition-data"), "recognition", NOW)
 
 
-@pytest.fixture(scope="module")
-def api(recognition_data: Path) -> Iterator[TestClient]:
-    with client(recognition_data, [GROUP]) as c:
-        yield c
+api = api_fixture(GROUP, "recognition_data")
 
 
 def get(api: TestClient, url: str) -> httpx.Response:

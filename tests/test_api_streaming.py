@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from chartgw.params import InvalidParams
 from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import streaming as samples
 from chartgw.upstreams import spotify
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, copy_data, data_dir
 
 NOW = FIXED_NOW
 COUNTRIES = ("global", "us", "kr")
@@ -38,10 +37,7 @@ def streaming_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
         return build_group_db(tmp_path_factory.mktemp("streaming-data"), "streaming", NOW)
 
 
-@pytest.fixture(scope="module")
-def api(streaming_data: Path) -> Iterator[TestClient]:
-    with environment(TOKEN_ENV), client(streaming_data, [GROUP]) as c:
-        yield c
+api = api_fixture(GROUP, "streaming_data", TOKEN_ENV)
 
 
 def get(api: TestClient, url: str) -> Any:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from chartgw.samples import global_rows
 from chartgw.samples import video as samples
 from chartgw.upstreams import youtube
 from chartgw.upstreams.youtube import latest_week_end, past_week_ends
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, copy_data, data_dir
 
 NOW = FIXED_NOW
 TODAY = NOW.date()
@@ -41,10 +40,7 @@ def video_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_group_db(tmp_path_factory.mktemp("video-data"), "video", NOW)
 
 
-@pytest.fixture(scope="module")
-def api(video_data: Path) -> Iterator[TestClient]:
-    with client(video_data, [GROUP]) as c:
-        yield c
+api = api_fixture(GROUP, "video_data")
 
 
 def get(api: TestClient, url: str):
