@@ -13,8 +13,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import NamedTuple
 from urllib.parse import parse_qsl, urlsplit
 
+import httpx
+
 from chartgw.config import environment
-from chartgw.upstreams import UpstreamRequest
+from chartgw.upstreams import UpstreamRequest, origin
 
 ReplayKey = tuple[str, str, tuple[tuple[str, str], ...]]
 
@@ -38,6 +40,38 @@ def request_key(req: UpstreamRequest) -> ReplayKey:
     return replay_key(req.method, req.path, tuple(req.params) + tuple(req.form or ()) + body)
 
 
+def answer_key(method: str, target: str, content_type: str, body: bytes) -> ReplayKey:
+    """The key a request as received is answered by: its path, query and form fields, or JSON body."""
+    parts = urlsplit(target)
+    params = parse_qsl(parts.query, keep_blank_values=True)
+    if body:
+        text = body.decode("utf-8")
+        if content_type.startswith("application/json"):
+            params.append((BODY, text))
+        else:
+            params += parse_qsl(text, keep_blank_values=True)
+    return replay_key(method, parts.path, params)
+
+
+class ReplayTransport(httpx.MockTransport):
+    """The same replies in process, for a crawl's httpx client (`crawl_group(..., transport=)`): no socket
+    and no setting changed. `tables` maps an upstream name to its replies; the request's host picks it."""
+
+    def __init__(self, tables: dict[str, dict[ReplayKey, Reply]]) -> None:
+        self.tables = tables
+        self.seen: list[tuple[ReplayKey, dict[str, str]]] = []
+        super().__init__(self._answer)
+
+    def _answer(self, request: httpx.Request) -> httpx.Response:
+        by_host = {urlsplit(origin(name)).netloc: table for name, table in self.tables.items()}
+        key = answer_key(request.method, str(request.url.raw_path, "ascii"), request.headers.get("content-type", ""),
+                         request.content)
+        self.seen.append((key, {k.lower(): v for k, v in request.headers.items()}))
+        reply = by_host.get(request.url.netloc.decode("ascii"), {}).get(
+            key, Reply(b"<html><body>no such page</body></html>", 404))
+        return httpx.Response(reply.status, content=reply.body, headers={"content-type": reply.content_type})
+
+
 class ReplayServer:
     """Serves `replies` (mutable while running); anything else is a 404. Records every request seen."""
 
@@ -48,16 +82,9 @@ class ReplayServer:
 
         class Handler(BaseHTTPRequestHandler):
             def _answer(self) -> None:
-                parts = urlsplit(self.path)
-                params = parse_qsl(parts.query, keep_blank_values=True)
                 length = int(self.headers.get("content-length") or 0)
-                if length:
-                    body = self.rfile.read(length).decode("utf-8")
-                    if (self.headers.get("content-type") or "").startswith("application/json"):
-                        params.append((BODY, body))
-                    else:
-                        params += parse_qsl(body, keep_blank_values=True)
-                key = replay_key(self.command, parts.path, params)
+                body = self.rfile.read(length) if length else b""
+                key = answer_key(self.command, self.path, self.headers.get("content-type") or "", body)
                 server.seen.append((key, {k.lower(): v for k, v in self.headers.items()}))
                 reply = server.replies.get(key, Reply(b"<html><body>no such page</body></html>", 404))
                 self.send_response(reply.status)

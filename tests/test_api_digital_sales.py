@@ -16,7 +16,7 @@ from chartgw.crawl import Outcome
 from chartgw.group import crawl_group
 from chartgw.groups.digital_sales import COMBOS, COMBOS_BY_SLUG, GROUP, targets
 from chartgw.params import InvalidParams
-from chartgw.replay import Reply, replay_upstreams, request_key
+from chartgw.replay import ReplayTransport, Reply, request_key
 from chartgw.samples import digital_sales as samples
 from chartgw.store import SnapshotReader, group_db_path
 from chartgw.upstreams.itunes import UPSTREAM, requests_for
@@ -232,8 +232,9 @@ def _crawl_us_songs(path: Path, reply: Reply, monkeypatch: pytest.MonkeyPatch, l
     monkeypatch.setenv("CHARTGW_DIGITAL_SALES_COUNTRIES", "us")
     monkeypatch.setenv("CHARTGW_DIGITAL_SALES_FEED_LIMIT", str(limit))
     (request,) = requests_for("us", "topsongs", limit)
-    with data_dir(path), replay_upstreams({UPSTREAM: {request_key(request): reply}}):
-        (outcome,) = asyncio.run(crawl_group(GROUP, {"combo": "top-songs", "country": "us"}))
+    transport = ReplayTransport({UPSTREAM: {request_key(request): reply}})
+    with data_dir(path):
+        (outcome,) = asyncio.run(crawl_group(GROUP, {"combo": "top-songs", "country": "us"}, transport=transport))
     return outcome
 
 

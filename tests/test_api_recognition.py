@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 from chartgw.crawl import KST, CrawlError
 from chartgw.group import crawl_group
 from chartgw.groups.recognition import GROUP, targets
-from chartgw.replay import Reply, replay_upstreams, request_key
+from chartgw.replay import ReplayTransport, Reply, request_key
 from chartgw.samples import recognition as samples
 from chartgw.upstreams import shazam
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, copy_data, data_dir
@@ -236,8 +236,9 @@ def test_failed_upstreams_keep_the_last_good_snapshots(recognition_data: Path, t
     table[csv["top-200/spain"]] = Reply(spain[: len(spain) // 2], 200, "text/csv")  # cut mid-transfer
     table[csv["top-200/france"]] = Reply(b'\xef\xbb\xbf\n"Sunday, 26 July 2026"\nRank,Artist,Title\n1,"A","B"\n'
                                          b'2,"C","D"\n4,"E","F"', 200, "text/csv")  # a row missing
-    with data_dir(path), replay_upstreams({"SHAZAM": table}):
-        outcomes = asyncio.run(crawl_group(GROUP, {"chart_kind": "top-200"}, now=lambda: NOW + timedelta(days=1)))
+    with data_dir(path):
+        outcomes = asyncio.run(crawl_group(GROUP, {"chart_kind": "top-200"}, now=lambda: NOW + timedelta(days=1),
+                                           transport=ReplayTransport({"SHAZAM": table})))
     status = {o.target: o.status for o in outcomes}
     assert status["catalogue"] == "failed"  # broken JSON: the last catalogue stays in use
     assert {t for t, s in status.items() if s == "failed"} == {"catalogue", "top-200/brazil", "top-200/germany",
@@ -263,8 +264,9 @@ def test_a_new_chart_without_a_snapshot_yet_is_404_saying_so(recognition_data: P
     listed["countries"][0]["cities"].append({"id": "292968", "countryid": "AE", "name": "Abu Dhabi",  # type: ignore[index]
                                              "listid": "pl.0", "urlName": "abu-dhabi"})
     table = {request_key(shazam.locations_request()): Reply(json.dumps(listed).encode(), 200, "application/json")}
-    with data_dir(path), replay_upstreams({"SHAZAM": table}):
-        outcomes = asyncio.run(crawl_group(GROUP, {"chart_kind": "top-50"}, now=lambda: NOW))
+    with data_dir(path):
+        outcomes = asyncio.run(crawl_group(GROUP, {"chart_kind": "top-50"}, now=lambda: NOW,
+                                           transport=ReplayTransport({"SHAZAM": table})))
     assert outcomes[0].target == "catalogue" and outcomes[0].status == "ok" and outcomes[0].rows == 276
     assert {o.status for o in outcomes[1:]} == {"failed"} and len(outcomes) == 1 + 125
     with client(path, [GROUP]) as api:

@@ -17,7 +17,7 @@ from chartgw.group import crawl_group
 from chartgw.groups import streaming
 from chartgw.groups.streaming import GROUP, import_csv
 from chartgw.params import InvalidParams
-from chartgw.replay import Reply, replay_upstreams, request_key
+from chartgw.replay import ReplayTransport, Reply, request_key
 from chartgw.samples import streaming as samples
 from chartgw.upstreams import spotify
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, copy_data, data_dir
@@ -48,10 +48,12 @@ def get(api: TestClient, url: str) -> Any:
 
 def crawl(path: Path, replies: dict, selection: dict[str, str | None] | None = None,
           env: dict[str, str | None] | None = None) -> tuple[list[Outcome], Any]:
-    """One crawl of the group against `replies` on a replay server; returns the outcomes and the server."""
-    with data_dir(path), environment(env or TOKEN_ENV), replay_upstreams({"SPOTIFY": replies}) as servers:
-        outcomes = asyncio.run(crawl_group(GROUP, selection or {}, now=lambda: NOW + timedelta(minutes=5)))
-    return outcomes, servers["SPOTIFY"]
+    """One crawl of the group against `replies`, in process; returns the outcomes and the transport."""
+    transport = ReplayTransport({"SPOTIFY": replies})
+    with data_dir(path), environment(env or TOKEN_ENV):
+        outcomes = asyncio.run(crawl_group(GROUP, selection or {}, now=lambda: NOW + timedelta(minutes=5),
+                                           transport=transport))
+    return outcomes, transport
 
 
 # --- the charts ---------------------------------------------------------------------------------------------

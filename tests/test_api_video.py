@@ -21,7 +21,7 @@ from chartgw.groups.video import (
     targets,
 )
 from chartgw.params import InvalidParams
-from chartgw.replay import Reply, replay_upstreams, request_key
+from chartgw.replay import ReplayTransport, Reply, request_key
 from chartgw.samples import global_rows
 from chartgw.samples import video as samples
 from chartgw.upstreams import youtube
@@ -257,8 +257,9 @@ def test_openapi_lists_every_route(api: TestClient) -> None:
 # --- failed, partial and later crawls -----------------------------------------------------------
 
 def _crawl_with(path: Path, replies: dict, selection: dict[str, str | None]) -> list:
-    with data_dir(path), replay_upstreams({youtube.UPSTREAM: replies}):
-        return asyncio.run(crawl_group(GROUP, selection, now=lambda: NOW + timedelta(hours=1)))
+    with data_dir(path):
+        return asyncio.run(crawl_group(GROUP, selection, now=lambda: NOW + timedelta(hours=1),
+                                       transport=ReplayTransport({youtube.UPSTREAM: replies})))
 
 
 def _failed_logs(path: Path, target: str) -> list[tuple]:
@@ -295,8 +296,9 @@ def test_failed_or_partial_pull_keeps_the_last_good_snapshot(video_data: Path, t
 
 def test_a_later_backfill_does_not_replace_the_latest_chart(video_data: Path, tmp_path: Path) -> None:
     path = copy_data(video_data, tmp_path / "data")
-    with data_dir(path), replay_upstreams({youtube.UPSTREAM: samples.replies(catalogue(), NOW)}):
-        outcomes = asyncio.run(backfill(2, now=lambda: NOW + timedelta(hours=1)))
+    with data_dir(path):
+        outcomes = asyncio.run(backfill(2, now=lambda: NOW + timedelta(hours=1),
+                                        transport=ReplayTransport({youtube.UPSTREAM: samples.replies(catalogue(), NOW)})))
     assert [o.status for o in outcomes] == ["ok", "ok"]
     with client(path, [GROUP]) as after:
         bundle = get(after, "/video/global/latest").json()
@@ -312,8 +314,8 @@ def test_a_failing_week_is_recorded_and_the_others_commit(video_data: Path, tmp_
     table = samples.backfill_replies(TODAY, 3)
     middle = BACKFILLED[1]
     table[request_key(youtube.browse_request("shorts", "weekly", "global", middle))] = Reply(b"gateway", 502)
-    with data_dir(path), replay_upstreams({youtube.UPSTREAM: table}):
-        outcomes = asyncio.run(backfill(3, now=lambda: NOW))
+    with data_dir(path):
+        outcomes = asyncio.run(backfill(3, now=lambda: NOW, transport=ReplayTransport({youtube.UPSTREAM: table})))
     assert [o.status for o in outcomes] == ["ok", "failed", "ok"]
     with client(path, [GROUP]) as after:
         run = get(after, "/video/shorts/backfills/latest").json()
@@ -327,8 +329,8 @@ def test_a_week_other_than_the_one_asked_for_is_refused(video_data: Path, tmp_pa
     wrong = samples.render(Chart("shorts", "weekly", "global"), BACKFILLED[0])
     table = {request_key(youtube.browse_request("shorts", "weekly", "global", BACKFILLED[1])): Reply(wrong, 200),
              **{k: v for k, v in samples.backfill_replies(TODAY, 1).items()}}
-    with data_dir(path), replay_upstreams({youtube.UPSTREAM: table}):
-        outcomes = asyncio.run(backfill(2, now=lambda: NOW))
+    with data_dir(path):
+        outcomes = asyncio.run(backfill(2, now=lambda: NOW, transport=ReplayTransport({youtube.UPSTREAM: table})))
     assert outcomes[1].status == "failed"
     assert f"asked for the chart ending {BACKFILLED[1]}, upstream sent {BACKFILLED[0]}" in (outcomes[1].error or "")
 

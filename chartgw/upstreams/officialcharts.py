@@ -316,6 +316,16 @@ def parse(key: str, body: bytes) -> UkChartWeek:
     )
 
 
+def refusal(status: int, body: bytes) -> str | None:
+    """Reads an answer that is not a 200: a robot check or block page (a Cloudflare/Incapsula challenge sent as 403,
+    429 or 503) is a refusal, to be logged and never retried; None for an ordinary error (a 404, a plain 5xx)."""
+    head = decode(body[:200000]).lower()
+    for marker in _ROBOT_MARKERS:
+        if marker in head:
+            return f"officialcharts: robot check / block page ({marker!r})"
+    return None
+
+
 def _no_rows_reason(where: str, tree: LexborHTMLParser, text: str) -> str:
     """Why a page has no chart rows: a robot check, a consent wall, or (by default) a changed layout."""
     head = text[:200000].lower()

@@ -225,6 +225,32 @@ async def fetch_with_failover(
     raise UpstreamFormatError("radio-browser: every server failed: " + "; ".join(failures or ["no servers"]))
 
 
+def fetch_with_failover_sync(
+    client: httpx.Client,
+    origins: Sequence[str],
+    request: UpstreamRequest,
+    parse: Callable[[bytes], T],
+) -> tuple[str, T]:
+    """`fetch_with_failover` for a synchronous client (a crawl target's build, which is not a coroutine):
+    the same order, the same reasons to move on, the same error when every origin fails."""
+    failures: list[str] = []
+    for origin_ in origins:
+        try:
+            response = client.request(request.method, origin_ + request.path, params=list(request.params),
+                                      headers=list(request.headers))
+        except httpx.HTTPError as exc:
+            failures.append(f"{origin_}: {type(exc).__name__}: {exc}")
+            continue
+        if not 200 <= response.status_code < 300:
+            failures.append(f"{origin_}: HTTP {response.status_code}")
+            continue
+        try:
+            return origin_, parse(response.content)
+        except UpstreamFormatError as exc:
+            failures.append(f"{origin_}: {exc}")
+    raise UpstreamFormatError("radio-browser: every server failed: " + "; ".join(failures or ["no servers"]))
+
+
 # --- parsers --------------------------------------------------------------------------------------------
 
 
