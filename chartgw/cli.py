@@ -19,7 +19,7 @@ from chartgw.crawl import EXIT_BUSY, CrawlBusy, CrawlError, Outcome, crawl_lock
 from chartgw.group import Group, GroupCommand, crawl_group
 from chartgw.groups import GROUPS
 from chartgw.params import InvalidParams
-from chartgw.upstreams import ORIGINS, origin_setting
+from chartgw.upstreams import origin_setting
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,7 +33,8 @@ def all_settings() -> list[tuple[str, config.Setting[Any]]]:
     """Every declared setting with where it belongs: the platform's, each group's, each upstream's origin."""
     table: list[tuple[str, config.Setting[Any]]] = [("platform", s) for s in config.SETTINGS]
     table += [(f"/{group.name}", s) for group in GROUPS for s in group.settings]
-    table += [(f"upstream {name}", origin_setting(name)) for name in sorted(ORIGINS)]
+    upstreams = sorted({name for group in GROUPS for name in group.upstreams})
+    table += [(f"upstream {name}", origin_setting(name)) for name in upstreams]
     return table
 
 

@@ -153,6 +153,7 @@ class Group:
     description: str
     routes: tuple[Route, ...]
     upstreams: tuple[str, ...] = ()
+    """The upstream names the group crawls (each a `CHARTGW_UPSTREAM_<NAME>` setting of the group)."""
     targets: Callable[[dict[str, str | None]], Sequence[CrawlTarget]] | None = None
     """The crawl targets for the CLI's selection options (e.g. {"site": ..., "chart_type": ...})."""
     crawl_options: tuple[tuple[str, tuple[str, ...]], ...] = ()

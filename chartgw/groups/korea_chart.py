@@ -485,7 +485,7 @@ GROUP = Group(
     description="Charts of five Korean music sites (portal-a Melon, portal-b Genie, portal-c Bugs, portal-d FLO, "
                 "portal-e VIBE), served from cached snapshots. " + " ".join(__doc__.split("\n\n")[1:]).replace("\n", " "),
     routes=ROUTES,
-    upstreams=("MELON", "GENIE", "BUGS", "FLO", "VIBE"),
+    upstreams=(melon.UPSTREAM, genie.UPSTREAM, genie.UPSTREAM_APP, bugs.UPSTREAM, flo.UPSTREAM, vibe.UPSTREAM),
     targets=targets,
     crawl_options=(("site", SITE_NAMES), ("chart_type", ALL_CHART_TYPES)),
     schedules=(

@@ -403,7 +403,7 @@ async def _chart_or_404(call: Call) -> tuple[str, tuple[str, str, int]]:
     return slug, coverage
 
 
-def _not_held(slug: str, week: str, coverage: tuple[str, str, int], why: str) -> ApiError:
+def _not_held(slug: str, coverage: tuple[str, str, int], why: str) -> ApiError:
     first, last, weeks = coverage
     return not_found(f"{why}; {slug} holds {weeks} week{'s' * (weeks != 1)} from {first} to {last} "
                      f"(see /{NAME}/charts/{slug}/dates)")
@@ -445,7 +445,7 @@ async def _chart_response(call: Call, slug: str, coverage: tuple[str, str, int],
 async def _week(call: Call, slug: str, coverage: tuple[str, str, int], week: date, why: str) -> SnapshotRow:
     row = await call.data.reader.snapshot_on(slug, week.isoformat())
     if row is None:
-        raise _not_held(slug, week.isoformat(), coverage, why)
+        raise _not_held(slug, coverage, why)
     return row
 
 
@@ -469,7 +469,7 @@ async def weeks_ago(call: Call) -> ChartResponse | ChartResponseWithRaw:
     first, last = date.fromisoformat(coverage[0]), date.fromisoformat(coverage[1])
     n = call.params["weeks_ago"]
     if n > weeks_between(first, last):
-        raise _not_held(slug, "", coverage, f"{n} weeks ago is before the history held "
+        raise _not_held(slug, coverage, f"{n} weeks ago is before the history held "
                                             f"(weeks-ago goes from 0 to {weeks_between(first, last)})")
     week = weeks_back(last, n)
     row = await _week(call, slug, coverage, week, f"{n} weeks ago (chart date {week}) is not held")

@@ -255,6 +255,18 @@ _STAT_LABELS = {"LW": "last_week", "LAST WEEK": "last_week", "PEAK": "peak", "PE
                 "WEEKS": "weeks_on_chart", "WKS ON CHART": "weeks_on_chart"}
 
 
+def refusal(status: int, body: bytes) -> str | None:
+    """Why a non-200 answer is a refusal not to retry: HTTP 403 (the site's block, as billboard.py met in 2019) or a
+    robot-check page; None for an ordinary error (a 404 for an unknown slug, a 5xx worth retrying)."""
+    head = decode(body[:20000]).lower()
+    marker = next((m for m in _ROBOT_MARKERS if m in head), None)
+    if marker is not None:
+        return f"robot check / block page ({marker!r})"
+    if status == 403:
+        return "access refused (HTTP 403)"
+    return None
+
+
 def parse(slug: str, body: bytes) -> ChartWeek:
     """The rows, chart date, title and week links of one chart page (2021-2024 or post-2024 layout).
 

@@ -398,6 +398,17 @@ def parse_derived_csv(body: bytes, year: int | None = None) -> ParsedList:
     return _finish(stated, "csv", entries)
 
 
+def refusal(status: int, body: bytes) -> str | None:
+    """The reason a non-200 answer is a refusal (a Cloudflare / PerimeterX bot check, sent as 403, 429 or
+    503) that must not be retried; None for an ordinary error."""
+    if status not in (403, 429, 503):
+        return None
+    head = decode_html(body[:20000]).lower() if body else ""
+    if any(marker in head for marker in _CHALLENGE_MARKERS):
+        return "DJ Mag answered with a bot check / captcha page"
+    return None
+
+
 def _page_text(body: bytes, who: str) -> str:
     """The decoded page, refused when empty or a bot check (Cloudflare / PerimeterX challenge pages)."""
     if not body.strip():
