@@ -6,6 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+__all__ = [
+    "Clock",
+    "fixed",
+    "utc_now",
+]
+
 Clock = Callable[[], datetime]
 """Returns the current time as an aware UTC datetime."""
 

@@ -18,6 +18,28 @@ from urllib.parse import urlsplit
 
 from chartgw.countries import GLOBAL, country_code
 
+__all__ = [
+    "API_KEYS",
+    "CRAWL_DELAY_SECONDS",
+    "DATA_DIR",
+    "RETRY_BACKOFF_SECONDS",
+    "SETTINGS",
+    "Setting",
+    "SettingError",
+    "bounded_int",
+    "choice",
+    "comma_list",
+    "countries",
+    "data_dir",
+    "environment",
+    "get",
+    "origin",
+    "seconds",
+    "storefronts",
+    "text",
+    "upstream_setting",
+]
+
 T = TypeVar("T")
 PREFIX = "CHARTGW_"
 CHECKOUT_DATA_DIR = Path(__file__).resolve().parents[1] / "data"

@@ -28,6 +28,27 @@ from chartgw.clock import Clock, utc_now
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, group_db_path
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, origin
 
+__all__ = [
+    "EXIT_BUSY",
+    "KST",
+    "CrawlBusy",
+    "CrawlContext",
+    "CrawlError",
+    "CrawlTarget",
+    "Fetched",
+    "Fetcher",
+    "Outcome",
+    "PartialCrawl",
+    "RetryPolicy",
+    "commit_built",
+    "crawl_lock",
+    "import_builds",
+    "record_run",
+    "request_url",
+    "run_targets",
+    "snapshot_target",
+]
+
 KST = timezone(timedelta(hours=9), "KST")
 USER_AGENT = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
               "Chrome/131.0.0.0 Safari/537.36")

@@ -23,6 +23,16 @@ from chartgw.config import SettingError
 from chartgw.params import InvalidParams, Param, parse_query, validate
 from chartgw.store import SnapshotReader, group_db_path
 
+__all__ = [
+    "ApiError",
+    "Call",
+    "EndpointApp",
+    "GroupData",
+    "Handler",
+    "Route",
+    "not_found",
+]
+
 JSON = b"application/json"
 MAX_BODY_BYTES = 64 * 1024
 FRESHNESS_SECONDS = 1.0

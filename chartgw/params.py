@@ -18,6 +18,15 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
+__all__ = [
+    "InvalidParams",
+    "Param",
+    "Where",
+    "literal_error",
+    "parse_query",
+    "validate",
+]
+
 Where = Literal["path", "query"]
 _INT = re.compile(r"[+-]?[0-9](?:_?[0-9])*(?:\.0+)?", re.ASCII)
 

@@ -12,6 +12,15 @@ import msgspec
 from chartgw.store import StoredEntry
 from chartgw.text import artist_key, search_key, title_key
 
+__all__ = [
+    "KoreaEntry",
+    "ParsedChart",
+    "RankStatus",
+    "korea_entry",
+    "rank_status",
+    "stored_entry",
+]
+
 RankStatus = Literal["up", "down", "same", "new"]
 
 

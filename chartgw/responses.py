@@ -13,6 +13,32 @@ from chartgw.endpoints import Call, Route, not_found
 from chartgw.params import Param
 from chartgw.store import RunRow, SnapshotReader, SnapshotRow, parse_iso
 
+__all__ = [
+    "BUNDLE_ROWS",
+    "FETCH_LOGS_ROUTE",
+    "PULL_JSON_ROUTE",
+    "BundledChart",
+    "Describe",
+    "FetchLogResponse",
+    "HealthHead",
+    "HealthResponse",
+    "RunInfo",
+    "SnapshotMeta",
+    "TargetStatus",
+    "age_seconds",
+    "chart_bundle",
+    "health_route",
+    "health_status",
+    "latest_or_404",
+    "latest_pull_route",
+    "records_array",
+    "run_info",
+    "snapshot_meta",
+    "snapshots_route",
+    "stored_record",
+    "target_statuses",
+]
+
 BUNDLE_ROWS = 100
 """Entries per chart in a bundle of several charts (/latest, a country's charts)."""
 

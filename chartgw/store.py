@@ -20,6 +20,20 @@ import aiosqlite
 from chartgw import config
 from chartgw.clock import Clock, utc_now
 
+__all__ = [
+    "FetchLogRow",
+    "NewSnapshot",
+    "RunRow",
+    "SnapshotReader",
+    "SnapshotRow",
+    "SnapshotWriter",
+    "StoredEntry",
+    "glob_escape",
+    "group_db_path",
+    "iso",
+    "parse_iso",
+]
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS snapshots (
     id INTEGER PRIMARY KEY,
