@@ -79,8 +79,21 @@ class GroupRoutes(BaseRoute):
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         if scope["type"] != "http":
             return Match.NONE, {}
+        match, child = self._match(scope)
+        if match is Match.NONE and scope["path"].startswith("/"):
+            # The other spelling of the path (with or without its trailing slash) answers with a relative
+            # redirect, never one built from the client's Host header.
+            path: str = scope["path"]
+            other = path[:-1] if path.endswith("/") else path + "/"
+            if other != "/" and self._match({**scope, "path": other})[0] is Match.FULL:
+                return Match.FULL, {self.ROUTE: SlashRedirect(other)}
+        return match, child
+
+    def _match(self, scope: Scope) -> tuple[Match, Scope]:
+        path: str = scope["path"]
+        prefix = path.split("/", 2)[1] if path.startswith("/") else ""  # "*" (OPTIONS *) has no group
         partial: Scope | None = None
-        for route in self.by_group.get(scope["path"].split("/", 2)[1], ()):
+        for route in self.by_group.get(prefix, ()):
             match, child = route.matches(scope)
             if match is Match.FULL:
                 return match, {**child, self.ROUTE: route}
@@ -90,6 +103,22 @@ class GroupRoutes(BaseRoute):
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         await scope[self.ROUTE].handle(scope, receive, send)
+
+
+class SlashRedirect:
+    """A 307 to the same request at `path` (and its query), as a relative Location."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        query = scope.get("query_string", b"")
+        location = self.path.encode() + (b"?" + query if query else b"")
+        body = msgspec.json.encode({"detail": f"Moved to {self.path}"})
+        await send({"type": "http.response.start", "status": 307, "headers": [
+            (b"location", location), (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
 
 
 def _json_response(status: int, detail: Any, headers: dict[str, str] | None = None) -> Response:
@@ -126,7 +155,7 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
               clock: Clock = utc_now) -> Starlette:
     """The gateway over `groups` (default: all); `clock` is what responses take as now (ages, staleness)."""
     groups = list(groups if groups is not None else GROUPS)
-    cache = ResponseCache()
+    cache = ResponseCache(max_bytes=config.get(config.CACHE_MAX_MB) * 1024 * 1024)
     datas = {g.name: GroupData(g.name, clock) for g in groups}
     declared = declared_routes(groups)
     by_group: dict[str, list[StarletteRoute]] = {}
@@ -141,7 +170,7 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
         for data in datas.values():
             await data.reader.close()
 
-    return Starlette(
+    app = Starlette(
         routes=routes,
         middleware=[
             Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),
@@ -151,3 +180,5 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
         lifespan=lifespan,
     )
+    app.router.redirect_slashes = False  # GroupRoutes redirects with a relative Location instead
+    return app

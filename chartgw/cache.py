@@ -33,12 +33,36 @@ def make_body(body: bytes, version: int, ttl: float) -> CachedBody:
 
 
 class ResponseCache:
-    """A bounded LRU of encoded bodies; an entry counts only for the version it was built from."""
+    """Encoded bodies by canonical request (path and validated parameters), bounded by their bytes.
 
-    def __init__(self, max_entries: int = 4096) -> None:
-        self.max_entries = max_entries
+    An entry counts only for the data version it was built from. The raw requests that led to an entry
+    are remembered as aliases (bounded in number and length), so a repeated poll of the same URL is one
+    dict lookup, while URLs that differ only by parameters the route ignores share one body: no client
+    can fill memory by varying a query.
+    """
+
+    ALIAS_MAX_QUERY = 512
+    """Longer query strings are validated on every request rather than remembered."""
+
+    def __init__(self, max_bytes: int = 256 * 1024 * 1024, max_aliases: int = 8192) -> None:
+        self.max_bytes = max_bytes
+        self.max_aliases = max_aliases
+        self.size = 0
         self._items: OrderedDict[Hashable, CachedBody] = OrderedDict()
+        self._aliases: OrderedDict[Hashable, Hashable] = OrderedDict()
         self._building: dict[tuple[Hashable, int], asyncio.Future[CachedBody]] = {}
+
+    def canonical(self, raw: tuple[str, bytes]) -> Hashable | None:
+        """The canonical key a raw (path, query) was last answered under, if remembered."""
+        return self._aliases.get(raw)
+
+    def remember(self, raw: tuple[str, bytes], key: Hashable) -> None:
+        if len(raw[1]) > self.ALIAS_MAX_QUERY:
+            return
+        self._aliases[raw] = key
+        self._aliases.move_to_end(raw)
+        while len(self._aliases) > self.max_aliases:
+            self._aliases.popitem(last=False)
 
     def get(self, key: Hashable, version: int) -> CachedBody | None:
         hit = self._items.get(key)
@@ -62,11 +86,20 @@ class ResponseCache:
         return await asyncio.shield(pending)
 
     def put(self, key: Hashable, entry: CachedBody) -> CachedBody:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self.size -= entry_bytes(old)
         self._items[key] = entry
-        self._items.move_to_end(key)
-        while len(self._items) > self.max_entries:
-            self._items.popitem(last=False)
+        self.size += entry_bytes(entry)
+        while self.size > self.max_bytes and len(self._items) > 1:
+            _, evicted = self._items.popitem(last=False)
+            self.size -= entry_bytes(evicted)
         return entry
+
+
+def entry_bytes(entry: CachedBody) -> int:
+    """What an entry holds in memory, near enough: its bodies plus a fixed overhead."""
+    return len(entry.body) + len(entry.gzipped or b"") + 200
 
 
 def etag_matches(if_none_match: bytes, etag: bytes) -> bool:

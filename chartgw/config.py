@@ -20,6 +20,7 @@ from chartgw.countries import GLOBAL, country_code
 
 __all__ = [
     "API_KEYS",
+    "CACHE_MAX_MB",
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
     "RETRY_BACKOFF_SECONDS",
@@ -151,7 +152,9 @@ CRAWL_DELAY_SECONDS = Setting("CRAWL_DELAY_SECONDS", "0.2", "pause after each up
                               seconds)
 RETRY_BACKOFF_SECONDS = Setting("RETRY_BACKOFF_SECONDS", "0.5", "base of the exponential backoff between retries",
                                 seconds)
-SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS)
+CACHE_MAX_MB = Setting("CACHE_MAX_MB", "256", "memory the response cache of one server process may hold, in MB",
+                       bounded_int(1, 65536))
+SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

@@ -154,11 +154,18 @@ class EndpointApp:
                 body = _encode(await route.handler(Call(params, self.data, self.data.clock(), sent)))
                 await self._send(scope, send, 200, body, extra=[(b"cache-control", b"no-store")])
                 return
-            # Keyed on the raw request: only a request that passed validation ever fills an entry,
-            # so a hit needs no validation, and a poll of the same URL costs one dict lookup.
+            # A remembered raw request maps straight to its canonical entry: a poll of the same URL costs
+            # two dict lookups. Otherwise the parameters are validated and the entry is keyed on them.
             version = await self.data.current_version()
-            key = (scope["path"], scope["query_string"])
-            hit = self.cache.get(key, version) or await self.cache.build(key, version, lambda: self._build(scope, version))
+            raw = (scope["path"], scope["query_string"])
+            known = self.cache.canonical(raw)
+            hit = self.cache.get(known, version) if known is not None else None
+            if hit is None:
+                params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
+                key = (scope["path"], *sorted(params.items()))
+                self.cache.remember(raw, key)
+                hit = self.cache.get(key, version) or await self.cache.build(
+                    key, version, lambda: self._build(params, version))
             await self._send_cached(scope, send, hit)
         except InvalidParams as exc:
             await self._send(scope, send, 422, exc.body())
@@ -173,8 +180,7 @@ class EndpointApp:
             body = _encode({"detail": "Storage is busy; try again shortly"})
             await self._send(scope, send, 503, body, [(b"retry-after", b"1")])
 
-    async def _build(self, scope: Scope, version: int) -> CachedBody:
-        params = validate(self.route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
+    async def _build(self, params: dict[str, Any], version: int) -> CachedBody:
         payload = await self.route.handler(Call(params, self.data, self.data.clock()))
         return make_body(_encode(payload), version, self.route.cache_ttl)
 

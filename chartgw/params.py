@@ -93,7 +93,10 @@ class Param:
         text = raw.strip()
         if not _INT.fullmatch(text):
             return None, {"type": "int_parsing", "loc": loc, "msg": MSG_INT, "input": raw}
-        value = int(text.partition(".")[0])
+        whole = text.partition(".")[0]
+        digits = whole.lstrip("+-").lstrip("0_")
+        # Past Python's int() digit limit the value is beyond any bound anyway: compare it as +/- infinity.
+        value: float = int(whole) if len(digits) <= 4000 else (float("-inf") if whole.startswith("-") else float("inf"))
         if self.ge is not None and value < self.ge:
             return None, {"type": "greater_than_equal", "loc": loc,
                           "msg": f"Input should be greater than or equal to {self.ge}", "input": raw,
@@ -102,6 +105,8 @@ class Param:
             return None, {"type": "less_than_equal", "loc": loc,
                           "msg": f"Input should be less than or equal to {self.le}", "input": raw,
                           "ctx": {"le": self.le}}
+        if not isinstance(value, int):
+            return None, {"type": "int_parsing", "loc": loc, "msg": MSG_INT, "input": raw}
         return value, None
 
     def json_schema(self) -> dict[str, Any]:
@@ -199,8 +204,18 @@ class InvalidParams(Exception):
         super().__init__(errors)
         self.errors = errors
 
+    ECHO_MAX = 256
+    """A rejected value is echoed up to this many characters (then "..."), so a 422 stays small."""
+
     def body(self) -> bytes:
-        return msgspec.json.encode({"detail": self.errors})
+        return msgspec.json.encode({"detail": [self._bounded(error) for error in self.errors]})
+
+    @classmethod
+    def _bounded(cls, error: dict[str, Any]) -> dict[str, Any]:
+        echoed = error.get("input")
+        if isinstance(echoed, str) and len(echoed) > cls.ECHO_MAX:
+            return {**error, "input": echoed[: cls.ECHO_MAX] + "..."}
+        return error
 
 
 def parse_query(query_string: bytes) -> dict[str, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from chartgw.cache import CachedBody, ResponseCache, etag_matches, make_body
 
@@ -24,13 +25,22 @@ def test_concurrent_misses_of_one_key_share_a_single_build() -> None:
     assert builds == 1 and len({id(r) for r in results}) == 1
 
 
-def test_entries_count_only_for_their_version_and_are_bounded() -> None:
-    cache = ResponseCache(max_entries=2)
-    cache.put("a", make_body(b"a", 1, 30))
+def test_entries_count_only_for_their_version_and_are_bounded_by_bytes() -> None:
+    cache = ResponseCache(max_bytes=2 * (100 + 200))
+    cache.put("a", make_body(b"a" * 100, 1, 30))
     assert cache.get("a", 1) is not None and cache.get("a", 2) is None
-    cache.put("b", make_body(b"b", 1, 30))
-    cache.put("c", make_body(b"c", 1, 30))
-    assert cache.get("a", 1) is None and cache.get("c", 1) is not None
+    cache.put("b", make_body(b"b" * 100, 1, 30))
+    cache.put("c", make_body(b"c" * 100, 1, 30))
+    assert cache.get("a", 1) is None and cache.get("c", 1) is not None and cache.size <= cache.max_bytes
+
+
+def test_aliases_are_bounded_in_number_and_length() -> None:
+    cache = ResponseCache(max_aliases=2)
+    for n in range(5):
+        cache.remember(("/p", b"junk=%d" % n), ("/p",))
+    assert cache.canonical(("/p", b"junk=0")) is None and cache.canonical(("/p", b"junk=4")) == ("/p",)
+    cache.remember(("/p", b"x" * 600), ("/p",))
+    assert cache.canonical(("/p", b"x" * 600)) is None
 
 
 def test_large_bodies_are_precompressed_and_etags_compare_weakly() -> None:
@@ -38,3 +48,19 @@ def test_large_bodies_are_precompressed_and_etags_compare_weakly() -> None:
     assert small.gzipped is None and large.gzipped is not None and len(large.gzipped) < len(large.body)
     assert etag_matches(b'W/' + large.etag + b', "other"', large.etag)
     assert etag_matches(b"*", large.etag) and not etag_matches(b'"nope"', large.etag)
+
+
+def test_unknown_query_parameters_share_one_entry_and_memory_stays_flat(korea_data: Path) -> None:
+    """300 requests that differ only by a parameter no route declares build one body: the cache holds it
+    once, keyed on the validated parameters (as FastAPI ignores unknown ones)."""
+    from chartgw.groups.korea_chart import GROUP
+    from tests.fixtures import KEY_HEADERS, client
+
+    with client(korea_data, [GROUP]) as api:
+        first = api.get("/korea-chart/portal-a/charts/realtime?limit=5", headers=KEY_HEADERS)
+        cache = next(r.app.cache for r in api.app.router.routes[0].by_group["korea-chart"])
+        before = cache.size
+        for n in range(300):
+            again = api.get(f"/korea-chart/portal-a/charts/realtime?limit=5&junk={n}", headers=KEY_HEADERS)
+            assert again.content == first.content and again.headers["etag"] == first.headers["etag"]
+        assert cache.size == before

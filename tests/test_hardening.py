@@ -1,0 +1,62 @@
+"""Requests a hostile client sends, answered with JSON and never a 500: odd request targets, a 5,000-digit
+integer, an invalid value echoed at length, and the trailing-slash redirect (relative, not from Host)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chartgw.groups.korea_chart import GROUP
+from tests.fixtures import KEY_HEADERS, TEST_KEY, client
+
+
+def _raw(app: Any, method: str, path: str, query: bytes = b"") -> tuple[int, dict[bytes, bytes], bytes]:
+    """One request straight into the ASGI app, with the path exactly as a server would pass it."""
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
+             "path": path, "raw_path": path.encode(), "query_string": query, "root_path": "",
+             "headers": [(b"host", b"evil.example"), (b"x-api-key", TEST_KEY.encode())],
+             "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 8000)}
+    asyncio.run(app(scope, receive, send))
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return start["status"], dict(start["headers"]), body
+
+
+@pytest.mark.parametrize(("method", "path"), [("OPTIONS", "*"), ("GET", "*"), ("GET", "//"), ("GET", "///x"),
+                                              ("GET", ""), ("GET", "/korea-chart//sites")])
+def test_odd_request_targets_are_a_json_404_not_a_500(korea_data: Path, method: str, path: str) -> None:
+    with client(korea_data, [GROUP]) as api:
+        status, headers, body = _raw(api.app, method, path)
+    assert status == 404 and headers[b"content-type"] == b"application/json" and body.startswith(b'{"detail"')
+
+
+def test_the_trailing_slash_redirect_is_relative_and_keeps_the_query(korea_data: Path) -> None:
+    with client(korea_data, [GROUP]) as api:
+        status, headers, body = _raw(api.app, "GET", "/korea-chart/portal-a/charts/realtime/", b"limit=3")
+        assert status == 307 and headers[b"location"] == b"/korea-chart/portal-a/charts/realtime?limit=3"
+        assert b"evil" not in headers[b"location"] and headers[b"content-type"] == b"application/json"
+        status, headers, _ = _raw(api.app, "GET", "/korea-chart")
+        assert status == 307 and headers[b"location"] == b"/korea-chart/"
+
+
+def test_an_integer_of_5000_digits_is_a_422_with_a_bounded_echo(korea_data: Path) -> None:
+    with client(korea_data, [GROUP]) as api:
+        huge = api.get("/korea-chart/portal-a/charts/realtime?limit=" + "9" * 5000, headers=KEY_HEADERS)
+        negative = api.get("/korea-chart/portal-a/charts/realtime?limit=-" + "9" * 5000, headers=KEY_HEADERS)
+        junk = api.get("/korea-chart/portal-a/charts/realtime?limit=" + "x" * 60_000, headers=KEY_HEADERS)
+    assert huge.status_code == 422 and huge.json()["detail"][0]["type"] == "less_than_equal"
+    assert negative.status_code == 422 and negative.json()["detail"][0]["type"] == "greater_than_equal"
+    assert junk.status_code == 422 and junk.json()["detail"][0]["type"] == "int_parsing"
+    for response in (huge, junk):
+        assert len(response.content) < 1000 and response.json()["detail"][0]["input"].endswith("...")
