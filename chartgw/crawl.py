@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import msgspec
@@ -26,7 +27,7 @@ import msgspec
 from chartgw import config
 from chartgw.clock import Clock, utc_now
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, group_db_path
-from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, origin
+from chartgw.upstreams import ORIGINS, UpstreamFormatError, UpstreamRequest, body_limit, origin
 
 __all__ = [
     "EXIT_BUSY",
@@ -111,6 +112,11 @@ class CrawlTarget:
     refusal: Callable[[int, bytes], str | None] | None = None
     """Reads an answer that is not a 200 (a robot check sent as 503, a "sorry" page): the reason to log,
     or None for an ordinary error. A refusal is never retried: asking again is what gets a client banned."""
+    min_rows: int | None = None
+    """Rows the primary snapshot must at least have where its exact length is not known: a chart cut short
+    is an upstream gone wrong, never a chart."""
+    names: tuple[str, ...] = ("title", "artist")
+    """The names every entry must have: an artist chart has no title, a trend list no artist."""
 
 
 @dataclass(frozen=True)
@@ -137,22 +143,41 @@ class RetryPolicy:
 
 
 def request_url(req: UpstreamRequest) -> str:
+    """Where the request goes: the configured origin (a mirror or replay server) and the real path."""
     return origin(req.upstream) + req.path
 
 
-def check_snapshot(snapshot: NewSnapshot, expected_rows: int | None) -> None:
-    """Refuse a snapshot that is not a whole chart: wrong row count, gaps in ranks, empty names."""
+def public_url(url: str, upstream: str) -> str:
+    """`url` as clients are shown it (snapshot source, fetch log): under the upstream's real public origin,
+    so a configured mirror, replay server or credential in `CHARTGW_UPSTREAM_<NAME>` never shows."""
+    parts = urlsplit(url)
+    return ORIGINS[upstream] + parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def check_snapshot(snapshot: NewSnapshot, expected_rows: int | None, min_rows: int | None = None,
+                   names: tuple[str, ...] = ("title", "artist")) -> None:
+    """Refuse a snapshot that is not a whole chart: wrong or short row count, gaps in ranks, empty names."""
     rows = len(snapshot.entries)
     if expected_rows is not None and rows != expected_rows:
         raise CrawlError(f"{snapshot.target}: expected {expected_rows} rows, upstream gave {rows}")
+    if min_rows is not None and rows < min_rows:
+        raise CrawlError(f"{snapshot.target}: expected at least {min_rows} rows, upstream gave {rows}")
     ranks = [e.rank for e in snapshot.entries]
     if ranks != list(range(1, rows + 1)):
         raise CrawlError(f"{snapshot.target}: ranks are not contiguous from 1")
-    if any(not e.title_key or not e.artist_key for e in snapshot.entries):
-        raise CrawlError(f"{snapshot.target}: an entry has no title or artist")
+    keys = {"title": lambda e: e.title_key, "artist": lambda e: e.artist_key}
+    for name in names:
+        if any(not keys[name](e) for e in snapshot.entries):
+            raise CrawlError(f"{snapshot.target}: an entry has no {name}")
 
 
 class Fetcher:
+    """Fetches politely: a bounded number of requests in flight per upstream, a pause after each, retries
+    with backoff for connection errors, 5xx and 429, redirects followed within the same origin only, and
+    bodies capped per upstream. The deadline of a request starts when it leaves the queue, not before."""
+
+    MAX_REDIRECTS = 5
+
     def __init__(self, client: httpx.AsyncClient, policy: RetryPolicy) -> None:
         self.client = client
         self.policy = policy
@@ -161,46 +186,86 @@ class Fetcher:
     async def fetch(self, req: UpstreamRequest, refusal: Callable[[int, bytes], str | None] | None = None) -> Fetched:
         limit = self._limits.setdefault(req.upstream, asyncio.Semaphore(self.policy.per_upstream))
         async with limit:
-            response = await self._with_retries(req, refusal)
+            try:
+                async with asyncio.timeout(self.policy.target_deadline_seconds):
+                    url, status, body, content_type = await self._with_retries(req, refusal)
+            except TimeoutError:
+                raise CrawlError(f"{public_url(request_url(req), req.upstream)}: no answer within "
+                                 f"{self.policy.target_deadline_seconds:.0f}s") from None
             if self.policy.delay_seconds:
                 await asyncio.sleep(self.policy.delay_seconds * (1 + random.uniform(0, self.policy.jitter)))
-        if response.status_code != 200:
-            raise CrawlError(f"{response.request.url} answered HTTP {response.status_code}", response.status_code)
-        return Fetched(str(response.request.url), response.status_code, response.content,
-                       response.headers.get("content-type", ""))
+        shown = public_url(url, req.upstream)
+        if status != 200:
+            raise CrawlError(f"{shown} answered HTTP {status}", status)
+        return Fetched(shown, status, body, content_type)
 
-    async def _with_retries(self, req: UpstreamRequest,
-                            refusal: Callable[[int, bytes], str | None] | None = None) -> httpx.Response:
+    async def _with_retries(self, req: UpstreamRequest, refusal: Callable[[int, bytes], str | None] | None,
+                            ) -> tuple[str, int, bytes, str]:
         headers = {"User-Agent": USER_AGENT, **dict(req.headers)}
         url = request_url(req)
+        shown = public_url(url, req.upstream)
         for attempt in range(1, self.policy.attempts + 1):
             try:
-                response = await self.client.request(
-                    req.method, url, params=list(req.params) or None, headers=headers,
-                    data=dict(req.form) if req.form is not None else None, content=req.body)
+                final, status, body, content_type, retry_after = await self._send(req, url, headers)
             except httpx.TransportError as exc:
                 if attempt == self.policy.attempts:
-                    raise CrawlError(f"{url}: {type(exc).__name__}: {exc or 'connection failed'}") from exc
-                await asyncio.sleep(self._backoff(attempt, None))
+                    raise CrawlError(f"{shown}: {type(exc).__name__}: {exc or 'connection failed'}") from exc
+                await asyncio.sleep(self._backoff(attempt, None, shown))
                 continue
-            except httpx.HTTPError as exc:  # undecodable body, too many redirects: retrying will not help
-                raise CrawlError(f"{url}: {type(exc).__name__}: {exc}") from exc
-            if response.status_code != 200 and refusal is not None:
-                reason = refusal(response.status_code, response.content)
+            except httpx.HTTPError as exc:  # an undecodable body: retrying will not help
+                raise CrawlError(f"{shown}: {type(exc).__name__}: {exc}") from exc
+            if status != 200 and refusal is not None:
+                reason = refusal(status, body)
                 if reason:
-                    raise CrawlError(f"{url}: {reason} (HTTP {response.status_code}; not retried)", response.status_code)
-            if response.status_code not in RETRY_STATUSES or attempt == self.policy.attempts:
-                return response
-            await asyncio.sleep(self._backoff(attempt, response.headers.get("retry-after")))
+                    raise CrawlError(f"{shown}: {reason} (HTTP {status}; not retried)", status)
+            if status not in RETRY_STATUSES or attempt == self.policy.attempts:
+                return final, status, body, content_type
+            await asyncio.sleep(self._backoff(attempt, retry_after, shown))
         raise AssertionError("unreachable")
 
-    def _backoff(self, attempt: int, retry_after: str | None) -> float:
+    async def _send(self, req: UpstreamRequest, url: str, headers: dict[str, str],
+                    ) -> tuple[str, int, bytes, str, str | None]:
+        """One request with its same-origin redirects; the body read up to the upstream's cap."""
+        request = self.client.build_request(req.method, url, params=list(req.params) or None, headers=headers,
+                                            data=dict(req.form) if req.form is not None else None, content=req.body)
+        for _ in range(self.MAX_REDIRECTS + 1):
+            response = await self.client.send(request, stream=True)
+            try:
+                if response.is_redirect and "location" in response.headers:
+                    target = response.url.join(response.headers["location"])
+                    if (target.scheme, target.netloc) != (request.url.scheme, request.url.netloc):
+                        raise CrawlError(f"{public_url(str(request.url), req.upstream)}: redirected to another "
+                                         f"host ({target.host}); not followed", response.status_code)
+                    request = self.client.build_request("GET", target, headers=headers)
+                    continue
+                body = await _read_capped(response, body_limit(req.upstream), public_url(str(request.url), req.upstream))
+                return (str(request.url), response.status_code, body, response.headers.get("content-type", ""),
+                        response.headers.get("retry-after"))
+            finally:
+                await response.aclose()
+        raise CrawlError(f"{public_url(url, req.upstream)}: more than {self.MAX_REDIRECTS} redirects")
+
+    def _backoff(self, attempt: int, retry_after: str | None, shown: str) -> float:
         if retry_after:
             wait = _retry_after_seconds(retry_after)
             if wait is not None:
-                return min(wait, self.policy.max_wait_seconds)
+                if wait > self.policy.max_wait_seconds:
+                    raise CrawlError(f"{shown}: the upstream asked to wait {wait:.0f}s (Retry-After); giving up "
+                                     "until the next run", 429)
+                return wait
         base = self.policy.backoff_seconds * 2 ** (attempt - 1)
         return min(base + random.uniform(0, base), self.policy.max_wait_seconds)
+
+
+async def _read_capped(response: httpx.Response, limit: int, shown: str) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise CrawlError(f"{shown}: the body is larger than {limit} bytes; not read further")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _retry_after_seconds(value: str) -> float | None:
@@ -230,7 +295,7 @@ async def run_targets(
     timeout = httpx.Timeout(20.0, connect=5.0)
     outcomes: list[Outcome] = []
     started = now()
-    async with httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=True) as client:
+    async with httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=False) as client:
         fetcher = Fetcher(client, policy)
         with SnapshotWriter(group_db_path(group), retention=retention or {}, now=now) as store:
 
@@ -263,14 +328,14 @@ def record_run(store: SnapshotWriter, kind: str, started: datetime, finished: da
 async def _run_one(target: CrawlTarget, fetcher: Fetcher, store: SnapshotWriter, started: datetime,
                    policy: RetryPolicy) -> Outcome:
     clock = time.monotonic()
-    url = request_url(target.requests[0]) if target.requests else None
+    first = target.requests[0] if target.requests else None
+    url = public_url(request_url(first), first.upstream) if first else None
     http_status: int | None = None
     try:
-        async with asyncio.timeout(policy.target_deadline_seconds):
-            fetched = [await fetcher.fetch(req, target.refusal) for req in target.requests]
+        fetched = [await fetcher.fetch(req, target.refusal) for req in target.requests]
         http_status = fetched[-1].status if fetched else None
         return commit_built(store, target.key, lambda ctx: target.build(fetched, ctx), started, clock,
-                            target.expected_rows, url, http_status)
+                            target.expected_rows, url, http_status, target.min_rows, target.names)
     except (CrawlError, UpstreamFormatError, TimeoutError) as exc:
         if isinstance(exc, CrawlError) and exc.http_status is not None:
             http_status = exc.http_status
@@ -282,7 +347,8 @@ async def _run_one(target: CrawlTarget, fetcher: Fetcher, store: SnapshotWriter,
 
 def commit_built(store: SnapshotWriter, key: str, build: Callable[[CrawlContext], list[NewSnapshot]],
                  started: datetime, clock: float, expected_rows: int | None, url: str | None,
-                 http_status: int | None) -> Outcome:
+                 http_status: int | None, min_rows: int | None = None,
+                 names: tuple[str, ...] = ("title", "artist")) -> Outcome:
     """Build a target's snapshots, check them and commit them with their fetch-log row.
 
     Raises what the build or the checks raise (CrawlError, UpstreamFormatError); the caller logs it.
@@ -294,7 +360,8 @@ def commit_built(store: SnapshotWriter, key: str, build: Callable[[CrawlContext]
         partial, snapshots = exc, exc.snapshots
     primary_target = snapshot_target(key)
     for snap in snapshots:
-        check_snapshot(snap, expected_rows if snap.target == primary_target else None)
+        primary_here = snap.target == primary_target
+        check_snapshot(snap, expected_rows if primary_here else None, min_rows if primary_here else None, names)
     primary = next((s for s in snapshots if s.target == primary_target), None)
     rows = len(primary.entries) if primary else None
     duration = int((time.monotonic() - clock) * 1000)

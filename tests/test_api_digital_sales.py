@@ -297,3 +297,15 @@ def test_a_short_feed_is_kept_and_a_single_entry_object_is_read(seeded: Path, tm
         assert body["entries"][0]["title"] == samples.sample_rows(COMBOS[0], "us", 2, 1)[0].song.title
         assert get(after, "/digital-sales/snapshots?limit=2").json()["snapshots"][1]["row_count"] == 40
     assert _failed_log(path) == []
+
+
+def test_a_feed_cut_to_a_few_rows_is_refused_and_the_last_chart_stays(seeded: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 3-row feed asked with limit=100 is a feed gone wrong, not a chart: failed, logged, nothing replaced."""
+    path = copy_data(seeded, tmp_path / "data")
+    with client(path, [GROUP]) as before:
+        kept = get(before, "/digital-sales/top-songs/us/latest").json()["snapshot"]["id"]
+    cut = _crawl_us_songs(path, Reply(_feed_body(3), 200, samples.CONTENT_TYPE), monkeypatch)
+    assert (cut.status, cut.error) == ("failed", "top-songs/us: expected at least 25 rows, upstream gave 3")
+    with client(path, [GROUP]) as after:
+        assert get(after, "/digital-sales/top-songs/us/latest").json()["snapshot"]["id"] == kept

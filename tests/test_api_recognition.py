@@ -250,7 +250,7 @@ def test_failed_upstreams_keep_the_last_good_snapshots(recognition_data: Path, t
     assert after["top-200/italy"] > before["top-200/italy"]
     errors = _failed_log(path)
     assert "HTTP 500" in errors["top-200/brazil"] and "HTML page" in errors["top-200/germany"]
-    assert "row" in errors["top-200/spain"] and "not contiguous" in errors["top-200/france"]
+    assert "row" in errors["top-200/spain"] and "expected at least 100 rows, upstream gave 3" in errors["top-200/france"]
     assert "not JSON" in errors["catalogue"]
     with client(path, [GROUP]) as api:
         body = get(api, "/recognition/top-200/brazil/latest?limit=1").json()
@@ -309,3 +309,19 @@ def test_requests_in_flight_stay_within_the_per_upstream_limit(tmp_path: Path) -
                                            transport=httpx.MockTransport(handler)))
     assert len(outcomes) == 1 + 43 and {o.status for o in outcomes} == {"ok"}
     assert peak == GROUP.per_upstream
+
+
+def test_a_catalogue_that_shrinks_past_the_threshold_is_refused(recognition_data: Path, tmp_path: Path) -> None:
+    """A catalogue cut to a few entries would silently drop hundreds of charts: refused, the last one stays."""
+    path = copy_data(recognition_data, tmp_path / "data")
+    listed = samples.locations()
+    listed["countries"] = listed["countries"][:2]  # type: ignore[index]
+    table = {request_key(shazam.locations_request()): Reply(json.dumps(listed).encode(), 200, "application/json")}
+    with data_dir(path):
+        outcomes = asyncio.run(crawl_group(GROUP, {"chart_kind": "top-200"}, now=lambda: NOW,
+                                           transport=ReplayTransport({"SHAZAM": table})))
+    assert outcomes[0].target == "catalogue" and outcomes[0].status == "failed"
+    assert outcomes[0].error == ("catalogue: the upstream lists 25 charts, 275 before; a drop of more than 20% is "
+                                 "refused and the last catalogue stays in use")
+    with client(path, [GROUP]) as api:
+        assert get(api, "/recognition/health").json()["discovery"]["paths"] == 276

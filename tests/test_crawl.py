@@ -25,10 +25,11 @@ import httpx
 import msgspec
 import pytest
 
+from chartgw import upstreams
 from chartgw.crawl import KST, CrawlBusy, CrawlTarget, Outcome, RetryPolicy, crawl_lock, run_targets
 from chartgw.groups.korea_chart import GROUP, RisingEntry, rising_entries, targets
 from chartgw.records import KoreaEntry
-from chartgw.replay import ReplayKey, ReplayServer, Reply, replay_key
+from chartgw.replay import ReplayKey, ReplayServer, Reply, answer_key, replay_key
 from chartgw.samples import sample_rows
 from chartgw.samples.korea import all_replies, site_replies
 from tests.fixtures import FIXED_NOW, copy_data
@@ -174,11 +175,10 @@ def test_backoff_doubles_with_jitter(data: Path, waits: list[float]) -> None:
 @pytest.mark.parametrize(("retry_after", "expected"), [
     ("2", 2.0),
     (" 7 ", 7.0),
-    ("120", 30.0),  # capped at RetryPolicy.max_wait_seconds
+    ("30", 30.0),  # up to RetryPolicy.max_wait_seconds
 ])
-def test_retry_after_seconds_is_honoured_but_capped(data: Path, waits: list[float], retry_after: str,
-                                                    expected: float) -> None:
-    """The upstream's Retry-After decides the wait, up to the 30 s cap."""
+def test_retry_after_seconds_is_honoured(data: Path, waits: list[float], retry_after: str, expected: float) -> None:
+    """The upstream's Retry-After decides the wait, up to the 30 s the policy allows."""
     transport, seen = _scripted([(429, {"Retry-After": retry_after})], _melon_body())
     (outcome,) = _crawl(_melon_realtime(), transport)
     assert outcome.status == "ok" and len(seen) == 2
@@ -194,11 +194,16 @@ def test_retry_after_date_and_garbage(data: Path, waits: list[float]) -> None:
     assert 17.0 <= waits[0] <= 20.0 and 0.02 <= waits[1] <= 0.04, waits
 
 
-def test_cap_is_the_policy_max_wait(data: Path, waits: list[float]) -> None:
-    """A stricter policy caps Retry-After at its own max_wait_seconds."""
-    transport, _ = _scripted([(429, {"Retry-After": "3600"})], _melon_body())
-    (outcome,) = _crawl(_melon_realtime(), transport, policy=RetryPolicy(max_wait_seconds=1.5, delay_seconds=0))
-    assert outcome.status == "ok" and waits == [1.5]
+@pytest.mark.parametrize(("retry_after", "policy"), [("120", RetryPolicy()),
+                                                     ("3600", RetryPolicy(max_wait_seconds=1.5, delay_seconds=0))])
+def test_a_retry_after_past_the_policy_gives_up_and_says_so(data: Path, waits: list[float], retry_after: str,
+                                                            policy: RetryPolicy) -> None:
+    """Asked to wait longer than the policy allows, the crawl does not ask again early: it fails, saying why."""
+    transport, seen = _scripted([(429, {"Retry-After": retry_after})], _melon_body())
+    (outcome,) = _crawl(_melon_realtime(), transport, policy=policy)
+    assert outcome.status == "failed" and len(seen) == 1 and waits == []
+    assert outcome.http_status == 429
+    assert outcome.error == f"{MELON_URL}: the upstream asked to wait {retry_after}s (Retry-After); giving up until the next run"
 
 
 @pytest.mark.parametrize("status", [404, 403, 410])
@@ -495,7 +500,7 @@ def test_cli_exits_non_zero_with_one_line_when_the_upstream_answers_500(seeded: 
         done = _cli(seeded, "--site", "portal-a", "--chart-type", "realtime", MELON=server.origin)
     finally:
         server.stop()
-    url = f"{server.origin}/chart/index.htm"
+    url = "https://www.melon.com/chart/index.htm"  # shown under the real origin, never the replay server's
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr.splitlines() == [
         f"chartgw crawl: 1 of 1 targets failed; first: portal-a/realtime: {url} answered HTTP 500"]
@@ -510,3 +515,59 @@ def test_cli_refuses_a_chart_type_the_site_does_not_have(data: Path) -> None:
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.splitlines() == ["chartgw crawl: chart_type: Input should be 'all_age', 'rising' or 'rising_hourly'"]
     assert not (data / f"{GROUP_NAME}.sqlite").exists()
+
+
+
+
+# --- redirects, body size, the deadline -----------------------------------------------------------------------
+
+def _redirecting(location: str, body: bytes) -> tuple[httpx.MockTransport, list[httpx.Request]]:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if len(seen) == 1:
+            return httpx.Response(302, headers={"location": location})
+        return httpx.Response(200, content=body, headers={"content-type": "text/html; charset=utf-8"})
+
+    return httpx.MockTransport(handler), seen
+
+
+def test_a_redirect_within_the_origin_is_followed_and_the_final_url_logged(data: Path) -> None:
+    transport, seen = _redirecting("/chart/index.htm?moved=1", _melon_body())
+    (outcome,) = _crawl(_melon_realtime(), transport)
+    assert outcome.status == "ok" and len(seen) == 2
+    assert _query(data, "SELECT source FROM snapshots WHERE target = 'portal-a/realtime'") == [
+        (f"{MELON_URL}?moved=1",)]
+
+
+def test_a_redirect_to_another_host_is_not_followed(data: Path) -> None:
+    transport, seen = _redirecting("https://login.example.net/captcha", _melon_body())
+    (outcome,) = _crawl(_melon_realtime(), transport)
+    assert len(seen) == 1 and outcome.status == "failed" and outcome.http_status == 302
+    assert outcome.error == f"{MELON_URL}: redirected to another host (login.example.net); not followed"
+    assert _query(data, "SELECT count(*) FROM snapshots") == [(0,)]
+
+
+def test_a_body_past_the_upstreams_cap_is_not_read(data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(upstreams.BODY_LIMITS, "MELON", 64 * 1024)
+    transport, _ = _scripted([], _melon_body() + b" " * (2 * 1024 * 1024))
+    (outcome,) = _crawl(_melon_realtime(), transport)
+    assert outcome.status == "failed"
+    assert outcome.error == f"{MELON_URL}: the body is larger than 65536 bytes; not read further"
+
+
+def test_the_deadline_counts_from_the_request_not_the_queue(data: Path) -> None:
+    """Four charts through one connection slot, each answered in 0.3 s, with a 0.5 s deadline: all commit,
+    though the last waited 0.9 s for its turn."""
+    table = all_replies(FIXED_NOW, 1)["MELON"]
+
+    async def slow(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(0.3)
+        reply = table[answer_key(request.method, str(request.url.raw_path, "ascii"), "", b"")]
+        return httpx.Response(200, content=reply.body, headers={"content-type": reply.content_type})
+
+    chosen = [t for t in targets({"site": "portal-a"}) if t.key != "portal-a/hot100_d30"]  # four charts
+    policy = RetryPolicy(per_upstream=1, delay_seconds=0, target_deadline_seconds=0.5)
+    outcomes = _crawl(chosen, httpx.MockTransport(slow), policy=policy)
+    assert [o.status for o in outcomes] == ["ok"] * 4, [o.error for o in outcomes]

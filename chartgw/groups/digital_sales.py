@@ -73,6 +73,10 @@ COMBO_SLUGS = tuple(c.slug for c in COMBOS)
 COMBOS_BY_SLUG = {c.slug: c for c in COMBOS}
 
 
+MIN_FEED_ROWS = 25
+"""The fewest rows a feed must give (or all asked, below that) to be committed."""
+
+
 def countries() -> tuple[str, ...]:
     """The configured storefronts, read on each use so a changed setting needs no restart."""
     return config.get(COUNTRIES_SETTING)
@@ -111,9 +115,10 @@ def _build(combo: Combo, country: str, fetched: list[Fetched], ctx: CrawlContext
 
 
 def _target(combo: Combo, country: str, limit: int) -> CrawlTarget:
-    # A feed may hold fewer rows than asked (small storefronts), so no expected row count.
+    # A feed may hold fewer rows than asked (small storefronts), so no exact row count; but a feed cut to a
+    # handful of rows is a feed gone wrong, never a chart.
     return CrawlTarget(target_key(combo.slug, country), tuple(itunes.requests_for(country, combo.feed, limit)),
-                       partial(_build, combo, country), None)
+                       partial(_build, combo, country), None, min_rows=min(limit, MIN_FEED_ROWS))
 
 
 def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:

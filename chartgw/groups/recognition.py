@@ -65,6 +65,10 @@ def _build_catalogue(fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnaps
     found = fetched[0]
     entries = [stored_entry(e, rank=i, title=e.path, artists=[e.kind], item_id=e.path)
                for i, e in enumerate(shazam.discover(found.body), start=1)]
+    before = len(ctx.store.latest_records(CATALOGUE))
+    if before and len(entries) < before * (1 - MAX_CATALOGUE_SHRINK):
+        raise CrawlError(f"{CATALOGUE}: the upstream lists {len(entries)} charts, {before} before; a drop of more "
+                         f"than {MAX_CATALOGUE_SHRINK:.0%} is refused and the last catalogue stays in use")
     return [NewSnapshot(CATALOGUE, ctx.now.astimezone(KST).date().isoformat(), None, ctx.now, found.url, entries,
                         raw=found.body, raw_type="application/json")]
 
@@ -80,11 +84,17 @@ def discovery() -> list[CrawlTarget]:
     return [CrawlTarget(CATALOGUE, (shazam.locations_request(),), _build_catalogue, None)]
 
 
+MIN_ROWS = {"top-200": 100, "genre": 20, "viral": 20, "top-50": 20}
+"""The fewest rows a chart of each kind must have: real charts can be shorter than their name says (no
+exact count is imposed), but a chart cut to a few rows is an upstream gone wrong."""
+MAX_CATALOGUE_SHRINK = 0.2
+"""A discovered catalogue with more than this share fewer charts than the stored one is refused."""
+
+
 def chart_target(entry: CatalogueEntry) -> CrawlTarget:
-    """A chart's crawl: its first upstream path's CSV. Real charts can be shorter than their name says,
-    so no row count is imposed; the runner still requires ranks 1..n."""
+    """A chart's crawl: its first upstream path's CSV, at least its kind's MIN_ROWS, ranks 1..n."""
     return CrawlTarget(entry.path, (shazam.csv_request(entry.upstream_paths[0]),),
-                       partial(_build_chart, entry.path), None)
+                       partial(_build_chart, entry.path), None, min_rows=MIN_ROWS[entry.kind])
 
 
 def stored_catalogue() -> list[CatalogueEntry]:

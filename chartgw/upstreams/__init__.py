@@ -14,9 +14,13 @@ from chartgw.config import Setting, get, upstream_setting
 
 ORIGINS: dict[str, str] = {}
 """Every declared upstream's real origin by name, filled as the upstream modules are imported."""
+BODY_LIMITS: dict[str, int] = {}
+DEFAULT_BODY_LIMIT = 32 * 1024 * 1024
+"""The most a crawl reads of one answer, unless the upstream declares otherwise: a chart page or feed is
+far smaller, so more is an upstream gone wrong (or hostile), never a chart."""
 
 
-def declare_upstream(name: str, origin: str) -> str:
+def declare_upstream(name: str, origin: str, max_body_bytes: int = DEFAULT_BODY_LIMIT) -> str:
     """Declare upstream `name` (`CHARTGW_UPSTREAM_<name>` replaces its origin) with its real origin; returns `name`.
 
     Each upstream module declares its own, beside its parsers: `UPSTREAM = declare_upstream("MELON", "https://...")`.
@@ -25,7 +29,12 @@ def declare_upstream(name: str, origin: str) -> str:
     assert origin.count("/") == 2 and "://" in origin, f"an origin is scheme://host[:port]: {origin!r}"
     known = ORIGINS.setdefault(name, origin)
     assert known == origin, f"upstream {name} declared twice with different origins"
+    BODY_LIMITS[name] = max_body_bytes
     return name
+
+
+def body_limit(name: str) -> int:
+    return BODY_LIMITS.get(name, DEFAULT_BODY_LIMIT)
 
 
 class UpstreamFormatError(ValueError):
