@@ -43,7 +43,7 @@ def test_odd_request_targets_are_a_json_404_not_a_500(korea_data: Path, method: 
 
 def test_the_trailing_slash_redirect_is_relative_and_keeps_the_query(korea_data: Path) -> None:
     with client(korea_data, [GROUP]) as api:
-        status, headers, body = _raw(api.app, "GET", "/korea-chart/portal-a/charts/realtime/", b"limit=3")
+        status, headers, _ = _raw(api.app, "GET", "/korea-chart/portal-a/charts/realtime/", b"limit=3")
         assert status == 307 and headers[b"location"] == b"/korea-chart/portal-a/charts/realtime?limit=3"
         assert b"evil" not in headers[b"location"] and headers[b"content-type"] == b"application/json"
         status, headers, _ = _raw(api.app, "GET", "/korea-chart")
