@@ -4,7 +4,17 @@ modules plus one line here."""
 from __future__ import annotations
 
 from chartgw.group import Group
-from chartgw.groups import digital_sales, korea_chart, recognition, streaming, video
+from chartgw.groups import (
+    digital_sales,
+    korea_chart,
+    ranking_charts,
+    recognition,
+    short_video,
+    social_trends,
+    streaming,
+    uk_charts,
+    video,
+)
 
 GROUPS: tuple[Group, ...] = (
     streaming.GROUP,
@@ -12,5 +22,9 @@ GROUPS: tuple[Group, ...] = (
     digital_sales.GROUP,
     korea_chart.GROUP,
     recognition.GROUP,
+    ranking_charts.GROUP,
+    uk_charts.GROUP,
+    social_trends.GROUP,
+    short_video.GROUP,
 )
 

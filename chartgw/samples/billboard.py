@@ -120,6 +120,12 @@ def _past(slug: str, song: GlobalSong, previous_rank: int | None, size: int) -> 
     return None
 
 
+def _long_ago(slug: str, song: GlobalSong, size: int) -> tuple[int, int]:
+    """A stable made-up (weeks, peak) for a song that charted before the sample weeks."""
+    number = stable_number(slug, song.title, "past")
+    return 1 + number % 15, 1 + (number // 15) % size
+
+
 @cache
 def sample_weeks(slug: str, weeks: int, size: int | None = None) -> tuple[tuple[SampleEntry, ...], ...]:
     """Weeks 0..weeks-1 of a sample chart, each week's rows agreeing with the week before."""
@@ -132,9 +138,15 @@ def sample_weeks(slug: str, weeks: int, size: int | None = None) -> tuple[tuple[
     for variant in range(weeks):
         rows = _rows(slug, variant, rows_per_week)
         week: list[SampleEntry] = []
+        fresh = 0
         for row in rows:
             song = row.song
             past = history.get(song.title) or _past(slug, song, row.previous_rank, rows_per_week)
+            if row.previous_rank is None and song.title not in history:
+                # A week's first newcomer unseen in the samples debuts and its second re-enters (from a made-up
+                # past), so every week of a chart with two such newcomers shows both markers.
+                past = None if fresh == 0 else past if fresh > 1 else past or _long_ago(slug, song, rows_per_week)
+                fresh += 1
             weeks_so_far, peak = (past[0] + 1, min(past[1], row.rank)) if past else (1, row.rank)
             at_no1 = None
             if row.rank == 1:

@@ -1,0 +1,599 @@
+"""/short-video: TikTok's popular-track charts by country and interval, read through the Chartmetric API.
+
+A crawl of one chart (`{code2}/{interval}`, e.g. `us/daily`, `global/weekly`):
+1. an access token: the one kept from an earlier crawl while it has more than a minute left, else
+   `POST /api/token` with `CHARTGW_CHARTMETRIC_REFRESH_TOKEN`. The token and its expiry are kept in
+   `<data dir>/short-video.chartmetric-token.json` (mode 0600) for the next crawl;
+2. `GET /api/charts/tiktok/tracks` for yesterday's chart (UTC), pages of 100 by `offset` until the chart's
+   `obj.length`. A 401 renews the token once and asks the page again;
+3. one snapshot per chart, dated by the rows' `added_at`, committed only when every page came and the rows
+   number `obj.length`. Any failure leaves the last good snapshot and logs one failed fetch-log row.
+
+The platform's crawl targets fetch a fixed list of requests; this flow (token, then as many pages as the chart
+has) runs inside the target's build with a synchronous httpx client (`http_client`, which tests replace with
+a MockTransport), so the chart still commits through the platform (`run_targets`: checks, fetch log, run).
+
+The Chartmetric format is known from its documentation and public client code only: no real answer is captured.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from datetime import datetime, timedelta
+from functools import partial
+from pathlib import Path
+from urllib.parse import urlencode
+
+import httpx
+import msgspec
+
+from chartgw import config
+from chartgw.clock import fixed
+from chartgw.countries import COUNTRIES, GLOBAL, country_code
+from chartgw.crawl import RETRY_STATUSES, USER_AGENT, CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, request_url
+from chartgw.endpoints import Call, Route, not_found
+from chartgw.group import EntryMapping, Group, Schedule, crawl_group
+from chartgw.params import Param
+from chartgw.records import stored_entry
+from chartgw.replay import replay_upstreams
+from chartgw.responses import (
+    FETCH_LOGS_ROUTE,
+    HealthHead,
+    SnapshotMeta,
+    TargetStatus,
+    health_route,
+    records_array,
+    snapshot_meta,
+    snapshots_route,
+)
+from chartgw.samples import short_video as samples
+from chartgw.store import NewSnapshot, SnapshotRow, StoredEntry, parse_iso
+from chartgw.targets import TargetKey
+from chartgw.upstreams import UpstreamRequest, chartmetric
+from chartgw.upstreams.chartmetric import INTERVALS, PAGE_SIZE, AccessToken, ChartmetricError, ShortVideoEntry
+
+NAME = "short-video"
+CADENCE_SECONDS = {"daily": 86400, "weekly": 7 * 86400}
+TOKEN_FILE = f"{NAME}.chartmetric-token.json"
+TOKEN_MARGIN = timedelta(seconds=60)
+"""A kept access token is used only while it has more than this left."""
+MAX_ROWS = 5000
+"""A chart claiming more rows than this is a changed format, not a chart to page through."""
+POLITE_DELAY_SECONDS = 1.0
+"""Pause after each Chartmetric request against the real API (its plans allow about one request a second)."""
+
+
+def _intervals(value: str) -> tuple[str, ...]:
+    chosen = config.comma_list(value.lower())
+    unknown = [v for v in chosen if v not in INTERVALS]
+    if unknown or not chosen:
+        raise ValueError(f"must be a comma-separated list of {', '.join(INTERVALS)}, got {value!r}")
+    return chosen
+
+
+TOKEN_SETTING = config.Setting("CHARTMETRIC_REFRESH_TOKEN", "", "Chartmetric API refresh token (the account's API "
+                               "key); without it /short-video crawls nothing and serves what is stored",
+                               config.text, secret=True)
+COUNTRIES_SETTING = config.Setting("SHORT_VIDEO_COUNTRIES", "global,us,gb,de,fr,jp,kr,br,mx,id",
+                                   "TikTok charts /short-video crawls (`global` or ISO alpha-2)", config.countries)
+INTERVALS_SETTING = config.Setting("SHORT_VIDEO_INTERVALS", "daily,weekly",
+                                   "TikTok chart intervals /short-video crawls (`daily`, `weekly`)", _intervals)
+
+TARGET = TargetKey(("code2", "interval"))
+
+
+def countries() -> tuple[str, ...]:
+    return config.get(COUNTRIES_SETTING)
+
+
+def intervals() -> tuple[str, ...]:
+    return config.get(INTERVALS_SETTING)
+
+
+def refresh_token() -> str:
+    """The refresh token; a SettingError naming the variable when none is set."""
+    value = config.get(TOKEN_SETTING)
+    if not value:
+        raise config.SettingError(f"{TOKEN_SETTING.variable}: not set; /short-video needs a Chartmetric API refresh "
+                                  "token to crawl (stored charts are still served)")
+    return value
+
+
+def target_key(code2: str, interval: str) -> str:
+    return TARGET.make(code2, interval)
+
+
+def configured_charts() -> list[tuple[str, str]]:
+    return [(code2, interval) for code2 in countries() for interval in intervals()]
+
+
+# --- the Chartmetric session ------------------------------------------------------------------
+
+
+def http_client() -> httpx.Client:
+    """The HTTP client of a chart crawl (tests replace this with one on an httpx.MockTransport)."""
+    return httpx.Client(timeout=httpx.Timeout(20.0, connect=5.0), follow_redirects=True)
+
+
+class KeptToken(msgspec.Struct):
+    token: str
+    expires_at: str | None
+    refresh_hash: str
+    """sha256 of the refresh token it was exchanged for: a changed setting never reuses it."""
+
+
+def token_path() -> Path:
+    return config.data_dir() / TOKEN_FILE
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class ChartmetricSession:
+    """Access tokens and requests of one crawl: kept token first, a new one when it expires or on a 401."""
+
+    def __init__(self, client: httpx.Client, refresh: str, now: datetime) -> None:
+        self.client = client
+        self.refresh = refresh
+        self.now = now
+        self.requests = 0
+        self.exchanges = 0
+        self._token: str | None = None
+
+    def access_token(self) -> str:
+        if self._token is None:
+            kept = self._kept()
+            self._token = kept.token if kept is not None else self.exchange()
+        return self._token
+
+    def _kept(self) -> KeptToken | None:
+        path = token_path()
+        try:
+            kept = msgspec.json.decode(path.read_bytes(), type=KeptToken)
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if kept.refresh_hash != _hash(self.refresh):
+            return None
+        if kept.expires_at is None or parse_iso(kept.expires_at) - TOKEN_MARGIN <= self.now:
+            return None
+        return kept
+
+    def exchange(self) -> str:
+        """A new access token for the refresh token, kept for later crawls."""
+        response = self.send(chartmetric.token_request(self.refresh))
+        self.exchanges += 1
+        try:
+            token: AccessToken = chartmetric.parse_token(response.content, self.now, response.status_code)
+        except ChartmetricError as exc:
+            raise CrawlError(f"chartmetric token exchange refused ({exc}); check {TOKEN_SETTING.variable}",
+                             response.status_code) from None
+        # Without a stated lifetime the token is used for this crawl only.
+        kept = KeptToken(token.token, token.expires_at, _hash(self.refresh))
+        path = token_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp")
+        temporary.write_bytes(msgspec.json.encode(kept))
+        temporary.chmod(0o600)
+        temporary.replace(path)
+        self._token = token.token
+        return token.token
+
+    def send(self, req: UpstreamRequest) -> httpx.Response:
+        """One request with retries (connection errors, 429 and 5xx) and a polite pause after it."""
+        url = request_url(req)
+        backoff = config.get(config.RETRY_BACKOFF_SECONDS)
+        delay = POLITE_DELAY_SECONDS if config.get(config.CRAWL_DELAY_SECONDS) else 0.0
+        for attempt in range(1, 4):
+            try:
+                response = self.client.request(req.method, url, params=list(req.params) or None,
+                                               headers={"User-Agent": USER_AGENT, **dict(req.headers)}, content=req.body)
+            except httpx.TransportError as exc:
+                if attempt == 3:
+                    raise CrawlError(f"{url}: {type(exc).__name__}: {exc or 'connection failed'}") from exc
+                time.sleep(backoff * 2 ** (attempt - 1))
+                continue
+            finally:
+                self.requests += 1
+                if delay:
+                    time.sleep(delay)
+            if response.status_code in RETRY_STATUSES and attempt < 3:
+                time.sleep(backoff * 2 ** (attempt - 1))
+                continue
+            return response
+        raise AssertionError("unreachable")
+
+    def page(self, date: str, interval: str, code2: str | None, offset: int) -> chartmetric.TracksPage:
+        """One chart page; a 401 (or an auth error object) renews the token once and asks again."""
+        renewed = False
+        while True:
+            req = chartmetric.tracks_request(self.access_token(), date, interval, code2, PAGE_SIZE, offset)
+            response = self.send(req)
+            try:
+                return chartmetric.parse_tracks(response.content, response.status_code)
+            except ChartmetricError as exc:
+                if exc.unauthorized and not renewed:
+                    renewed = True
+                    self.exchange()
+                    continue
+                raise CrawlError(f"{request_url(req)} offset {offset}: {exc}", response.status_code) from None
+
+
+def chart_date_asked(now: datetime) -> str:
+    """The chart a crawl asks for: yesterday's (UTC); Chartmetric publishes a day's TikTok chart the next day."""
+    return (now - timedelta(days=1)).date().isoformat()
+
+
+def fetch_chart(session: ChartmetricSession, code2: str, interval: str, date: str,
+                ) -> tuple[str | None, list[ShortVideoEntry]]:
+    """Every page of one chart: (chart date the rows state, entries). Pages by `offset` until
+    `obj.length`; without a length, until a short page."""
+    upstream_code = None if code2 == GLOBAL else code2
+    first = session.page(date, interval, upstream_code, 0)
+    pages = [first]
+    length = first.length
+    if length is not None:
+        if length > MAX_ROWS:
+            raise CrawlError(f"{target_key(code2, interval)}: obj.length {length} is past {MAX_ROWS}; format changed?")
+        for offset in chartmetric.page_offsets(length)[1:]:
+            pages.append(session.page(date, interval, upstream_code, offset))
+    else:
+        while len(pages[-1].entries) == PAGE_SIZE and len(pages) * PAGE_SIZE < MAX_ROWS:
+            pages.append(session.page(date, interval, upstream_code, len(pages) * PAGE_SIZE))
+    dates = {p.chart_date for p in pages if p.chart_date is not None}
+    if len(dates) > 1:
+        raise CrawlError(f"{target_key(code2, interval)}: pages of several chart dates {sorted(dates)}")
+    entries = [e for p in pages for e in p.entries]
+    if length is not None and len(entries) != length:
+        raise CrawlError(f"{target_key(code2, interval)}: obj.length says {length} rows, the pages gave {len(entries)}")
+    return (dates.pop() if dates else None), entries
+
+
+def stored(entry: ShortVideoEntry) -> StoredEntry:
+    return stored_entry(entry, rank=entry.rank, title=entry.name, artists=entry.artists or ["unknown artist"],
+                        item_id=entry.track_id)
+
+
+def _build(code2: str, interval: str, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
+    date = chart_date_asked(ctx.now)
+    upstream_code = None if code2 == GLOBAL else code2
+    first = chartmetric.tracks_request("-", date, interval, upstream_code, PAGE_SIZE, 0)
+    url = f"{request_url(first)}?{urlencode(first.params)}"
+    with http_client() as client:
+        session = ChartmetricSession(client, refresh_token(), ctx.now)
+        stated, entries = fetch_chart(session, code2, interval, date)
+    if stated is not None and stated > date:
+        raise CrawlError(f"{target_key(code2, interval)}: asked for {date}, rows are of {stated}")
+    raw = msgspec.json.encode({"date": date, "interval": interval, "code2": code2, "rows": entries})
+    return [NewSnapshot(target=target_key(code2, interval), chart_date=stated or date, chart_hour=None,
+                        fetched_at=ctx.now, source=url, entries=[stored(e) for e in entries], raw=raw,
+                        raw_type="application/json")]
+
+
+def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+    refresh_token()  # no token: the crawl stops here with one line naming the setting
+    code2, interval = selection.get("code2"), selection.get("interval")
+    # A chart named on the command line is crawled even when the settings do not list it.
+    codes = (code2,) if code2 else countries()
+    chosen = (interval,) if interval else intervals()
+    return [CrawlTarget(target_key(c, i), (), partial(_build, c, i), None) for c in codes for i in chosen]
+
+
+# --- responses ----------------------------------------------------------------------------------
+
+
+class ChartCoverage(msgspec.Struct):
+    code2: str
+    interval: str
+    crawled: bool
+    """In the configured countries x intervals (CHARTGW_SHORT_VIDEO_COUNTRIES, _INTERVALS)."""
+    snapshot_id: int | None
+    chart_date: str | None
+    fetched_at: str | None
+    row_count: int | None
+    age_seconds: int | None
+    stale: bool
+
+
+class HealthResponse(HealthHead):
+    token_configured: bool
+    detail: str
+    coverage: list[ChartCoverage]
+    """Every configured chart, then any other chart that has stored snapshots."""
+
+
+class ChartResponse(msgspec.Struct):
+    code2: str
+    interval: str
+    snapshot: SnapshotMeta
+    total: int
+    """Rows of the whole chart."""
+    offset: int
+    count: int
+    entries: list[ShortVideoEntry]
+
+
+class TrackInfo(msgspec.Struct):
+    name: str
+    artist: str
+    isrc: str | None
+    track_id: str | None
+    sound_id: str | None
+
+
+class Appearance(msgspec.Struct):
+    chart_date: str
+    snapshot_id: int
+    fetched_at: str
+    rank: int
+    previous_rank: int | None
+    posts: int | None
+    views: int | None
+
+
+class TrackHistoryResponse(msgspec.Struct):
+    code2: str
+    interval: str
+    track_id: str | None
+    sound_id: str | None
+    track: TrackInfo | None
+    """The track as its newest appearance names it; null when it was on none of the stored charts."""
+    count: int
+    appearances: list[Appearance]
+    """Every stored chart (one per chart date) the track was on, newest first."""
+
+
+class Mover(msgspec.Struct):
+    rank: int | None
+    """The rank on this chart; null for a track that left."""
+    previous_rank: int | None
+    """The rank on the chart before; null for a new entry."""
+    name: str
+    artist: str
+    track_id: str | None
+    sound_id: str | None
+
+
+class Movement(msgspec.Struct):
+    chart_date: str
+    snapshot_id: int
+    row_count: int
+    previous_chart_date: str | None
+    """The chart compared against; null for the oldest stored chart (no entries in or out)."""
+    entered: list[Mover]
+    left: list[Mover]
+
+
+class MovementResponse(msgspec.Struct):
+    code2: str
+    interval: str
+    count: int
+    charts: list[Movement]
+    """Newest first: each stored chart (one per chart date) against the one before it."""
+
+
+# --- handlers -----------------------------------------------------------------------------------
+
+
+def _cadence(target: str) -> int:
+    parts = TARGET.parse(target) or {}
+    return CADENCE_SECONDS.get(parts.get("interval", "daily"), 86400)
+
+
+async def describe_health(call: Call, status: str, statuses: list[TargetStatus]) -> HealthResponse:
+    latest = {row.target: row for row in await call.data.reader.latest_per_target()}
+    configured = {target_key(c, i) for c, i in configured_charts()}
+    coverage = []
+    by_target = {s.target: s for s in statuses}
+    for target in [*by_target, *sorted(set(latest) - set(by_target))]:
+        parts = TARGET.parse(target)
+        if parts is None:
+            continue
+        row = latest.get(target)
+        s = by_target.get(target)
+        age = int((call.now - parse_iso(row.fetched_at)).total_seconds()) if row else None
+        stale = s.stale if s is not None else True
+        coverage.append(ChartCoverage(parts["code2"], parts["interval"], target in configured, row.id if row else None,
+                                      row.chart_date if row else None, row.fetched_at if row else None,
+                                      row.row_count if row else None, age, stale))
+    has_token = bool(config.get(TOKEN_SETTING))
+    if has_token:
+        detail = "crawling the configured TikTok charts through Chartmetric"
+    else:
+        detail = f"{TOKEN_SETTING.variable} is not set: nothing is crawled; stored charts are still served"
+        status = "degraded"
+    return HealthResponse(status, NAME, has_token, detail, coverage)
+
+
+def _code2(value: str) -> str:
+    return country_code(value)
+
+
+async def _latest(call: Call, code2: str, interval: str) -> SnapshotRow:
+    row = await call.data.reader.latest(target_key(code2, interval))
+    if row is None:
+        crawled = ", ".join(countries())
+        raise not_found(f"No {interval} TikTok chart of {code2} stored yet; crawled countries: {crawled} "
+                        f"(see /{NAME}/health)")
+    return row
+
+
+async def chart(call: Call) -> ChartResponse:
+    code2, interval = call.params["code2"], call.params["interval"]
+    row = await _latest(call, code2, interval)
+    offset, limit = call.params["offset"], call.params["limit"]
+    rows = await call.data.reader.fetchall(
+        "SELECT record FROM entries WHERE snapshot_id = ? ORDER BY position LIMIT ? OFFSET ?", (row.id, limit, offset))
+    records = [r[0] for r in rows]
+    return ChartResponse(code2, interval, snapshot_meta(row, _cadence(row.target), call.now), row.row_count, offset,
+                         len(records), records_array(records))
+
+
+def _chart_snapshots_sql() -> str:
+    """The newest snapshot of each chart date of one target."""
+    return "SELECT max(id) FROM snapshots WHERE target = ? GROUP BY chart_date"
+
+
+async def history(call: Call) -> TrackHistoryResponse | MovementResponse:
+    code2, interval = call.params["code2"], call.params["interval"]
+    track_id, sound_id = call.params["track_id"], call.params["sound_id"]
+    await _latest(call, code2, interval)
+    target = target_key(code2, interval)
+    if track_id is None and sound_id is None:
+        return await _movement(call, code2, interval, target)
+    reader = call.data.reader
+    where, params = [], [target]
+    if track_id is not None:
+        where.append("e.item_id = ?")
+        params.append(track_id)
+    if sound_id is not None:
+        where.append("instr(e.record, ?) > 0")
+        params.append(f'"{sound_id}"')
+    rows = await reader.fetchall(
+        f"SELECT s.chart_date, s.id, s.fetched_at, e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id"
+        f" WHERE s.id IN ({_chart_snapshots_sql()}) AND {' AND '.join(where)} ORDER BY s.chart_date DESC, e.position",
+        params)
+    appearances: list[Appearance] = []
+    track: TrackInfo | None = None
+    seen: set[int] = set()
+    for chart_date, snapshot_id, fetched_at, record in rows:
+        entry = msgspec.json.decode(record, type=ShortVideoEntry)
+        if sound_id is not None and sound_id not in entry.sound_ids and sound_id != entry.sound_id:
+            continue
+        if snapshot_id in seen:
+            continue
+        seen.add(snapshot_id)
+        if track is None:
+            track = TrackInfo(entry.name, entry.artist, entry.isrc, entry.track_id, entry.sound_id)
+        appearances.append(Appearance(chart_date, snapshot_id, fetched_at, entry.rank, entry.previous_rank,
+                                      entry.posts, entry.views))
+        if len(appearances) == call.params["limit"]:
+            break
+    return TrackHistoryResponse(code2, interval, track_id, sound_id, track, len(appearances), appearances)
+
+
+def _identity(entry: ShortVideoEntry) -> str:
+    if entry.track_id:
+        return f"cm:{entry.track_id}"
+    if entry.isrc:
+        return f"isrc:{entry.isrc}"
+    if entry.sound_id:
+        return f"sound:{entry.sound_id}"
+    return f"name:{entry.name.casefold()}|{entry.artist.casefold()}"
+
+
+def _mover(entry: ShortVideoEntry, rank: int | None, previous: int | None) -> Mover:
+    return Mover(rank, previous, entry.name, entry.artist, entry.track_id, entry.sound_id)
+
+
+async def _movement(call: Call, code2: str, interval: str, target: str) -> MovementResponse:
+    reader = call.data.reader
+    limit = call.params["limit"]
+    snapshot_rows = await reader.fetchall(
+        f"SELECT id, chart_date, row_count FROM snapshots WHERE id IN ({_chart_snapshots_sql()})"
+        " ORDER BY chart_date DESC LIMIT ?", (target, limit + 1))
+
+    async def entries_of(snapshot_id: int) -> dict[str, ShortVideoEntry]:
+        records = await reader.records(snapshot_id, MAX_ROWS)
+        decoded = (msgspec.json.decode(r, type=ShortVideoEntry) for r in records)
+        return {_identity(e): e for e in decoded}
+
+    charts: list[Movement] = []
+    loaded = [await entries_of(row[0]) for row in snapshot_rows]
+    for index, (snapshot_id, chart_date, row_count) in enumerate(snapshot_rows[:limit]):
+        current = loaded[index]
+        older = loaded[index + 1] if index + 1 < len(snapshot_rows) else None
+        if older is None:
+            charts.append(Movement(chart_date, snapshot_id, row_count, None, [], []))
+            continue
+        entered = [_mover(e, e.rank, None) for key, e in current.items() if key not in older]
+        left = [_mover(e, None, e.rank) for key, e in older.items() if key not in current]
+        charts.append(Movement(chart_date, snapshot_id, row_count, snapshot_rows[index + 1][1],
+                               sorted(entered, key=lambda m: m.rank or 0), sorted(left, key=lambda m: m.previous_rank or 0)))
+    return MovementResponse(code2, interval, len(charts), charts)
+
+
+# --- the route table ----------------------------------------------------------------------------
+
+CODE2 = Param("code2", default=GLOBAL, check=_code2,
+              description="ISO 3166-1 alpha-2 country code, or `global` for the worldwide chart")
+INTERVAL = Param("interval", kind="choice", choices=INTERVALS, default="daily", description="Chart interval")
+
+
+def _digits(value: str) -> str:
+    if not value.isdigit() or len(value) > 30:
+        raise ValueError("must be a numeric id")
+    return value
+
+
+ROUTES: tuple[Route, ...] = (
+    health_route(NAME, lambda: {target_key(c, i): CADENCE_SECONDS[i] for c, i in configured_charts()},
+                 "Latest snapshot coverage by country and interval, and whether a Chartmetric token is configured",
+                 describe=describe_health, response=HealthResponse),
+    Route("/chart", chart, (
+        CODE2, INTERVAL,
+        Param("limit", kind="int", default=100, ge=1, le=500, description="Rows to return"),
+        Param("offset", kind="int", default=0, ge=0, le=MAX_ROWS, description="Rows to skip, from rank 1"),
+    ), response=ChartResponse, summary="Popular TikTok tracks of a country (latest stored chart), paged"),
+    Route("/history", history, (
+        CODE2, INTERVAL,
+        Param("limit", kind="int", default=30, ge=1, le=400, description="Charts (chart dates) to return, newest first"),
+        Param("track_id", check=_digits, description="Chartmetric track id (`track_id` of an entry, `cm_track` upstream)"),
+        Param("sound_id", check=_digits, description="TikTok sound id (`sound_id` or one of `sound_ids` of an entry)"),
+    ), response=(TrackHistoryResponse, MovementResponse),
+        summary="A track's ranks and posts on every stored chart, or without a filter the chart's entries in and out"),
+    snapshots_route(_cadence, "Stored chart snapshots of every country and interval, newest first"),
+    FETCH_LOGS_ROUTE,
+)
+
+# --- demo -------------------------------------------------------------------------------------
+
+DEMO_SIZE = 150
+"""Rows of a demo chart: two pages of 100 and 50."""
+
+
+async def seed(now: datetime) -> list[Outcome]:
+    """Three daily charts (a day apart) and three weekly charts (a week apart) of every configured country, through
+    the real token exchange and paging against sample answers."""
+    settings: dict[str, str | None] = {TOKEN_SETTING.variable: samples.SAMPLE_REFRESH_TOKEN}
+    outcomes: list[Outcome] = []
+    with config.environment(settings), replay_upstreams({chartmetric.UPSTREAM: samples.token_replies()}) as servers:
+        server = servers[chartmetric.UPSTREAM]
+        codes = [None if c == GLOBAL else c for c in countries()]
+        for interval in intervals():
+            step = timedelta(days=7 if interval == "weekly" else 1)
+            for variant, back in enumerate((2, 1, 0)):
+                moment = now - step * back
+                asked = datetime.fromisoformat(chart_date_asked(moment)).date()
+                for code2 in codes:
+                    server.replies.update(samples.chart_replies(code2, interval, asked, variant, DEMO_SIZE))
+                outcomes += await crawl_group(GROUP, {"interval": interval}, now=fixed(moment))
+    return outcomes
+
+
+GROUP = Group(
+    name=NAME,
+    title="Short video (TikTok charts through Chartmetric)",
+    description="TikTok's popular-track charts by country (or global) and interval (daily, weekly), read through the "
+                "Chartmetric API with a refresh token, paged to the chart's full length and served from snapshots, "
+                "with each track's chart history and the chart's entries in and out. The Chartmetric format is known "
+                "from its documentation and public client code only.",
+    routes=ROUTES,
+    upstreams=(chartmetric.UPSTREAM,),
+    targets=targets,
+    crawl_options=(("code2", (GLOBAL, *COUNTRIES)), ("interval", INTERVALS)),
+    # Chartmetric publishes a day's TikTok chart the next day: the daily charts at 14:20 UTC (yesterday's),
+    # the weekly charts on Fridays at 14:40 UTC (the week up to Thursday).
+    schedules=(
+        Schedule("20 14 * * *", ("--interval", "daily"), "UTC", "TikTok daily charts (yesterday's) via Chartmetric"),
+        Schedule("40 14 * * 5", ("--interval", "weekly"), "UTC", "TikTok weekly charts via Chartmetric, Fridays"),
+    ),
+    retention_days={},
+    settings=(TOKEN_SETTING, COUNTRIES_SETTING, INTERVALS_SETTING),
+    seeder=seed,
+    entries=EntryMapping(market="target:0", artist=("artist",), artists="artists", title=("name",),
+                         ids={"isrc": "isrc", "analytics_track": "track_id"}),
+)
+
+assert set(CADENCE_SECONDS) == set(INTERVALS)
