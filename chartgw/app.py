@@ -55,10 +55,11 @@ def service_routes(group: Group) -> list[Route]:
     async def openapi(call: Call) -> dict[str, Any]:
         return document
 
+    # The document first: a group's catch-all path ("/{year}") must not shadow it.
     routes = [
         Route("/", root, public=True, errors=(), summary="Service root: what this group serves", response=GroupRoot),
-        *own,
         Route("/openapi.json", openapi, public=True, errors=(), summary="This OpenAPI document"),
+        *own,
     ]
     root_info.extend(EndpointInfo(r.method, f"/{group.name}{r.path}", "public" if r.public else "X-API-Key", r.summary)
                      for r in routes)

@@ -18,12 +18,17 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
+from chartgw.text import compact
+
 __all__ = [
+    "SEARCH_RULE",
     "InvalidParams",
     "Param",
     "Where",
     "literal_error",
     "parse_query",
+    "search_param",
+    "search_term",
     "validate",
 ]
 
@@ -240,3 +245,20 @@ def validate(params: Sequence[Param], path: Mapping[str, str], query: Mapping[st
     if errors:
         raise InvalidParams(errors)
     return values
+
+
+SEARCH_RULE = "must contain at least one letter or digit (case, accents and punctuation are ignored)"
+
+
+def search_term(value: str) -> str:
+    """A search term as every group reads it: kept as given, matched folded (case, accents and punctuation
+    removed, `chartgw.text.compact`); a term with no letter or digit left is a 422 saying so."""
+    if not compact(value):
+        raise ValueError(SEARCH_RULE)
+    return value
+
+
+def search_param(name: str = "q", *, required: bool = True, description: str = "") -> Param:
+    """The one declaration of a search parameter: a non-empty term under the search rule."""
+    return Param(name, required=required, min_length=1 if required else None, check=search_term,
+                 description=(description or "Text to find") + "; case, accents and punctuation are ignored")

@@ -310,7 +310,7 @@ def test_search_finds_artists_of_artist_charts_and_featured_artists(api: TestCli
 def test_search_needs_a_letter_or_digit(api: TestClient) -> None:
     assert error(api, "/search?q=%20-!", 422) == [{
         "type": "value_error", "loc": ["query", "q"],
-        "msg": "Value error, q must contain at least one letter or digit once case, accents and punctuation are removed",
+        "msg": "Value error, must contain at least one letter or digit (case, accents and punctuation are ignored)",
         "input": " -!", "ctx": {"error": {}}}]
     assert error(api, "/search", 422)[0]["type"] == "missing"
     assert error(api, "/search?q=", 422)[0]["type"] == "string_too_short"

@@ -127,7 +127,9 @@ def test_search_reads_only_the_latest_snapshot_of_each_chart(api: TestClient) ->
     assert brazil and {h["market"] for h in brazil} == {"brazil"}
     assert get(api, "/recognition/search?q=zzzz-no-such-song").json() == {"q": "zzzz-no-such-song", "count": 0,
                                                                         "hits": []}
-    assert get(api, "/recognition/search?q=!!!").json()["count"] == 0
+    no_letters = get(api, "/recognition/search?q=!!!")  # one search rule everywhere: a 422 saying why
+    assert no_letters.status_code == 422 and no_letters.json()["detail"][0]["msg"] == (
+        "Value error, must contain at least one letter or digit (case, accents and punctuation are ignored)")
 
 
 # --- refusals -------------------------------------------------------------------------------------------

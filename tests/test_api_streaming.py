@@ -207,7 +207,7 @@ def test_search_needs_a_letter_or_digit(api: TestClient) -> None:
     response = api.get("/streaming/search?q=%21%3F", headers=KEY_HEADERS)
     assert response.status_code == 422
     assert response.json() == {"detail": [{"type": "value_error", "loc": ["query", "q"],
-                                           "msg": "Value error, must contain at least one letter or digit",
+                                           "msg": "Value error, must contain at least one letter or digit (case, accents and punctuation are ignored)",
                                            "input": "!?", "ctx": {"error": {}}}]}
     empty = api.get("/streaming/search?q=", headers=KEY_HEADERS).json()
     assert empty == {"detail": [{"type": "string_too_short", "loc": ["query", "q"],

@@ -149,7 +149,7 @@ def test_the_oldest_week_has_no_previous_week(api: TestClient) -> None:
 def test_search_is_newest_week_first_with_chart_date_and_rank(api: TestClient) -> None:
     song = samples.sample_week("singles", 5)[0]
     body = get(api, f"/uk-charts/search?q={song.song.title.lower()}&chart_key=singles").json()
-    assert (body["query"], body["chart_key"]) == (song.song.title.lower(), "singles")
+    assert (body["q"], body["chart_key"]) == (song.song.title.lower(), "singles")
     hits = body["hits"]
     assert hits and [h["chart_date"] for h in hits] == sorted((h["chart_date"] for h in hits), reverse=True)
     assert len({h["chart_date"] for h in hits}) == len(hits)  # one hit per week of one chart
@@ -239,8 +239,8 @@ def test_422_bodies_are_fastapis(api: TestClient) -> None:
         "Input should be a valid date or datetime, day value is outside expected range")
     assert get(api, "/uk-charts/search?q=%20!%3F%20").json() == {"detail": [{
         "type": "value_error", "loc": ["query", "q"],
-        "msg": "Value error, q must contain at least one letter or digit once case, accents and punctuation are "
-               "removed", "input": " !? ", "ctx": {"error": {}}}]}
+        "msg": "Value error, must contain at least one letter or digit (case, accents and punctuation are ignored)",
+        "input": " !? ", "ctx": {"error": {}}}]}
     assert get(api, "/uk-charts/search").json() == {"detail": [{
         "type": "missing", "loc": ["query", "q"], "msg": "Field required", "input": None}]}
 

@@ -60,3 +60,25 @@ def test_an_integer_of_5000_digits_is_a_422_with_a_bounded_echo(korea_data: Path
     assert junk.status_code == 422 and junk.json()["detail"][0]["type"] == "int_parsing"
     for response in (huge, junk):
         assert len(response.content) < 1000 and response.json()["detail"][0]["input"].endswith("...")
+
+
+def test_one_search_rule_everywhere(all_groups_data: Path) -> None:
+    """Every search parameter of every group refuses a term with no letter or digit, with the same 422."""
+    from chartgw.app import service_routes
+    from chartgw.groups import GROUPS
+    from chartgw.params import SEARCH_RULE, search_term
+
+    checked = 0
+    with client(all_groups_data) as api:
+        for group in GROUPS:
+            for route in service_routes(group):
+                searched = [p for p in route.params if p.check is search_term]
+                if route.method != "GET" or "{" in route.path or not searched:
+                    continue
+                for param in searched:
+                    response = api.get(f"/{group.name}{route.path}?{param.name}=%F0%9F%98%80%20!", headers=KEY_HEADERS)
+                    assert response.status_code == 422, (group.name, route.path, response.text)
+                    error = next(e for e in response.json()["detail"] if e["loc"] == ["query", param.name])
+                    assert error["msg"] == f"Value error, {SEARCH_RULE}"
+                    checked += 1
+    assert checked >= 5

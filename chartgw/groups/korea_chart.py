@@ -28,7 +28,7 @@ from chartgw.clock import fixed
 from chartgw.crawl import KST, CrawlContext, CrawlTarget, Fetched, Outcome, PartialCrawl, run_targets
 from chartgw.endpoints import ApiError, Call, Route, not_found
 from chartgw.group import EntryMapping, Group, Schedule
-from chartgw.params import InvalidParams, Param, literal_error
+from chartgw.params import InvalidParams, Param, literal_error, search_param
 from chartgw.records import KoreaEntry, ParsedChart, RankStatus, stored_entry
 from chartgw.refresh import crawl_in_subprocess
 from chartgw.replay import replay_upstreams
@@ -438,7 +438,7 @@ ROUTES: tuple[Route, ...] = (
           response=(ChartResponse, RisingChartResponse),
           summary="Latest chart of a site (chart_type defaults to the site's first) with rank_change and rank_status"),
     Route("/charts/compare", compare, (
-        Param("keyword", description="Keep songs whose title or artist contains this (normalised)"),
+        search_param("keyword", required=False, description="Keep songs whose title or artist contains this"),
         Param("chart_type", kind="choice", choices=COMPARE_TYPES, default="realtime", description="Common chart type"),
         Param("limit", kind="int", default=50, ge=1, le=300, description="Songs to return"),
     ), response=CompareResponse, summary="portal-a, -b and -c merged by normalised title and artist"),

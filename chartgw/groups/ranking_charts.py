@@ -33,7 +33,7 @@ from chartgw.clock import Clock, fixed, utc_now
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, RetryPolicy, import_builds, run_targets
 from chartgw.endpoints import ApiError, Call, Route, not_found
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group
-from chartgw.params import Param
+from chartgw.params import Param, search_term
 from chartgw.records import stored_entry
 from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.responses import FETCH_LOGS_ROUTE, SnapshotMeta, health_route, snapshot_meta
@@ -585,12 +585,6 @@ def chart_slug(value: str) -> str:
     return value
 
 
-def searchable(value: str) -> str:
-    if not compact(value):
-        raise ValueError("q must contain at least one letter or digit once case, accents and punctuation are removed")
-    return value
-
-
 CHART = Param("chart_slug", "path", check=chart_slug, description="Billboard chart slug as in /ranking-charts/charts "
                                                                  "(\"hot-100\", \"billboard-200\", \"artist-100\")")
 LIMIT = Param("limit", kind="int", default=200, ge=1, le=200, description="Entries to return, from the first")
@@ -633,7 +627,7 @@ ROUTES: tuple[Route, ...] = (
         LIMIT, INCLUDE_RAW,
     ), response=CHART_RESPONSES, summary="The chart of the week containing a day"),
     Route("/search", search, (
-        Param("q", required=True, min_length=1, check=searchable,
+        Param("q", required=True, min_length=1, check=search_term,
               description="Text in a title or artist; case, accents and punctuation are ignored"),
         Param("chart_slug", check=chart_slug, description="Only this chart; every chart when absent"),
         Param("limit", kind="int", default=50, ge=1, le=500, description="Rows to return"),

@@ -23,7 +23,7 @@ from chartgw.countries import code_of_slug
 from chartgw.crawl import KST, CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import EntryMapping, Group, Schedule, crawl_group
-from chartgw.params import InvalidParams, Param, Where, literal_error
+from chartgw.params import InvalidParams, Param, Where, literal_error, search_param
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
 from chartgw.responses import HealthHead, SnapshotMeta, age_seconds, records_array, snapshot_meta, stored_record
@@ -411,7 +411,7 @@ ROUTES: tuple[Route, ...] = (
     ), errors=(), response=SnapshotsResponse, max_age=MAX_AGE, cache_ttl=60,
         summary="Stored chart snapshots, newest first"),
     Route("/search", search, (
-        Param("q", required=True, min_length=1, description="Text in an artist or a title (case and accents ignored)"),
+        search_param(description="Text in an artist or a title"),
         CHART_KIND,
         _slug_param("market", "query", "Only this market"),
         LIST_LIMIT,

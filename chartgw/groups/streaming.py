@@ -26,7 +26,7 @@ from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
 from chartgw.endpoints import ApiError, Call, Route, not_found
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group
-from chartgw.params import InvalidParams, Param
+from chartgw.params import InvalidParams, Param, search_term
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
 from chartgw.responses import (
@@ -245,7 +245,7 @@ class SearchHit(msgspec.Struct):
 
 
 class SearchResponse(msgspec.Struct):
-    query: str
+    q: str
     country: str | None
     chart_type: str | None
     count: int
@@ -399,12 +399,6 @@ async def describe_health(call: Call, status: str, statuses: list[TargetStatus])
 
 # --- the route table ----------------------------------------------------------------------------
 
-def _searchable(value: str) -> str:
-    if not compact(value):
-        raise ValueError("must contain at least one letter or digit")
-    return value
-
-
 def _title(value: str) -> str:
     if not title_key(value):
         raise ValueError("must contain at least one letter or digit")
@@ -433,13 +427,13 @@ ROUTES: tuple[Route, ...] = (
     Route("/dates", dates, (COUNTRY, CHART_TYPE), response=DatesResponse,
           summary="Chart dates stored for a country and chart type, newest first"),
     Route("/search", search, (
-        Param("q", required=True, min_length=1, check=_searchable,
+        Param("q", required=True, min_length=1, check=search_term,
               description="Words of a title or artist; case, accents and punctuation are ignored, any script"),
         ANY_COUNTRY, ANY_CHART_TYPE,
         Param("limit", kind="int", default=50, ge=1, le=500, description="Hits to return"),
     ), errors=(), response=SearchResponse, summary="Tracks whose title or artist contains q, in every stored chart"),
     Route("/history", history, (
-        Param("artist", required=True, min_length=1, check=_searchable,
+        Param("artist", required=True, min_length=1, check=search_term,
               description="An artist credited on the track (contained, normalised)"),
         Param("title", required=True, min_length=1, check=_title,
               description="The track title (normalised; featuring credits ignored)"),

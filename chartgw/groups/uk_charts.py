@@ -49,7 +49,7 @@ from chartgw.crawl import (
 )
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group
-from chartgw.params import Param
+from chartgw.params import Param, search_term
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
 from chartgw.responses import (
@@ -485,7 +485,7 @@ class SearchHit(msgspec.Struct):
 
 
 class SearchResponse(msgspec.Struct):
-    query: str
+    q: str
     chart_key: str | None
     count: int
     hits: list[SearchHit]
@@ -645,12 +645,6 @@ async def search(call: Call) -> SearchResponse:
 
 # --- the route table ------------------------------------------------------------------------------
 
-def _searchable(value: str) -> str:
-    if not compact(value):
-        raise ValueError("q must contain at least one letter or digit once case, accents and punctuation are removed")
-    return value
-
-
 CHART_KEY_HELP = "A chart key (singles, albums, dance-singles, ...; listed at /uk-charts/charts)"
 CHART_KEY = Param("chart_key", "path", description=CHART_KEY_HELP)
 ANY_CHART = Param("chart_key", description=CHART_KEY_HELP + "; every chart when absent")
@@ -666,7 +660,7 @@ ROUTES: tuple[Route, ...] = (
         Param("limit", kind="int", default=50, ge=1, le=500, description="Snapshots to return, newest fetch first"),
     ), response=SnapshotsResponse, summary="Stored chart weeks, newest fetch first, optionally of one chart"),
     Route("/search", search, (
-        Param("q", required=True, min_length=1, check=_searchable,
+        Param("q", required=True, min_length=1, check=search_term,
               description="Words of a title or artist; case, accents and punctuation are ignored"),
         ANY_CHART,
         Param("limit", kind="int", default=50, ge=1, le=500, description="Hits to return"),
