@@ -6,6 +6,7 @@ from __future__ import annotations
 from chartgw.group import Group
 from chartgw.groups import (
     digital_sales,
+    dj_rankings,
     korea_chart,
     ranking_charts,
     recognition,
@@ -26,5 +27,6 @@ GROUPS: tuple[Group, ...] = (
     uk_charts.GROUP,
     social_trends.GROUP,
     short_video.GROUP,
+    dj_rankings.GROUP,
 )
 
