@@ -25,6 +25,7 @@ from chartgw.group import Group
 from chartgw.groups import GROUPS
 from chartgw.legacy import LegacyPrefixMiddleware
 from chartgw.openapi import build_document
+from chartgw.responses import FETCH_LOGS_ROUTE
 
 
 class EndpointInfo(msgspec.Struct):
@@ -43,7 +44,8 @@ class GroupRoot(msgspec.Struct):
 
 
 def service_routes(group: Group) -> list[Route]:
-    """The group's own routes plus what every group has: its public root and its OpenAPI document."""
+    """The group's own routes plus what every group has: its public root, its OpenAPI document and the
+    log of its crawl attempts."""
     own = list(group.routes)
     root_info: list[EndpointInfo] = []
 
@@ -55,12 +57,14 @@ def service_routes(group: Group) -> list[Route]:
     async def openapi(call: Call) -> dict[str, Any]:
         return document
 
-    # The document first: a group's catch-all path ("/{year}") must not shadow it.
+    # The platform's routes first: a group's catch-all path ("/{year}") must not shadow them.
     routes = [
         Route("/", root, public=True, errors=(), summary="Service root: what this group serves", response=GroupRoot),
         Route("/openapi.json", openapi, public=True, errors=(), summary="This OpenAPI document"),
+        FETCH_LOGS_ROUTE,
         *own,
     ]
+    assert len({(r.method, r.path) for r in routes}) == len(routes), f"{group.name} declares a platform route itself"
     root_info.extend(EndpointInfo(r.method, f"/{group.name}{r.path}", "public" if r.public else "X-API-Key", r.summary)
                      for r in routes)
     document.update(build_document(group.name, group.title, group.description, routes))

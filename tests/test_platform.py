@@ -191,3 +191,13 @@ def test_a_mapping_reads_what_it_declares() -> None:
     assert mapping.read("catalogue", record) is None
     assert mapping.read("songs/kr", {"title": "no artist"}) is None
     assert msgspec.json.decode(msgspec.json.encode(entry.ids)) == {"isrc": "KRA382400001"}
+
+
+def test_every_group_has_the_platform_routes_first() -> None:
+    """Root, OpenAPI document and fetch log come from the platform, ahead of the group's own routes."""
+    from chartgw.app import service_routes
+
+    for group in GROUPS:
+        paths = [route.path for route in service_routes(group)]
+        assert paths[:3] == ["/", "/openapi.json", "/fetch-logs"], group.name
+        assert "/health" in paths, group.name

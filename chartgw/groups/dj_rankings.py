@@ -36,7 +36,7 @@ from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedul
 from chartgw.params import Param, search_param
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
-from chartgw.responses import FETCH_LOGS_ROUTE, HealthHead, SnapshotMeta, records_array, snapshot_meta
+from chartgw.responses import HealthHead, SnapshotMeta, records_array, snapshot_meta
 from chartgw.samples import dj_rankings as samples
 from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, SnapshotWriter, StoredEntry, group_db_path, parse_iso
 from chartgw.targets import TargetKey
@@ -863,7 +863,6 @@ YEAR = Param("year", "path", kind="int", description="Poll year, as listed by /d
 ROUTES: tuple[Route, ...] = (
     Route("/health", health, public=True, cache_ttl=5, errors=(), response=HealthResponse,
           summary="The latest list's age and how many DJs have a fresh page and discography"),
-    FETCH_LOGS_ROUTE,
     Route("/years", years_list, errors=(), response=YearsResponse, summary="The poll years held, newest first"),
     Route("/search", search, (
         search_param(description="Text in a DJ's name"),

@@ -36,7 +36,7 @@ from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedul
 from chartgw.params import Param, search_term
 from chartgw.records import stored_entry
 from chartgw.replay import Reply, replay_upstreams, request_key
-from chartgw.responses import FETCH_LOGS_ROUTE, SnapshotMeta, health_route, snapshot_meta
+from chartgw.responses import SnapshotMeta, health_route, snapshot_meta
 from chartgw.samples import billboard as samples
 from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, SnapshotWriter, StoredEntry, glob_escape, group_db_path
 from chartgw.text import compact, split_artists
@@ -632,7 +632,6 @@ ROUTES: tuple[Route, ...] = (
         Param("chart_slug", check=chart_slug, description="Only this chart; every chart when absent"),
         Param("limit", kind="int", default=50, ge=1, le=500, description="Rows to return"),
     ), response=SearchResponse, summary="Entries whose title or artist contains q in every week held, newest week first"),
-    FETCH_LOGS_ROUTE,
 )
 
 

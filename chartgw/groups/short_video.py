@@ -38,7 +38,6 @@ from chartgw.params import Param
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
 from chartgw.responses import (
-    FETCH_LOGS_ROUTE,
     HealthHead,
     SnapshotMeta,
     TargetStatus,
@@ -544,7 +543,6 @@ ROUTES: tuple[Route, ...] = (
     ), response=(TrackHistoryResponse, MovementResponse),
         summary="A track's ranks and posts on every stored chart, or without a filter the chart's entries in and out"),
     snapshots_route(_cadence, "Stored chart snapshots of every country and interval, newest first"),
-    FETCH_LOGS_ROUTE,
 )
 
 # --- demo -------------------------------------------------------------------------------------

@@ -31,7 +31,6 @@ from chartgw.group import Group, Schedule, crawl_group
 from chartgw.params import InvalidParams, Param
 from chartgw.replay import replay_upstreams
 from chartgw.responses import (
-    FETCH_LOGS_ROUTE,
     HealthHead,
     SnapshotMeta,
     TargetStatus,
@@ -451,7 +450,6 @@ ROUTES: tuple[Route, ...] = (
     Route("/refresh", refresh, method="POST", cache_ttl=0, errors=(404, 422, 429, 502, 503), response=RefreshResponse,
           summary='Crawl one location now; JSON body {"location": slug} or {"woeid": n}; once per location a minute'),
     snapshots_route(lambda target: CADENCE_SECONDS, "Stored trend snapshots of every location, newest first"),
-    FETCH_LOGS_ROUTE,
 )
 
 # --- demo -------------------------------------------------------------------------------------

@@ -30,7 +30,6 @@ from chartgw.params import InvalidParams, Param, search_term
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
 from chartgw.responses import (
-    FETCH_LOGS_ROUTE,
     HealthHead,
     SnapshotMeta,
     TargetStatus,
@@ -439,7 +438,6 @@ ROUTES: tuple[Route, ...] = (
               description="The track title (normalised; featuring credits ignored)"),
         ANY_COUNTRY, ANY_CHART_TYPE,
     ), response=HistoryResponse, summary="Every chart appearance of a track: date, rank and streams, oldest first"),
-    FETCH_LOGS_ROUTE,
 )
 
 # --- demo -------------------------------------------------------------------------------------

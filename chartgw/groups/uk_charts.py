@@ -53,7 +53,6 @@ from chartgw.params import Param, search_term
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
 from chartgw.responses import (
-    FETCH_LOGS_ROUTE,
     HealthHead,
     SnapshotMeta,
     TargetStatus,
@@ -666,7 +665,6 @@ ROUTES: tuple[Route, ...] = (
         Param("limit", kind="int", default=50, ge=1, le=500, description="Hits to return"),
     ), response=SearchResponse,
           summary="Entries whose title or artist contains q in every stored week, newest week first, with rank"),
-    FETCH_LOGS_ROUTE,
     Route("/{chart_key}/latest", chart_latest, (CHART_KEY, ROWS), response=WeekChartResponse,
           summary="The newest week held of one chart, with its week and the previous week held"),
     Route("/{chart_key}/{week_start}", chart_week, (
