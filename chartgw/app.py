@@ -21,6 +21,7 @@ from chartgw.access import AccessTable, ApiKeyMiddleware, KeyChecker
 from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
 from chartgw.endpoints import Call, EndpointApp, GroupData, Route
+from chartgw.front import FrontDoor
 from chartgw.group import Group
 from chartgw.groups import GROUPS
 from chartgw.legacy import LegacyPrefixMiddleware
@@ -43,7 +44,7 @@ class GroupRoot(msgspec.Struct):
     endpoints: list[EndpointInfo]
 
 
-def service_routes(group: Group) -> list[Route]:
+def service_routes(group: Group, documents: dict[str, dict[str, Any]] | None = None) -> list[Route]:
     """The group's own routes plus what every group has: its public root, its OpenAPI document and the
     log of its crawl attempts."""
     own = list(group.routes)
@@ -68,6 +69,8 @@ def service_routes(group: Group) -> list[Route]:
     root_info.extend(EndpointInfo(r.method, f"/{group.name}{r.path}", "public" if r.public else "X-API-Key", r.summary)
                      for r in routes)
     document.update(build_document(group.name, group.title, group.description, routes))
+    if documents is not None:
+        documents[group.name] = document
     return routes
 
 
@@ -140,14 +143,15 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     return _json_response(500, "Internal server error")
 
 
-def declared_routes(groups: Sequence[Group]) -> list[tuple[Group, Route]]:
-    """Every group's routes, each group's built once (its OpenAPI document with them)."""
-    return [(group, route) for group in groups for route in service_routes(group)]
+def declared_routes(groups: Sequence[Group], documents: dict[str, dict[str, Any]] | None = None,
+                    ) -> list[tuple[Group, Route]]:
+    """Every group's routes, each group's built once (its OpenAPI document with them, kept in `documents`)."""
+    return [(group, route) for group in groups for route in service_routes(group, documents)]
 
 
 def access_table(declared: Sequence[tuple[Group, Route]]) -> AccessTable:
     """Public: the routes declared public (roots, health, schema documents); all else needs a key."""
-    public: set[str] = set()
+    public: set[str] = {"/", "/openapi.json"}  # the front door: the status page and the joined document
     for group, route in declared:
         if route.public:
             public.add(f"/{group.name}{route.path}")
@@ -162,12 +166,15 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
     groups = list(groups if groups is not None else GROUPS)
     cache = ResponseCache(max_bytes=config.get(config.CACHE_MAX_MB) * 1024 * 1024)
     datas = {g.name: GroupData(g.name, clock) for g in groups}
-    declared = declared_routes(groups)
+    documents: dict[str, dict[str, Any]] = {}
+    declared = declared_routes(groups, documents)
+    door = FrontDoor(groups, datas, documents)
     by_group: dict[str, list[StarletteRoute]] = {}
     for group, route in declared:
         by_group.setdefault(group.name, []).append(StarletteRoute(
             f"/{group.name}{route.path}", EndpointApp(route, datas[group.name], cache), methods=[route.method]))
-    routes = [GroupRoutes(by_group)]
+    routes = [StarletteRoute("/", door.page, methods=["GET"]), StarletteRoute("/openapi.json", door.openapi, methods=["GET"]),
+              GroupRoutes(by_group)]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

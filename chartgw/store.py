@@ -474,6 +474,12 @@ class SnapshotReader:
             "SELECT record FROM entries WHERE snapshot_id = ? ORDER BY position LIMIT ?", (snapshot_id, limit))
         return [row[0] for row in rows]
 
+    async def outcomes_by_day(self, since: str) -> list[tuple[str, int, int]]:
+        """(day, attempts ok, attempts failed) per UTC day from `since` (YYYY-MM-DD), oldest first."""
+        return [(str(r[0]), int(r[1]), int(r[2])) for r in await self.fetchall(
+            "SELECT substr(started_at, 1, 10) AS day, sum(status = 'ok'), sum(status = 'failed') FROM fetch_log"
+            " WHERE started_at >= ? GROUP BY day ORDER BY day", [since])]
+
     async def fetch_log(self, status: str | None, limit: int) -> list[tuple[Any, ...]]:
         where, params = ("WHERE status = ?", [status]) if status else ("", [])
         return [tuple(r) for r in await self.fetchall(

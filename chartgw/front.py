@@ -1,0 +1,179 @@
+"""The gateway's front door: `GET /`, a status page of every group (HTML for a browser, JSON by
+`Accept`), and `GET /openapi.json`, one OpenAPI document over every group. Both are public."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+
+from chartgw.endpoints import Call, GroupData
+from chartgw.group import Group
+from chartgw.responses import HealthHead
+
+__all__ = ["FrontDoor"]
+
+DAYS = 7
+
+
+class DayOutcomes(msgspec.Struct):
+    day: str
+    ok: int
+    failed: int
+
+
+class GroupStatus(msgspec.Struct):
+    name: str
+    title: str
+    status: str
+    """The group's /health status: "ok" or "degraded"."""
+    targets: int
+    stale: int
+    """Targets missing or older than twice their cadence."""
+    last_crawl: str | None
+    last_outcome: str | None
+    """"ok" or "failed" (and why) of the newest crawl attempt."""
+    days: list[DayOutcomes]
+    """Crawl attempts per UTC day over the last week, oldest first."""
+    links: dict[str, str]
+
+
+class FrontPage(msgspec.Struct):
+    service: str
+    status: str
+    """"ok" when every group is ok, else "degraded"."""
+    groups: list[GroupStatus]
+    openapi: str
+
+
+class FrontDoor:
+    """Builds the status page and the joined OpenAPI document from the groups and their data."""
+
+    def __init__(self, groups: Sequence[Group], datas: dict[str, GroupData], documents: dict[str, dict[str, Any]]) -> None:
+        self.groups = list(groups)
+        self.datas = datas
+        self.document = joined_document(documents)
+
+    async def status(self) -> FrontPage:
+        statuses = [await self._group_status(group) for group in self.groups]
+        overall = "ok" if statuses and all(s.status == "ok" for s in statuses) else "degraded"
+        return FrontPage("chartgw", overall, statuses, "/openapi.json")
+
+    async def _group_status(self, group: Group) -> GroupStatus:
+        data = self.datas[group.name]
+        now = data.clock()
+        health = next((r for r in group.routes if r.path == "/health"), None)
+        head: Any = await health.handler(Call({}, data, now)) if health is not None else None
+        targets = _stale_flags(head)
+        status = head.status if isinstance(head, HealthHead) else "unknown"
+        log = await data.reader.fetch_log(None, 1)
+        last = log[0] if log else None
+        days = await data.reader.outcomes_by_day((now - timedelta(days=DAYS - 1)).date().isoformat())
+        return GroupStatus(
+            group.name, group.title, status, len(targets), sum(targets),
+            last[2] if last else None, (last[4] if last[4] == "ok" else f"failed: {last[8]}") if last else None,
+            [DayOutcomes(*d) for d in days],
+            {"root": f"/{group.name}/", "health": f"/{group.name}/health", "openapi": f"/{group.name}/openapi.json"})
+
+    async def page(self, request: Request) -> Response:
+        page = await self.status()
+        if "text/html" in request.headers.get("accept", ""):
+            return HTMLResponse(render_html(page))
+        return Response(msgspec.json.encode(page), media_type="application/json")
+
+    async def openapi(self, request: Request) -> Response:
+        return Response(msgspec.json.encode(self.document), media_type="application/json")
+
+
+def _stale_flags(head: Any) -> list[bool]:
+    """The stale flag of each target a group's health lists (under whatever name its response gives them)."""
+    if not isinstance(head, msgspec.Struct):
+        return []
+    for name in head.__struct_fields__:
+        value = getattr(head, name)
+        if isinstance(value, list) and value and all(isinstance(getattr(v, "stale", None), bool) for v in value):
+            return [v.stale for v in value]
+    return []
+
+
+def joined_document(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Every group's document as one: paths under the group's prefix; a component whose name two groups
+    use for different schemas is renamed after its group (`VideoHealthResponse`) and its refs follow."""
+    paths: dict[str, Any] = {}
+    schemas: dict[str, Any] = {}
+    for name, document in documents.items():
+        own = document.get("components", {}).get("schemas", {})
+        renames = {key: _group_prefix(name) + key for key, schema in own.items()
+                   if key in schemas and schemas[key] != schema}
+        for key, schema in own.items():
+            schemas[renames.get(key, key)] = _renamed(schema, renames)
+        for path, operations in document.get("paths", {}).items():
+            paths[f"/{name}{path}"] = _renamed(operations, renames)
+    first = next(iter(documents.values()), {})
+    return {
+        "openapi": first.get("openapi", "3.1.0"),
+        "info": {"title": "chartgw", "version": "1.0.0",
+                 "description": "Every group of the music chart aggregation gateway in one document."},
+        "paths": paths,
+        "components": {"schemas": schemas, "securitySchemes": first.get("components", {}).get("securitySchemes", {})},
+    }
+
+
+def _group_prefix(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("-"))
+
+
+def _renamed(value: Any, renames: dict[str, str]) -> Any:
+    if isinstance(value, dict):
+        ref = value.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+            key = ref.rsplit("/", 1)[1]
+            if key in renames:
+                return {**value, "$ref": f"#/components/schemas/{renames[key]}"}
+        return {k: _renamed(v, renames) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_renamed(v, renames) for v in value]
+    return value
+
+
+def render_html(page: FrontPage) -> str:
+    """The status page: one row per group with its freshness and a week of crawl outcomes as bars."""
+    rows = []
+    for group in page.groups:
+        bars = "".join(_bar(i, day) for i, day in enumerate(group.days)) or "<span class=none>no crawls this week</span>"
+        last = html.escape(group.last_outcome or "never crawled")
+        rows.append(
+            f"<tr class={group.status}><td><a href='{group.links['root']}'>/{html.escape(group.name)}</a>"
+            f"<div class=title>{html.escape(group.title)}</div></td>"
+            f"<td class=status>{group.status}</td><td>{group.targets - group.stale} of {group.targets} fresh</td>"
+            f"<td>{html.escape(group.last_crawl or '-')}<div class=last>{last}</div></td>"
+            f"<td><svg width='{7 * 12}' height='24' role='img' aria-label='crawl outcomes, last 7 days'>{bars}</svg></td>"
+            f"<td><a href='{group.links['health']}'>health</a> <a href='{group.links['openapi']}'>openapi</a></td></tr>")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>chartgw status</title>
+<style>
+body{{font:14px system-ui,sans-serif;margin:2em;color:#222}} table{{border-collapse:collapse}}
+td,th{{padding:.4em .8em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}}
+.title,.last{{color:#666;font-size:12px}} .ok .status{{color:#176f2c}} .degraded .status{{color:#a33}}
+</style></head>
+<body><h1>chartgw <span class={page.status}>{page.status}</span></h1>
+<p>Every group, its freshness against its cadence and its crawls over the last 7 days
+(green: attempts that committed, red: failed). JSON: send <code>Accept: application/json</code>.
+All groups in one document: <a href="{page.openapi}">{page.openapi}</a>.</p>
+<table><thead><tr><th>group</th><th>status</th><th>targets</th><th>last crawl</th><th>last 7 days</th><th></th></tr></thead>
+<tbody>{"".join(rows)}</tbody></table></body></html>
+"""
+
+
+def _bar(index: int, day: DayOutcomes) -> str:
+    total = max(day.ok + day.failed, 1)
+    ok_height = round(22 * day.ok / total)
+    x = 12 * index
+    return (f"<g><title>{day.day}: {day.ok} ok, {day.failed} failed</title>"
+            f"<rect x='{x}' y='{23 - ok_height}' width='9' height='{ok_height}' fill='#2e9e4b'/>"
+            f"<rect x='{x}' y='1' width='9' height='{22 - ok_height}' fill='#d9534f'/></g>")
