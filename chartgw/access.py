@@ -67,9 +67,14 @@ class KeyStore:
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():
+            self.path.touch(mode=0o600)  # created readable by the owner only, before any key is written
         db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
         db.execute("PRAGMA journal_mode=WAL")
         db.executescript(KEYS_SCHEMA)
+        for companion in (self.path.with_name(self.path.name + "-wal"), self.path.with_name(self.path.name + "-shm")):
+            if companion.exists():
+                companion.chmod(0o600)
         return db
 
     def create(self, name: str, expires_at: datetime | None = None) -> tuple[int, str]:

@@ -127,7 +127,13 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
     store = KeyStore()
     if args.keys_command == "create":
-        key_id, key = store.create(args.name, args.expires)
+        if not args.name.strip():
+            print("chartgw keys create: --name must name the key's holder", file=sys.stderr)
+            return 2
+        if args.expires is not None and args.expires <= datetime.now(UTC):
+            print(f"chartgw keys create: --expires {args.expires:%Y-%m-%d} is in the past", file=sys.stderr)
+            return 2
+        key_id, key = store.create(args.name.strip(), args.expires)
         print(f"id {key_id} ({args.name}); the key is shown only now:", file=sys.stderr)
         print(key)
     elif args.keys_command == "list":
@@ -169,6 +175,8 @@ def cmd_cron(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from chartgw import demo
 
+    if args.keep_fresh:
+        return demo.keep_fresh(args.keep_fresh)
     names = demo.groups_without_data() if args.if_empty else [g.name for g in demo.seeded_groups()]
     if names:
         outcomes = demo.seed(names)
@@ -243,6 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="crawl bundled sample payloads into the data folder; print the demo key")
     demo.add_argument("--if-empty", action="store_true", help="only the groups that have no data file yet")
+    demo.add_argument("--keep-fresh", type=float, metavar="SECONDS",
+                      help="run until stopped, crawling the bundled samples again every SECONDS (what scripts/serve "
+                           "runs beside the server, so the demo's health stays ok)")
     demo.set_defaults(func=cmd_demo)
 
     settings = commands.add_parser("settings", help="list every CHARTGW_* setting with its current value")

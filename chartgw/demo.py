@@ -56,3 +56,20 @@ async def seed_groups(names: Sequence[str], now: datetime) -> list[Outcome]:
 def seed(names: Sequence[str] | None = None, now: datetime | None = None) -> list[Outcome]:
     chosen = [g.name for g in seeded_groups()] if names is None else names
     return asyncio.run(seed_groups(chosen, now or utc_now()))
+
+
+def keep_fresh(every_seconds: float) -> int:
+    """Seed every group again every `every_seconds` at the time of day, until interrupted: the demo's
+    snapshots stay within their cadence while `scripts/serve` runs. One line per round on stderr."""
+    import sys
+    import time
+
+    try:
+        while True:
+            time.sleep(every_seconds)
+            outcomes = seed()
+            failed = sum(o.status != "ok" for o in outcomes)
+            print(f"demo: crawled the samples again, {len(outcomes) - failed} of {len(outcomes)} committed",
+                  file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        return 0

@@ -134,3 +134,20 @@ def test_revocation_reaches_a_running_server_without_restart(korea_data: Path, t
 def test_public_paths_need_no_key(korea_data: Path, path: str) -> None:
     with client(korea_data) as api:
         assert api.get(path).status_code == 200
+
+
+def test_the_key_store_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    store = KeyStore(tmp_path / "keys.sqlite")
+    store.create("partner")
+    assert (tmp_path / "keys.sqlite").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize("args", [["--name", "  "], ["--name", "x", "--expires", "2001-01-01"]])
+def test_keys_create_refuses_an_empty_name_and_a_past_expiry(tmp_path: Path, args: list[str],
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from chartgw import cli
+
+    monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
+    assert cli.main(["keys", "create", *args]) == 2
+    assert capsys.readouterr().out == "" and KeyStore(tmp_path / "keys.sqlite").list() == []
