@@ -9,7 +9,7 @@ read one; `chartgw settings` lists them all with their current values.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +37,7 @@ __all__ = [
     "origin",
     "seconds",
     "storefronts",
+    "subset",
     "text",
     "upstream_setting",
 ]
@@ -120,6 +121,21 @@ def choice(*allowed: str) -> Callable[[str], str]:
 
 def comma_list(value: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
+
+
+def subset(known: Collection[str], what: str, *, lower: bool = False) -> Callable[[str], tuple[str, ...]]:
+    """A parser for a non-empty comma list of `known` values (`what` names them in the error)."""
+
+    def parse(value: str) -> tuple[str, ...]:
+        chosen = comma_list(value.lower() if lower else value)
+        unknown = [v for v in chosen if v not in known]
+        if unknown:
+            raise ValueError(f"unknown {what}(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        if not chosen:
+            raise ValueError(f"name at least one {what}")
+        return chosen
+
+    return parse
 
 
 def countries(value: str) -> tuple[str, ...]:

@@ -62,20 +62,9 @@ DEMO_WEEKS = 8
 # --- settings -------------------------------------------------------------------------------------------------
 
 
-def known_slugs(value: str) -> tuple[str, ...]:
-    """Comma-separated chart slugs of Billboard's chart table (`chartgw.upstreams.billboard.CHARTS`)."""
-    slugs = config.comma_list(value)
-    unknown = [slug for slug in slugs if slug not in CHARTS_BY_SLUG]
-    if unknown:
-        raise ValueError(f"unknown chart slug(s) {', '.join(unknown)}; known: {', '.join(DEFAULT_SLUGS)}")
-    if not slugs:
-        raise ValueError("name at least one chart")
-    return slugs
-
-
 CHARTS_SETTING = config.Setting("RANKING_CHARTS", ",".join(DEFAULT_SLUGS),
                                 "Billboard charts /ranking-charts crawls and lists (slugs of billboard.com/charts/...)",
-                                known_slugs)
+                                config.subset(DEFAULT_SLUGS, "chart slug"))
 BACKFILL_DELAY_SETTING = config.Setting("RANKING_CHARTS_BACKFILL_DELAY_SECONDS", "3",
                                         "pause between two weeks fetched by `chartgw backfill ranking-charts` "
                                         "(politeness; up to 50% jitter added)", config.seconds)

@@ -89,19 +89,9 @@ DEFAULT_CHARTS: tuple[str, ...] = tuple(key for key in DEFAULT_KEYS if key != "s
 """Every chart of the site's menu but the Singles Top 40 (the first 40 rows of `singles`)."""
 
 
-def _chart_keys(value: str) -> tuple[str, ...]:
-    keys = config.comma_list(value.lower())
-    unknown = [key for key in keys if key not in CHARTS_BY_KEY]
-    if unknown:
-        raise ValueError(f"unknown chart key(s) {', '.join(unknown)}; known: {', '.join(DEFAULT_KEYS)}")
-    if not keys:
-        raise ValueError("names no chart")
-    return keys
-
-
 CHARTS_SETTING = config.Setting("UK_CHARTS", ",".join(DEFAULT_CHARTS),
                                 "chart keys /uk-charts crawls and serves (comma-separated; see /uk-charts/charts)",
-                                _chart_keys)
+                                config.subset(DEFAULT_KEYS, "chart key", lower=True))
 BACKFILL_DELAY_SETTING = config.Setting("UK_CHARTS_BACKFILL_DELAY_SECONDS", "3",
                                         "pause after each page a /uk-charts backfill fetches (politeness; 0 under "
                                         "replay)", config.seconds)
