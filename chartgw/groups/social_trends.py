@@ -63,16 +63,6 @@ NO_ARTIST = "-"
 ROBOT_MARKERS = ("just a moment", "attention required", "cf-chl", "captcha", "are you a robot")
 
 
-def _location_slugs(value: str) -> tuple[str, ...]:
-    slugs = config.comma_list(value.lower())
-    unknown = [s for s in slugs if s not in LOCATIONS_BY_SLUG]
-    if unknown:
-        raise ValueError(f"unknown location slugs {', '.join(unknown)}; known: {', '.join(LOCATIONS_BY_SLUG)}")
-    if not slugs:
-        raise ValueError("name at least one location slug")
-    return slugs
-
-
 TOKEN_SETTING = config.Setting("X_BEARER_TOKEN", "", "app-only bearer token of the X API; without it /social-trends "
                                "reads trends24.in (unless CHARTGW_TRENDS_SOURCE=x-api)", config.text, secret=True)
 SOURCE_SETTING = config.Setting("TRENDS_SOURCE", "auto", "where /social-trends reads trends: `x-api`, `trends24`, or "
@@ -83,7 +73,7 @@ API_VERSION_SETTING = config.Setting("X_API_VERSION", "2", "X API trends endpoin
                                      config.choice("2", "1.1"))
 LOCATIONS_SETTING = config.Setting("SOCIAL_TRENDS_LOCATIONS", ",".join(loc.slug for loc in LOCATIONS),
                                    "location slugs the /social-trends schedule crawls (see /social-trends/locations)",
-                                   _location_slugs)
+                                   config.subset(tuple(LOCATIONS_BY_SLUG), "location slug", lower=True))
 REFRESH_INTERVAL_SETTING = config.Setting("SOCIAL_TRENDS_REFRESH_INTERVAL_SECONDS", "60",
                                           "least seconds between two POST /social-trends/refresh of one location",
                                           config.bounded_int(0, 86400))
