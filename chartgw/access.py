@@ -7,17 +7,19 @@ are stored as SHA-256 digests only; a key is shown once when created.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import secrets
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chartgw import config
 from chartgw.store import iso
@@ -32,7 +34,19 @@ CREATE TABLE IF NOT EXISTS api_keys (
     expires_at TEXT,
     revoked_at TEXT
 );
+CREATE TABLE IF NOT EXISTS key_usage (
+    key_id INTEGER NOT NULL,
+    day TEXT NOT NULL,
+    requests INTEGER NOT NULL,
+    limited INTEGER NOT NULL,
+    PRIMARY KEY (key_id, day)
+) WITHOUT ROWID;
 """
+# Columns added after a key file may already exist: (column, declaration).
+KEY_MIGRATIONS = (("rate_per_minute", "INTEGER"),)
+ENV_KEY_ID = 0
+"""The id counted for keys given in CHARTGW_API_KEYS (they are not in the key store)."""
+
 
 
 def keys_db_path() -> Path:
@@ -72,20 +86,41 @@ class KeyStore:
         db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
         db.execute("PRAGMA journal_mode=WAL")
         db.executescript(KEYS_SCHEMA)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(api_keys)")}
+        for column, declaration in KEY_MIGRATIONS:
+            if column not in columns:
+                db.execute(f"ALTER TABLE api_keys ADD COLUMN {column} {declaration}")
         for companion in (self.path.with_name(self.path.name + "-wal"), self.path.with_name(self.path.name + "-shm")):
             if companion.exists():
                 companion.chmod(0o600)
         return db
 
-    def create(self, name: str, expires_at: datetime | None = None) -> tuple[int, str]:
-        """A new key and its id; the plain key exists only in this return value."""
+    def create(self, name: str, expires_at: datetime | None = None, rate_per_minute: int | None = None,
+               ) -> tuple[int, str]:
+        """A new key and its id; the plain key exists only in this return value. `rate_per_minute` None =
+        the server's default (CHARTGW_RATE_LIMIT_PER_MINUTE), 0 = no limit."""
         key = "cgw_" + secrets.token_urlsafe(32)
         with self._connect() as db:
             cur = db.execute(
-                "INSERT INTO api_keys (name, key_hash, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                (name, hash_key(key), iso(datetime.now(UTC)), iso(expires_at) if expires_at else None),
+                "INSERT INTO api_keys (name, key_hash, created_at, expires_at, rate_per_minute) VALUES (?, ?, ?, ?, ?)",
+                (name, hash_key(key), iso(datetime.now(UTC)), iso(expires_at) if expires_at else None, rate_per_minute),
             )
             return int(cur.lastrowid or 0), key
+
+    def usage(self, since_day: str) -> list[tuple[int, str, str, int, int]]:
+        """(key id, key name, day, requests, refused with 429) per key and day from `since_day`, newest first."""
+        with self._connect() as db:
+            return [tuple(row) for row in db.execute(
+                "SELECT u.key_id, coalesce(k.name, 'CHARTGW_API_KEYS'), u.day, u.requests, u.limited FROM key_usage u"
+                " LEFT JOIN api_keys k ON k.id = u.key_id WHERE u.day >= ? ORDER BY u.day DESC, u.key_id", (since_day,))]
+
+    def add_usage(self, counts: dict[tuple[int, str], list[int]]) -> None:
+        """Add request counts (key id, day) -> [requests, limited] to the stored ones, in one transaction."""
+        with self._connect() as db:
+            db.executemany(
+                "INSERT INTO key_usage (key_id, day, requests, limited) VALUES (?, ?, ?, ?) ON CONFLICT (key_id, day)"
+                " DO UPDATE SET requests = requests + excluded.requests, limited = limited + excluded.limited",
+                [(key_id, day, n, limited) for (key_id, day), (n, limited) in counts.items()])
 
     def list(self) -> list[KeyInfo]:
         with self._connect() as db:
@@ -100,6 +135,54 @@ class KeyStore:
             return cur.rowcount > 0
 
 
+class Grant(NamedTuple):
+    key_id: int
+    expires_at: str | None
+    rate_per_minute: int | None
+    """None = the server's default rate."""
+
+
+class RateLimiter:
+    """Requests per key and minute (a fixed window per key, in this server process), and request counts per
+    key and day, added to the key store about once a minute (`chartgw keys usage` reads them)."""
+
+    FLUSH_SECONDS = 60.0
+
+    def __init__(self, default_per_minute: int, store: KeyStore | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.default = default_per_minute
+        self.store = store
+        self.clock = clock
+        self._windows: dict[int, list[int]] = {}  # key id -> [window start minute, requests in it]
+        self._counts: dict[tuple[int, str], list[int]] = {}  # (key id, day) -> [requests, limited]
+        self._flushed = clock()
+
+    def take(self, grant: Grant) -> tuple[bool, int, int, int]:
+        """(allowed, limit, remaining, seconds until the window resets) for one request of `grant`'s key."""
+        now = self.clock()
+        limit = self.default if grant.rate_per_minute is None else grant.rate_per_minute
+        minute = int(now // 60)
+        window = self._windows.get(grant.key_id)
+        if window is None or window[0] != minute:
+            window = self._windows[grant.key_id] = [minute, 0]
+        allowed = limit == 0 or window[1] < limit
+        if allowed:
+            window[1] += 1
+        day = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
+        counts = self._counts.setdefault((grant.key_id, day), [0, 0])
+        counts[0 if allowed else 1] += 1
+        if now - self._flushed >= self.FLUSH_SECONDS:
+            self.flush()
+        return allowed, limit, max(limit - window[1], 0), 60 - int(now % 60)
+
+    def flush(self) -> None:
+        counts, self._counts = self._counts, {}
+        self._flushed = self.clock()
+        if self.store is not None and counts:
+            with contextlib.suppress(sqlite3.Error):  # statistics: a busy key file must not fail a request
+                self.store.add_usage(counts)
+
+
 class KeyChecker:
     """The server's view of the keys: digests in memory, reloaded when the key file changes.
 
@@ -112,8 +195,8 @@ class KeyChecker:
         self.path = path or keys_db_path()
         self.env_digests = {hash_key(k) for k in plain_keys}
         self.recheck_seconds = recheck_seconds
-        self._digests: dict[str, str | None] = {}  # digest -> expires_at
-        self._verified: dict[str, str | None] = {}  # presented key -> expires_at, for keys that matched
+        self._digests: dict[str, Grant] = {}  # digest -> the key's grant
+        self._verified: dict[str, Grant] = {}  # presented key -> its grant, for keys that matched
         self._checked = 0.0
         self._stamp: tuple[tuple[int, int], ...] | None = None
 
@@ -132,33 +215,39 @@ class KeyChecker:
             return
         db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=5)
         try:
-            rows = db.execute("SELECT key_hash, expires_at FROM api_keys WHERE revoked_at IS NULL").fetchall()
+            columns = {row[1] for row in db.execute("PRAGMA table_info(api_keys)")}
+            rate = "rate_per_minute" if "rate_per_minute" in columns else "NULL"
+            rows = db.execute(f"SELECT key_hash, id, expires_at, {rate} FROM api_keys WHERE revoked_at IS NULL").fetchall()
         except sqlite3.OperationalError:
             rows = []
         finally:
             db.close()
-        self._digests = dict(rows)
+        self._digests = {digest: Grant(key_id, expires_at, rate) for digest, key_id, expires_at, rate in rows}
 
-    def check(self, key: str) -> bool:
+    def grant(self, key: str) -> Grant | None:
+        """The grant of a known, unexpired key; None for any other."""
         self._reload_if_changed()
         if key not in self._verified and not self._verify(key):
-            return False
-        expires_at = self._verified[key]
-        return expires_at is None or expires_at > iso(datetime.now(UTC))
+            return None
+        grant = self._verified[key]
+        return grant if grant.expires_at is None or grant.expires_at > iso(datetime.now(UTC)) else None
+
+    def check(self, key: str) -> bool:
+        return self.grant(key) is not None
 
     def _verify(self, key: str) -> bool:
-        """Whether the key is known; a known key's expiry is remembered until the key file changes."""
+        """Whether the key is known; a known key's grant is remembered until the key file changes."""
         digest = hash_key(key)
         if any(hmac.compare_digest(digest, d) for d in self.env_digests):
-            expires_at = None
+            grant = Grant(ENV_KEY_ID, None, None)
         else:
             stored = next((d for d in self._digests if hmac.compare_digest(digest, d)), None)
             if stored is None:
                 return False
-            expires_at = self._digests[stored]
+            grant = self._digests[stored]
         if len(self._verified) >= 10_000:
             self._verified.clear()
-        self._verified[key] = expires_at
+        self._verified[key] = grant
         return True
 
 
@@ -181,12 +270,14 @@ class AccessTable:
 
 
 class ApiKeyMiddleware:
-    """Plain ASGI: answers 401 with a JSON body before the request reaches a route."""
+    """Plain ASGI: answers 401 with a JSON body before the request reaches a route, and 429 past the key's
+    rate; keyed responses carry X-RateLimit-Limit, -Remaining and -Reset."""
 
-    def __init__(self, app: ASGIApp, table: AccessTable, checker: KeyChecker) -> None:
+    def __init__(self, app: ASGIApp, table: AccessTable, checker: KeyChecker, limiter: RateLimiter | None = None) -> None:
         self.app = app
         self.table = table
         self.checker = checker
+        self.limiter = limiter
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.table.is_public(scope["path"]):
@@ -195,10 +286,38 @@ class ApiKeyMiddleware:
         key = next((v for k, v in scope["headers"] if k == KEY_HEADER), None)
         if key is None:
             await _unauthorized(send, "Missing API key: send it in the X-API-Key header")
-        elif not self.checker.check(key.decode("latin-1")):
+            return
+        grant = self.checker.grant(key.decode("latin-1"))
+        if grant is None:
             await _unauthorized(send, "Invalid, revoked or expired API key")
-        else:
+            return
+        if self.limiter is None:
             await self.app(scope, receive, send)
+            return
+        allowed, limit, remaining, reset = self.limiter.take(grant)
+        if limit == 0:
+            await self.app(scope, receive, send)
+            return
+        rate = [(b"x-ratelimit-limit", b"%d" % limit), (b"x-ratelimit-remaining", b"%d" % remaining),
+                (b"x-ratelimit-reset", b"%d" % reset)]
+        if not allowed:
+            await _too_many(send, limit, reset, rate)
+            return
+
+        async def send_with_rate(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), *rate]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_rate)
+
+
+async def _too_many(send: Send, limit: int, reset: int, rate: list[tuple[bytes, bytes]]) -> None:
+    body = b'{"detail":"Rate limit of %d requests per minute reached; retry in %d s"}' % (limit, reset)
+    await send({"type": "http.response.start", "status": 429, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+        (b"retry-after", b"%d" % reset), (b"cache-control", b"no-store"), *rate]})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _unauthorized(send: Send, detail: str) -> None:

@@ -17,7 +17,7 @@ from starlette.routing import Route as StarletteRoute
 from starlette.types import Receive, Scope, Send
 
 from chartgw import config
-from chartgw.access import AccessTable, ApiKeyMiddleware, KeyChecker
+from chartgw.access import AccessTable, ApiKeyMiddleware, KeyChecker, KeyStore, RateLimiter
 from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
 from chartgw.endpoints import Call, EndpointApp, GroupData, Route
@@ -161,7 +161,7 @@ def access_table(declared: Sequence[tuple[Group, Route]]) -> AccessTable:
 
 
 def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None = None,
-              clock: Clock = utc_now) -> Starlette:
+              clock: Clock = utc_now, limiter: RateLimiter | None = None) -> Starlette:
     """The gateway over `groups` (default: all); `clock` is what responses take as now (ages, staleness)."""
     groups = list(groups if groups is not None else GROUPS)
     cache = ResponseCache(max_bytes=config.get(config.CACHE_MAX_MB) * 1024 * 1024)
@@ -187,7 +187,8 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
         middleware=[
             Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),
             Middleware(ApiKeyMiddleware, table=access_table(declared),
-                       checker=checker or KeyChecker(plain_keys=[*config.get(config.API_KEYS)])),
+                       checker=checker or KeyChecker(plain_keys=[*config.get(config.API_KEYS)]),
+                       limiter=limiter or RateLimiter(config.get(config.RATE_LIMIT_PER_MINUTE), KeyStore())),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
         lifespan=lifespan,

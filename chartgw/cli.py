@@ -9,7 +9,7 @@ import json
 import shlex
 import sys
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +122,15 @@ def _parse_time(value: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def _parse_rate(value: str) -> int:
+    """"600/minute", "10/second" or "600": a key's rate, as requests per minute."""
+    count, _, unit = value.partition("/")
+    per_minute = {"": 1, "minute": 1, "min": 1, "second": 60, "s": 60, "hour": 1 / 60}.get(unit.strip().lower())
+    if not count.strip().isdigit() or per_minute is None:
+        raise argparse.ArgumentTypeError(f"not a rate: {value!r} (use N/minute, N/second or N/hour)")
+    return round(int(count) * per_minute)
+
+
 def cmd_keys(args: argparse.Namespace) -> int:
     from chartgw.access import KeyStore
 
@@ -133,7 +142,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
         if args.expires is not None and args.expires <= datetime.now(UTC):
             print(f"chartgw keys create: --expires {args.expires:%Y-%m-%d} is in the past", file=sys.stderr)
             return 2
-        key_id, key = store.create(args.name.strip(), args.expires)
+        key_id, key = store.create(args.name.strip(), args.expires, args.rate)
         print(f"id {key_id} ({args.name}); the key is shown only now:", file=sys.stderr)
         print(key)
     elif args.keys_command == "list":
@@ -141,6 +150,11 @@ def cmd_keys(args: argparse.Namespace) -> int:
         print(f"{'id':>4}  {'state':8} {'created':20} {'expires':20} name")
         for info in store.list():
             print(f"{info.id:>4}  {info.state(now):8} {info.created_at:20} {info.expires_at or '-':20} {info.name}")
+    elif args.keys_command == "usage":
+        since = (datetime.now(UTC) - timedelta(days=args.days - 1)).strftime("%Y-%m-%d")
+        print(f"{'id':>4}  {'day':10} {'requests':>9} {'429s':>7}  name")
+        for key_id, name, day, requests, limited in store.usage(since):
+            print(f"{key_id:>4}  {day:10} {requests:>9} {limited:>7}  {name}")
     elif args.keys_command == "revoke":
         if not store.revoke(args.id):
             print(f"chartgw keys revoke: no active key with id {args.id}", file=sys.stderr)
@@ -240,6 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
     create = key_commands.add_parser("create", help="create a key and print it once")
     create.add_argument("--name", required=True)
     create.add_argument("--expires", type=_parse_time, help="expiry date (YYYY-MM-DD, UTC) for rotation")
+    create.add_argument("--rate", type=_parse_rate, metavar="N/minute",
+                        help="requests per minute this key may make (default: CHARTGW_RATE_LIMIT_PER_MINUTE; 0 = none)")
+    usage = key_commands.add_parser("usage", help="requests per key and day (and how many were refused with 429)")
+    usage.add_argument("--days", type=int, default=7, help="days back, today included (default 7)")
     key_commands.add_parser("list", help="list keys (never the keys themselves)")
     revoke = key_commands.add_parser("revoke", help="revoke a key by id")
     revoke.add_argument("id", type=int)

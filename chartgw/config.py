@@ -23,6 +23,7 @@ __all__ = [
     "CACHE_MAX_MB",
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
+    "RATE_LIMIT_PER_MINUTE",
     "RETRY_BACKOFF_SECONDS",
     "SETTINGS",
     "Setting",
@@ -170,7 +171,11 @@ RETRY_BACKOFF_SECONDS = Setting("RETRY_BACKOFF_SECONDS", "0.5", "base of the exp
                                 seconds)
 CACHE_MAX_MB = Setting("CACHE_MAX_MB", "256", "memory the response cache of one server process may hold, in MB",
                        bounded_int(1, 65536))
-SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB)
+RATE_LIMIT_PER_MINUTE = Setting(
+    "RATE_LIMIT_PER_MINUTE", "600", "requests a key may make per minute and server process unless the key has its "
+    "own rate (`chartgw keys create --rate`); 0 = no limit", bounded_int(0, 10_000_000))
+SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB,
+                                      RATE_LIMIT_PER_MINUTE)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.access import KeyChecker
+from chartgw.access import KeyChecker, RateLimiter
 from chartgw.app import build_app
 from chartgw.config import environment
 from chartgw.demo import seeder
@@ -66,7 +66,9 @@ def client(path: Path, groups: list[Group] | None = None, now: datetime = FIXED_
     """A TestClient on the gateway (all groups, or `groups`) over data folder `path`, accepting TEST_KEY,
     answering as if it were `now`. Use it as a context manager."""
     with data_dir(path):
-        app = build_app(groups, checker=KeyChecker(path / "keys.sqlite", plain_keys=[TEST_KEY]), clock=lambda: now)
+        # No rate limit (tests of the limit build their own) and no usage written into shared test data.
+        app = build_app(groups, checker=KeyChecker(path / "keys.sqlite", plain_keys=[TEST_KEY]), clock=lambda: now,
+                        limiter=RateLimiter(0))
     return TestClient(app)
 
 

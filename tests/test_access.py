@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 from starlette.applications import Starlette
 from starlette.routing import Route as StarletteRoute
+from starlette.testclient import TestClient
 
-from chartgw.access import KeyChecker, KeyStore, hash_key
+from chartgw.access import KeyChecker, KeyStore, RateLimiter, hash_key
 from chartgw.app import GroupRoutes, access_table, build_app, declared_routes
 from chartgw.groups import GROUPS
-from tests.fixtures import KEY_HEADERS, client
+from tests.fixtures import KEY_HEADERS, client, copy_data
 
 # The spec: "Every group exposes a public root (GET /) and a public health endpoint", and schema
 # documents (openapi.json) are public where listed. Everything else is a data endpoint needing a key.
@@ -151,3 +152,47 @@ def test_keys_create_refuses_an_empty_name_and_a_past_expiry(tmp_path: Path, arg
     monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
     assert cli.main(["keys", "create", *args]) == 2
     assert capsys.readouterr().out == "" and KeyStore(tmp_path / "keys.sqlite").list() == []
+
+
+# --- rate limits -------------------------------------------------------------------------------------------
+
+def _limited_app(data: Path, limiter: RateLimiter) -> TestClient:
+    from chartgw.groups.korea_chart import GROUP
+
+    return TestClient(build_app([GROUP], checker=KeyChecker(data / "keys.sqlite", recheck_seconds=0), limiter=limiter))
+
+
+def test_a_key_past_its_rate_gets_429_with_retry_after_and_counts_per_day(korea_data: Path, tmp_path: Path) -> None:
+    data = copy_data(korea_data, tmp_path / "data")
+    store = KeyStore(data / "keys.sqlite")
+    _, slow = store.create("slow", rate_per_minute=3)
+    _, default = store.create("default")
+    moment = [1_795_000_020.0 + 10]  # 10 s into a minute
+    limiter = RateLimiter(100, store, clock=lambda: moment[0])
+    with _limited_app(data, limiter) as api:
+        answers = [api.get("/korea-chart/sites", headers={"X-API-Key": slow}) for _ in range(4)]
+        assert [a.status_code for a in answers] == [200, 200, 200, 429]
+        assert [a.headers["x-ratelimit-remaining"] for a in answers] == ["2", "1", "0", "0"]
+        assert answers[0].headers["x-ratelimit-limit"] == "3" and answers[0].headers["x-ratelimit-reset"] == "50"
+        assert answers[3].headers["retry-after"] == "50"
+        assert answers[3].json() == {"detail": "Rate limit of 3 requests per minute reached; retry in 50 s"}
+        assert api.get("/korea-chart/sites", headers={"X-API-Key": default}).headers["x-ratelimit-limit"] == "100"
+        moment[0] += 60  # the next minute: a new window
+        assert api.get("/korea-chart/sites", headers={"X-API-Key": slow}).status_code == 200
+        assert api.get("/korea-chart/").headers.get("x-ratelimit-limit") is None  # public: no key, no limit
+    limiter.flush()
+    usage = {(name, requests, limited) for _, name, _, requests, limited in store.usage("2000-01-01")}
+    assert usage == {("slow", 4, 1), ("default", 1, 0)}
+
+
+def test_keys_create_takes_a_rate_and_keys_usage_lists_days(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from chartgw import cli
+
+    monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
+    assert cli.main(["keys", "create", "--name", "p", "--rate", "10/second"]) == 0
+    key = capsys.readouterr().out.strip()
+    assert KeyChecker(tmp_path / "keys.sqlite").grant(key).rate_per_minute == 600  # type: ignore[union-attr]
+    KeyStore(tmp_path / "keys.sqlite").add_usage({(1, "2026-11-20"): [12, 2]})
+    assert cli.main(["keys", "usage", "--days", "100000"]) == 0
+    assert "2026-11-20        12       2  p" in capsys.readouterr().out
