@@ -32,7 +32,8 @@ def _group(name: str) -> Group:
 def all_settings() -> list[tuple[str, config.Setting[Any]]]:
     """Every declared setting with where it belongs: the platform's, each group's, each upstream's origin."""
     table: list[tuple[str, config.Setting[Any]]] = [("platform", s) for s in config.SETTINGS]
-    table += [(f"/{group.name}", s) for group in GROUPS for s in group.settings]
+    for group in GROUPS:  # a setting several groups share (the /retail-* groups') is listed once, by the first
+        table += [(f"/{group.name}", s) for s in group.settings if s.variable not in {t.variable for _, t in table}]
     upstreams = sorted({name for group in GROUPS for name in group.upstreams})
     table += [(f"upstream {name}", origin_setting(name)) for name in upstreams]
     return table
@@ -90,12 +91,16 @@ def _report(verb: str, outcomes: list[Outcome], as_json: bool) -> int:
 
 
 def cmd_group_command(args: argparse.Namespace) -> int:
-    """`chartgw import|backfill GROUP ...`: the group's own command, under its crawl lock."""
+    """`chartgw import|backfill|monitor GROUP ...`: the group's own command, under its crawl lock unless the
+    command says otherwise (a long-running monitor)."""
     group = _group(args.group)
     command: GroupCommand = next(c for c in group.commands if c.verb == args.command)
     values = {arg.name: getattr(args, arg.name) for arg in command.args}
     try:
-        with crawl_lock(group.name, args.wait):
+        if command.lock:
+            with crawl_lock(group.name, args.wait):
+                outcomes = command.run(values)
+        else:
             outcomes = command.run(values)
     except CrawlBusy as exc:
         print(f"chartgw {command.verb}: {exc}", file=sys.stderr)
@@ -178,6 +183,11 @@ def crontab(root: Path) -> str:
                                                          "--wait", "240"))
             lines.append(f"# {schedule.comment}")
             lines.append(f"{schedule.cron} {command} >> {data / 'crawl.log'} 2>&1")
+    for group in GROUPS:
+        for verb in (c.verb for c in group.commands if c.at_boot):
+            program = shlex.quote(str(root / ".venv" / "bin" / "chartgw"))
+            lines.append(f"# /{group.name}: `chartgw {verb} {group.name}` runs for as long as the machine does")
+            lines.append(f"@reboot {program} {verb} {group.name} >> {data / f'{group.name}-{verb}.log'} 2>&1")
     return "\n".join(lines) + "\n"
 
 

@@ -1,5 +1,5 @@
-"""The public entry types of every group, found where they are declared: the `entries` field of the
-groups' response types. A new group's entry types appear here by being in its route table, nothing more."""
+"""The public entry types of every group, found where they are declared: the `entries` (or `plays`) field
+of the groups' response types. A new group's entry types appear here by being in its route table, nothing more."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ from chartgw.group import Group
 from chartgw.groups import GROUPS
 from chartgw.responses import FetchLogResponse
 
-__all__ = ["all_entry_types", "entry_types"]
+__all__ = ["ENTRY_FIELDS", "all_entry_types", "entry_types"]
+
+ENTRY_FIELDS = ("entries", "plays")
+"""The response fields that hold a group's entries: chart rows, or the plays /radio observes."""
 
 
 def _members(annotation: Any) -> list[type]:
@@ -34,8 +37,10 @@ def entry_types(group: Group) -> list[type]:
             continue
         responses = route.response if isinstance(route.response, tuple) else (route.response,)
         for response in (kind for declared in responses for kind in _members(declared)):
-            for kind in _members(typing.get_type_hints(response).get("entries")):
-                found[kind] = None
+            hints = typing.get_type_hints(response)
+            for field in ENTRY_FIELDS:
+                for kind in _members(hints.get(field)):
+                    found[kind] = None
     return list(found)
 
 

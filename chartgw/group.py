@@ -67,6 +67,11 @@ class GroupCommand:
     help: str
     args: tuple[CommandArg, ...]
     run: Callable[[dict[str, Any]], list[Outcome]]
+    lock: bool = True
+    """Run under the group's crawl lock; False for a long-running component (a monitor) that must not
+    hold the lock the scheduled crawls take."""
+    at_boot: bool = False
+    """Started at boot (`chartgw cron` prints an @reboot line for it)."""
 
 
 class MappedEntry(NamedTuple):

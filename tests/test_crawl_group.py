@@ -15,7 +15,7 @@ import msgspec
 import pytest
 
 from chartgw import cli
-from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds, run_targets
+from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, crawl_lock, import_builds, run_targets
 from chartgw.group import CommandArg, Group, GroupCommand, crawl_group
 from chartgw.records import stored_entry
 from chartgw.store import NewSnapshot, SnapshotWriter, group_db_path
@@ -142,3 +142,15 @@ def test_the_cli_offers_each_group_command_under_its_verb(data: Path, monkeypatc
     assert json.loads(capsys.readouterr().out)[0]["status"] == "ok"
     assert cli.main(["import", NAME, "missing.csv"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_a_command_outside_the_lock_runs_while_a_crawl_holds_it(data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-running command (`lock=False`, the radio monitor) does not wait for, nor take, the crawl lock."""
+    ran: list[str] = []
+    monitor = GroupCommand("monitor", "watch", (), lambda values: ran.append("ran") or [], lock=False, at_boot=True)
+    tiny = Group(name="tiny", title="t", description="d", routes=(), targets=lambda s: [], commands=(monitor,))
+    monkeypatch.setattr(cli, "GROUPS", (tiny,))
+    with crawl_lock("tiny"):
+        assert cli.main(["monitor", "tiny"]) == 0
+    assert ran == ["ran"]
+    assert "@reboot" in cli.crontab(Path("/srv/chartgw")) and "monitor tiny" in cli.crontab(Path("/srv/chartgw"))

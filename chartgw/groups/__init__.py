@@ -8,8 +8,12 @@ from chartgw.groups import (
     digital_sales,
     dj_rankings,
     korea_chart,
+    radio,
     ranking_charts,
     recognition,
+    retail_digital,
+    retail_music,
+    retail_physical,
     short_video,
     social_trends,
     streaming,
@@ -28,5 +32,9 @@ GROUPS: tuple[Group, ...] = (
     social_trends.GROUP,
     short_video.GROUP,
     dj_rankings.GROUP,
+    retail_digital.GROUP,
+    retail_music.GROUP,
+    retail_physical.GROUP,
+    radio.GROUP,
 )
 

@@ -142,6 +142,12 @@ def render_shoutcast_7html(listeners: int, bitrate: int, title: str, up: bool = 
 # --- the server -----------------------------------------------------------------------------------------
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256
+    """Many listeners connect at once (a monitor polling every station): the default backlog of 5 drops
+    connections, which then wait a second for the SYN to be sent again."""
+
+
 class RadioStreamServer:
     """One local stream server of `kind` with `mounts` (a shoutcast1 server has exactly one, served
     at "/" and "/;"). Titles follow each mount's schedule on `clock` (seconds; time.time by default);
@@ -174,7 +180,7 @@ class RadioStreamServer:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 

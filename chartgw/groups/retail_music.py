@@ -1,0 +1,120 @@
+"""/retail-music: retail streaming top songs, read from Amazon's best-selling digital songs list.
+
+No public format of the streaming app's own top songs is known (NOTES-global 4: "no scrapable public format
+was found"), so this group reads the Digital Music store's best-selling songs list
+(`/gp/bestsellers/dmusic/digital-music-track/`, 100 ranks) of every configured marketplace, once a day.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from chartgw.crawl import CrawlTarget, Outcome
+from chartgw.endpoints import Call, Route, not_found
+from chartgw.group import EntryMapping, Group, Schedule
+from chartgw.groups import retail
+from chartgw.params import Param
+from chartgw.replay import ReplayKey, Reply
+from chartgw.responses import SnapshotsResponse, health_route, snapshot_meta
+from chartgw.samples import amazon as samples
+from chartgw.store import glob_escape
+from chartgw.upstreams import amazon
+
+NAME = "retail-music"
+GROUP_KIND: amazon.Group = "retail-music"
+CHART = "top-songs"
+
+
+def configured() -> list[str]:
+    """The configured marketplaces that have a songs list."""
+    return [m for m in retail.markets() if m in amazon.category(GROUP_KIND, CHART).paths]
+
+
+def configured_targets() -> list[str]:
+    return [retail.target_of(market, CHART) for market in configured()]
+
+
+def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+    market = selection.get("market")
+    retail.check_market(market)
+    gate = retail.open_gate(NAME, retail.markets())
+    return [retail.grid_target(GROUP_KIND, m, CHART, gate) for m in configured() if market in (None, m)]
+
+
+def _target(call: Call) -> str:
+    market = call.params["market"]
+    have = configured()
+    if market is None:
+        if not have:
+            raise not_found("No configured marketplace has a songs list; see /retail-music/health")
+        market = have[0]
+    if market not in have:
+        raise not_found(f"Marketplace {market!r} is not crawled; configured: {', '.join(have)} "
+                        "(/retail-music/health lists them)")
+    return retail.target_of(market, CHART)
+
+
+async def latest(call: Call) -> retail.ChartResponse:
+    return await retail.chart_response(call, _target(call), "/retail-music/top-songs/snapshots", call.params["limit"],
+                                       False)
+
+
+async def rank(call: Call) -> retail.RankResponse:
+    return await retail.rank_response(call, _target(call), "/retail-music/top-songs/snapshots", call.params["rank"],
+                                      False)
+
+
+async def snapshots(call: Call) -> SnapshotsResponse:
+    pattern = glob_escape(_target(call)) if call.params["market"] is not None else f"*/{CHART}"
+    rows = await call.data.reader.snapshots(pattern, call.params["limit"])
+    return SnapshotsResponse(len(rows), [snapshot_meta(row, retail.CADENCE_SECONDS, call.now) for row in rows])
+
+
+MARKET = Param("market", kind="choice", choices=retail.MARKET_CODES,
+               description="Amazon marketplace (one of CHARTGW_RETAIL_MARKETS); default: the first configured")
+
+ROUTES: tuple[Route, ...] = (
+    health_route(NAME, lambda: {t: retail.CADENCE_SECONDS for t in configured_targets()},
+                 "Every configured marketplace's latest top songs, and its crawl state (refusals, backoff)",
+                 describe=retail.describe_health(NAME), response=retail.RetailHealth),
+    Route("/top-songs/latest", latest, (
+        Param("limit", kind="int", default=100, ge=1, le=100, description="Rows to return, from rank 1"), MARKET,
+    ), response=retail.ChartResponse, summary="The latest top songs (best-selling digital songs) of a marketplace"),
+    Route("/top-songs/rank/{rank}", rank, (retail.RANK_PARAM, MARKET), response=retail.RankResponse,
+          summary="One rank of the latest top songs"),
+    Route("/top-songs/snapshots", snapshots, (
+        Param("limit", kind="int", default=50, ge=1, le=1000, description="Snapshots to return, newest first"),
+        Param("market", kind="choice", choices=retail.MARKET_CODES, description="Only this marketplace; all when absent"),
+    ), response=SnapshotsResponse, summary="Stored top-songs snapshots, newest first"),
+)
+
+
+def replies(variant: int) -> dict[str, dict[ReplayKey, Reply]]:
+    return {amazon.MARKETPLACES[m].upstream: samples.grid_replies(m, GROUP_KIND, CHART, variant) for m in configured()}
+
+
+async def seed(now: datetime) -> list[Outcome]:
+    """Five daily crawls of every configured marketplace's top songs, the last at `now`."""
+    return await retail.seed_days(GROUP, replies, now)
+
+
+GROUP = Group(
+    name=NAME,
+    title="Retail music (top songs: Amazon best-selling digital songs)",
+    description="Top songs per Amazon marketplace, read from the Digital Music store's best-selling songs list "
+                "(no public format of the streaming app's own top songs is known), 100 ranks, crawled daily: latest "
+                "list, rank lookup and snapshots. Entries carry the ASIN.",
+    routes=ROUTES,
+    upstreams=retail.UPSTREAMS,
+    targets=targets,
+    crawl_options=(("market", retail.MARKET_CODES),),
+    # Daily at 05:10 UTC: an hour after /retail-physical and 30 min after /retail-digital, which reads the same
+    # songs page, so the three groups never ask one marketplace at once.
+    schedules=(Schedule("10 5 * * *", (), "UTC", "Amazon best-selling digital songs: every configured marketplace, "
+                                                 "daily"),),
+    per_upstream=1,
+    delay_seconds=retail.delay_seconds,
+    settings=retail.SETTINGS,
+    seeder=seed,
+    entries=EntryMapping(market="target:0", artists=None, ids={"asin": "asin"}),
+)
