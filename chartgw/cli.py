@@ -114,8 +114,11 @@ def cmd_group_command(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from chartgw.server import LimitedHttpToolsProtocol
+
     uvicorn.run("chartgw.app:build_app", factory=True, host=args.host, port=args.port, workers=args.workers,
-                access_log=args.access_log, log_level="info")
+                access_log=args.access_log, log_level="info", http=LimitedHttpToolsProtocol,
+                limit_concurrency=args.limit_concurrency, timeout_keep_alive=5)
     return 0
 
 
@@ -224,6 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=1)
     serve.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
+    serve.add_argument("--limit-concurrency", type=int, default=1000, metavar="N",
+                       help="connections and requests in progress per worker before a 503 (default 1000)")
     serve.set_defaults(func=cmd_serve)
 
     crawl = commands.add_parser("crawl", help="crawl a group's upstreams and commit snapshots")

@@ -24,6 +24,7 @@ __all__ = [
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
     "RATE_LIMIT_PER_MINUTE",
+    "REQUEST_HEAD_TIMEOUT_SECONDS",
     "RETRY_BACKOFF_SECONDS",
     "SETTINGS",
     "Setting",
@@ -174,8 +175,11 @@ CACHE_MAX_MB = Setting("CACHE_MAX_MB", "256", "memory the response cache of one 
 RATE_LIMIT_PER_MINUTE = Setting(
     "RATE_LIMIT_PER_MINUTE", "600", "requests a key may make per minute and server process unless the key has its "
     "own rate (`chartgw keys create --rate`); 0 = no limit", bounded_int(0, 10_000_000))
+REQUEST_HEAD_TIMEOUT_SECONDS = Setting(
+    "REQUEST_HEAD_TIMEOUT_SECONDS", "10", "seconds a client has to send a request's line and headers before the "
+    "server answers 408 and closes the connection", seconds)
 SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB,
-                                      RATE_LIMIT_PER_MINUTE)
+                                      RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

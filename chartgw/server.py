@@ -1,0 +1,108 @@
+"""The HTTP server as `chartgw serve` runs it, with no proxy in front: uvicorn's httptools protocol with
+limits on what a client may send before the app sees a request.
+
+- The request head (request line and headers) is capped: a URL that alone passes the cap is a 414, a
+  header block that does is a 431, and neither is read further.
+- A request head must arrive within `CHARTGW_REQUEST_HEAD_TIMEOUT_SECONDS` of the connection (or of the
+  previous request's end),
+  so connections that trickle bytes are closed with a 408 instead of being held open forever.
+- Connections beyond `chartgw serve --limit-concurrency` are answered 503 by uvicorn itself.
+Every refusal is a JSON body, like every other error the gateway gives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+from chartgw import config
+
+__all__ = ["MAX_HEAD_BYTES", "MAX_URL_BYTES", "LimitedHttpToolsProtocol"]
+
+MAX_HEAD_BYTES = 32 * 1024
+"""The request line and all headers together; browsers and clients send a few KB."""
+MAX_URL_BYTES = 8 * 1024
+
+
+class LimitedHttpToolsProtocol(HttpToolsProtocol):
+    """`HttpToolsProtocol` that counts the bytes of each request head and times its arrival."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head_bytes = 0
+        self._in_head = True
+        self._url_done = False
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._head_timeout = config.get(config.REQUEST_HEAD_TIMEOUT_SECONDS)
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # uvicorn's own signature
+        super().connection_made(transport)
+        self._start_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_timer()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._in_head:
+            before = self._head_bytes
+            self._head_bytes += len(data)
+            if not self._url_done:
+                end = data.find(b"\n")
+                line = before + end if end >= 0 else self._head_bytes
+                if line > MAX_URL_BYTES:
+                    self._refuse(414, "The request URL is too long")
+                    return
+                self._url_done = end >= 0
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self._refuse(431, "The request's header fields are too large")
+                return
+        super().data_received(data)
+
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        if len(self.url) > MAX_URL_BYTES:
+            self._refuse(414, "The request URL is too long")
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._stop_timer()
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._start_head()  # the next request on this connection gets its own budget and deadline
+
+    def _start_head(self) -> None:
+        self._head_bytes = 0
+        self._in_head = True
+        self._url_done = False
+        self._stop_timer()
+        self._head_timer = self.loop.call_later(self._head_timeout, self._head_timed_out)
+
+    def _stop_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self.cycle is not None and not self.cycle.response_complete:
+            self._head_timer = self.loop.call_later(self._head_timeout, self._head_timed_out)  # a response is under way
+            return
+        if self._in_head and self._head_bytes:
+            self._refuse(408, f"The request did not arrive within {self._head_timeout:g}s")
+        elif self._in_head and self.transport is not None and not self.transport.is_closing():
+            self.transport.close()  # a connection that never sent a byte
+
+    def _refuse(self, status: int, detail: str) -> None:
+        self._stop_timer()
+        if self.transport is None or self.transport.is_closing():
+            return
+        body = b'{"detail":"' + detail.encode() + b'"}'
+        self.transport.write(b"".join([
+            STATUS_LINE[status], b"content-type: application/json\r\n",
+            b"content-length: " + str(len(body)).encode() + b"\r\n", b"connection: close\r\n\r\n", body]))
+        self.transport.close()
