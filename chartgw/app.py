@@ -61,7 +61,8 @@ def service_routes(group: Group, documents: dict[str, dict[str, Any]] | None = N
     # The platform's routes first: a group's catch-all path ("/{year}") must not shadow them.
     routes = [
         Route("/", root, public=True, errors=(), summary="Service root: what this group serves", response=GroupRoot),
-        Route("/openapi.json", openapi, public=True, errors=(), summary="This OpenAPI document"),
+        Route("/openapi.json", openapi, public=True, errors=(), summary="This OpenAPI document",
+              response=dict[str, Any]),
         FETCH_LOGS_ROUTE,
         *own,
     ]

@@ -113,7 +113,11 @@ def joined_document(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
         for key, schema in own.items():
             schemas[renames.get(key, key)] = _renamed(schema, renames)
         for path, operations in document.get("paths", {}).items():
-            paths[f"/{name}{path}"] = _renamed(operations, renames)
+            renamed = _renamed(operations, renames)
+            for operation in renamed.values():  # operation ids are unique across the joined document
+                if isinstance(operation, dict) and "operationId" in operation:
+                    operation["operationId"] = name.replace("-", "_") + "_" + operation["operationId"]
+            paths[f"/{name}{path}"] = renamed
     first = next(iter(documents.values()), {})
     return {
         "openapi": first.get("openapi", "3.1.0"),

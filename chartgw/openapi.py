@@ -14,8 +14,17 @@ ERROR_DESCRIPTIONS = {
     404: "No such identifier, or no snapshot yet",
     409: "Another refresh is running",
     422: "Validation error",
-    503: "Storage busy; retry after the Retry-After seconds",
+    429: "Rate limit of the key reached; retry after the Retry-After seconds",
+    502: "The upstream failed; the last good snapshot stays",
+    503: "Storage busy or the gateway misconfigured; retry after the Retry-After seconds when given",
 }
+RATE_HEADERS = {
+    "X-RateLimit-Limit": {"description": "Requests per minute the key may make", "schema": {"type": "integer"}},
+    "X-RateLimit-Remaining": {"description": "Requests left in this minute", "schema": {"type": "integer"}},
+    "X-RateLimit-Reset": {"description": "Seconds until the minute's window ends", "schema": {"type": "integer"}},
+}
+ETAG_HEADER = {"ETag": {"description": "The body's entity tag; send it back in If-None-Match", "schema": {"type": "string"}}}
+RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer"}}}
 
 COMMON_SCHEMAS: dict[str, Any] = {
     "Error": {
@@ -54,6 +63,26 @@ def _one_of(schemas: list[dict[str, Any]]) -> dict[str, Any]:
     return {} if not schemas else schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
 
 
+DATE_FIELDS = re.compile(r"(^|_)(date|day|since|until|first_seen|last_seen)$|_date$|^week_(start|end)$")
+TIME_FIELDS = re.compile(r"_at$")
+PARTIAL_DATES = frozenset({"first_release_date"})
+"""Dates an upstream may give as a year or a year and month (MusicBrainz): no format is claimed."""
+
+
+def _declare_formats(schema: dict[str, Any]) -> None:
+    """String properties named as dates ("chart_date") or times ("fetched_at") say their format, so a
+    generated client parses them; the values are YYYY-MM-DD and ISO 8601 UTC timestamps throughout."""
+    for name, prop in schema.get("properties", {}).items():
+        if name in PARTIAL_DATES:
+            continue
+        for option in prop.get("anyOf", [prop]):
+            if option.get("type") == "string" and "format" not in option:
+                if TIME_FIELDS.search(name):
+                    option["format"] = "date-time"
+                elif DATE_FIELDS.search(name):
+                    option["format"] = "date"
+
+
 def build_document(name: str, title: str, description: str, routes: list[Route]) -> dict[str, Any]:
     types = list(dict.fromkeys(t for r in routes for t in _response_types(r)))
     refs, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
@@ -61,15 +90,24 @@ def build_document(name: str, title: str, description: str, routes: list[Route])
     ref_of = dict(zip(types, refs, strict=True))
     paths: dict[str, dict[str, Any]] = {}
     for route in routes:
+        cached = route.cache_ttl > 0
+        rate = {} if route.public else RATE_HEADERS
         responses: dict[str, Any] = {"200": {
             "description": "Success",
+            "headers": {**(ETAG_HEADER if cached else {}), **rate},
             "content": {"application/json": {"schema": _one_of([ref_of[t] for t in _response_types(route)])}},
         }}
-        codes = set(route.errors) | ({422} if route.params else set()) | (set() if route.public else {401})
+        if cached:
+            responses["304"] = {"description": "Not modified: the If-None-Match sent names the current body",
+                                "headers": {**ETAG_HEADER, **rate}}
+        codes = (set(route.errors) | ({422} if route.params else set()) | (set() if route.public else {401, 429})
+                 | {503})
         for code in sorted(codes):
             schema = "HTTPValidationError" if code == 422 else "Error"
             responses[str(code)] = {"description": ERROR_DESCRIPTIONS.get(code, "Error"),
                                     "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}}
+            if code in (429, 503):
+                responses[str(code)]["headers"] = RETRY_AFTER
         operation: dict[str, Any] = {
             "operationId": _operation_id(route.method, route.path),
             "summary": route.summary,
@@ -83,6 +121,8 @@ def build_document(name: str, title: str, description: str, routes: list[Route])
         if not route.public:
             operation["security"] = [{"APIKeyHeader": []}]
         paths.setdefault(route.path, {})[route.method.lower()] = operation
+    for schema in schemas.values():
+        _declare_formats(schema)
     return {
         "openapi": "3.1.0",
         "info": {"title": title, "version": "1.0.0", "description": description},

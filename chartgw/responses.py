@@ -224,7 +224,8 @@ class BundledChart(msgspec.Struct):
     target: str
     snapshot: SnapshotMeta
     count: int
-    entries: list[Any]
+    entries: list[dict[str, Any]]
+    """The group's entry records (objects; their fields are the group's entry type's)."""
 
 
 async def chart_bundle(reader: SnapshotReader, rows: list[SnapshotRow], limit: int,

@@ -64,3 +64,30 @@ def test_crontab_covers_every_schedule_in_kst() -> None:
     assert any(line.startswith("*/5 * * * * /srv/chartgw/scripts/crawl korea-chart --site portal-d --chart-type rising")
                for line in lines)
     assert all("--wait 240" in line for line in lines)
+
+
+def test_every_document_validates_and_declares_what_clients_need(all_groups_data: Path) -> None:
+    """Each group's document and the joined one pass openapi-spec-validator; cached GETs declare the 304 and
+    its ETag, keyed ones the 401 and 429 with the rate headers, date and time fields their format."""
+    import asyncio
+
+    from openapi_spec_validator import validate
+
+    from tests.fixtures import client
+
+    for group in GROUPS:
+        document = asyncio.run(next(r for r in service_routes(group) if r.path == "/openapi.json").handler(None))  # type: ignore[arg-type]
+        validate(document)
+        for route in service_routes(group):
+            responses = document["paths"][route.path][route.method.lower()]["responses"]
+            if route.cache_ttl > 0:
+                assert "ETag" in responses["304"]["headers"] and "ETag" in responses["200"]["headers"]
+            if not route.public:
+                assert {"401", "429"} <= set(responses) and "X-RateLimit-Remaining" in responses["200"]["headers"]
+    with client(all_groups_data) as api:
+        joined = api.get("/openapi.json").json()
+    validate(joined)
+    meta = joined["components"]["schemas"]["SnapshotMeta"]["properties"]
+    assert meta["fetched_at"]["format"] == "date-time" and meta["chart_date"]["format"] == "date"
+    bundle = joined["components"]["schemas"]["BundledChart"]["properties"]["entries"]
+    assert bundle["items"] == {"type": "object"}
