@@ -163,21 +163,29 @@ class TargetStatus(msgspec.Struct):
     age_seconds: int | None
     stale: bool
     """True when there is no snapshot or it is older than twice the target's cadence."""
+    state: str = "fresh"
+    """"fresh", "stale" (older than twice its cadence) or "never crawled" (no snapshot yet)."""
+    last_failure: str | None = None
+    """The newest failed attempt since the snapshot served ("<started_at>: <reason>"); null when none."""
 
 
 async def target_statuses(reader: SnapshotReader, cadences: dict[str, int], now: datetime,
                           pattern: str | None = None) -> list[TargetStatus]:
     """The status of every expected target (`cadences`: target -> seconds), in the order given."""
     latest = {row.target: row for row in await reader.latest_per_target(pattern)}
+    failures = await reader.latest_failures()
     statuses = []
     for target, cadence in cadences.items():
         row = latest.get(target)
+        failed = failures.get(target)
+        failure = f"{failed[0]}: {failed[1]}" if failed and (row is None or failed[0] >= row.fetched_at) else None
         if row is None:
-            statuses.append(TargetStatus(target, None, None, None, None, None, True))
+            statuses.append(TargetStatus(target, None, None, None, None, None, True, "never crawled", failure))
         else:
             age = age_seconds(row, now)
+            stale = age > 2 * cadence
             statuses.append(TargetStatus(target, row.id, row.chart_date, row.chart_hour, row.fetched_at, age,
-                                         age > 2 * cadence))
+                                         stale, "stale" if stale else "fresh", failure))
     return statuses
 
 

@@ -474,6 +474,13 @@ class SnapshotReader:
             "SELECT record FROM entries WHERE snapshot_id = ? ORDER BY position LIMIT ?", (snapshot_id, limit))
         return [row[0] for row in rows]
 
+    async def latest_failures(self) -> dict[str, tuple[str, str]]:
+        """Per target, its newest failed attempt: (started_at, error)."""
+        rows = await self.fetchall(
+            "SELECT target, started_at, coalesce(error, 'failed') FROM fetch_log WHERE id IN"
+            " (SELECT max(id) FROM fetch_log WHERE status = 'failed' GROUP BY target)")
+        return {str(r[0]): (str(r[1]), str(r[2])) for r in rows}
+
     async def outcomes_by_day(self, since: str) -> list[tuple[str, int, int]]:
         """(day, attempts ok, attempts failed) per UTC day from `since` (YYYY-MM-DD), oldest first."""
         return [(str(r[0]), int(r[1]), int(r[2])) for r in await self.fetchall(

@@ -309,3 +309,6 @@ def test_a_feed_cut_to_a_few_rows_is_refused_and_the_last_chart_stays(seeded: Pa
     assert (cut.status, cut.error) == ("failed", "top-songs/us: expected at least 25 rows, upstream gave 3")
     with client(path, [GROUP]) as after:
         assert get(after, "/digital-sales/top-songs/us/latest").json()["snapshot"]["id"] == kept
+        status = next(t for t in after.get("/digital-sales/health").json()["targets"] if t["target"] == "top-songs/us")
+        assert status["state"] == "fresh"  # the last good chart still serves, and health says what failed since
+        assert status["last_failure"].endswith(": top-songs/us: expected at least 25 rows, upstream gave 3")

@@ -346,7 +346,10 @@ def test_without_a_token_only_the_public_overview_is_crawled(tmp_path: Path) -> 
         assert body["count"] == 50 and all(e["streams"] is None for e in body["entries"])
         assert "public overview" in body["snapshot"]["source"]
         health = c.get("/streaming/health").json()
-        assert (health["status"], health["token_mode"], len(health["targets"])) == ("ok", "public", 1)
+        # Honest health: 1 chart of the configured ones is covered without a token, so the group is degraded.
+        assert (health["status"], health["token_mode"]) == ("degraded", "public")
+        states = {t["target"]: t["state"] for t in health["targets"]}
+        assert states.pop("regional-weekly/global") == "fresh" and set(states.values()) == {"never crawled"}
         response = c.get("/streaming/latest", headers=KEY_HEADERS)
         assert response.status_code == 404
         assert response.json()["detail"] == ("No regional-daily chart of 'global' yet (without CHARTGW_SPOTIFY_TOKEN "

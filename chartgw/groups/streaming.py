@@ -82,10 +82,10 @@ def split_target(target: str) -> tuple[str, str]:
 
 
 def expected_cadences() -> dict[str, int]:
-    """The targets a crawl keeps current in the present mode, with their cadence."""
-    if not token():
-        return {OVERVIEW_TARGET: CADENCE_SECONDS["regional-weekly"]}
-    return {target_key(ct, c): CADENCE_SECONDS[ct] for ct in CHART_TYPES for c in crawled_countries()}
+    """Every chart the group serves, with its cadence: without a token only the overview's one is crawled,
+    so the others are "never crawled" and health says `degraded` (and `token_mode: public` says why)."""
+    charts = {target_key(ct, c): CADENCE_SECONDS[ct] for ct in CHART_TYPES for c in crawled_countries()}
+    return charts if token() else {OVERVIEW_TARGET: CADENCE_SECONDS["regional-weekly"], **charts}
 
 
 def stored(entry: StreamingEntry) -> StoredEntry:
