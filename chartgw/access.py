@@ -2,7 +2,8 @@
 
 The table is data: exact public paths (group roots, health, listed schema documents), with
 every other path needing an `X-API-Key`, so a route nobody classified is never left open. Keys
-are stored as SHA-256 digests only; a key is shown once when created.
+are stored as HMAC-SHA256 digests under a server secret; a key is shown once when created. Keyed
+requests are rate limited per key.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import os
 import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
 
@@ -54,7 +56,28 @@ def keys_db_path() -> Path:
 
 
 def hash_key(key: str) -> str:
+    """The legacy digest (bare SHA-256) of keys created before keys were keyed to a server secret."""
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+SECRET_FILE = "server-secret"
+HMAC_PREFIX = "hmac-sha256:"
+
+
+def server_secret(folder: Path) -> bytes:
+    """The secret keys are digested under (made once, readable by the owner only, beside keys.sqlite): a
+    stolen key file alone gives no way to test guesses of keys."""
+    path = folder / SECRET_FILE
+    if not path.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(secrets.token_bytes(32))
+    return path.read_bytes()
+
+
+def keyed_digest(key: str, secret: bytes) -> str:
+    return HMAC_PREFIX + hmac.new(secret, key.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -103,7 +126,8 @@ class KeyStore:
         with self._connect() as db:
             cur = db.execute(
                 "INSERT INTO api_keys (name, key_hash, created_at, expires_at, rate_per_minute) VALUES (?, ?, ?, ?, ?)",
-                (name, hash_key(key), iso(datetime.now(UTC)), iso(expires_at) if expires_at else None, rate_per_minute),
+                (name, keyed_digest(key, server_secret(self.path.parent)), iso(datetime.now(UTC)),
+                 iso(expires_at) if expires_at else None, rate_per_minute),
             )
             return int(cur.lastrowid or 0), key
 
@@ -126,6 +150,21 @@ class KeyStore:
         with self._connect() as db:
             return [KeyInfo(*row) for row in db.execute(
                 "SELECT id, name, created_at, expires_at, revoked_at FROM api_keys ORDER BY id")]
+
+    def rotate(self, name: str, grace: timedelta) -> tuple[int, str, tuple[int, ...]]:
+        """A successor of the active keys named `name` (same rate): they expire after `grace`, the new key
+        does not. Returns the new id and key, and the ids of the keys now expiring."""
+        with self._connect() as db:
+            rows = db.execute("SELECT id, rate_per_minute, expires_at FROM api_keys WHERE name = ? AND revoked_at IS NULL"
+                              " AND (expires_at IS NULL OR expires_at > ?)", (name, iso(datetime.now(UTC)))).fetchall()
+        if not rows:
+            raise KeyError(name)
+        key_id, key = self.create(name, None, rows[-1][1])
+        until = iso(datetime.now(UTC) + grace)
+        with self._connect() as db:
+            db.executemany("UPDATE api_keys SET expires_at = ? WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)",
+                           [(until, row[0], until) for row in rows])
+        return key_id, key, tuple(row[0] for row in rows)
 
     def revoke(self, key_id: int) -> bool:
         with self._connect() as db:
@@ -193,12 +232,13 @@ class KeyChecker:
 
     def __init__(self, path: Path | None = None, plain_keys: Iterable[str] = (), recheck_seconds: float = 1.0) -> None:
         self.path = path or keys_db_path()
-        self.env_digests = {hash_key(k) for k in plain_keys}
+        self.env_keys = frozenset(plain_keys)
         self.recheck_seconds = recheck_seconds
         self._digests: dict[str, Grant] = {}  # digest -> the key's grant
         self._verified: dict[str, Grant] = {}  # presented key -> its grant, for keys that matched
         self._checked = 0.0
         self._stamp: tuple[tuple[int, int], ...] | None = None
+        self._secret: bytes | None = None
 
     def _reload_if_changed(self) -> None:
         now = time.monotonic()
@@ -213,6 +253,8 @@ class KeyChecker:
         if not self.path.exists():
             self._digests = {}
             return
+        secret = self.path.parent / SECRET_FILE
+        self._secret = secret.read_bytes() if secret.exists() else None
         db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=5)
         try:
             columns = {row[1] for row in db.execute("PRAGMA table_info(api_keys)")}
@@ -237,14 +279,16 @@ class KeyChecker:
 
     def _verify(self, key: str) -> bool:
         """Whether the key is known; a known key's grant is remembered until the key file changes."""
-        digest = hash_key(key)
-        if any(hmac.compare_digest(digest, d) for d in self.env_digests):
+        if any(hmac.compare_digest(key.encode(), known.encode()) for known in self.env_keys):
             grant = Grant(ENV_KEY_ID, None, None)
         else:
-            stored = next((d for d in self._digests if hmac.compare_digest(digest, d)), None)
-            if stored is None:
+            candidates = [hash_key(key)]
+            if self._secret is not None:
+                candidates.append(keyed_digest(key, self._secret))
+            found = next((self._digests[d] for d in candidates if d in self._digests), None)
+            if found is None:
                 return False
-            grant = self._digests[stored]
+            grant = found
         if len(self._verified) >= 10_000:
             self._verified.clear()
         self._verified[key] = grant

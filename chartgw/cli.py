@@ -163,6 +163,15 @@ def cmd_keys(args: argparse.Namespace) -> int:
         print(f"{'id':>4}  {'day':10} {'requests':>9} {'429s':>7}  name")
         for key_id, name, day, requests, limited in store.usage(since):
             print(f"{key_id:>4}  {day:10} {requests:>9} {limited:>7}  {name}")
+    elif args.keys_command == "rotate":
+        try:
+            key_id, key, expiring = store.rotate(args.name, timedelta(days=args.grace_days))
+        except KeyError:
+            print(f"chartgw keys rotate: no active key named {args.name!r}", file=sys.stderr)
+            return 1
+        print(f"id {key_id} ({args.name}) succeeds {', '.join(map(str, expiring))}, which expire in {args.grace_days:g} "
+              "days; the new key is shown only now:", file=sys.stderr)
+        print(key)
     elif args.keys_command == "revoke":
         if not store.revoke(args.id):
             print(f"chartgw keys revoke: no active key with id {args.id}", file=sys.stderr)
@@ -271,6 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--expires", type=_parse_time, help="expiry date (YYYY-MM-DD, UTC) for rotation")
     create.add_argument("--rate", type=_parse_rate, metavar="N/minute",
                         help="requests per minute this key may make (default: CHARTGW_RATE_LIMIT_PER_MINUTE; 0 = none)")
+    rotate = key_commands.add_parser("rotate", help="issue the successor of a key; the old one expires after a grace")
+    rotate.add_argument("name", help="the name the key was created with")
+    rotate.add_argument("--grace-days", type=float, default=7.0, help="days the old key keeps working (default 7)")
     usage = key_commands.add_parser("usage", help="requests per key and day (and how many were refused with 429)")
     usage.add_argument("--days", type=int, default=7, help="days back, today included (default 7)")
     key_commands.add_parser("list", help="list keys (never the keys themselves)")

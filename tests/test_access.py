@@ -16,7 +16,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route as StarletteRoute
 from starlette.testclient import TestClient
 
-from chartgw.access import KeyChecker, KeyStore, RateLimiter, hash_key
+from chartgw.access import KeyChecker, KeyStore, RateLimiter, hash_key, keyed_digest
 from chartgw.app import GroupRoutes, access_table, build_app, declared_routes
 from chartgw.groups import GROUPS
 from tests.fixtures import KEY_HEADERS, client, copy_data
@@ -85,7 +85,9 @@ def test_keys_cli_create_list_revoke_and_the_server_follows(korea_data: Path, tm
     key = created.stdout.strip()
     assert key.startswith("cgw_") and "shown only now" in created.stderr
     stored = sqlite3.connect(data / "keys.sqlite").execute("SELECT name, key_hash FROM api_keys").fetchall()
-    assert stored == [("partner-a", hash_key(key))]  # only the digest is kept
+    secret = (data / "server-secret").read_bytes()
+    assert stored == [("partner-a", keyed_digest(key, secret))]  # only the digest under the server's secret
+    assert stored[0][1] != hash_key(key) and (data / "server-secret").stat().st_mode & 0o777 == 0o600
     assert key not in (data / "keys.sqlite").read_bytes().decode("latin-1")
 
     checker = KeyChecker(data / "keys.sqlite", recheck_seconds=0)
@@ -196,3 +198,29 @@ def test_keys_create_takes_a_rate_and_keys_usage_lists_days(tmp_path: Path, monk
     KeyStore(tmp_path / "keys.sqlite").add_usage({(1, "2026-11-20"): [12, 2]})
     assert cli.main(["keys", "usage", "--days", "100000"]) == 0
     assert "2026-11-20        12       2  p" in capsys.readouterr().out
+
+
+def test_a_legacy_sha256_key_still_works(tmp_path: Path) -> None:
+    """Keys created before the server secret (bare SHA-256 digests) keep working."""
+    store = KeyStore(tmp_path / "keys.sqlite")
+    store.create("new")
+    with sqlite3.connect(tmp_path / "keys.sqlite") as db:
+        db.execute("INSERT INTO api_keys (name, key_hash, created_at) VALUES ('old', ?, '2026-01-01T00:00:00Z')",
+                   (hash_key("cgw_legacy"),))
+    assert KeyChecker(tmp_path / "keys.sqlite").check("cgw_legacy")
+
+
+def test_keys_rotate_issues_a_successor_and_expires_the_old_key_after_the_grace(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from chartgw import cli
+
+    monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
+    assert cli.main(["keys", "create", "--name", "partner", "--rate", "60"]) == 0
+    old = capsys.readouterr().out.strip()
+    assert cli.main(["keys", "rotate", "partner", "--grace-days", "2"]) == 0
+    new = capsys.readouterr().out.strip()
+    checker = KeyChecker(tmp_path / "keys.sqlite", recheck_seconds=0)
+    old_grant, new_grant = checker.grant(old), checker.grant(new)
+    assert old_grant is not None and new_grant is not None and new != old
+    assert old_grant.expires_at is not None and new_grant.expires_at is None and new_grant.rate_per_minute == 60
+    assert cli.main(["keys", "rotate", "nobody"]) == 1
