@@ -1,4 +1,4 @@
-"""`chartgw serve | crawl | import | backfill | keys | cron | demo | settings`: the one entry point for
+"""`chartgw serve | crawl | import | backfill | monitor | keys | cron | demo | settings | storage`: the one entry point for
 people, cron and the refresh endpoints."""
 
 from __future__ import annotations
@@ -203,6 +203,44 @@ def crontab(root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def storage_report() -> list[dict[str, Any]]:
+    """Per group: its file's bytes, snapshots, the time they span, and the bytes a year at that rate."""
+    import sqlite3
+
+    from chartgw.store import group_db_path, parse_iso
+
+    report = []
+    for group in GROUPS:
+        path = group_db_path(group.name)
+        if not path.exists():
+            report.append({"group": group.name, "bytes": 0, "snapshots": 0, "first": None, "last": None,
+                           "bytes_per_year": None, "retention_days": group.retention_days})
+            continue
+        size = sum(p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists())
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            count, first, last = db.execute("SELECT count(*), min(fetched_at), max(fetched_at) FROM snapshots").fetchone()
+        days = (parse_iso(last) - parse_iso(first)).total_seconds() / 86400 if first and last else 0
+        report.append({"group": group.name, "bytes": size, "snapshots": count, "first": first, "last": last,
+                       "bytes_per_year": round(size * 365 / days) if days >= 1 else None,
+                       "retention_days": group.retention_days})
+    return report
+
+
+def cmd_storage(args: argparse.Namespace) -> int:
+    """`chartgw storage`: what each group's file holds and grows by, with its retention."""
+    rows = storage_report()
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    print(f"{'group':16} {'MB':>9} {'snapshots':>10} {'MB/year':>9}  span, retention")
+    for row in rows:
+        per_year = f"{row['bytes_per_year'] / 1e6:9.0f}" if row["bytes_per_year"] else f"{'-':>9}"
+        retention = ", ".join(f"{k} {v:g} d" for k, v in row["retention_days"].items()) or "kept forever"
+        span = f"{row['first']} .. {row['last']}" if row["first"] else "no data"
+        print(f"{row['group']:16} {row['bytes'] / 1e6:9.1f} {row['snapshots']:>10} {per_year}  {span}; {retention}")
+    return 0
+
+
 def cmd_cron(args: argparse.Namespace) -> int:
     print(crontab(Path(args.root)), end="")
     return 0
@@ -300,6 +338,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run until stopped, crawling the bundled samples again every SECONDS (what scripts/serve "
                            "runs beside the server, so the demo's health stays ok)")
     demo.set_defaults(func=cmd_demo)
+
+    storage = commands.add_parser("storage", help="each group's file size, snapshots, growth per year and retention")
+    storage.add_argument("--json", action="store_true")
+    storage.set_defaults(func=cmd_storage)
 
     settings = commands.add_parser("settings", help="list every CHARTGW_* setting with its current value")
     settings.set_defaults(func=cmd_settings)

@@ -201,3 +201,16 @@ def test_every_group_has_the_platform_routes_first() -> None:
         paths = [route.path for route in service_routes(group)]
         assert paths[:3] == ["/", "/openapi.json", "/fetch-logs"], group.name
         assert "/health" in paths, group.name
+
+
+def test_chartgw_storage_reports_every_group(korea_data: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from chartgw import cli
+
+    monkeypatch.setenv("CHARTGW_DATA_DIR", str(korea_data))
+    assert cli.main(["storage", "--json"]) == 0
+    rows = {row["group"]: row for row in json.loads(capsys.readouterr().out)}
+    assert set(rows) == {g.name for g in GROUPS}
+    korea = rows["korea-chart"]
+    assert korea["bytes"] > 100_000 and korea["snapshots"] > 10 and korea["retention_days"]
+    assert rows["video"]["bytes"] == 0 and rows["video"]["first"] is None
