@@ -24,6 +24,7 @@ __all__ = [
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
     "RATE_LIMIT_PER_MINUTE",
+    "REFRESH_INTERVAL_SECONDS",
     "REQUEST_HEAD_TIMEOUT_SECONDS",
     "RETRY_BACKOFF_SECONDS",
     "SETTINGS",
@@ -178,8 +179,11 @@ RATE_LIMIT_PER_MINUTE = Setting(
 REQUEST_HEAD_TIMEOUT_SECONDS = Setting(
     "REQUEST_HEAD_TIMEOUT_SECONDS", "10", "seconds a client has to send a request's line and headers before the "
     "server answers 408 and closes the connection", seconds)
+REFRESH_INTERVAL_SECONDS = Setting(
+    "REFRESH_INTERVAL_SECONDS", "60", "least seconds between two POST refreshes of the same target (scheduled crawls "
+    "do not count)", seconds)
 SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB,
-                                      RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS)
+                                      RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

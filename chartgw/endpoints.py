@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -66,6 +66,8 @@ class GroupData:
         """What "now" is for ages and staleness in responses (injected in tests)."""
         self.reader = SnapshotReader(group_db_path(group))
         self.version = 0
+        self.refreshed: dict[Hashable, float] = {}
+        """When each target was last refreshed through the API (monotonic seconds), for the refresh throttle."""
         self._seen: int | None = None
         self._checked = float("-inf")
 

@@ -5,13 +5,30 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
+import time
+from collections.abc import Callable, Hashable
 from typing import Any
 
+from chartgw import config
 from chartgw.crawl import EXIT_BUSY
-from chartgw.endpoints import ApiError
+from chartgw.endpoints import ApiError, GroupData
 
-__all__ = ["crawl_in_subprocess"]
+__all__ = ["admit_refresh", "crawl_in_subprocess"]
+
+
+def admit_refresh(data: GroupData, target: Hashable, clock: Callable[[], float] = time.monotonic) -> None:
+    """At most one refresh of a target per `CHARTGW_REFRESH_INTERVAL_SECONDS` in this server process (a
+    refresh costs the upstream a crawl; polling the snapshots costs nothing): else a 429 with Retry-After."""
+    interval = config.get(config.REFRESH_INTERVAL_SECONDS)
+    now = clock()
+    last = data.refreshed.get(target)
+    if last is not None and now - last < interval:
+        wait = max(1, math.ceil(interval - (now - last)))
+        raise ApiError(429, f"This was refreshed {now - last:.0f}s ago; refresh it again in {wait}s",
+                       {"Retry-After": str(wait)})
+    data.refreshed[target] = now
 
 
 async def crawl_in_subprocess(group: str, options: dict[str, str | None]) -> list[dict[str, Any]]:

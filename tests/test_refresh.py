@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,8 +44,10 @@ def test_refresh_failure_reports_and_keeps_the_last_good_snapshot(api: TestClien
     before = api.get("/korea-chart/portal-a/charts/realtime", headers=KEY_HEADERS).json()
     broken = {"MELON": {k: Reply(b"<html><title>error</title></html>", 503) for k in _melon_replies(1)["MELON"]}}
     with replay_upstreams(broken):
-        body = api.post("/korea-chart/refresh?site=portal-a&chart_type=realtime", headers=KEY_HEADERS).json()
-    assert body["status"] == "failed"
+        response = api.post("/korea-chart/refresh?site=portal-a&chart_type=realtime", headers=KEY_HEADERS)
+    assert response.status_code == 502  # every target failed: the upstream's fault, with each reason
+    body = response.json()["detail"]
+    assert body["message"] == "Every target of the refresh failed; the last good snapshots still serve"
     assert body["outcomes"][0]["http_status"] == 503 and "503" in body["outcomes"][0]["error"]
     assert api.get("/korea-chart/portal-a/charts/realtime", headers=KEY_HEADERS).json() == before
 
@@ -60,3 +63,12 @@ def test_refresh_validates_and_needs_a_key(api: TestClient) -> None:
     bad = api.post("/korea-chart/refresh?site=portal-e&chart_type=realtime", headers=KEY_HEADERS)
     assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "chart_type"]
     assert api.get("/korea-chart/refresh", headers=KEY_HEADERS).status_code == 405
+
+
+def test_a_second_refresh_of_the_same_chart_within_the_interval_is_429(api: TestClient) -> None:
+    with replay_upstreams(_melon_replies(1)):
+        first = api.post("/korea-chart/refresh?site=portal-a&chart_type=realtime", headers=KEY_HEADERS)
+        again = api.post("/korea-chart/refresh?site=portal-a&chart_type=realtime", headers=KEY_HEADERS)
+    assert first.status_code == 200
+    assert again.status_code == 429 and 1 <= int(again.headers["retry-after"]) <= 60
+    assert re.fullmatch(r"This was refreshed \d+s ago; refresh it again in \d+s", again.json()["detail"])

@@ -30,7 +30,7 @@ from chartgw.endpoints import ApiError, Call, Route, not_found
 from chartgw.group import EntryMapping, Group, Schedule
 from chartgw.params import InvalidParams, Param, literal_error, search_param
 from chartgw.records import KoreaEntry, ParsedChart, RankStatus, stored_entry
-from chartgw.refresh import crawl_in_subprocess
+from chartgw.refresh import admit_refresh, crawl_in_subprocess
 from chartgw.replay import replay_upstreams
 from chartgw.responses import HealthHead, SnapshotMeta, TargetStatus, health_route, records_array, snapshot_meta
 from chartgw.samples import korea as samples
@@ -412,13 +412,17 @@ async def refresh(call: Call) -> RefreshResponse:
         raise InvalidParams(errors)
     if _refresh_running.locked():
         raise ApiError(409, "A refresh of korea-chart is already running")
+    admit_refresh(call.data, (site, chart_type))
     async with _refresh_running:
         options = {"site": site, "chart_type": chart_type}
         outcomes = await crawl_in_subprocess(NAME, options)
     call.data.expire()
     parsed = [msgspec.convert(o, CrawlOutcome) for o in outcomes]
     ok = sum(o.status == "ok" for o in parsed)
-    return RefreshResponse("ok" if ok == len(parsed) else "partial" if ok else "failed", parsed)
+    if parsed and not ok:  # every target failed: the upstream's fault, each reason given; the snapshots stay
+        raise ApiError(502, {"message": "Every target of the refresh failed; the last good snapshots still serve",
+                             "outcomes": [msgspec.to_builtins(o) for o in parsed]})
+    return RefreshResponse("ok" if ok == len(parsed) else "partial", parsed)
 
 
 # --- the route table ----------------------------------------------------------------------------
@@ -450,7 +454,7 @@ ROUTES: tuple[Route, ...] = (
     Route("/refresh", refresh, (
         Param("site", kind="choice", choices=SITE_NAMES, description="Only this site"),
         Param("chart_type", kind="choice", choices=ALL_CHART_TYPES, description="Only this chart type"),
-    ), method="POST", cache_ttl=0, errors=(409,), response=RefreshResponse,
+    ), method="POST", cache_ttl=0, errors=(409, 429, 502), response=RefreshResponse,
         summary="Run the same crawl as cron for all sites and chart types, or the selected ones"),
 )
 
