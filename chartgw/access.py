@@ -195,6 +195,8 @@ class RateLimiter:
         self._windows: dict[int, list[int]] = {}  # key id -> [window start minute, requests in it]
         self._counts: dict[tuple[int, str], list[int]] = {}  # (key id, day) -> [requests, limited]
         self._flushed = clock()
+        self._day_minute = -1
+        self._day = ""
 
     def take(self, grant: Grant) -> tuple[bool, int, int, int]:
         """(allowed, limit, remaining, seconds until the window resets) for one request of `grant`'s key."""
@@ -207,8 +209,11 @@ class RateLimiter:
         allowed = limit == 0 or window[1] < limit
         if allowed:
             window[1] += 1
-        day = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
-        counts = self._counts.setdefault((grant.key_id, day), [0, 0])
+        if minute != self._day_minute:  # the day's name is worked out once a minute, not per request
+            self._day_minute, self._day = minute, datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
+        counts = self._counts.get((grant.key_id, self._day))
+        if counts is None:
+            counts = self._counts[(grant.key_id, self._day)] = [0, 0]
         counts[0 if allowed else 1] += 1
         if now - self._flushed >= self.FLUSH_SECONDS:
             self.flush()

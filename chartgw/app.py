@@ -174,8 +174,9 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
     for group, route in declared:
         by_group.setdefault(group.name, []).append(StarletteRoute(
             f"/{group.name}{route.path}", EndpointApp(route, datas[group.name], cache), methods=[route.method]))
-    routes = [StarletteRoute("/", door.page, methods=["GET"]), StarletteRoute("/openapi.json", door.openapi, methods=["GET"]),
-              GroupRoutes(by_group)]
+    # The groups' routes first: every chart request is matched there; the front door's two paths after.
+    routes = [GroupRoutes(by_group), StarletteRoute("/", door.page, methods=["GET"]),
+              StarletteRoute("/openapi.json", door.openapi, methods=["GET"])]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -35,6 +35,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._in_head = True
         self._url_done = False
         self._head_timer: asyncio.TimerHandle | None = None
+        self._head_started = 0.0
         self._head_timeout = config.get(config.REQUEST_HEAD_TIMEOUT_SECONDS)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # uvicorn's own signature
@@ -68,7 +69,6 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._in_head = False
-        self._stop_timer()
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
@@ -79,23 +79,29 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._head_bytes = 0
         self._in_head = True
         self._url_done = False
-        self._stop_timer()
-        self._head_timer = self.loop.call_later(self._head_timeout, self._head_timed_out)
+        self._head_started = self.loop.time()
+        if self._head_timer is None:  # one timer a connection, not one a request: it checks and re-arms
+            self._head_timer = self.loop.call_later(self._head_timeout, self._check_head)
 
     def _stop_timer(self) -> None:
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
 
-    def _head_timed_out(self) -> None:
+    def _check_head(self) -> None:
         self._head_timer = None
-        if self.cycle is not None and not self.cycle.response_complete:
-            self._head_timer = self.loop.call_later(self._head_timeout, self._head_timed_out)  # a response is under way
+        if self.transport is None or self.transport.is_closing():
             return
-        if self._in_head and self._head_bytes:
+        waited = self.loop.time() - self._head_started
+        busy = self.cycle is not None and not self.cycle.response_complete
+        if not self._in_head or busy or waited < self._head_timeout:
+            self._head_timer = self.loop.call_later(max(self._head_timeout - waited, 0.05) if self._in_head and not busy
+                                                    else self._head_timeout, self._check_head)
+            return
+        if self._head_bytes:
             self._refuse(408, f"The request did not arrive within {self._head_timeout:g}s")
-        elif self._in_head and self.transport is not None and not self.transport.is_closing():
-            self.transport.close()  # a connection that never sent a byte
+        else:
+            self.transport.close()  # a connection that sent nothing within the time
 
     def _refuse(self, status: int, detail: str) -> None:
         self._stop_timer()
