@@ -16,7 +16,7 @@ from typing import Any
 from chartgw import config
 from chartgw.clock import fixed, utc_now
 from chartgw.crawl import EXIT_BUSY, CrawlBusy, CrawlError, Outcome, crawl_lock
-from chartgw.group import Group, GroupCommand, crawl_group
+from chartgw.group import Group, GroupCommand, after_crawl, crawl_group
 from chartgw.groups import GROUPS
 from chartgw.params import InvalidParams
 from chartgw.upstreams import origin_setting
@@ -63,6 +63,8 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         with crawl_lock(group.name, args.wait):
             clock = fixed(args.at) if args.at else utc_now
             outcomes = asyncio.run(crawl_group(group, selection, now=clock, progress=progress))
+            if any(o.status == "ok" for o in outcomes):
+                after_crawl(group.name)
     except InvalidParams as exc:
         error = exc.errors[0]
         print(f"chartgw crawl: {error['loc'][-1]}: {error['msg']}", file=sys.stderr)

@@ -7,6 +7,7 @@ not at the first request.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,8 @@ from chartgw.config import Setting
 from chartgw.crawl import CrawlTarget, Outcome, RetryPolicy, run_targets
 from chartgw.endpoints import Route
 
-__all__ = ["CommandArg", "EntryMapping", "Group", "GroupCommand", "MappedEntry", "Schedule", "Seeder", "crawl_group"]
+__all__ = ["AFTER_CRAWL", "CommandArg", "EntryMapping", "Group", "GroupCommand", "MappedEntry", "Schedule", "Seeder",
+           "after_crawl", "crawl_group"]
 
 _GROUP_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 _PATH_PARAM = re.compile(r"{([a-z_][a-z0-9_]*)}")
@@ -205,6 +207,11 @@ def check_route(route: Route) -> None:
     assert route.method in {"GET", "POST"}, f"{route.path}: method {route.method}"
 
 
+AFTER_CRAWL: list[Callable[[str], object]] = []
+"""Called with a group's name after `chartgw crawl GROUP` committed (the artist-history index catching up).
+A hook that fails never fails the crawl: what it reads is committed, and it catches up at the next crawl."""
+
+
 def group_policy(group: Group) -> RetryPolicy:
     """The crawl policy of `group`: its concurrency per upstream and, where it declares one, its delay."""
     if group.delay_seconds is None:
@@ -229,3 +236,10 @@ async def crawl_group(group: Group, selection: dict[str, str | None], *, now: Cl
     outcomes += await run_targets(group.name, targets, retention=group.retention_days, now=now, transport=transport,
                                   policy=policy, progress=progress, run_options=selection)
     return outcomes
+
+
+def after_crawl(name: str) -> None:
+    """Run the AFTER_CRAWL hooks for group `name` (what `chartgw crawl` does once its crawl committed)."""
+    for hook in AFTER_CRAWL:
+        with contextlib.suppress(Exception):  # see AFTER_CRAWL: the crawl's commits stand regardless
+            hook(name)

@@ -20,6 +20,9 @@ def test_the_status_page_lists_every_group_as_json_without_a_key(all_groups_data
     assert [g["name"] for g in page["groups"]] == [g.name for g in GROUPS]
     for group in page["groups"]:
         assert group["status"] in ("ok", "degraded") and group["links"]["health"] == f"/{group['name']}/health"
+        if group["name"] == "artist-history-api":  # the fixture leaves the index unbuilt
+            assert group["last_crawl"] is None and group["days"] == []
+            continue
         assert group["days"] and group["days"][-1]["day"] <= (FIXED_NOW + timedelta(minutes=10)).date().isoformat()
         assert group["last_crawl"] is not None
     korea = next(g for g in page["groups"] if g["name"] == "korea-chart")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from chartgw.group import Group
 from chartgw.groups import (
+    artist_history,
     digital_sales,
     dj_rankings,
     korea_chart,
@@ -36,5 +37,7 @@ GROUPS: tuple[Group, ...] = (
     retail_music.GROUP,
     retail_physical.GROUP,
     radio.GROUP,
+    artist_history.GROUP,  # last: its demo indexes the others' demo data
 )
+artist_history.register_sources(GROUPS)  # the index reads every group above by its entry mapping
 

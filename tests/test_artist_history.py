@@ -1,0 +1,457 @@
+"""/artist-history-api and its index: built over every group's demo data (a private copy of `all_groups_data`)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from chartgw import artist_history as index
+from chartgw.clock import fixed
+from chartgw.groups import GROUPS
+from chartgw.groups import artist_history as ah
+from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir
+
+API = "/artist-history-api"
+HISTORY = f"{API}/artist-history"
+COVERAGE = f"{API}/artist-history/coverage"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _registered() -> None:
+    """What `chartgw.groups` does once the group is registered: tell the index every group."""
+    ah.register_sources(GROUPS)
+
+
+def build_index(path: Path) -> list[index.IndexResult]:
+    with data_dir(path):
+        return index.index_all(now=fixed(FIXED_NOW))
+
+
+def add_snapshot(path: Path, group: str, target: str, chart_date: str, chart_hour: int | None,
+                 records: list[dict[str, Any]]) -> int:
+    """Commit one snapshot into `group`'s file the way a crawl does."""
+    entries = [StoredEntry(r["rank"], "t", "a", None, json.dumps(r, ensure_ascii=False).encode()) for r in records]
+    with SnapshotWriter(path / f"{group}.sqlite") as writer:
+        return writer.commit([NewSnapshot(target, chart_date, chart_hour, FIXED_NOW, "test", entries)],
+                             FetchLogRow(target, FIXED_NOW, 1, "ok", 200, len(entries)))[0]
+
+
+def table_rows(path: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The index's rows without their row ids, and the artist keys by natural row key: what a rebuild must equal."""
+    db = sqlite3.connect(path / "artist-history-api.sqlite")
+    try:
+        columns = [r[1] for r in db.execute("PRAGMA table_info(appearances)") if r[1] != "id"]
+        rows = sorted(db.execute(f"SELECT {', '.join(columns)} FROM appearances").fetchall(), key=repr)
+        keys = sorted(db.execute(
+            "SELECT k.key, a.source, a.chart, a.market, a.chart_date, a.track_key FROM appearance_artists k"
+            " JOIN appearances a ON a.id = k.row_id").fetchall())
+        return rows, keys
+    finally:
+        db.close()
+
+
+@pytest.fixture(scope="module")
+def indexed(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = copy_data(all_groups_data, tmp_path_factory.mktemp("ah") / "data")
+    build_index(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def api(indexed: Path) -> Iterator[TestClient]:
+    with client(indexed, [ah.GROUP]) as test_client:
+        yield test_client
+
+
+def get(api: TestClient, url: str, **params: Any) -> Any:
+    response = api.get(url, params=params, headers=KEY_HEADERS)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def errors(api: TestClient, url: str, **params: Any) -> list[dict[str, Any]]:
+    response = api.get(url, params=params, headers=KEY_HEADERS)
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    for item in detail:
+        assert set(item) >= {"type", "loc", "msg"} and item["loc"][0] == "query"
+    return detail
+
+
+# --- credits --------------------------------------------------------------------------------------
+
+def test_credited_names_split_every_credit() -> None:
+    assert index.credited_names("A feat. B", ["A feat. B"]) == ["A", "B"]
+    assert index.credited_names("A & B x C", ["A & B x C"]) == ["A", "B", "C"]
+    assert index.credited_names("A with B, C", ["A with B, C"]) == ["A", "B", "C"]
+    assert index.credited_names("A", ["A"], "Song (feat. j-hope of BTS)") == ["A", "j-hope"]
+    assert index.credited_names("싹쓰리 (유두래곤, 린다G)", ["싹쓰리 (유두래곤, 린다G)"]) == ["싹쓰리 (유두래곤, 린다G)"]
+    assert index.credited_names("Lil Nas X", ["Lil Nas X"]) == ["Lil Nas X"]
+    assert index.name_keys("아이유(IU)") == {"아이유", "iu"}
+
+
+# --- the index ------------------------------------------------------------------------------------
+
+def test_every_group_with_a_mapping_is_indexed(indexed: Path) -> None:
+    db = sqlite3.connect(indexed / "artist-history-api.sqlite")
+    sources = dict(db.execute("SELECT source, last_snapshot_id FROM sources").fetchall())
+    counted = dict(db.execute("SELECT source, count(*) FROM appearances GROUP BY source").fetchall())
+    db.close()
+    mapped = {g.name for g in GROUPS if g.entries is not None}
+    assert set(sources) == mapped
+    assert "social-trends" not in counted
+    assert all(counted.get(name, 0) > 0 for name in mapped)
+
+
+def test_incremental_rebuild_and_sub_daily_folding(all_groups_data: Path, tmp_path: Path) -> None:
+    path = copy_data(all_groups_data, tmp_path / "data")
+    first = build_index(path)
+    assert sum(r.snapshots for r in first) > 0
+    assert all(r.snapshots == 0 for r in build_index(path))  # idempotent
+    before, _ = table_rows(path)
+    record = {"rank": 3, "title": "Brand New Song", "artist": "아이유(IU)", "artists": ["아이유(IU)"]}
+    add_snapshot(path, "korea-chart", "portal-a/realtime", "2026-11-20", 15, [record])
+    add_snapshot(path, "korea-chart", "portal-a/realtime", "2026-11-20", 16, [{**record, "rank": 1}])
+    add_snapshot(path, "korea-chart", "portal-a/realtime", "2026-11-20", 16, [{**record, "rank": 2}])  # same hour again
+    again = {r.source: r for r in build_index(path)}
+    assert again["korea-chart"].snapshots == 3 and again["korea-chart"].rows == 3
+    assert sum(r.snapshots for r in again.values()) == 3
+    after, _ = table_rows(path)
+    assert len(after) == len(before) + 1  # three hourly snapshots fold to one row for the day
+    db = sqlite3.connect(path / "artist-history-api.sqlite")
+    rank, hours = db.execute("SELECT rank, hours FROM appearances WHERE title = 'Brand New Song'").fetchone()
+    db.close()
+    assert (rank, hours) == (1, 2)  # best rank of the day, two distinct hours
+    incremental = table_rows(path)
+    with data_dir(path):
+        index.rebuild(now=fixed(FIXED_NOW))
+    assert table_rows(path) == incremental
+
+
+def test_a_killed_batch_leaves_the_index_as_it_was(all_groups_data: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    path = copy_data(all_groups_data, tmp_path / "data")
+    real = index._index_snapshot
+    calls = {"n": 0}
+
+    def dying(*args: Any) -> int:
+        calls["n"] += 1
+        if calls["n"] == 40:
+            raise KeyboardInterrupt  # as a kill in the middle of a group's batch
+        return real(*args)
+
+    monkeypatch.setattr(index, "_index_snapshot", dying)
+    with pytest.raises(KeyboardInterrupt):
+        build_index(path)
+    db = sqlite3.connect(path / "artist-history-api.sqlite")
+    done = dict(db.execute("SELECT source, last_snapshot_id FROM sources").fetchall())
+    partial = {s for (s,) in db.execute("SELECT DISTINCT source FROM appearances")}
+    db.close()
+    assert set(done) == partial  # the interrupted group's batch left nothing behind
+    monkeypatch.setattr(index, "_index_snapshot", real)
+    build_index(path)  # resumes
+    resumed = table_rows(path)
+    with data_dir(path):
+        index.rebuild(now=fixed(FIXED_NOW))
+    assert table_rows(path) == resumed
+
+
+def test_index_command_and_seeder(all_groups_data: Path, tmp_path: Path) -> None:
+    import asyncio
+
+    path = copy_data(all_groups_data, tmp_path / "data")
+    with data_dir(path):
+        outcomes = asyncio.run(ah.seed(FIXED_NOW))
+        assert outcomes and all(o.status == "ok" for o in outcomes)
+        command = next(c for c in ah.GROUP.commands if c.verb == "index")
+        assert all(o.rows == 0 for o in command.run({"rebuild": "no"}))
+        assert sum(o.rows or 0 for o in command.run({"rebuild": "yes"})) == sum(o.rows or 0 for o in outcomes)
+    with client(path, [ah.GROUP]) as api:
+        logs = get(api, f"{API}/fetch-logs")
+    assert logs["count"] == len([o for o in outcomes if o.snapshot_id]) and logs["entries"][0]["status"] == "ok"
+
+
+# --- endpoints ------------------------------------------------------------------------------------
+
+def test_public_and_keyed(api: TestClient) -> None:
+    assert api.get(f"{API}/").status_code == 200
+    assert api.get(f"{API}/openapi.json").status_code == 200
+    assert api.get(f"{API}/health").status_code == 200
+    assert api.get(HISTORY, params={"name": "IU"}).status_code == 401
+    assert api.get(COVERAGE, params={"name": "IU"}).status_code == 401
+
+
+def test_health_lists_sources_with_lag(api: TestClient, indexed: Path) -> None:
+    body = api.get(f"{API}/health").json()
+    assert body["status"] == "ok" and body["rows"] > 0
+    sources = {s["source"]: s for s in body["sources"]}
+    assert set(sources) == {g.name for g in GROUPS if g.entries is not None}
+    korea = sources["korea-chart"]
+    assert korea["last_indexed_snapshot_id"] == korea["latest_snapshot_id"] and korea["lag_snapshots"] == 0
+
+
+def test_health_reports_lag(all_groups_data: Path, tmp_path: Path) -> None:
+    path = copy_data(all_groups_data, tmp_path / "data")
+    build_index(path)
+    add_snapshot(path, "uk-charts", "singles", "2026-11-20", None, [{"rank": 1, "title": "X", "artist": "Y"}])
+    with client(path, [ah.GROUP], now=FIXED_NOW + timedelta(hours=2)) as later:
+        body = later.get(f"{API}/health").json()
+    uk = next(s for s in body["sources"] if s["source"] == "uk-charts")
+    assert uk["lag_snapshots"] == 1 and uk["lag_seconds"] == 7200 and uk["stale"]
+    assert body["status"] == "degraded"
+
+
+def test_names_across_scripts_find_one_history(api: TestClient) -> None:
+    latin = get(api, HISTORY, name="IU")
+    hangul = get(api, HISTORY, name_local="아이유")
+    assert latin["count"] > 0 and latin["rows"] == hangul["rows"]
+    assert {"iu", "아이유"} <= set(latin["query"]["keys"]["name"])
+    shown = {r["artist"] for r in latin["rows"]}
+    assert "아이유" in shown and any("IU" in a for a in shown)  # the plain Hangul credit is found by name=IU
+    assert get(api, HISTORY, artist="IU")["rows"] == latin["rows"]
+    assert get(api, HISTORY, artist="IU", name="IU")["rows"] == latin["rows"]
+
+
+def test_history_rows_are_newest_first_with_filters(api: TestClient) -> None:
+    body = get(api, HISTORY, name="Taylor Swift", limit=50000)
+    rows = body["rows"]
+    assert body["next_cursor"] is None and len({r["source"] for r in rows}) >= 5
+    assert [r["chart_date"] for r in rows] == sorted((r["chart_date"] for r in rows), reverse=True)
+    only = get(api, HISTORY, name="Taylor Swift", sources="streaming,digital-sales", markets="us,global")
+    assert only["rows"] and all(r["source"] in {"streaming", "digital-sales"} and r["market"] in {"us", "global"}
+                                for r in only["rows"])
+    charted = get(api, HISTORY, name="Taylor Swift", sources="streaming:regional-daily")
+    assert charted["rows"] and all(r["chart"].startswith("regional-daily/") for r in charted["rows"])
+    dates = sorted({r["chart_date"] for r in rows})
+    day = dates[len(dates) // 2]
+    windowed = get(api, HISTORY, name="Taylor Swift", since=day, until=day, limit=50000)
+    assert windowed["rows"] and {r["chart_date"] for r in windowed["rows"]} == {day}
+    assert windowed["count"] == sum(r["chart_date"] == day for r in rows)
+
+
+def test_ids_identify_an_artist(api: TestClient) -> None:
+    rows = get(api, HISTORY, name="Taylor Swift", sources="streaming", limit=1)["rows"]
+    track = rows[0]["streaming_track_id"]
+    assert track
+    by_id = get(api, HISTORY, streaming_track_id=f"{track},nope")
+    assert by_id["rows"] and all(r["streaming_track_id"] == track for r in by_id["rows"])
+    assert get(api, HISTORY, analytics_artist="12345")["count"] == 0
+    assert get(api, HISTORY, analytics_track="1,2", lyrics_song_id="3")["count"] == 0
+
+
+def test_sub_daily_rows_carry_hours(api: TestClient) -> None:
+    rows = get(api, HISTORY, name="IU", sources="korea-chart:portal-a/realtime")["rows"]
+    assert rows and all(r["hours_on_chart"] >= 1 for r in rows)
+    daily = get(api, HISTORY, name="IU", sources="korea-chart:portal-a/daily")["rows"]
+    assert all(r["hours_on_chart"] is None for r in daily)
+
+
+@pytest.mark.parametrize(("params", "loc", "kind"), [
+    ({}, "name", "missing"),
+    ({"markets": "kr"}, "name", "missing"),
+    ({"name": "IU", "limit": "0"}, "limit", "greater_than_equal"),
+    ({"name": "IU", "limit": "50001"}, "limit", "less_than_equal"),
+    ({"name": "IU", "limit": "many"}, "limit", "int_parsing"),
+    ({"analytics_artist": "abc"}, "analytics_artist", "int_parsing"),
+    ({"lyrics_artist_id": "1.5"}, "lyrics_artist_id", "int_parsing"),
+    ({"analytics_track": "1,x"}, "analytics_track", "value_error"),
+    ({"lyrics_song_id": "y"}, "lyrics_song_id", "value_error"),
+    ({"name": "IU", "since": "2026-13-01"}, "since", "date_from_datetime_parsing"),
+    ({"name": "IU", "until": "yesterday"}, "until", "date_from_datetime_parsing"),
+    ({"name": "IU", "since": "2026-11-20", "until": "2026-11-01"}, "until", "value_error"),
+    ({"name": "IU", "sources": "nowhere"}, "sources", "value_error"),
+    ({"name": "IU", "sources": "social-trends"}, "sources", "value_error"),
+    ({"name": "IU", "markets": "zz"}, "markets", "value_error"),
+    ({"name": "IU", "artist": "BTS"}, "artist", "value_error"),
+    ({"name": "!!!"}, "name", "value_error"),
+    ({"name": "IU", "cursor": "not a cursor"}, "cursor", "value_error"),
+    ({"isrc": ","}, "isrc", "value_error"),
+])
+def test_422s(api: TestClient, params: dict[str, str], loc: str, kind: str) -> None:
+    detail = errors(api, HISTORY, **params)
+    assert [(d["loc"][1], d["type"]) for d in detail] == [(loc, kind)]
+    if loc not in ("limit", "cursor"):
+        assert [(d["loc"][1], d["type"]) for d in errors(api, COVERAGE, **params)] == [(loc, kind)]
+
+
+def test_cursor_from_another_query_or_altered_is_422(api: TestClient) -> None:
+    cursor = get(api, HISTORY, name="Taylor Swift", limit=2)["next_cursor"]
+    assert cursor
+    assert get(api, HISTORY, name="Taylor Swift", limit=5, cursor=cursor)["count"] == 5  # limit may change
+    other = errors(api, HISTORY, name="Bruno Mars", limit=2, cursor=cursor)
+    assert "another query" in other[0]["msg"]
+    import base64
+
+    text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    date, row_id, fingerprint, signature = text.split("|")
+    forged = base64.urlsafe_b64encode(f"{date}|{int(row_id) + 1}|{fingerprint}|{signature}".encode()).decode()
+    assert "altered" in errors(api, HISTORY, name="Taylor Swift", cursor=forged)[0]["msg"]
+
+
+def test_cursor_pages_stay_whole_while_indexing(all_groups_data: Path, tmp_path: Path) -> None:
+    path = copy_data(all_groups_data, tmp_path / "data")
+    build_index(path)
+    with client(path, [ah.GROUP]) as live:
+        everything = get(live, HISTORY, name="Taylor Swift", limit=50000)["rows"]
+        seen: list[dict[str, Any]] = []
+        cursor = None
+        page = 0
+        while True:
+            body = get(live, HISTORY, name="Taylor Swift", limit=97, **({"cursor": cursor} if cursor else {}))
+            seen += body["rows"]
+            cursor = body["next_cursor"]
+            page += 1
+            if page in (1, 3):  # new snapshots indexed between pages, on the newest date and an old one
+                add_snapshot(path, "uk-charts", f"singles-extra-{page}", "2026-11-20", None,
+                             [{"rank": 1, "title": f"New {page}", "artist": "Taylor Swift"}])
+                add_snapshot(path, "uk-charts", f"singles-old-{page}", "2020-01-01", None,
+                             [{"rank": 2, "title": f"Old {page}", "artist": "Taylor Swift"}])
+                build_index(path)
+            if cursor is None:
+                break
+    def key(row: dict[str, Any]) -> tuple[Any, ...]:
+        return (row["source"], row["chart"], row["market"], row["chart_date"], row["title"], row["artist"])
+
+    keys = [key(r) for r in seen]
+    assert len(keys) == len(set(keys))  # nothing repeated
+    assert {key(r) for r in everything} <= set(keys)  # nothing skipped
+    assert page > 3
+
+
+def test_coverage_per_source_and_reasons(api: TestClient) -> None:
+    body = get(api, COVERAGE, name="Taylor Swift")
+    sources = {s["source"]: s for s in body["sources"]}
+    streaming = sources["streaming"]
+    assert streaming["matched"] and streaming["rows"] > 0 and streaming["tracks"] > 0 and streaming["charts"] > 0
+    assert streaming["first_date"] <= streaming["last_date"] and streaming["best_rank"] >= 1
+    assert streaming["matched_by"] == ["name"] and streaming["reason"] is None
+    assert sources["social-trends"]["reason"].startswith("not configured")
+    assert body["rows"] == len(get(api, HISTORY, name="Taylor Swift", limit=50000)["rows"])
+    by_isrc = {s["source"]: s for s in get(api, COVERAGE, isrc="USUG12345678")["sources"]}
+    assert by_isrc["streaming"]["reason"].startswith("no ids of the kinds given")
+    assert by_isrc["short-video"]["reason"].startswith("no match")
+    narrowed = {s["source"]: s for s in get(api, COVERAGE, name="Taylor Swift", sources="streaming")["sources"]}
+    assert narrowed["digital-sales"]["reason"].startswith("not requested")
+    assert narrowed["streaming"]["matched"]
+    korea = {s["source"]: s for s in get(api, COVERAGE, name="IU", name_local="아이유")["sources"]}["korea-chart"]
+    assert set(korea["matched_by"]) == {"name", "name_local"} and korea["markets"] == ["kr"]
+
+
+def test_coverage_no_data(all_groups_data: Path, tmp_path: Path) -> None:
+    path = copy_data(all_groups_data, tmp_path / "data")
+    (path / "radio.sqlite").unlink()
+    build_index(path)
+    with client(path, [ah.GROUP]) as fresh:
+        sources = {s["source"]: s for s in get(fresh, COVERAGE, name="Taylor Swift")["sources"]}
+    assert sources["radio"]["reason"].startswith("no data")
+
+
+def test_no_index_yet_answers_empty(tmp_path: Path) -> None:
+    with client(tmp_path, [ah.GROUP]) as empty:
+        assert get(empty, HISTORY, name="IU")["rows"] == []
+        assert empty.get(f"{API}/health").json()["status"] == "degraded"
+
+
+def test_readme_section_lists_every_route() -> None:
+    text = (Path(__file__).resolve().parents[1].parent / "briefs" / "readme-artist-history.md")
+    if not text.exists():
+        pytest.skip("README section not beside the checkout")
+    from chartgw.app import service_routes
+
+    body = text.read_text()
+    for route in service_routes(ah.GROUP):
+        assert f"`{route.method} /{ah.NAME}{route.path}`" in body
+
+
+def test_names_learned_from_shared_ids_and_the_alias_file(all_groups_data: Path, tmp_path: Path) -> None:
+    from chartgw.config import environment
+
+    path = copy_data(all_groups_data, tmp_path / "data")
+    song = {"rank": 1, "title": "Flower", "track_id": "0Learned0Track0Id00000"}
+    add_snapshot(path, "streaming", "regional-daily/kr", "2026-11-19", None, [{**song, "artist": "Jisoo", "artists": ["Jisoo"]}])
+    add_snapshot(path, "streaming", "regional-daily/kr", "2026-11-20", None, [{**song, "artist": "지수", "artists": ["지수"]}])
+    build_index(path)
+    aliases = tmp_path / "aliases.txt"
+    aliases.write_text("# extra names\nZzyzx Band | 지지직스\n", encoding="utf-8")
+    with client(path, [ah.GROUP]) as live:
+        learned = get(live, HISTORY, name="JISOO")
+        assert {r["artist"] for r in learned["rows"]} == {"Jisoo", "지수"}
+        assert get(live, HISTORY, name_local="지수")["rows"] == learned["rows"]
+        with environment({"CHARTGW_ARTIST_HISTORY_ALIASES_FILE": str(aliases)}):
+            assert "지지직스" in get(live, HISTORY, name="Zzyzx Band")["query"]["keys"]["name"]
+        with environment({"CHARTGW_ARTIST_HISTORY_ALIASES_FILE": str(tmp_path / "missing.txt")}):
+            response = live.get(HISTORY, params={"name": "Zzyzx"}, headers=KEY_HEADERS)
+            assert response.status_code == 503 and "CHARTGW_ARTIST_HISTORY_ALIASES_FILE" in response.json()["detail"]
+
+
+def test_plot_svg(indexed: Path) -> None:
+    import asyncio
+    import xml.etree.ElementTree as ET
+
+    from chartgw.endpoints import Call, GroupData
+    from chartgw.params import validate
+
+    async def render(query: dict[str, str]) -> bytes:
+        with data_dir(indexed):
+            data = GroupData(ah.NAME)
+        try:
+            params = validate(ah._params(False), {}, query)
+            return await ah.plot(Call(params, data, FIXED_NOW))
+        finally:
+            await data.reader.close()
+
+    svg = asyncio.run(render({"name": "IU"}))
+    root = ET.fromstring(svg)
+    assert root.tag.endswith("svg") and b"Chart history: IU" in svg
+    assert svg.count(b"<circle") > 0 and b"korea-chart:portal-" in svg
+    empty = asyncio.run(render({"name": "Nobody At All"}))
+    assert b"No chart appearances matched" in empty
+
+
+def test_index_source_hook_and_a_stale_second_indexer(all_groups_data: Path, tmp_path: Path) -> None:
+    path = copy_data(all_groups_data, tmp_path / "data")
+    build_index(path)
+    with data_dir(path):
+        db = index.open_index()
+        mark = db.execute("SELECT last_snapshot_id FROM sources WHERE source = 'uk-charts'").fetchone()[0]
+        db.close()
+    add_snapshot(path, "uk-charts", "singles-hook", "2026-11-20", None, [{"rank": 1, "title": "Hooked", "artist": "Y"}])
+    with data_dir(path):
+        assert index.index_source("social-trends") is None
+        result = index.index_source("uk-charts", now=fixed(FIXED_NOW))
+        assert result is not None and result.snapshots == 1 and result.rows == 1
+
+        class StaleMark:
+            """A second indexer that read the mark before the hook committed."""
+
+            def __init__(self, db: sqlite3.Connection) -> None:
+                self.db, self.first = db, True
+
+            def execute(self, sql: str, *args: Any) -> Any:
+                if self.first and sql.startswith("SELECT last_snapshot_id"):
+                    self.first = False
+                    return self.db.execute("SELECT ?", (mark,))
+                return self.db.execute(sql, *args)
+
+            def executemany(self, sql: str, *args: Any) -> Any:
+                return self.db.executemany(sql, *args)
+
+        group = next(g for g in GROUPS if g.name == "uk-charts")
+        db = index.open_index()
+        try:
+            stale = index.index_group(StaleMark(db), group, now=fixed(FIXED_NOW))  # type: ignore[arg-type]  # a proxy
+        finally:
+            db.close()
+    assert stale.snapshots == 0 and stale.last_snapshot_id == result.last_snapshot_id
+    once = table_rows(path)
+    with data_dir(path):
+        index.rebuild(now=fixed(FIXED_NOW))
+    assert table_rows(path) == once
