@@ -206,7 +206,7 @@ class RateLimiter:
         window = self._windows.get(grant.key_id)
         if window is None or window[0] != minute:
             window = self._windows[grant.key_id] = [minute, 0]
-        allowed = limit == 0 or window[1] < limit
+        allowed = not limit or window[1] < limit
         if allowed:
             window[1] += 1
         if minute != self._day_minute:  # the day's name is worked out once a minute, not per request
@@ -347,15 +347,19 @@ class ApiKeyMiddleware:
         if limit == 0:
             await self.app(scope, receive, send)
             return
-        rate = [(b"x-ratelimit-limit", b"%d" % limit), (b"x-ratelimit-remaining", b"%d" % remaining),
-                (b"x-ratelimit-reset", b"%d" % reset)]
+        rate = [(b"x-ratelimit-limit", str(limit).encode()), (b"x-ratelimit-remaining", str(remaining).encode()),
+                (b"x-ratelimit-reset", str(reset).encode())]
         if not allowed:
             await _too_many(send, limit, reset, rate)
             return
 
         async def send_with_rate(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", ()), *rate]}
+                headers = message.get("headers")
+                if type(headers) is list:  # the responses here build a fresh list per response: extend it
+                    headers.extend(rate)
+                else:
+                    message = {**message, "headers": [*(headers or ()), *rate]}
             await send(message)
 
         await self.app(scope, receive, send_with_rate)
