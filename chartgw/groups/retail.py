@@ -34,7 +34,7 @@ from chartgw.responses import Describe, HealthHead, SnapshotMeta, TargetStatus, 
 from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, StoredEntry, glob_escape, group_db_path, iso, parse_iso
 from chartgw.text import artist_key, search_key, split_artists, title_key
 from chartgw.upstreams import amazon
-from chartgw.upstreams.amazon import AmazonPageError, RetailEntry, RetailRaw
+from chartgw.upstreams.amazon import AmazonPageError, RetailEntry, RetailItem, RetailRaw
 
 CADENCE_SECONDS = 86400
 """Every list is crawled once a day (the groups' Schedules say when)."""
@@ -182,30 +182,6 @@ def check_cards(entries: list[RetailEntry], market: str, where: str) -> None:
     for entry in entries:
         if entry.has_card and not entry.title:
             raise AmazonPageError("layout_gone", market, f"{where}: card #{entry.rank} ({entry.asin}) has no title")
-
-
-class RetailItem(msgspec.Struct, kw_only=True):
-    """One rank of an Amazon best-seller list (see RetailEntry in the upstream module). Ranks the page lists
-    without rendering a card carry only rank, asin and url (has_card false); every other field is null."""
-
-    rank: int
-    asin: str
-    """Amazon's 10-character product id (A-Z, 0-9)."""
-    title: str | None
-    artist: str | None
-    """The card's byline: the artist on music cards."""
-    format: str | None
-    """"Audio CD", "Vinyl", "MP3 Music", ... when the card prints one."""
-    price: float | None
-    price_text: str | None
-    currency: str | None
-    rating: float | None
-    """Average stars out of 5."""
-    review_count: int | None
-    image: str | None
-    url: str
-    """https://{host}/dp/{ASIN}"""
-    has_card: bool
 
 
 class RetailListing(RetailItem, kw_only=True, omit_defaults=True):

@@ -273,8 +273,8 @@ class RetailRaw(msgspec.Struct, kw_only=True, omit_defaults=False):
     """The item's `metadataMap` in the page's ranked JSON list ({} when the list lacks the rank)."""
 
 
-class RetailEntry(msgspec.Struct, kw_only=True, omit_defaults=False):
-    """One rank of an Amazon best-seller list. Ranks whose card the page did not render carry only
+class RetailItem(msgspec.Struct, kw_only=True):
+    """One rank of an Amazon best-seller list as served. Ranks whose card the page did not render carry only
     `rank`, `asin` and `url`; every other field is null then."""
 
     rank: int
@@ -301,6 +301,11 @@ class RetailEntry(msgspec.Struct, kw_only=True, omit_defaults=False):
     """The product page, https://{host}/dp/{ASIN}, without tracking parts."""
     has_card: bool
     """Whether the page rendered this rank's card (False: known from the ranked JSON list only)."""
+
+
+class RetailEntry(RetailItem, kw_only=True, omit_defaults=False):
+    """A rank as parsed and stored: the served fields and what the page said verbatim (`include_raw`)."""
+
     raw: RetailRaw
 
 
