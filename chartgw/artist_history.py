@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from chartgw import config
 from chartgw.clock import Clock, utc_now
 from chartgw.group import AFTER_CRAWL, EntryMapping
-from chartgw.store import group_db_path, iso
+from chartgw.store import FETCH_LOG_SCHEMA, group_db_path, iso
 from chartgw.text import artist_aliases, artist_key, compact, split_artists, title_key
 
 if TYPE_CHECKING:
@@ -107,18 +107,7 @@ CREATE TABLE IF NOT EXISTS id_keys (
     PRIMARY KEY (kind, value, key)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS id_keys_by_key ON id_keys (key);
-CREATE TABLE IF NOT EXISTS fetch_log (
-    id INTEGER PRIMARY KEY,
-    target TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    duration_ms INTEGER NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
-    http_status INTEGER,
-    rows INTEGER,
-    url TEXT,
-    error TEXT
-);
-"""
+""" + FETCH_LOG_SCHEMA
 # `fetch_log` has the snapshot store's layout: one row per group an index run read something from (or failed
 # on), so the status page and the platform's fetch-log readers show indexing runs like crawls.
 

@@ -21,6 +21,7 @@ from chartgw import config
 from chartgw.clock import Clock, utc_now
 
 __all__ = [
+    "FETCH_LOG_SCHEMA",
     "FetchLogRow",
     "NewSnapshot",
     "RunRow",
@@ -34,7 +35,22 @@ __all__ = [
     "parse_iso",
 ]
 
-SCHEMA = """
+FETCH_LOG_SCHEMA = """
+CREATE TABLE IF NOT EXISTS fetch_log (
+    id INTEGER PRIMARY KEY,
+    target TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    duration_ms INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+    http_status INTEGER,
+    rows INTEGER,
+    url TEXT,
+    error TEXT
+);
+"""
+"""Every attempt to refresh a target; also the layout of any other file the /fetch-logs route reads."""
+
+SCHEMA = FETCH_LOG_SCHEMA + """
 CREATE TABLE IF NOT EXISTS snapshots (
     id INTEGER PRIMARY KEY,
     target TEXT NOT NULL,
@@ -64,17 +80,6 @@ CREATE TABLE IF NOT EXISTS raw_payloads (
     snapshot_id INTEGER PRIMARY KEY REFERENCES snapshots (id) ON DELETE CASCADE,
     content_type TEXT NOT NULL,
     body BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS fetch_log (
-    id INTEGER PRIMARY KEY,
-    target TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    duration_ms INTEGER NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
-    http_status INTEGER,
-    rows INTEGER,
-    url TEXT,
-    error TEXT
 );
 CREATE INDEX IF NOT EXISTS fetch_log_by_target ON fetch_log (target, id);
 CREATE TABLE IF NOT EXISTS crawl_runs (

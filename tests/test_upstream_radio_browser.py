@@ -4,7 +4,6 @@ read back, and refusal of bodies that are not the directory's."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -184,17 +183,16 @@ def test_fetch_fails_over_to_the_next_server() -> None:
             replaying({request_key(request): Reply(b"<html>maintenance</html>")}) as wrong, \
             replaying({request_key(request): Reply(body, content_type=samples.JSON_TYPE)}) as good:
 
-        async def run(origins: list[str]) -> tuple[str, list[Station]]:
-            async with httpx.AsyncClient(timeout=5) as client:
-                return await radio_browser.fetch_with_failover(client, origins, request,
-                                                                radio_browser.parse_stations)
+        def run(origins: list[str]) -> tuple[str, list[Station]]:
+            with httpx.Client(timeout=5) as client:
+                return radio_browser.fetch_with_failover(client, origins, request, radio_browser.parse_stations)
 
-        origin, stations = asyncio.run(run([dead, broken.origin, wrong.origin, good.origin]))
+        origin, stations = run([dead, broken.origin, wrong.origin, good.origin])
         assert origin == good.origin
         assert [s.name for s in stations] == ["Hit Radio DE", "Pop Wave DE"]
         assert good.seen[0][1]["user-agent"].startswith("chartgw/")
         with pytest.raises(UpstreamFormatError) as error:
-            asyncio.run(run([dead, broken.origin, wrong.origin]))
+            run([dead, broken.origin, wrong.origin])
         message = str(error.value)
         assert "ConnectError" in message and "HTTP 503" in message and "markup" in message
 

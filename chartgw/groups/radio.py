@@ -108,7 +108,7 @@ def _build_directory(target: str, request: UpstreamRequest, fetched: list[Fetche
     """Fetch one directory list with failover (the build runs the fetch: the platform's fetcher knows one
     origin per upstream), merge it into `stations`, and keep it as a snapshot."""
     with httpx.Client(timeout=httpx.Timeout(30.0, connect=5.0), follow_redirects=True) as client:
-        origin, stations = rb.fetch_with_failover_sync(client, directory_origins(ctx), request, rb.parse_stations)
+        origin, stations = rb.fetch_with_failover(client, directory_origins(ctx), request, rb.parse_stations)
     merge_stations(ctx, target, stations)
     return [NewSnapshot(target, ctx.now.date().isoformat(), None, ctx.now, _url(origin, request),
                         [station_entry(s, i) for i, s in enumerate(stations, start=1)])]

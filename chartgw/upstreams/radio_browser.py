@@ -197,8 +197,8 @@ def configured_origins(servers: Sequence[Server], seed: int | str | None = 0) ->
     return server_origins(servers, override=chosen if chosen != ORIGINS[UPSTREAM] else None, seed=seed)
 
 
-async def fetch_with_failover(
-    client: httpx.AsyncClient,
+def fetch_with_failover(
+    client: httpx.Client,
     origins: Sequence[str],
     request: UpstreamRequest,
     parse: Callable[[bytes], T],
@@ -206,33 +206,8 @@ async def fetch_with_failover(
     """`request` sent to each origin in turn until one answers 2xx with a body `parse` accepts;
     returns (that origin, the parsed value). A transport error, a non-2xx status or a refused body
     moves on to the next origin (4xx included: a server out of sync answers 404 for known paths);
-    when every origin fails, UpstreamFormatError lists why each did."""
-    failures: list[str] = []
-    for origin_ in origins:
-        try:
-            response = await client.request(request.method, origin_ + request.path, params=list(request.params),
-                                            headers=list(request.headers))
-        except httpx.HTTPError as exc:
-            failures.append(f"{origin_}: {type(exc).__name__}: {exc}")
-            continue
-        if not 200 <= response.status_code < 300:
-            failures.append(f"{origin_}: HTTP {response.status_code}")
-            continue
-        try:
-            return origin_, parse(response.content)
-        except UpstreamFormatError as exc:
-            failures.append(f"{origin_}: {exc}")
-    raise UpstreamFormatError("radio-browser: every server failed: " + "; ".join(failures or ["no servers"]))
-
-
-def fetch_with_failover_sync(
-    client: httpx.Client,
-    origins: Sequence[str],
-    request: UpstreamRequest,
-    parse: Callable[[bytes], T],
-) -> tuple[str, T]:
-    """`fetch_with_failover` for a synchronous client (a crawl target's build, which is not a coroutine):
-    the same order, the same reasons to move on, the same error when every origin fails."""
+    when every origin fails, UpstreamFormatError lists why each did. Synchronous: a crawl target's
+    build, which runs it, is not a coroutine."""
     failures: list[str] = []
     for origin_ in origins:
         try:
