@@ -27,6 +27,8 @@ from chartgw import config
 from chartgw.store import iso
 
 KEY_HEADER = b"x-api-key"
+KEY_ID_SCOPE = "chartgw.key_id"
+"""The ASGI scope entry where the key middleware leaves the caller's key id (for per-key throttles)."""
 KEYS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS api_keys (
     id INTEGER PRIMARY KEY,
@@ -340,6 +342,7 @@ class ApiKeyMiddleware:
         if grant is None:
             await _unauthorized(send, "Invalid, revoked or expired API key")
             return
+        scope[KEY_ID_SCOPE] = grant.key_id
         if self.limiter is None:
             await self.app(scope, receive, send)
             return

@@ -24,6 +24,7 @@ __all__ = [
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
     "RATE_LIMIT_PER_MINUTE",
+    "REFRESHES_PER_KEY_PER_HOUR",
     "REFRESH_INTERVAL_SECONDS",
     "REQUEST_HEAD_TIMEOUT_SECONDS",
     "RETRY_BACKOFF_SECONDS",
@@ -182,8 +183,12 @@ REQUEST_HEAD_TIMEOUT_SECONDS = Setting(
 REFRESH_INTERVAL_SECONDS = Setting(
     "REFRESH_INTERVAL_SECONDS", "60", "least seconds between two POST refreshes of the same target (scheduled crawls "
     "do not count)", seconds)
+REFRESHES_PER_KEY_PER_HOUR = Setting(
+    "REFRESHES_PER_KEY_PER_HOUR", "30", "POST refreshes one key may start per hour in each group and server process "
+    "(joining a refresh already running does not count); 0 = no limit", bounded_int(0, 100_000))
 SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB,
-                                      RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS)
+                                      RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
+                                      REFRESHES_PER_KEY_PER_HOUR)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

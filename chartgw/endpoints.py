@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,6 +18,7 @@ from typing import Any
 import msgspec
 from starlette.types import Receive, Scope, Send
 
+from chartgw.access import KEY_ID_SCOPE
 from chartgw.cache import CachedBody, ResponseCache, etag_matches, make_body
 from chartgw.clock import Clock, utc_now
 from chartgw.config import SettingError
@@ -68,6 +70,8 @@ class GroupData:
         self.version = 0
         self.refreshed: dict[Hashable, float] = {}
         """When each target was last refreshed through the API (monotonic seconds), for the refresh throttle."""
+        self.key_refreshes: dict[int | None, deque[float]] = {}
+        """When each key started its refreshes of the last hour (monotonic seconds), for the per-key throttle."""
         self._seen: int | None = None
         self._checked = float("-inf")
 
@@ -95,6 +99,8 @@ class Call:
     now: datetime
     body: bytes = b""
     """The request body of a POST route (at most MAX_BODY_BYTES; a larger one is a 413 before the handler)."""
+    key_id: int | None = None
+    """The caller's key (its id in the key store) on uncached routes, for per-key throttles; None on public routes."""
 
 
 Handler = Callable[[Call], Awaitable[Any]]
@@ -153,7 +159,8 @@ class EndpointApp:
             if route.cache_ttl <= 0:
                 params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
                 sent = await read_body(receive) if route.method == "POST" else b""
-                body = _encode(await route.handler(Call(params, self.data, self.data.clock(), sent)))
+                call = Call(params, self.data, self.data.clock(), sent, scope.get(KEY_ID_SCOPE))
+                body = _encode(await route.handler(call))
                 await self._send(scope, send, 200, body, extra=[(b"cache-control", b"no-store")])
                 return
             # A remembered raw request maps straight to its canonical entry: a poll of the same URL costs

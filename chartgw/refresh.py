@@ -8,19 +8,24 @@ import json
 import math
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Any
 
 from chartgw import config
 from chartgw.crawl import EXIT_BUSY
-from chartgw.endpoints import ApiError, GroupData
+from chartgw.endpoints import ApiError, Call
 
-__all__ = ["admit_refresh", "crawl_in_subprocess"]
+__all__ = ["admit_key", "admit_refresh", "crawl_in_subprocess"]
+
+HOUR = 3600.0
 
 
-def admit_refresh(data: GroupData, target: Hashable, clock: Callable[[], float] = time.monotonic) -> None:
+def admit_refresh(call: Call, target: Hashable, clock: Callable[[], float] = time.monotonic) -> None:
     """At most one refresh of a target per `CHARTGW_REFRESH_INTERVAL_SECONDS` in this server process (a
-    refresh costs the upstream a crawl; polling the snapshots costs nothing): else a 429 with Retry-After."""
+    refresh costs the upstream a crawl; polling the snapshots costs nothing), and within the caller's
+    per-key budget (`admit_key`): else a 429 with Retry-After. Nothing is counted when refused."""
+    data = call.data
     interval = config.get(config.REFRESH_INTERVAL_SECONDS)
     now = clock()
     last = data.refreshed.get(target)
@@ -28,7 +33,26 @@ def admit_refresh(data: GroupData, target: Hashable, clock: Callable[[], float] 
         wait = max(1, math.ceil(interval - (now - last)))
         raise ApiError(429, f"This was refreshed {now - last:.0f}s ago; refresh it again in {wait}s",
                        {"Retry-After": str(wait)})
+    admit_key(call, clock)
     data.refreshed[target] = now
+
+
+def admit_key(call: Call, clock: Callable[[], float] = time.monotonic) -> None:
+    """At most `CHARTGW_REFRESHES_PER_KEY_PER_HOUR` refreshes started by one key in a group (a sliding hour in
+    this server process), so one partner cannot keep every target of a group crawling: else a 429 with
+    Retry-After saying when the oldest of its refreshes leaves the hour."""
+    budget = config.get(config.REFRESHES_PER_KEY_PER_HOUR)
+    if budget == 0:
+        return
+    now = clock()
+    started = call.data.key_refreshes.setdefault(call.key_id, deque())
+    while started and now - started[0] >= HOUR:
+        started.popleft()
+    if len(started) >= budget:
+        wait = max(1, math.ceil(HOUR - (now - started[0])))
+        raise ApiError(429, f"This key started {len(started)} refreshes in the last hour, its limit "
+                            f"(CHARTGW_REFRESHES_PER_KEY_PER_HOUR); try again in {wait}s", {"Retry-After": str(wait)})
+    started.append(now)
 
 
 async def crawl_in_subprocess(group: str, options: dict[str, str | None]) -> list[dict[str, Any]]:

@@ -319,6 +319,16 @@ def test_a_second_refresh_within_the_interval_is_429(refreshing: tuple[Path, dic
     assert len(servers[TRENDS24].seen) == 4
 
 
+def test_a_key_past_its_refresh_budget_is_429_for_any_location(refreshing: tuple[Path, dict[str, Any]]) -> None:
+    path, servers = refreshing
+    with config.environment({"CHARTGW_REFRESHES_PER_KEY_PER_HOUR": "1"}), client(path, [GROUP]) as app:
+        assert post(app, b'{"location": "fr"}').status_code == 200
+        held = post(app, b'{"location": "de"}')
+        assert held.status_code == 429 and 3590 <= int(held.headers["retry-after"]) <= 3600
+        assert "CHARTGW_REFRESHES_PER_KEY_PER_HOUR" in held.json()["detail"]
+    assert len(servers[TRENDS24].seen) == 1
+
+
 def test_scheduled_crawls_do_not_count_against_the_interval(refreshing: tuple[Path, dict[str, Any]]) -> None:
     path, _ = refreshing
     asyncio.run(crawl_group(GROUP, {"location": "it"}, now=fixed(NOW)))

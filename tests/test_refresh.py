@@ -10,6 +10,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from chartgw.crawl import crawl_lock
+from chartgw.endpoints import ApiError, Call, GroupData
+from chartgw.refresh import admit_refresh
 from chartgw.replay import Reply, replay_upstreams
 from chartgw.samples.korea import site_replies
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir
@@ -72,3 +74,42 @@ def test_a_second_refresh_of_the_same_chart_within_the_interval_is_429(api: Test
     assert first.status_code == 200
     assert again.status_code == 429 and 1 <= int(again.headers["retry-after"]) <= 60
     assert re.fullmatch(r"This was refreshed \d+s ago; refresh it again in \d+s", again.json()["detail"])
+
+
+def test_a_key_past_its_refresh_budget_is_429_whatever_the_target(api: TestClient,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHARTGW_REFRESHES_PER_KEY_PER_HOUR", "1")
+    with replay_upstreams(_melon_replies(1)):
+        first = api.post("/korea-chart/refresh?site=portal-a&chart_type=realtime", headers=KEY_HEADERS)
+        other = api.post("/korea-chart/refresh?site=portal-a&chart_type=daily", headers=KEY_HEADERS)
+    assert first.status_code == 200
+    assert other.status_code == 429 and 3590 <= int(other.headers["retry-after"]) <= 3600
+    assert "CHARTGW_REFRESHES_PER_KEY_PER_HOUR" in other.json()["detail"]
+
+
+def _call(data: GroupData, key_id: int | None) -> Call:
+    return Call({}, data, FIXED_NOW, key_id=key_id)
+
+
+def test_the_key_budget_is_a_sliding_hour_per_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHARTGW_REFRESHES_PER_KEY_PER_HOUR", "2")
+    monkeypatch.setenv("CHARTGW_REFRESH_INTERVAL_SECONDS", "60")
+    with data_dir(tmp_path):
+        data = GroupData("korea-chart")
+    now = [1000.0]
+    clock = lambda: now[0]
+    admit_refresh(_call(data, 7), "a", clock)
+    with pytest.raises(ApiError) as same_target:  # the target's interval is checked first and counts nothing
+        admit_refresh(_call(data, 7), "a", clock)
+    assert same_target.value.status == 429 and "refreshed" in same_target.value.detail
+    now[0] = 1100.0
+    admit_refresh(_call(data, 7), "b", clock)
+    with pytest.raises(ApiError) as over:
+        admit_refresh(_call(data, 7), "c", clock)
+    assert over.value.status == 429 and over.value.headers["Retry-After"] == str(3600 - 100)
+    admit_refresh(_call(data, 8), "c", clock)  # another key has its own budget
+    now[0] = 1000.0 + 3600
+    admit_refresh(_call(data, 7), "d", clock)  # the first refresh left the hour
+    monkeypatch.setenv("CHARTGW_REFRESHES_PER_KEY_PER_HOUR", "0")
+    for target in "efgh":
+        admit_refresh(_call(data, 7), target, clock)  # 0 = no per-key limit

@@ -412,7 +412,7 @@ async def refresh(call: Call) -> RefreshResponse:
         raise InvalidParams(errors)
     if _refresh_running.locked():
         raise ApiError(409, "A refresh of korea-chart is already running")
-    admit_refresh(call.data, (site, chart_type))
+    admit_refresh(call, (site, chart_type))
     async with _refresh_running:
         options = {"site": site, "chart_type": chart_type}
         outcomes = await crawl_in_subprocess(NAME, options)

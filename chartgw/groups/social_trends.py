@@ -29,6 +29,7 @@ from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcom
 from chartgw.endpoints import ApiError, Call, Route
 from chartgw.group import Group, Schedule, crawl_group
 from chartgw.params import InvalidParams, Param
+from chartgw.refresh import admit_key
 from chartgw.replay import replay_upstreams
 from chartgw.responses import (
     HealthHead,
@@ -404,6 +405,7 @@ async def refresh(call: Call) -> RefreshResponse:
         task = _running.get(where.slug)
         joined = task is not None and not task.done()
         if not joined:
+            admit_key(call)  # only a refresh that starts a crawl counts against the key's budget
             task = asyncio.ensure_future(_crawl_one(where, target, call.now))
             _running[where.slug] = task
             task.add_done_callback(partial(_forget, where.slug))
