@@ -15,8 +15,9 @@ from typing import Any
 
 from chartgw import config
 from chartgw.clock import fixed, utc_now
+from chartgw.config import SettingError
 from chartgw.crawl import EXIT_BUSY, CrawlBusy, CrawlError, Outcome, crawl_lock
-from chartgw.group import Group, GroupCommand, after_crawl, crawl_group
+from chartgw.group import Group, GroupCommand, after_crawl, crawl_group, retention
 from chartgw.groups import GROUPS
 from chartgw.params import InvalidParams
 from chartgw.upstreams import origin_setting
@@ -206,7 +207,8 @@ def crontab(root: Path) -> str:
 
 
 def storage_report() -> list[dict[str, Any]]:
-    """Per group: its file's bytes, snapshots, the time they span, and the bytes a year at that rate."""
+    """Per group: its file's bytes, snapshots, the time they span, the bytes a year at that rate, its retention
+    (declared and `CHARTGW_RETENTION_DAYS`) and the stored targets no retention covers (they grow for ever)."""
     import sqlite3
 
     from chartgw.store import group_db_path, parse_iso
@@ -214,17 +216,20 @@ def storage_report() -> list[dict[str, Any]]:
     report = []
     for group in GROUPS:
         path = group_db_path(group.name)
+        kept = retention(group)
+        row: dict[str, Any] = {"group": group.name, "bytes": 0, "snapshots": 0, "first": None, "last": None,
+                               "bytes_per_year": None, "retention_days": kept, "unbounded_targets": 0}
+        report.append(row)
         if not path.exists():
-            report.append({"group": group.name, "bytes": 0, "snapshots": 0, "first": None, "last": None,
-                           "bytes_per_year": None, "retention_days": group.retention_days})
             continue
         size = sum(p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists())
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
             count, first, last = db.execute("SELECT count(*), min(fetched_at), max(fetched_at) FROM snapshots").fetchone()
+            targets = [t for (t,) in db.execute("SELECT DISTINCT target FROM snapshots")]
         days = (parse_iso(last) - parse_iso(first)).total_seconds() / 86400 if first and last else 0
-        report.append({"group": group.name, "bytes": size, "snapshots": count, "first": first, "last": last,
-                       "bytes_per_year": round(size * 365 / days) if days >= 1 else None,
-                       "retention_days": group.retention_days})
+        row.update(bytes=size, snapshots=count, first=first, last=last,
+                   bytes_per_year=round(size * 365 / days) if days >= 1 else None,
+                   unbounded_targets=sum(not any(t.startswith(prefix) for prefix in kept) for t in targets))
     return report
 
 
@@ -234,10 +239,12 @@ def cmd_storage(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows))
         return 0
-    print(f"{'group':16} {'MB':>9} {'snapshots':>10} {'MB/year':>9}  span, retention")
+    print(f"{'group':16} {'MB':>9} {'snapshots':>10} {'MB/year':>9}  span; retention")
     for row in rows:
         per_year = f"{row['bytes_per_year'] / 1e6:9.0f}" if row["bytes_per_year"] else f"{'-':>9}"
-        retention = ", ".join(f"{k} {v:g} d" for k, v in row["retention_days"].items()) or "kept forever"
+        retention = ", ".join(f"{k or 'every target'} {v:g} d" for k, v in row["retention_days"].items()) or "kept forever"
+        if row["unbounded_targets"] and row["retention_days"]:
+            retention += f" ({row['unbounded_targets']} targets kept forever)"
         span = f"{row['first']} .. {row['last']}" if row["first"] else "no data"
         print(f"{row['group']:16} {row['bytes'] / 1e6:9.1f} {row['snapshots']:>10} {per_year}  {span}; {retention}")
     return 0
@@ -352,7 +359,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except SettingError as exc:  # a misconfigured setting: one line naming it, not a traceback
+        print(f"chartgw: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ __all__ = [
     "REFRESHES_PER_KEY_PER_HOUR",
     "REFRESH_INTERVAL_SECONDS",
     "REQUEST_HEAD_TIMEOUT_SECONDS",
+    "RETENTION_DAYS",
     "RETRY_BACKOFF_SECONDS",
     "SETTINGS",
     "Setting",
@@ -155,6 +156,22 @@ def storefronts(value: str) -> tuple[str, ...]:
     return codes
 
 
+def retention_overrides(value: str) -> tuple[tuple[str, str, float], ...]:
+    """`group=days` or `group:target-prefix=days`, comma-separated: (group, prefix, days) each."""
+    found = []
+    for item in comma_list(value):
+        where, sep, days = item.partition("=")
+        group, _, prefix = where.strip().partition(":")
+        try:
+            number = float(days) if sep else -1.0
+        except ValueError:
+            number = -1.0
+        if not group or not 0 < number <= 100 * 365:
+            raise ValueError(f"each item is GROUP=DAYS or GROUP:TARGET-PREFIX=DAYS with 0 < DAYS <= 36500, got {item!r}")
+        found.append((group, prefix.strip(), number))
+    return tuple(found)
+
+
 def origin(value: str) -> str:
     parts = urlsplit(value)
     if not parts.scheme or not parts.netloc:
@@ -186,9 +203,13 @@ REFRESH_INTERVAL_SECONDS = Setting(
 REFRESHES_PER_KEY_PER_HOUR = Setting(
     "REFRESHES_PER_KEY_PER_HOUR", "30", "POST refreshes one key may start per hour in each group and server process "
     "(joining a refresh already running does not count); 0 = no limit", bounded_int(0, 100_000))
+RETENTION_DAYS = Setting(
+    "RETENTION_DAYS", "", "days of snapshots kept, per group (`digital-sales=90`) or per target prefix of a group "
+    "(`radio:plays/=400`), comma-separated; added to or replacing the group's own retentions (the newest snapshot "
+    "of a target is always kept)", retention_overrides)
 SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB,
                                       RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
-                                      REFRESHES_PER_KEY_PER_HOUR)
+                                      REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

@@ -23,8 +23,8 @@ from chartgw.config import Setting
 from chartgw.crawl import CrawlTarget, Outcome, RetryPolicy, run_targets
 from chartgw.endpoints import Route
 
-__all__ = ["AFTER_CRAWL", "CommandArg", "EntryMapping", "Group", "GroupCommand", "MappedEntry", "Schedule", "Seeder",
-           "after_crawl", "crawl_group"]
+__all__ = ["AFTER_CRAWL", "GROUP_NAMES", "CommandArg", "EntryMapping", "Group", "GroupCommand", "MappedEntry", "Schedule",
+           "Seeder", "after_crawl", "crawl_group", "retention"]
 
 _GROUP_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 _PATH_PARAM = re.compile(r"{([a-z_][a-z0-9_]*)}")
@@ -167,6 +167,8 @@ class Group:
     """Selection options of `chartgw crawl GROUP` and their allowed values."""
     schedules: tuple[Schedule, ...] = ()
     retention_days: dict[str, float] = field(default_factory=dict)
+    """Days of snapshots kept per target prefix ("" = every target); none = kept forever. The operator's
+    `CHARTGW_RETENTION_DAYS` adds to or replaces these (`retention`)."""
     discovery: Callable[[], Sequence[CrawlTarget]] | None = None
     """Targets crawled before `targets` is asked (which may then read what they stored, e.g. a catalogue)."""
     per_upstream: int = 2
@@ -193,6 +195,7 @@ class Group:
         assert self.targets is not None or not self.schedules, f"{self.name}: schedules without crawl targets"
         names = [s.name for s in self.settings]
         assert len(names) == len(set(names)), f"{self.name}: a setting declared twice"
+        GROUP_NAMES.add(self.name)
 
 
 def check_route(route: Route) -> None:
@@ -210,6 +213,22 @@ def check_route(route: Route) -> None:
 AFTER_CRAWL: list[Callable[[str], object]] = []
 """Called with a group's name after `chartgw crawl GROUP` committed (the artist-history index catching up).
 A hook that fails never fails the crawl: what it reads is committed, and it catches up at the next crawl."""
+
+
+GROUP_NAMES: set[str] = set()
+"""Every group declared in this process (what `CHARTGW_RETENTION_DAYS` may name)."""
+
+
+def retention(group: Group) -> dict[str, float]:
+    """The days of snapshots `group` keeps per target prefix: its own declaration, with the operator's
+    `CHARTGW_RETENTION_DAYS` items for it added or replacing (an item naming no group fails loudly)."""
+    overrides = config.get(config.RETENTION_DAYS)
+    unknown = sorted({name for name, _, _ in overrides} - GROUP_NAMES)
+    if unknown:
+        raise config.SettingError(f"CHARTGW_RETENTION_DAYS: no group named {', '.join(unknown)}")
+    merged = dict(group.retention_days)
+    merged.update({prefix: days for name, prefix, days in overrides if name == group.name})
+    return merged
 
 
 def group_policy(group: Group) -> RetryPolicy:
@@ -230,10 +249,10 @@ async def crawl_group(group: Group, selection: dict[str, str | None], *, now: Cl
     policy = group_policy(group)
     outcomes: list[Outcome] = []
     if group.discovery is not None:
-        outcomes += await run_targets(group.name, group.discovery(), retention=group.retention_days, now=now,
+        outcomes += await run_targets(group.name, group.discovery(), retention=retention(group), now=now,
                                       transport=transport, policy=policy, progress=progress, run_kind="discovery")
     targets = group.targets(selection)
-    outcomes += await run_targets(group.name, targets, retention=group.retention_days, now=now, transport=transport,
+    outcomes += await run_targets(group.name, targets, retention=retention(group), now=now, transport=transport,
                                   policy=policy, progress=progress, run_options=selection)
     return outcomes
 

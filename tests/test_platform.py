@@ -5,14 +5,17 @@ demo data (what the artist-history index will read)."""
 from __future__ import annotations
 
 import ast
+import asyncio
 import json
 import re
 import sqlite3
+from datetime import timedelta
 from pathlib import Path
 
 import msgspec
 import pytest
 
+from chartgw import config
 from chartgw.cli import all_settings
 from chartgw.countries import COUNTRIES, GLOBAL
 from chartgw.endpoints import Call, Route
@@ -214,3 +217,68 @@ def test_chartgw_storage_reports_every_group(korea_data: Path, monkeypatch: pyte
     korea = rows["korea-chart"]
     assert korea["bytes"] > 100_000 and korea["snapshots"] > 10 and korea["retention_days"]
     assert rows["video"]["bytes"] == 0 and rows["video"]["first"] is None
+
+
+def test_retention_days_setting_adds_to_and_replaces_a_groups_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chartgw.group import retention
+    from chartgw.groups import radio
+
+    assert retention(radio.GROUP) == radio.GROUP.retention_days
+    monkeypatch.setenv("CHARTGW_RETENTION_DAYS", "radio:plays/=800, radio=90, korea-chart=7")
+    assert retention(radio.GROUP) == {"directory": 30, "servers": 30, "plays/": 800, "": 90}
+    monkeypatch.setenv("CHARTGW_RETENTION_DAYS", "radoi=90")
+    with pytest.raises(config.SettingError, match="no group named radoi"):
+        retention(radio.GROUP)
+    for bad in ("radio", "radio=0", "radio=forever", "=5"):
+        monkeypatch.setenv("CHARTGW_RETENTION_DAYS", bad)
+        with pytest.raises(config.SettingError, match="GROUP=DAYS"):
+            retention(radio.GROUP)
+
+
+def test_a_crawl_prunes_by_the_operators_retention(korea_data: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from chartgw.clock import fixed
+    from chartgw.group import crawl_group
+    from chartgw.groups import korea_chart
+    from chartgw.replay import replay_upstreams
+    from chartgw.samples.korea import site_replies
+    from tests.fixtures import FIXED_NOW, copy_data
+
+    data = copy_data(korea_data, tmp_path / "data")
+    monkeypatch.setenv("CHARTGW_DATA_DIR", str(data))
+    monkeypatch.setenv("CHARTGW_RETENTION_DAYS", "korea-chart:portal-a=5")
+    later = FIXED_NOW + timedelta(days=10)
+
+    def snapshots() -> dict[str, int]:
+        with sqlite3.connect(data / "korea-chart.sqlite") as db:
+            return dict(db.execute("SELECT target, count(*) FROM snapshots GROUP BY target").fetchall())
+
+    before = snapshots()
+    with replay_upstreams({"MELON": site_replies("portal-a", "realtime", later, 1)}):
+        outcomes = asyncio.run(crawl_group(korea_chart.GROUP, {"site": "portal-a", "chart_type": "realtime"},
+                                           now=fixed(later)))
+    assert [o.status for o in outcomes] == ["ok"]
+    after = snapshots()
+    realtime = outcomes[0].target
+    assert before[realtime] == 1 and after[realtime] == 1  # the old one left; the new one is the newest
+    # Other targets are untouched by the setting; the group's own 3-day retention of FLO observations still holds.
+    assert after == {**before, "portal-d/all_age": 1} and before["portal-d/all_age"] == 4
+
+
+def test_chartgw_storage_shows_the_retention_and_a_bad_setting_in_one_line(
+        korea_data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from chartgw import cli
+
+    monkeypatch.setenv("CHARTGW_DATA_DIR", str(korea_data))
+    monkeypatch.setenv("CHARTGW_RETENTION_DAYS", "korea-chart=30")
+    assert cli.main(["storage", "--json"]) == 0
+    korea = {row["group"]: row for row in json.loads(capsys.readouterr().out)}["korea-chart"]
+    assert korea["retention_days"][""] == 30 and korea["unbounded_targets"] == 0
+    monkeypatch.setenv("CHARTGW_RETENTION_DAYS", "")
+    assert cli.main(["storage", "--json"]) == 0
+    korea = {row["group"]: row for row in json.loads(capsys.readouterr().out)}["korea-chart"]
+    assert korea["unbounded_targets"] > 5  # every chart but FLO's observations and rising is kept for ever
+    monkeypatch.setenv("CHARTGW_RETENTION_DAYS", "korea=30")
+    assert cli.main(["storage"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "chartgw: CHARTGW_RETENTION_DAYS: no group named korea"

@@ -32,7 +32,7 @@ from chartgw import config
 from chartgw.clock import Clock, fixed, utc_now
 from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, run_targets
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, group_policy
+from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, group_policy, retention
 from chartgw.params import Param, search_param
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
@@ -445,7 +445,7 @@ async def backfill(since: int, until: int | None = None, *, now: Clock = utc_now
     kind "backfill"; their DJs' details follow in the next `--part details` crawls."""
     years = _backfill_years(since, until, now())
     chosen = [list_target(year) for year in years]
-    return await run_targets(NAME, chosen, retention=RETENTION_DAYS, now=now, transport=transport,
+    return await run_targets(NAME, chosen, retention=retention(GROUP), now=now, transport=transport,
                              policy=group_policy(GROUP), run_kind="backfill", run_options={"years": years})
 
 

@@ -27,7 +27,7 @@ from chartgw import config
 from chartgw.clock import fixed
 from chartgw.crawl import KST, CrawlContext, CrawlTarget, Fetched, Outcome, PartialCrawl, run_targets
 from chartgw.endpoints import ApiError, Call, Route, not_found
-from chartgw.group import EntryMapping, Group, Schedule
+from chartgw.group import EntryMapping, Group, Schedule, retention
 from chartgw.params import InvalidParams, Param, literal_error, search_param
 from chartgw.records import KoreaEntry, ParsedChart, RankStatus, stored_entry
 from chartgw.refresh import admit_refresh, crawl_in_subprocess
@@ -476,10 +476,10 @@ async def seed(now: datetime) -> list[Outcome]:
         flo_server = servers[flo.UPSTREAM]
         for variant, moment in enumerate(flo_observation_times(now)):
             flo_server.replies.update(samples.site_replies("portal-d", "all_age", moment, variant))
-            outcomes += await run_targets(NAME, flo_targets, retention=GROUP.retention_days, now=fixed(moment))
+            outcomes += await run_targets(NAME, flo_targets, retention=retention(GROUP), now=fixed(moment))
         flo_server.replies.update(samples.site_replies("portal-d", "all_age", now, 3))
         everything = [t for t in targets({}) if t.key != FLO_CHART]
-        outcomes += await run_targets(NAME, everything, retention=GROUP.retention_days, now=fixed(now))
+        outcomes += await run_targets(NAME, everything, retention=retention(GROUP), now=fixed(now))
     return outcomes
 
 

@@ -32,7 +32,7 @@ from chartgw import config
 from chartgw.clock import Clock, fixed, utc_now
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group
+from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, retention
 from chartgw.groups import radio_monitor as mon
 from chartgw.groups.radio_monitor import (
     COUNTRIES_SETTING,
@@ -607,7 +607,7 @@ def monitor_command(values: dict[str, Any]) -> list[Outcome]:
 
 async def run_monitor(run_for: float | None = None, *, clock: Clock = utc_now) -> list[Outcome]:
     """The monitor in this process (tests, embedding): until SIGINT/SIGTERM or `run_for` seconds."""
-    report = await mon.run_until_signalled(Monitor(clock=clock), run_for)
+    report = await mon.run_until_signalled(Monitor(clock=clock, retention=retention(GROUP)), run_for)
     return [Outcome("monitor", "ok", report.plays, None, None, 0,
                     None if not report.errors else f"station errors: {report.errors}")]
 
@@ -690,7 +690,7 @@ async def seed(now: datetime) -> list[Outcome]:
             servers[rb.UPSTREAM].replies.update(demo_replies(pool, urls, 1))
             outcomes += await crawl_group(GROUP, {}, now=fixed(now - timedelta(hours=1)))
             await _session(clock, second, now)
-    mon.rollup(now)
+    mon.rollup(now, retention=retention(GROUP))
     return outcomes
 
 
@@ -740,7 +740,8 @@ async def run_live_demo(run_for: float | None = None) -> mon.MonitorReport:
         urls = radio.stream_urls()
         with replay_upstreams({rb.UPSTREAM: demo_replies(pool, urls, 0)}):
             await crawl_group(GROUP, {})
-        monitor = Monitor(poll_seconds=5.0, backoff_base=5.0, backoff_max=60.0, heartbeat_seconds=10.0)
+        monitor = Monitor(poll_seconds=5.0, backoff_base=5.0, backoff_max=60.0, heartbeat_seconds=10.0,
+                          retention=retention(GROUP))
         return await mon.run_until_signalled(monitor, run_for)
 
 
@@ -761,7 +762,7 @@ GROUP = Group(
     discovery=discovery,
     # The directory changes slowly and asks for politeness: one crawl a day, at a quiet hour.
     schedules=(Schedule("40 4 * * *", (), "UTC", "radio-browser directory: stations by configured country and tag, daily"),),
-    retention_days={"directory": 30, "servers": 30, "plays/": 400},
+    retention_days={"directory": 30, "servers": 30, **mon.PLAYS_RETENTION},
     per_upstream=1,
     commands=(GroupCommand("monitor", "watch the most clicked stations' now-playing until SIGINT/SIGTERM", (
         CommandArg("run_for", "stop after this many seconds (default: run until stopped)", type=float),

@@ -314,8 +314,9 @@ class Monitor:
                  backoff_base: float | None = None, backoff_max: float | None = None, icy_mode: str | None = None,
                  silence_seconds: float | None = None, limit: int | None = None, flush_seconds: float = 0.5,
                  heartbeat_seconds: float = 30.0, rescan_seconds: float = 600.0,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None, retention: dict[str, float] | None = None) -> None:
         self.path = path or group_db_path(NAME)
+        self.retention = retention
         self.clock = clock
         self.fixed_stations = list(stations) if stations is not None else None
         self.poll = poll_seconds if poll_seconds is not None else config.get(POLL_SETTING)
@@ -473,7 +474,7 @@ class Monitor:
             if hour != rolled:
                 rolled = hour
                 try:
-                    await asyncio.to_thread(rollup, self.clock(), self.path)
+                    await asyncio.to_thread(rollup, self.clock(), self.path, self.retention)
                 except (sqlite3.Error, ValueError) as exc:  # retried next hour; plays are safe in their table
                     print(f"radio monitor: roll-up failed: {exc}", file=sys.stderr)
             self.pending.append(("UPDATE monitor_runs SET heartbeat_at = ?, stations = ?, plays = ? WHERE id = ?",
@@ -601,12 +602,17 @@ def _hour_label(hour: datetime) -> str:
     return hour.strftime("%Y-%m-%dT%H")
 
 
-def rollup(now: datetime, path: Path | None = None) -> int:
+PLAYS_RETENTION = {"plays/": 400.0}
+"""The radio group's own retention of hourly plays snapshots (the group passes the operator's, `retention`)."""
+
+
+def rollup(now: datetime, path: Path | None = None, retention: dict[str, float] | None = None) -> int:
     """Commit a snapshot `plays/{cc}` (chart date and hour) per country for every completed hour since the
     last one rolled up (7 days at most): the hour's tracks, most played first. Returns snapshots committed."""
     end = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
     committed = 0
-    with SnapshotWriter(path or group_db_path(NAME), retention={"plays/": 400}, now=lambda: now) as store:
+    with SnapshotWriter(path or group_db_path(NAME), retention=PLAYS_RETENTION if retention is None else retention,
+                         now=lambda: now) as store:
         db = store.db
         create_schema(db)
         last = db.execute("SELECT max(chart_date || 'T' || printf('%02d', chart_hour)) FROM snapshots"

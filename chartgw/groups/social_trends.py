@@ -27,7 +27,7 @@ from chartgw import config
 from chartgw.clock import fixed
 from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, run_targets
 from chartgw.endpoints import ApiError, Call, Route
-from chartgw.group import Group, Schedule, crawl_group
+from chartgw.group import Group, Schedule, crawl_group, retention
 from chartgw.params import InvalidParams, Param
 from chartgw.refresh import admit_key
 from chartgw.replay import replay_upstreams
@@ -380,7 +380,7 @@ async def _last_refresh(call: Call, slug: str) -> datetime | None:
 
 
 async def _crawl_one(where: Location, target: CrawlTarget, now: datetime) -> Outcome:
-    outcomes = await run_targets(NAME, [target], retention=GROUP.retention_days, now=fixed(now),
+    outcomes = await run_targets(NAME, [target], retention=retention(GROUP), now=fixed(now),
                                  run_kind="refresh", run_options={"location": where.slug})
     return outcomes[0]
 
