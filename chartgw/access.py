@@ -350,10 +350,11 @@ class ApiKeyMiddleware:
         if limit == 0:
             await self.app(scope, receive, send)
             return
-        rate = [(b"x-ratelimit-limit", str(limit).encode()), (b"x-ratelimit-remaining", str(remaining).encode()),
-                (b"x-ratelimit-reset", str(reset).encode())]
+        rate = rate_headers(limit, remaining, reset)
         if not allowed:
-            await _too_many(send, limit, reset, rate)
+            status, headers, body = too_many(limit, reset, rate)
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
             return
 
         async def send_with_rate(message: Message) -> None:
@@ -368,12 +369,16 @@ class ApiKeyMiddleware:
         await self.app(scope, receive, send_with_rate)
 
 
-async def _too_many(send: Send, limit: int, reset: int, rate: list[tuple[bytes, bytes]]) -> None:
+def rate_headers(limit: int, remaining: int, reset: int) -> list[tuple[bytes, bytes]]:
+    return [(b"x-ratelimit-limit", b"%d" % limit), (b"x-ratelimit-remaining", b"%d" % remaining),
+            (b"x-ratelimit-reset", b"%d" % reset)]
+
+
+def too_many(limit: int, reset: int, rate: list[tuple[bytes, bytes]]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """The 429 past a key's rate (status, headers, body), from the middleware or the server's fast lane."""
     body = b'{"detail":"Rate limit of %d requests per minute reached; retry in %d s"}' % (limit, reset)
-    await send({"type": "http.response.start", "status": 429, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-        (b"retry-after", b"%d" % reset), (b"cache-control", b"no-store"), *rate]})
-    await send({"type": "http.response.body", "body": body})
+    return 429, [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)),
+                 (b"retry-after", b"%d" % reset), (b"cache-control", b"no-store"), *rate], body
 
 
 async def _unauthorized(send: Send, detail: str) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -21,10 +21,11 @@ from chartgw.access import AccessTable, ApiKeyMiddleware, KeyChecker, KeyStore, 
 from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
 from chartgw.endpoints import Call, EndpointApp, GroupData, Route
+from chartgw.fastlane import FastLane
 from chartgw.front import FrontDoor
 from chartgw.group import Group
 from chartgw.groups import GROUPS
-from chartgw.legacy import LegacyPrefixMiddleware
+from chartgw.legacy import LegacyPrefixMiddleware, legacy_names
 from chartgw.openapi import build_document
 from chartgw.responses import FETCH_LOGS_ROUTE
 
@@ -44,19 +45,25 @@ class GroupRoot(msgspec.Struct):
     endpoints: list[EndpointInfo]
 
 
-def service_routes(group: Group, documents: dict[str, dict[str, Any]] | None = None) -> list[Route]:
+DocumentBuilder = Callable[[], dict[str, Any]]
+
+
+def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = None) -> list[Route]:
     """The group's own routes plus what every group has: its public root, its OpenAPI document and the
-    log of its crawl attempts."""
+    log of its crawl attempts. The document is built anew for each data version (the route's cache keeps
+    it), so what it declares from the data (a discovered catalogue's values) is current; `documents`
+    receives the group's builder."""
     own = list(group.routes)
     root_info: list[EndpointInfo] = []
 
     async def root(call: Call) -> GroupRoot:
         return GroupRoot(group.name, group.title, group.description, f"/{group.name}/openapi.json", root_info)
 
-    document: dict[str, Any] = {}
+    def document() -> dict[str, Any]:
+        return build_document(group.name, group.title, group.description, routes)
 
     async def openapi(call: Call) -> dict[str, Any]:
-        return document
+        return document()
 
     # The platform's routes first: a group's catch-all path ("/{year}") must not shadow them.
     routes = [
@@ -69,7 +76,7 @@ def service_routes(group: Group, documents: dict[str, dict[str, Any]] | None = N
     assert len({(r.method, r.path) for r in routes}) == len(routes), f"{group.name} declares a platform route itself"
     root_info.extend(EndpointInfo(r.method, f"/{group.name}{r.path}", "public" if r.public else "X-API-Key", r.summary)
                      for r in routes)
-    document.update(build_document(group.name, group.title, group.description, routes))
+    document()  # a declaration error shows when the app is built, not at the first request
     if documents is not None:
         documents[group.name] = document
     return routes
@@ -144,9 +151,9 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     return _json_response(500, "Internal server error")
 
 
-def declared_routes(groups: Sequence[Group], documents: dict[str, dict[str, Any]] | None = None,
+def declared_routes(groups: Sequence[Group], documents: dict[str, DocumentBuilder] | None = None,
                     ) -> list[tuple[Group, Route]]:
-    """Every group's routes, each group's built once (its OpenAPI document with them, kept in `documents`)."""
+    """Every group's routes, each group's built once (its OpenAPI document's builder kept in `documents`)."""
     return [(group, route) for group in groups for route in service_routes(group, documents)]
 
 
@@ -167,7 +174,7 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
     groups = list(groups if groups is not None else GROUPS)
     cache = ResponseCache(max_bytes=config.get(config.CACHE_MAX_MB) * 1024 * 1024)
     datas = {g.name: GroupData(g.name, clock) for g in groups}
-    documents: dict[str, dict[str, Any]] = {}
+    documents: dict[str, DocumentBuilder] = {}
     declared = declared_routes(groups, documents)
     door = FrontDoor(groups, datas, documents)
     by_group: dict[str, list[StarletteRoute]] = {}
@@ -184,16 +191,19 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
         for data in datas.values():
             await data.reader.close()
 
+    table = access_table(declared)
+    checker = checker or KeyChecker(plain_keys=[*config.get(config.API_KEYS)])
+    limiter = limiter or RateLimiter(config.get(config.RATE_LIMIT_PER_MINUTE), KeyStore())
     app = Starlette(
         routes=routes,
         middleware=[
             Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),
-            Middleware(ApiKeyMiddleware, table=access_table(declared),
-                       checker=checker or KeyChecker(plain_keys=[*config.get(config.API_KEYS)]),
-                       limiter=limiter or RateLimiter(config.get(config.RATE_LIMIT_PER_MINUTE), KeyStore())),
+            Middleware(ApiKeyMiddleware, table=table, checker=checker, limiter=limiter),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
         lifespan=lifespan,
     )
     app.router.redirect_slashes = False  # GroupRoutes redirects with a relative Location instead
+    # The same cache, keys and limiter, for repeats the server answers before the app (chartgw.server).
+    app.state.fast_lane = FastLane(cache, table, checker, limiter, legacy_names(g.name for g in groups))
     return app

@@ -13,7 +13,7 @@ import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 GZIP_MIN_BYTES = 1024
 
@@ -30,6 +30,14 @@ def make_body(body: bytes, version: int, ttl: float) -> CachedBody:
     etag = b'"' + hashlib.blake2b(body, digest_size=12).hexdigest().encode() + b'"'
     gzipped = gzip.compress(body, compresslevel=6, mtime=0) if len(body) >= GZIP_MIN_BYTES else None
     return CachedBody(version, time.monotonic() + ttl, etag, body, gzipped)
+
+
+class Alias(NamedTuple):
+    """What a raw request was last answered under: its canonical key, and the endpoint that answers it (so
+    the server's fast lane can answer a repeat of the request without routing it)."""
+
+    key: Hashable
+    owner: Any
 
 
 class ResponseCache:
@@ -49,17 +57,17 @@ class ResponseCache:
         self.max_aliases = max_aliases
         self.size = 0
         self._items: OrderedDict[Hashable, CachedBody] = OrderedDict()
-        self._aliases: OrderedDict[Hashable, Hashable] = OrderedDict()
+        self._aliases: OrderedDict[Hashable, Alias] = OrderedDict()
         self._building: dict[tuple[Hashable, int], asyncio.Future[CachedBody]] = {}
 
-    def canonical(self, raw: tuple[str, bytes]) -> Hashable | None:
-        """The canonical key a raw (path, query) was last answered under, if remembered."""
+    def canonical(self, raw: tuple[str, bytes]) -> Alias | None:
+        """The canonical key (and its endpoint) a raw (path, query) was last answered under, if remembered."""
         return self._aliases.get(raw)
 
-    def remember(self, raw: tuple[str, bytes], key: Hashable) -> None:
+    def remember(self, raw: tuple[str, bytes], key: Hashable, owner: Any = None) -> None:
         if len(raw[1]) > self.ALIAS_MAX_QUERY:
             return
-        self._aliases[raw] = key
+        self._aliases[raw] = Alias(key, owner)
         self._aliases.move_to_end(raw)
         while len(self._aliases) > self.max_aliases:
             self._aliases.popitem(last=False)

@@ -86,6 +86,9 @@ class Fetched:
     status: int
     body: bytes
     content_type: str
+    error: str | None = None
+    """Why a best-effort request (`CrawlTarget.optional`) failed; its body is then empty and its status the
+    HTTP status (0 without an answer). Always None for a required request: its failure fails the target."""
 
 
 @dataclass
@@ -117,6 +120,10 @@ class CrawlTarget:
     is an upstream gone wrong, never a chart."""
     names: tuple[str, ...] = ("title", "artist")
     """The names every entry must have: an artist chart has no title, a trend list no artist."""
+    optional: tuple[UpstreamRequest, ...] = ()
+    """Best-effort requests, fetched after `requests` once those succeeded: `build` gets them after the
+    required ones, in order, a failed one as a Fetched with `error` set, so enrichment that fails never
+    costs the chart."""
 
 
 @dataclass(frozen=True)
@@ -334,6 +341,7 @@ async def _run_one(target: CrawlTarget, fetcher: Fetcher, store: SnapshotWriter,
     try:
         fetched = [await fetcher.fetch(req, target.refusal) for req in target.requests]
         http_status = fetched[-1].status if fetched else None
+        fetched += [await _best_effort(fetcher, req, target.refusal) for req in target.optional]
         return commit_built(store, target.key, lambda ctx: target.build(fetched, ctx), started, clock,
                             target.expected_rows, url, http_status, target.min_rows, target.names)
     except (CrawlError, UpstreamFormatError, TimeoutError) as exc:
@@ -343,6 +351,15 @@ async def _run_one(target: CrawlTarget, fetcher: Fetcher, store: SnapshotWriter,
         duration = int((time.monotonic() - clock) * 1000)
         store.log_failure(FetchLogRow(target.key, started, duration, "failed", http_status, None, url, message))
         return Outcome(target.key, "failed", None, None, http_status, duration, message)
+
+
+async def _best_effort(fetcher: Fetcher, req: UpstreamRequest, refusal: Callable[[int, bytes], str | None] | None,
+                       ) -> Fetched:
+    """A best-effort request: what went wrong is handed to `build` (`Fetched.error`) instead of raised."""
+    try:
+        return await fetcher.fetch(req, refusal)
+    except CrawlError as exc:
+        return Fetched(public_url(request_url(req), req.upstream), exc.http_status or 0, b"", "", str(exc))
 
 
 def commit_built(store: SnapshotWriter, key: str, build: Callable[[CrawlContext], list[NewSnapshot]],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -26,6 +26,7 @@ from chartgw.params import InvalidParams, Param, parse_query, validate
 from chartgw.store import SnapshotReader, group_db_path
 
 __all__ = [
+    "JSON",
     "ApiError",
     "Call",
     "EndpointApp",
@@ -79,6 +80,11 @@ class GroupData:
         """Re-read the version on the next request (after this process knows a crawl committed)."""
         self._checked = float("-inf")
 
+    def settled_version(self) -> int | None:
+        """The version, when it was read within the last `FRESHNESS_SECONDS` (what may be served without
+        awaiting a re-read: the server's fast lane), else None."""
+        return self.version if time.monotonic() - self._checked < FRESHNESS_SECONDS else None
+
     async def current_version(self) -> int:
         now = time.monotonic()
         if now - self._checked >= FRESHNESS_SECONDS:
@@ -123,6 +129,9 @@ class Route:
     response: Any = None
     """A msgspec type describing the 200 body, for the OpenAPI document."""
     errors: tuple[int, ...] = (404,)
+    media_type: bytes = JSON
+    """The 200 body's content type. A JSON route's handler returns a payload to encode; any other route's
+    handler returns the body itself (bytes or str), sent as is. Errors are JSON either way."""
 
 
 async def read_body(receive: Receive) -> bytes:
@@ -160,22 +169,24 @@ class EndpointApp:
                 params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
                 sent = await read_body(receive) if route.method == "POST" else b""
                 call = Call(params, self.data, self.data.clock(), sent, scope.get(KEY_ID_SCOPE))
-                body = _encode(await route.handler(call))
-                await self._send(scope, send, 200, body, extra=[(b"cache-control", b"no-store")])
+                body = self._body(await route.handler(call))
+                await self._send(scope, send, 200, body, [(b"cache-control", b"no-store")], route.media_type)
                 return
             # A remembered raw request maps straight to its canonical entry: a poll of the same URL costs
             # two dict lookups. Otherwise the parameters are validated and the entry is keyed on them.
             version = await self.data.current_version()
             raw = (scope["path"], scope["query_string"])
             known = self.cache.canonical(raw)
-            hit = self.cache.get(known, version) if known is not None else None
+            hit = self.cache.get(known.key, version) if known is not None else None
             if hit is None:
                 params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
                 key = (scope["path"], *sorted(params.items()))
-                self.cache.remember(raw, key)
+                self.cache.remember(raw, key, self)
                 hit = self.cache.get(key, version) or await self.cache.build(
                     key, version, lambda: self._build(params, version))
-            await self._send_cached(scope, send, hit)
+            status, headers, body = self.cached_reply(hit, scope["headers"])
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
         except InvalidParams as exc:
             await self._send(scope, send, 422, exc.body())
         except ApiError as exc:
@@ -191,27 +202,34 @@ class EndpointApp:
 
     async def _build(self, params: dict[str, Any], version: int) -> CachedBody:
         payload = await self.route.handler(Call(params, self.data, self.data.clock()))
-        return make_body(_encode(payload), version, self.route.cache_ttl)
+        return make_body(self._body(payload), version, self.route.cache_ttl)
 
-    async def _send_cached(self, scope: Scope, send: Send, hit: CachedBody) -> None:
+    def _body(self, payload: Any) -> bytes:
+        """A 200 body: the payload encoded for a JSON route, else what the handler returned."""
+        if self.route.media_type == JSON:
+            return _encode(payload)
+        return payload.encode() if isinstance(payload, str) else bytes(payload)
+
+    def cached_reply(self, hit: CachedBody, request_headers: Iterable[tuple[bytes, bytes]],
+                     ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """Status, headers and body answering a request for a cached body: 304 when its If-None-Match
+        holds the ETag, gzip when accepted and worth it. The server's fast lane sends the same."""
         inm = accept = None
-        for name, value in scope["headers"]:
+        for name, value in request_headers:
             if name == b"if-none-match":
                 inm = value
             elif name == b"accept-encoding":
                 accept = value
         base = [(b"etag", hit.etag), (b"cache-control", self.cache_control), (b"vary", b"accept-encoding")]
         if inm is not None and etag_matches(inm, hit.etag):
-            await send({"type": "http.response.start", "status": 304, "headers": base})
-            await send({"type": "http.response.body", "body": b""})
-            return
+            return 304, base, b""
         if hit.gzipped is not None and accept is not None and b"gzip" in accept:
-            await self._send(scope, send, 200, hit.gzipped, [*base, (b"content-encoding", b"gzip")])
-        else:
-            await self._send(scope, send, 200, hit.body, base)
+            return 200, [(b"content-type", self.route.media_type), (b"content-length", b"%d" % len(hit.gzipped)),
+                         *base, (b"content-encoding", b"gzip")], hit.gzipped
+        return 200, [(b"content-type", self.route.media_type), (b"content-length", b"%d" % len(hit.body)), *base], hit.body
 
     async def _send(self, scope: Scope, send: Send, status: int, body: bytes,
-                    extra: list[tuple[bytes, bytes]] | None = None) -> None:
-        headers = [(b"content-type", JSON), (b"content-length", str(len(body)).encode()), *(extra or [])]
+                    extra: list[tuple[bytes, bytes]] | None = None, media_type: bytes = JSON) -> None:
+        headers = [(b"content-type", media_type), (b"content-length", str(len(body)).encode()), *(extra or [])]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
-from datetime import timedelta
+import time
+from collections.abc import Callable, Sequence
+from datetime import date, timedelta
 from typing import Any
 
 import msgspec
@@ -54,10 +55,16 @@ class FrontPage(msgspec.Struct):
 class FrontDoor:
     """Builds the status page and the joined OpenAPI document from the groups and their data."""
 
-    def __init__(self, groups: Sequence[Group], datas: dict[str, GroupData], documents: dict[str, dict[str, Any]]) -> None:
+    DOCUMENT_SECONDS = 60.0
+    """How long the joined document is served before it is joined again from the groups' current ones."""
+
+    def __init__(self, groups: Sequence[Group], datas: dict[str, GroupData],
+                 documents: dict[str, Callable[[], dict[str, Any]]]) -> None:
         self.groups = list(groups)
         self.datas = datas
-        self.document = joined_document(documents)
+        self.documents = documents
+        self._document = b""
+        self._joined_at = float("-inf")
 
     async def status(self) -> FrontPage:
         statuses = [await self._group_status(group) for group in self.groups]
@@ -83,11 +90,19 @@ class FrontDoor:
     async def page(self, request: Request) -> Response:
         page = await self.status()
         if "text/html" in request.headers.get("accept", ""):
-            return HTMLResponse(render_html(page))
+            return HTMLResponse(render_html(page, self._today()))
         return Response(msgspec.json.encode(page), media_type="application/json")
 
+    def _today(self) -> date:
+        """The page's UTC day, by the groups' clock (build_app gives them one); without groups no row needs it."""
+        data = next(iter(self.datas.values()), None)
+        return data.clock().date() if data is not None else date.min
+
     async def openapi(self, request: Request) -> Response:
-        return Response(msgspec.json.encode(self.document), media_type="application/json")
+        if time.monotonic() - self._joined_at >= self.DOCUMENT_SECONDS:
+            self._document = msgspec.json.encode(joined_document({name: build() for name, build in self.documents.items()}))
+            self._joined_at = time.monotonic()
+        return Response(self._document, media_type="application/json")
 
 
 def _stale_flags(head: Any) -> list[bool]:
@@ -108,8 +123,13 @@ def joined_document(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
     schemas: dict[str, Any] = {}
     for name, document in documents.items():
         own = document.get("components", {}).get("schemas", {})
-        renames = {key: _group_prefix(name) + key for key, schema in own.items()
-                   if key in schemas and schemas[key] != schema}
+        renames: dict[str, str] = {}
+        while True:  # a schema referring to a renamed one differs too once its refs follow (CountriesResponse)
+            more = {key: _group_prefix(name) + key for key, schema in own.items()
+                    if key not in renames and key in schemas and schemas[key] != _renamed(schema, renames)}
+            if not more:
+                break
+            renames.update(more)
         for key, schema in own.items():
             schemas[renames.get(key, key)] = _renamed(schema, renames)
         for path, operations in document.get("paths", {}).items():
@@ -145,39 +165,50 @@ def _renamed(value: Any, renames: dict[str, str]) -> Any:
     return value
 
 
-def render_html(page: FrontPage) -> str:
-    """The status page: one row per group with its freshness and a week of crawl outcomes as bars."""
+def render_html(page: FrontPage, today: date) -> str:
+    """The status page: one row per group with its freshness and a week of crawl outcomes as bars, one slot
+    per UTC day ending `today`. Rows and cells carry stable ids and classes (`data-group`) for scripts and tests."""
     rows = []
     for group in page.groups:
-        bars = "".join(_bar(i, day) for i, day in enumerate(group.days)) or "<span class=none>no crawls this week</span>"
+        name = html.escape(group.name, quote=True)
+        by_day = {d.day: d for d in group.days}
+        window = [(today - timedelta(days=DAYS - 1 - i)).isoformat() for i in range(DAYS)]
+        bars = "".join(_bar(i, day, by_day.get(day)) for i, day in enumerate(window))
         last = html.escape(group.last_outcome or "never crawled")
+        links = {k: html.escape(v, quote=True) for k, v in group.links.items()}
         rows.append(
-            f"<tr class={group.status}><td><a href='{group.links['root']}'>/{html.escape(group.name)}</a>"
-            f"<div class=title>{html.escape(group.title)}</div></td>"
-            f"<td class=status>{group.status}</td><td>{group.targets - group.stale} of {group.targets} fresh</td>"
-            f"<td>{html.escape(group.last_crawl or '-')}<div class=last>{last}</div></td>"
-            f"<td><svg width='{7 * 12}' height='24' role='img' aria-label='crawl outcomes, last 7 days'>{bars}</svg></td>"
-            f"<td><a href='{group.links['health']}'>health</a> <a href='{group.links['openapi']}'>openapi</a></td></tr>")
+            f"<tr id='group-{name}' data-group='{name}' class={group.status}>"
+            f"<td class=group><a href='{links['root']}'>/{name}</a><div class=title>{html.escape(group.title)}</div></td>"
+            f"<td class=status>{group.status}</td>"
+            f"<td class=targets>{group.targets - group.stale} of {group.targets} fresh</td>"
+            f"<td class=crawl>{html.escape(group.last_crawl or '-')}<div class=last>{last}</div></td>"
+            f"<td class=outcomes><svg width='{DAYS * 12}' height='24' role='img'"
+            f" aria-label='crawl outcomes, last {DAYS} days'>{bars}</svg></td>"
+            f"<td class=links><a href='{links['health']}'>health</a> <a href='{links['openapi']}'>openapi</a></td></tr>")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>chartgw status</title>
+<meta name="viewport" content="width=device-width,initial-scale=1"><link rel="icon" href="data:,">
 <style>
 body{{font:14px system-ui,sans-serif;margin:2em;color:#222}} table{{border-collapse:collapse}}
 td,th{{padding:.4em .8em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}}
-.title,.last{{color:#666;font-size:12px}} .ok .status{{color:#176f2c}} .degraded .status{{color:#a33}}
+.title,.last{{color:#666;font-size:12px}} .ok .status,#status.ok{{color:#176f2c}} .degraded .status,#status.degraded{{color:#a33}}
 </style></head>
-<body><h1>chartgw <span class={page.status}>{page.status}</span></h1>
-<p>Every group, its freshness against its cadence and its crawls over the last 7 days
-(green: attempts that committed, red: failed). JSON: send <code>Accept: application/json</code>.
+<body><h1>chartgw <span id=status class={page.status}>{page.status}</span></h1>
+<p>Every group, its freshness against its cadence and its crawls over the last {DAYS} days
+(green: attempts that committed, red: failed, grey: none). JSON: send <code>Accept: application/json</code>.
 All groups in one document: <a href="{page.openapi}">{page.openapi}</a>.</p>
-<table><thead><tr><th>group</th><th>status</th><th>targets</th><th>last crawl</th><th>last 7 days</th><th></th></tr></thead>
+<table id=groups><thead><tr><th>group</th><th>status</th><th>targets</th><th>last crawl</th><th>last {DAYS} days</th><th></th>
+</tr></thead>
 <tbody>{"".join(rows)}</tbody></table></body></html>
 """
 
 
-def _bar(index: int, day: DayOutcomes) -> str:
-    total = max(day.ok + day.failed, 1)
-    ok_height = round(22 * day.ok / total)
-    x = 12 * index
-    return (f"<g><title>{day.day}: {day.ok} ok, {day.failed} failed</title>"
+def _bar(slot: int, day: str, outcomes: DayOutcomes | None) -> str:
+    """One day's bar: its ok share green from the bottom, its failed share red above; a grey line without crawls."""
+    x = 12 * slot
+    if outcomes is None or outcomes.ok + outcomes.failed == 0:
+        return f"<g class=none><title>{day}: no crawls</title><rect x='{x}' y='21' width='9' height='2' fill='#ccc'/></g>"
+    ok_height = round(22 * outcomes.ok / (outcomes.ok + outcomes.failed))
+    return (f"<g class=day><title>{day}: {outcomes.ok} ok, {outcomes.failed} failed</title>"
             f"<rect x='{x}' y='{23 - ok_height}' width='9' height='{ok_height}' fill='#2e9e4b'/>"
             f"<rect x='{x}' y='1' width='9' height='{22 - ok_height}' fill='#d9534f'/></g>")

@@ -123,17 +123,29 @@ class EntryMapping:
     def read(self, target: str, record: dict[str, Any]) -> MappedEntry | None:
         """The entry as the index takes it; None for a target that holds no chart entries or an entry
         without an artist."""
+        return self.reader(target)(record)
+
+    def reader(self, target: str) -> Callable[[dict[str, Any]], MappedEntry | None]:
+        """`read` for the entries of one target, with what depends on the target alone decided once (the
+        index reads millions of entries of a few thousand targets)."""
         if any(fnmatch(target, pattern) for pattern in self.skip_targets):
-            return None
-        artist = _first_text(record, self.artist)
-        if not artist:
-            return None
-        credited = record.get(self.artists) if self.artists else None
-        artists = [a for a in credited if isinstance(a, str) and a] if isinstance(credited, list) else []
-        with_ids = any(fnmatch(target, pattern) for pattern in self.ids_targets)
-        ids = {kind: str(value) for kind, name in self.ids.items() if with_ids and (value := record.get(name)) not in (None, "")}
-        return MappedEntry(artist, artists or [artist], _first_text(record, self.title), self._market(target, record),
-                           ids)
+            return lambda record: None
+        ids = tuple(self.ids.items()) if any(fnmatch(target, pattern) for pattern in self.ids_targets) else ()
+        artist_of, title_of = _text_reader(self.artist), _text_reader(self.title)
+        artists_field, market = self.artists, self.market
+        fixed = None if callable(market) or not market.startswith(("=", "target:")) else self._market(target, {})
+
+        def read(record: dict[str, Any]) -> MappedEntry | None:
+            artist = artist_of(record)
+            if artist is None:
+                return None
+            credited = record.get(artists_field) if artists_field else None
+            artists = [a for a in credited if isinstance(a, str) and a] if isinstance(credited, list) else []
+            found = {kind: str(value) for kind, name in ids if (value := record.get(name)) is not None and value != ""}
+            return MappedEntry(artist, artists or [artist], title_of(record),
+                               fixed if fixed is not None else self._market(target, record), found)
+
+        return read
 
     def is_sub_daily(self, target: str) -> bool:
         return any(fnmatch(target, pattern) for pattern in self.sub_daily_targets)
@@ -150,6 +162,19 @@ class EntryMapping:
 
 def _first_text(record: dict[str, Any], names: tuple[str, ...]) -> str | None:
     return next((value for name in names if isinstance(value := record.get(name), str) and value), None)
+
+
+def _text_reader(names: tuple[str, ...]) -> Callable[[dict[str, Any]], str | None]:
+    """`_first_text` of `names`, without a generator when there is one name (the common case)."""
+    if len(names) != 1:
+        return lambda record: _first_text(record, names)
+    name = names[0]
+
+    def first(record: dict[str, Any]) -> str | None:
+        value = record.get(name)
+        return value if isinstance(value, str) and value else None
+
+    return first
 
 
 @dataclass(frozen=True)

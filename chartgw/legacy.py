@@ -12,7 +12,7 @@ class LegacyPrefixMiddleware:
 
     def __init__(self, app: ASGIApp, prefixes: Iterable[str]) -> None:
         self.app = app
-        self.legacy = {f"{name}-api": name for name in prefixes}
+        self.legacy = legacy_names(prefixes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -23,3 +23,8 @@ class LegacyPrefixMiddleware:
                 scope = {**scope, "path": f"/{current}{sep}{rest}",
                          "raw_path": b"/" + current.encode() + raw[len(head.encode()) + 1:]}
         await self.app(scope, receive, send)
+
+
+def legacy_names(prefixes: Iterable[str]) -> dict[str, str]:
+    """Each legacy first path segment (`korea-chart-api`) to the current one (`korea-chart`)."""
+    return {f"{name}-api": name for name in prefixes}

@@ -7,7 +7,8 @@ from typing import Any
 
 import msgspec
 
-from chartgw.endpoints import Route
+from chartgw.endpoints import JSON, Route
+from chartgw.params import Param
 
 ERROR_DESCRIPTIONS = {
     401: "Missing, unknown, revoked or expired API key",
@@ -24,6 +25,8 @@ RATE_HEADERS = {
     "X-RateLimit-Reset": {"description": "Seconds until the minute's window ends", "schema": {"type": "integer"}},
 }
 ETAG_HEADER = {"ETag": {"description": "The body's entity tag; send it back in If-None-Match", "schema": {"type": "string"}}}
+IF_NONE_MATCH = {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"},
+                 "description": "The ETag of a body held: a 304 with no body when it is still the current one"}
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer"}}}
 
 COMMON_SCHEMAS: dict[str, Any] = {
@@ -63,8 +66,9 @@ def _one_of(schemas: list[dict[str, Any]]) -> dict[str, Any]:
     return {} if not schemas else schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
 
 
-DATE_FIELDS = re.compile(r"(^|_)(date|day|since|until|first_seen|last_seen)$|_date$|^week_(start|end)$")
-TIME_FIELDS = re.compile(r"_at$")
+DATE_FIELDS = re.compile(r"(^|_)(date|day|first_seen|last_seen)$|_date$|^week_(start|end)$")
+TIME_FIELDS = re.compile(r"_at$|._since$")
+"""`since` alone is a date in one response (a query echo) and a time in others: no format is claimed for it."""
 PARTIAL_DATES = frozenset({"first_release_date"})
 """Dates an upstream may give as a year or a year and month (MusicBrainz): no format is claimed."""
 
@@ -83,6 +87,29 @@ def _declare_formats(schema: dict[str, Any]) -> None:
                     option["format"] = "date"
 
 
+def documented_paths(route: Route) -> list[tuple[str, dict[str, str]]]:
+    """The paths a route is documented under, each with the path parameters it fixes: its own path, or, when a
+    path parameter's choices depend on another path parameter (`choices_by`), one path per value of that one
+    as a literal segment ("/portal-a/charts/{chart_type}"), so each declares its own enum."""
+    for param in route.params:
+        if param.where == "path" and param.choices_by is not None:
+            other, table = param.choices_by
+            return [(route.path.replace("{" + other + "}", value), {other: value}) for value in table]
+    return [(route.path, {})]
+
+
+def _parameter(param: Param, fixed: dict[str, str]) -> dict[str, Any]:
+    schema, description = param.json_schema(), param.description
+    if param.choices_by is not None:
+        other, table = param.choices_by
+        if other in fixed:
+            schema = {**schema, "enum": list(table[fixed[other]])}
+        else:
+            description += f"; by {other}: " + "; ".join(f"{key}: {', '.join(values)}" for key, values in table.items())
+    return {"name": param.name, "in": param.where, "required": param.required or param.where == "path",
+            "description": description, "schema": schema}
+
+
 def build_document(name: str, title: str, description: str, routes: list[Route]) -> dict[str, Any]:
     types = list(dict.fromkeys(t for r in routes for t in _response_types(r)))
     refs, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
@@ -95,7 +122,8 @@ def build_document(name: str, title: str, description: str, routes: list[Route])
         responses: dict[str, Any] = {"200": {
             "description": "Success",
             "headers": {**(ETAG_HEADER if cached else {}), **rate},
-            "content": {"application/json": {"schema": _one_of([ref_of[t] for t in _response_types(route)])}},
+            "content": {"application/json": {"schema": _one_of([ref_of[t] for t in _response_types(route)])}}
+            if route.media_type == JSON else {route.media_type.decode(): {"schema": {"type": "string"}}},
         }}
         if cached:
             responses["304"] = {"description": "Not modified: the If-None-Match sent names the current body",
@@ -108,21 +136,24 @@ def build_document(name: str, title: str, description: str, routes: list[Route])
                                     "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}}
             if code in (429, 503):
                 responses[str(code)]["headers"] = RETRY_AFTER
-        operation: dict[str, Any] = {
-            "operationId": _operation_id(route.method, route.path),
-            "summary": route.summary,
-            "parameters": [
-                {"name": p.name, "in": p.where, "required": p.required or p.where == "path",
-                 "description": p.description, "schema": p.json_schema()}
-                for p in route.params
-            ],
-            "responses": responses,
-        }
-        if not route.public:
-            operation["security"] = [{"APIKeyHeader": []}]
-        paths.setdefault(route.path, {})[route.method.lower()] = operation
-    for schema in schemas.values():
+        for path, fixed in documented_paths(route):
+            operation: dict[str, Any] = {
+                "operationId": _operation_id(route.method, path),
+                "summary": route.summary,
+                "parameters": [_parameter(p, fixed) for p in route.params if p.name not in fixed]
+                + ([IF_NONE_MATCH] if cached else []),
+                "responses": responses,
+            }
+            if not route.public:
+                operation["security"] = [{"APIKeyHeader": []}]
+            paths.setdefault(path, {})[route.method.lower()] = operation
+    schemas.update(declared for route in routes for p in route.params if (declared := p.component()) is not None)
+    for key, schema in schemas.items():
         _declare_formats(schema)
+        if schema.get("title") == key:
+            # The component's name says it; a generated client names its model after a title first, so one kept
+            # here would name two models alike once the joined document renames a clash (VideoHealthResponse).
+            del schema["title"]
     return {
         "openapi": "3.1.0",
         "info": {"title": title, "version": "1.0.0", "description": description},

@@ -13,11 +13,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import parse_qsl
 
 import msgspec
 
+from chartgw.countries import COUNTRIES, GLOBAL, country_code
 from chartgw.text import compact
 
 __all__ = [
@@ -25,7 +26,10 @@ __all__ = [
     "InvalidParams",
     "Param",
     "Where",
+    "accepts",
+    "comma_separated",
     "literal_error",
+    "one_of",
     "parse_query",
     "search_param",
     "search_term",
@@ -40,6 +44,40 @@ MSG_INT = "Input should be a valid integer, unable to parse string as an integer
 MSG_BOOL = "Input should be a valid boolean, unable to interpret input"
 _TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
 _FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
+
+Check = TypeVar("Check", bound=Callable[[str], Any])
+_ACCEPTED: dict[Callable[[str], Any], tuple[str | None, dict[str, Any]]] = {}
+
+
+def comma_separated(item: str, most: int) -> str:
+    """The pattern of 1 to `most` values, comma-separated, each matching the pattern `item`."""
+    return f"^(?:{item})(?:,(?:{item})){{0,{most - 1}}}$"
+
+
+def one_of(values: Sequence[str]) -> str:
+    """The pattern of any of `values` (words of letters, digits and "-", which need no escape)."""
+    assert all(re.fullmatch(r"[A-Za-z0-9-]+", v) for v in values), values
+    return "|".join(values)
+
+
+def accepts(component: str | None = None, **schema: Any) -> Callable[[Check], Check]:
+    """Declares what a `check` takes, as JSON Schema keywords (`pattern`, `enum`), next to the rule itself: every
+    parameter it checks says so in the OpenAPI document, so a client can tell a valid value before asking (the
+    schemathesis test sends values the document allows and expects none refused). A keyword's value may be a
+    function, called when a document is built, for a list known only then (a discovered catalogue); None
+    from it leaves the keyword out.
+    With a `component` name the schema is declared once under that name and referred to (one `Country` enum in
+    a generated client, not one per parameter)."""
+
+    def declare(check: Check) -> Check:
+        _ACCEPTED[check] = (component, schema)
+        return check
+
+    return declare
+
+
+# The country rule lives below this module (countries is a leaf); what it accepts is declared here.
+accepts("Country", enum=[GLOBAL, *COUNTRIES], description="'global' or an ISO 3166-1 alpha-2 code")(country_code)
 
 
 @dataclass(frozen=True)
@@ -62,6 +100,10 @@ class Param:
     description: str = ""
     min_length: int | None = None
     check: Callable[[str], Any] | None = None
+    choices_by: tuple[str, Mapping[str, tuple[str, ...]]] | None = None
+    """Choices that depend on another parameter's value: (its name, {its value: the choices then}). Only the
+    document reads it: a path parameter's route is documented once per value of the other (a literal segment)
+    with that value's enum; in the query, the union is declared and the rule described."""
 
     def validate(self, raw: str | None) -> tuple[Any, dict[str, Any] | None]:
         """The parsed value, or None and the error item for this parameter."""
@@ -133,9 +175,30 @@ class Param:
             schema = {"type": "string"}
             if self.min_length is not None:
                 schema["minLength"] = self.min_length
+            if self.choices_by is not None:
+                schema["enum"] = list(dict.fromkeys(c for choices in self.choices_by[1].values() for c in choices))
+            declared = self.component()
+            if declared is not None:
+                schema = {"$ref": f"#/components/schemas/{declared[0]}"}
+            elif self.check is not None and self.check in _ACCEPTED:
+                schema.update(_declared(_ACCEPTED[self.check][1]))
         if self.default is not None:
             schema["default"] = self.default
         return schema
+
+    def component(self) -> tuple[str, dict[str, Any]] | None:
+        """The named schema this parameter refers to (`accepts(component=...)` of its check), if any."""
+        name, keywords = _ACCEPTED.get(self.check, (None, {})) if self.check is not None else (None, {})
+        if name is None:
+            return None
+        return name, {"type": "string", **_declared(keywords)}
+
+
+def _declared(keywords: dict[str, Any]) -> dict[str, Any]:
+    """`accepts` keywords as of now: a function's value is asked for, and left out when it is None (a list
+    not known yet, e.g. before the first discovery)."""
+    values = {k: v() if callable(v) else v for k, v in keywords.items()}
+    return {k: v for k, v in values.items() if v is not None}
 
 
 _TIME = re.compile(r"(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(Z|z|[+-]\d{2}:?\d{2})?", re.ASCII)
@@ -248,8 +311,14 @@ def validate(params: Sequence[Param], path: Mapping[str, str], query: Mapping[st
 
 
 SEARCH_RULE = "must contain at least one letter or digit (case, accents and punctuation are ignored)"
+LETTER_OR_DIGIT = r"[^\W_\u037a\ufc5e-\ufc63\ufe70\ufe72\ufe74\ufe76\ufe78\ufe7a\ufe7c\ufe7e\uff9e\uff9f]"
+r"""The pattern of a search term: a letter or digit of any script (Python's Unicode `\w` less `_`; an ECMA reader
+takes ASCII ones only), less the 17 that fold to no letter (isolated Arabic vowel marks, halfwidth sound marks).
+Every value it admits is a valid term (tests/test_schemathesis.py checks each code point); `\p{L}` would say it
+more plainly but is no regex to openapi-spec-validator."""
 
 
+@accepts(pattern=LETTER_OR_DIGIT)
 def search_term(value: str) -> str:
     """A search term as every group reads it: kept as given, matched folded (case, accents and punctuation
     removed, `chartgw.text.compact`); a term with no letter or digit left is a 422 saying so."""

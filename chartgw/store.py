@@ -8,6 +8,7 @@ nothing half-written. The server reads through one long-lived connection per fil
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ __all__ = [
     "group_db_path",
     "iso",
     "parse_iso",
+    "read_latest_records",
 ]
 
 FETCH_LOG_SCHEMA = """
@@ -104,6 +106,23 @@ RUN_COLUMNS = "id, kind, started_at, finished_at, targets, ok, detail"
 
 def group_db_path(group: str) -> Path:
     return config.data_dir() / f"{group}.sqlite"
+
+
+def read_latest_records(group: str, target: str) -> list[bytes] | None:
+    """The entries of `target`'s newest snapshot in `group`'s file, read-only and at once (for what a
+    document built now declares, e.g. a discovered catalogue); None when there is no file or snapshot."""
+    path = group_db_path(group)
+    if not path.exists():
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1)) as db:
+            row = db.execute("SELECT max(id) FROM snapshots WHERE target = ?", (target,)).fetchone()
+            if not row or row[0] is None:
+                return None
+            return [r[0] for r in db.execute("SELECT record FROM entries WHERE snapshot_id = ? ORDER BY position",
+                                             (row[0],))]
+    except sqlite3.Error:
+        return None
 
 
 def parse_iso(value: str) -> datetime:

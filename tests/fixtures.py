@@ -9,6 +9,9 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -16,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import uvicorn
 from starlette.testclient import TestClient
 
 from chartgw.access import KeyChecker, RateLimiter
@@ -72,16 +76,37 @@ def client(path: Path, groups: list[Group] | None = None, now: datetime = FIXED_
     return TestClient(app)
 
 
+@contextmanager
+def serving(app: Any, **options: Any) -> Iterator[str]:
+    """`app` served for real by uvicorn in a thread, on a free port of 127.0.0.1 (`options` go to
+    `uvicorn.Config`, e.g. chartgw serve's `http` protocol): yields its base URL."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, **{"log_level": "warning", **options}))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    try:
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
 def api_fixture(group: Group, data: str, settings: dict[str, str | None] | None = None,
                 now: datetime = FIXED_NOW) -> Any:
     """A module-scoped pytest fixture giving a TestClient on `group` over the data folder that fixture
-    `data` builds, with `settings` in force and answering as if at `now`. In a test module:
-    `api = api_fixture(GROUP, "video_data")`."""
+    `data` builds, with `settings` and that folder as CHARTGW_DATA_DIR in force (as in a server process)
+    and answering as if at `now`. In a test module: `api = api_fixture(GROUP, "video_data")`."""
 
     @pytest.fixture(scope="module")
     def api(request: pytest.FixtureRequest) -> Iterator[TestClient]:
         path = request.getfixturevalue(data)
-        with environment(settings or {}), client(path, [group], now) as test_client:
+        with environment(settings or {}), data_dir(path), client(path, [group], now) as test_client:
             yield test_client
 
     return api

@@ -1,5 +1,6 @@
 """/recognition end to end: the real crawl over the rendered Shazam samples (yesterday's Top 200s, then
-discovery and all 275 charts today), then every route, the refusals, and failed upstreams."""
+discovery and all 275 charts today, each with its track JSON where discovery locates one), then every
+route, the refusals, failed upstreams and failed enrichment."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from chartgw.crawl import KST, CrawlError
 from chartgw.group import crawl_group
 from chartgw.groups.recognition import GROUP, targets
 from chartgw.replay import ReplayTransport, Reply, request_key
+from chartgw.samples import global_rows
 from chartgw.samples import recognition as samples
 from chartgw.upstreams import shazam
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, copy_data, data_dir
@@ -64,16 +66,19 @@ def test_charts_is_the_discovered_catalogue(api: TestClient) -> None:
     assert by_path["top-50/turkiye/istanbul"]["upstream_paths"] == ["top-50/t%C3%BCrkiye/istanbul"] * 2
 
 
-@pytest.mark.parametrize("url,path,rows", [
-    ("/recognition/top-200/brazil/latest", "top-200/brazil", 200),
-    ("/recognition/top-200/world/latest", "top-200/world", 200),
-    ("/recognition/genre/world/randb-soul/latest", "genre/world/randb-soul", 100),
-    ("/recognition/genre/united-states/country/latest", "genre/united-states/country", 100),
-    ("/recognition/viral/south-korea/latest", "viral/south-korea", 50),
-    ("/recognition/top-50/turkiye/izmir/latest", "top-50/turkiye/izmir", 50),
-    ("/recognition/top-50/united-states/washington-d-c/latest", "top-50/united-states/washington-d-c", 50),
+@pytest.mark.parametrize("url,path,rows,storefront", [
+    ("/recognition/top-200/brazil/latest", "top-200/brazil", 200, "br"),
+    ("/recognition/top-200/world/latest", "top-200/world", 200, "us"),
+    ("/recognition/genre/world/randb-soul/latest", "genre/world/randb-soul", 100, None),
+    ("/recognition/genre/united-states/country/latest", "genre/united-states/country", 100, "us"),
+    ("/recognition/viral/south-korea/latest", "viral/south-korea", 50, None),
+    ("/recognition/top-50/turkiye/izmir/latest", "top-50/turkiye/izmir", 50, "tr"),
+    ("/recognition/top-50/united-states/washington-d-c/latest", "top-50/united-states/washington-d-c", 50, "us"),
 ])
-def test_every_chart_kind_serves_its_latest_snapshot(api: TestClient, url: str, path: str, rows: int) -> None:
+def test_every_chart_kind_serves_its_latest_snapshot(api: TestClient, url: str, path: str, rows: int,
+                                                     storefront: str | None) -> None:
+    """Rows are the CSV's; charts with a legacy list id (not world genres, not viral charts) carry the
+    track JSON's url, artwork, store link (the chart's storefront) and track key on every row."""
     response = get(api, url)
     assert response.headers["cache-control"] == "private, max-age=600"  # the spec's 5 to 30 minutes
     body = response.json()
@@ -81,10 +86,17 @@ def test_every_chart_kind_serves_its_latest_snapshot(api: TestClient, url: str, 
     assert body["snapshot"]["chart_date"] == TODAY.isoformat() and body["snapshot"]["stale"] is False
     assert body["count"] == rows == body["snapshot"]["row_count"] and "raw" not in body
     assert [e["rank"] for e in body["entries"]] == list(range(1, rows + 1))
-    for entry in body["entries"]:
+    songs = [row.song for row in global_rows(path, 1, rows)]
+    for entry, song in zip(body["entries"], songs, strict=True):
         assert entry["artist"] and entry["title"] and entry["artists"] and entry["chart_date"] == TODAY.isoformat()
-        # Best-effort fields are present and null: the CSV does not carry them.
-        assert entry["url"] is entry["artwork_url"] is entry["store_url"] is entry["shazam_track_id"] is None
+        if storefront is None:  # no track JSON to ask for: present and null
+            assert entry["url"] is entry["artwork_url"] is entry["store_url"] is entry["shazam_track_id"] is None
+            continue
+        key = samples.track_key(song)
+        assert entry["shazam_track_id"] == key and entry["url"].startswith(f"https://www.shazam.com/track/{key}/")
+        assert entry["artwork_url"].startswith("https://is1-ssl.mzstatic.com/") and \
+            entry["artwork_url"].endswith("/400x400cc.jpg")
+        assert entry["store_url"].startswith(f"https://music.apple.com/{storefront}/album/")
 
 
 def test_limit_and_include_raw(api: TestClient) -> None:
@@ -201,7 +213,24 @@ def test_openapi_lists_every_route(api: TestClient) -> None:
     for field in ("url", "artwork_url", "store_url", "shazam_track_id"):
         assert {"type": "null"} in entry["properties"][field]["anyOf"]  # nullable, and the schema says so
     latest = document["paths"]["/top-50/{market}/{city}/latest"]["get"]
-    assert [p["name"] for p in latest["parameters"]] == ["market", "city", "limit", "include_raw"]
+    assert [p["name"] for p in latest["parameters"] if p["in"] in ("path", "query")] == [
+        "market", "city", "limit", "include_raw"]
+
+
+def test_openapi_declares_the_discovered_catalogue_as_enums(api: TestClient, tmp_path: Path) -> None:
+    """Markets, genres and cities are known only from the catalogue: the document lists what it holds now."""
+    charts = get(api, "/recognition/charts").json()["charts"]
+    document = api.get("/recognition/openapi.json").json()
+    params = {p["name"]: p["schema"] for p in document["paths"]["/top-50/{market}/{city}/latest"]["get"]["parameters"]}
+    genre = next(p["schema"] for p in document["paths"]["/genre/{market}/{genre}/latest"]["get"]["parameters"]
+                 if p["name"] == "genre")
+    assert params["market"]["enum"] == sorted({c["market"] for c in charts})
+    assert params["city"]["enum"] == sorted({c["city"] for c in charts if c["city"]})
+    assert genre["enum"] == sorted({c["genre"] for c in charts if c["genre"]}) and "world" in params["market"]["enum"]
+    with data_dir(tmp_path), client(tmp_path, [GROUP]) as empty:  # before the first discovery: the slug pattern alone
+        bare = empty.get("/recognition/openapi.json").json()
+    market = next(p["schema"] for p in bare["paths"]["/top-200/{market}/latest"]["get"]["parameters"] if p["name"] == "market")
+    assert "enum" not in market and market["pattern"]
 
 
 def test_group_schedule_and_politeness() -> None:
@@ -258,6 +287,77 @@ def test_failed_upstreams_keep_the_last_good_snapshots(recognition_data: Path, t
         body = get(api, "/recognition/top-200/brazil/latest?limit=1").json()
         assert body["snapshot"]["id"] == before["top-200/brazil"] and body["snapshot"]["chart_date"] == TODAY.isoformat()
         assert api.get("/recognition/health").json()["discovery"]["targets"] == 275
+
+
+def test_the_crawl_asks_for_each_located_track_json_once(recognition_data: Path, tmp_path: Path) -> None:
+    """Discovery stores where each chart's track JSON is; the chart targets ask for it after the CSV."""
+    path = copy_data(recognition_data, tmp_path / "data")
+    with data_dir(path):
+        crawl = {t.key: t for t in targets({})}
+    assert len(crawl) == 275 and all(len(t.requests) == 1 for t in crawl.values())
+    located = {key: t.optional[0] for key, t in crawl.items() if t.optional}
+    assert len(located) == 71 + 19 + 124  # every Top 200, country genre and city; no viral or world genre chart
+    assert not any(key.startswith(("viral/", "genre/world/")) for key in located)
+    assert located["top-200/germany"].path == "/shazam/v3/en-US/DE/web/-/tracks/ip-country-chart-DE"
+    assert located["top-200/germany"].params == (("pageSize", "200"), ("startFrom", "0"))
+    assert located["top-200/world"].path == "/shazam/v3/en-US/US/web/-/tracks/ip-global-chart"
+    assert located["genre/germany/hip-hop-rap"].path.endswith("/DE/web/-/tracks/genre-country-chart-DE-2")
+    assert located["top-50/turkiye/istanbul"].path.split("/")[-1].startswith("ip-city-chart-")
+    # The artist-history index reads the track key as the recognition track id.
+    with client(path, [GROUP]) as api:
+        entry = get(api, "/recognition/top-200/brazil/latest?limit=1").json()["entries"][0]
+    mapped = GROUP.entries.read("top-200/brazil", entry) if GROUP.entries else None
+    assert mapped is not None and mapped.ids == {"recognition_track_id": entry["shazam_track_id"]}
+
+
+def test_failed_enrichment_keeps_the_chart_and_logs_why(recognition_data: Path, tmp_path: Path) -> None:
+    """A track JSON that fails (HTTP error, HTML page, broken JSON, another chart) costs only the enrichment:
+    the chart is still committed from its CSV, with the best-effort fields null, and the fetch log has a
+    failed "<target>#tracks" row saying why. A JSON that lists only some of the chart enriches those rows."""
+    path = copy_data(recognition_data, tmp_path / "data")
+    before = _latest_ids(path)
+    day = TODAY + timedelta(days=1)
+    table = samples.replies(day, 2)
+    lists = {t.path: t for t in shazam.track_lists(shazam.parse_locations(samples.render_locations()))}
+    key = {chart: request_key(shazam.tracks_request(lists[chart]))
+           for chart in ("top-200/brazil", "top-200/germany", "top-200/france", "top-200/spain", "top-200/italy")}
+    table[key["top-200/brazil"]] = Reply(b"<html><body>no such page</body></html>", 404)
+    table[key["top-200/germany"]] = Reply(b"<!DOCTYPE html><html><body>Shazam</body></html>", 200, "text/html")
+    table[key["top-200/france"]] = Reply(b'{"properties": {}, "tracks": [{"key": "1", "title": "A", "sub', 200,
+                                         "application/json")
+    other = json.loads(samples.render_tracks_json("top-200/spain", "ES", 2, 40))
+    for i, track in enumerate(other["tracks"]):  # another chart's tracks: none is on this one
+        track["title"], track["subtitle"] = f"Another Song {i}", f"Another Artist {i}"
+    table[key["top-200/spain"]] = Reply(json.dumps(other).encode(), 200, "application/json")
+    italy = json.loads(samples.render_tracks_json("top-200/italy", "IT", 2, 200))
+    dropped = {italy["tracks"][i]["key"] for i in (0, 50, 199)}
+    italy["tracks"] = [t for t in italy["tracks"] if t["key"] not in dropped][::-1]  # three gone, order reversed
+    table[key["top-200/italy"]] = Reply(json.dumps(italy).encode(), 200, "application/json")
+    with data_dir(path):
+        outcomes = asyncio.run(crawl_group(GROUP, {"chart_kind": "top-200"}, now=lambda: NOW + timedelta(days=1),
+                                           transport=ReplayTransport({"SHAZAM": table})))
+    assert {o.status for o in outcomes} == {"ok"} and len(outcomes) == 1 + 71  # no chart lost
+    after = _latest_ids(path)
+    assert all(after[chart] > before[chart] for chart in key)
+    errors = _failed_log(path)
+    assert set(errors) == {"top-200/brazil#tracks", "top-200/germany#tracks", "top-200/france#tracks",
+                           "top-200/spain#tracks"}
+    assert all(e.startswith("enrichment failed, chart stored without it: ") for e in errors.values())
+    assert "HTTP 404" in errors["top-200/brazil#tracks"] and "markup" in errors["top-200/germany#tracks"]
+    assert "not JSON" in errors["top-200/france#tracks"]
+    assert "none of its 40 tracks is one of the chart's 200 rows" in errors["top-200/spain#tracks"]
+    with client(path, [GROUP]) as api:
+        for chart in ("top-200/brazil", "top-200/germany", "top-200/france", "top-200/spain"):
+            body = get(api, f"/recognition/{chart}/latest").json()
+            assert body["snapshot"]["id"] == after[chart] and body["snapshot"]["chart_date"] == day.isoformat()
+            assert all(e["url"] is e["artwork_url"] is e["store_url"] is e["shazam_track_id"] is None
+                       for e in body["entries"])
+        rows = get(api, "/recognition/top-200/italy/latest").json()["entries"]
+        assert [e["rank"] for e in rows] == list(range(1, 201))  # the CSV's ranks, not the JSON's order
+        songs = [row.song for row in global_rows("top-200/italy", 2, 200)]
+        expected = [None if samples.track_key(song) in dropped else samples.track_key(song) for song in songs]
+        assert [e["shazam_track_id"] for e in rows] == expected and expected.count(None) == 3
+        assert get(api, "/recognition/top-200/united-kingdom/latest?limit=1").json()["entries"][0]["shazam_track_id"]
 
 
 def test_a_new_chart_without_a_snapshot_yet_is_404_saying_so(recognition_data: Path, tmp_path: Path) -> None:

@@ -199,7 +199,7 @@ def test_root_health_and_openapi_are_public(api: TestClient) -> None:
     document = api.get("/uk-charts/openapi.json").json()
     assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs"}
     week = document["paths"]["/{chart_key}/{week_start}"]["get"]
-    assert [p["name"] for p in week["parameters"]] == ["chart_key", "week_start", "limit"]
+    assert [p["name"] for p in week["parameters"]] == ["chart_key", "week_start", "limit", "If-None-Match"]
     entry = document["components"]["schemas"]["UkChartEntry"]["properties"]
     assert {"rank", "title", "artist", "last_week", "peak", "weeks_on_chart", "label", "is_new", "is_reentry"} <= set(entry)
 

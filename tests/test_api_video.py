@@ -250,7 +250,7 @@ def test_openapi_lists_every_route(api: TestClient) -> None:
     document = api.get("/video/openapi.json").json()
     assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs"}
     dated = document["paths"]["/charts/{chart_type}/{period}/{country}/{date}"]["get"]
-    assert [p["name"] for p in dated["parameters"]] == ["chart_type", "period", "country", "date", "limit"]
+    assert [p["name"] for p in dated["parameters"]] == ["chart_type", "period", "country", "date", "limit", "If-None-Match"]
     assert len(dated["responses"]["200"]["content"]["application/json"]["schema"]["anyOf"]) == 3
 
 

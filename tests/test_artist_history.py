@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from datetime import timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,8 @@ from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir
 API = "/artist-history-api"
 HISTORY = f"{API}/artist-history"
 COVERAGE = f"{API}/artist-history/coverage"
+PLOT = f"{API}/artist-history/plot"
+SVG = "http://www.w3.org/2000/svg"
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -44,15 +48,40 @@ def add_snapshot(path: Path, group: str, target: str, chart_date: str, chart_hou
                              FetchLogRow(target, FIXED_NOW, 1, "ok", 200, len(entries)))[0]
 
 
+ROW_VIEW = ("SELECT c.source, c.chart, c.market, a.chart_date, t.track_key, a.rank, a.hours, a.hour_mask, a.snapshot_id,"
+            " v.title, v.artist, v.credits, " + ", ".join(f"v.{c}" for c in index.ID_COLUMNS)
+            + " FROM appearances a JOIN charts c ON c.id = a.chart_id JOIN tracks t ON t.id = a.track_id"
+            " JOIN variants v ON v.id = a.variant_id")
+"""A row with its chart, track and variant written out (their ids depend on the order things were met)."""
+
+
 def table_rows(path: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """The index's rows without their row ids, and the artist keys by natural row key: what a rebuild must equal."""
+    """The index's rows without their row ids, and the artist keys by natural row key: what a rebuild must equal.
+    The key table's copies of a row's chart, track and rank must be the row's."""
     db = sqlite3.connect(path / "artist-history-api.sqlite")
     try:
-        columns = [r[1] for r in db.execute("PRAGMA table_info(appearances)") if r[1] != "id"]
-        rows = sorted(db.execute(f"SELECT {', '.join(columns)} FROM appearances").fetchall(), key=repr)
+        rows = sorted(db.execute(ROW_VIEW).fetchall(), key=repr)
         keys = sorted(db.execute(
-            "SELECT k.key, a.source, a.chart, a.market, a.chart_date, a.track_key FROM appearance_artists k"
-            " JOIN appearances a ON a.id = k.row_id").fetchall())
+            "SELECT r.key, c.source, c.chart, c.market, a.chart_date, t.track_key, k.rank FROM appearance_artists k"
+            " JOIN artists r ON r.id = k.artist_id"
+            " JOIN appearances a ON a.chart_id = k.chart_id AND a.chart_date = k.chart_date AND a.track_id = k.track_id"
+            " JOIN charts c ON c.id = a.chart_id JOIN tracks t ON t.id = a.track_id"
+            " WHERE k.row_id = a.id AND k.rank = a.rank").fetchall())
+        variant_keys = {(c, d, t): index.credit_keys(credits) for c, d, t, credits in db.execute(
+            "SELECT a.chart_id, a.chart_date, a.track_id, v.credits FROM appearances a JOIN variants v"
+            " ON v.id = a.variant_id")}
+        held: dict[tuple[Any, ...], list[str]] = {}
+        for key, c, d, t in db.execute("SELECT r.key, k.chart_id, k.chart_date, k.track_id FROM appearance_artists k"
+                                       " JOIN artists r ON r.id = k.artist_id"):
+            held.setdefault((c, d, t), []).append(key)
+        assert {k: sorted(v) for k, v in variant_keys.items()} == {k: sorted(v) for k, v in held.items()}
+        summed = sorted(db.execute("SELECT artist_id, chart_id, track_id, count(*), min(chart_date), max(chart_date),"
+                                   " min(rank) FROM appearance_artists GROUP BY artist_id, chart_id, track_id").fetchall())
+        assert sorted(db.execute("SELECT * FROM artist_tracks").fetchall()) == summed  # the sums coverage reads
+        assert len(keys) == db.execute("SELECT count(*) FROM appearance_artists").fetchone()[0]
+        counted = dict(db.execute("SELECT c.source, count(*) FROM appearances a JOIN charts c ON c.id = a.chart_id"
+                                  " GROUP BY c.source").fetchall())
+        assert counted == {s: n for s, n in db.execute("SELECT source, rows FROM sources") if n}
         return rows, keys
     finally:
         db.close()
@@ -103,7 +132,8 @@ def test_credited_names_split_every_credit() -> None:
 def test_every_group_with_a_mapping_is_indexed(indexed: Path) -> None:
     db = sqlite3.connect(indexed / "artist-history-api.sqlite")
     sources = dict(db.execute("SELECT source, last_snapshot_id FROM sources").fetchall())
-    counted = dict(db.execute("SELECT source, count(*) FROM appearances GROUP BY source").fetchall())
+    counted = dict(db.execute("SELECT c.source, count(*) FROM appearances a JOIN charts c ON c.id = a.chart_id"
+                              " GROUP BY c.source").fetchall())
     db.close()
     mapped = {g.name for g in GROUPS if g.entries is not None}
     assert set(sources) == mapped
@@ -122,12 +152,13 @@ def test_incremental_rebuild_and_sub_daily_folding(all_groups_data: Path, tmp_pa
     add_snapshot(path, "korea-chart", "portal-a/realtime", "2026-11-20", 16, [{**record, "rank": 1}])
     add_snapshot(path, "korea-chart", "portal-a/realtime", "2026-11-20", 16, [{**record, "rank": 2}])  # same hour again
     again = {r.source: r for r in build_index(path)}
-    assert again["korea-chart"].snapshots == 3 and again["korea-chart"].rows == 3
+    assert again["korea-chart"].snapshots == 3 and again["korea-chart"].rows == 1  # one row, folded in one batch
     assert sum(r.snapshots for r in again.values()) == 3
     after, _ = table_rows(path)
     assert len(after) == len(before) + 1  # three hourly snapshots fold to one row for the day
     db = sqlite3.connect(path / "artist-history-api.sqlite")
-    rank, hours = db.execute("SELECT rank, hours FROM appearances WHERE title = 'Brand New Song'").fetchone()
+    rank, hours = db.execute("SELECT a.rank, a.hours FROM appearances a JOIN variants v ON v.id = a.variant_id"
+                             " WHERE v.title = 'Brand New Song'").fetchone()
     db.close()
     assert (rank, hours) == (1, 2)  # best rank of the day, two distinct hours
     incremental = table_rows(path)
@@ -136,27 +167,60 @@ def test_incremental_rebuild_and_sub_daily_folding(all_groups_data: Path, tmp_pa
     assert table_rows(path) == incremental
 
 
+def test_a_second_reader_process_builds_the_same_rows(all_groups_data: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large catch-up reads its batches in a second process (`_Prefetch`); forced here on small batches, it
+    gives the rows the in-process reading gives, and its failures surface as the source's error."""
+    path = copy_data(all_groups_data, tmp_path / "data")
+    started: list[str] = []
+    real = index._Prefetch.start
+
+    def counted(*args: Any) -> Any:
+        reader = real(*args)
+        if reader is not None:
+            started.append(str(args[1]))
+        return reader
+
+    monkeypatch.setattr(index._Prefetch, "start", counted)
+    monkeypatch.setattr(index, "PREFETCH_BATCHES", 2)
+    with data_dir(path):
+        results = index.index_all(now=fixed(FIXED_NOW), batch=10)
+    assert all(r.error is None for r in results) and len(started) >= 3  # several groups read by a second process
+    prefetched = table_rows(path)
+    monkeypatch.setattr(index, "PREFETCH_BATCHES", 10**9)
+    with data_dir(path):
+        index.rebuild(now=fixed(FIXED_NOW))
+    assert table_rows(path) == prefetched
+
+
 def test_a_killed_batch_leaves_the_index_as_it_was(all_groups_data: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     path = copy_data(all_groups_data, tmp_path / "data")
-    real = index._index_snapshot
+    real = index._write_batch
     calls = {"n": 0}
 
     def dying(*args: Any) -> int:
         calls["n"] += 1
-        if calls["n"] == 40:
-            raise KeyboardInterrupt  # as a kill in the middle of a group's batch
-        return real(*args)
+        written = real(*args)
+        if calls["n"] == 4:
+            raise KeyboardInterrupt  # as a kill after a batch wrote its rows, before it committed
+        return written
 
-    monkeypatch.setattr(index, "_index_snapshot", dying)
-    with pytest.raises(KeyboardInterrupt):
-        build_index(path)
+    monkeypatch.setattr(index, "_write_batch", dying)
+    monkeypatch.setattr(index, "BATCH_SNAPSHOTS", 25)
+    with pytest.raises(KeyboardInterrupt), data_dir(path):
+        index.index_all(now=fixed(FIXED_NOW), batch=25)
     db = sqlite3.connect(path / "artist-history-api.sqlite")
     done = dict(db.execute("SELECT source, last_snapshot_id FROM sources").fetchall())
-    partial = {s for (s,) in db.execute("SELECT DISTINCT source FROM appearances")}
+    partial = dict(db.execute("SELECT c.source, max(a.snapshot_id) FROM appearances a JOIN charts c"
+                              " ON c.id = a.chart_id GROUP BY c.source").fetchall())
     db.close()
-    assert set(done) == partial  # the interrupted group's batch left nothing behind
-    monkeypatch.setattr(index, "_index_snapshot", real)
+    assert done and set(done) == set(partial)  # the interrupted batch left nothing behind
+    assert all(partial[s] <= done[s] for s in done)  # nothing past the committed marks
+    db = sqlite3.connect(path / "artist-history-api.sqlite")
+    assert db.execute("SELECT value FROM meta WHERE name = 'artist_tracks'").fetchone() == ("stale",)  # summed later
+    db.close()
+    monkeypatch.setattr(index, "_write_batch", real)
     build_index(path)  # resumes
     resumed = table_rows(path)
     with data_dir(path):
@@ -169,8 +233,10 @@ def test_index_command_and_seeder(all_groups_data: Path, tmp_path: Path) -> None
 
     path = copy_data(all_groups_data, tmp_path / "data")
     with data_dir(path):
-        outcomes = asyncio.run(ah.seed(FIXED_NOW))
+        *outcomes, lyrics = asyncio.run(ah.seed(FIXED_NOW))
         assert outcomes and all(o.status == "ok" for o in outcomes)
+        # the demo resolves Genius ids of its most charted tracks from sample answers
+        assert lyrics.status == "ok" and lyrics.target.startswith(f"lyrics: {ah.DEMO_LYRICS_TRACKS} matched")
         command = next(c for c in ah.GROUP.commands if c.verb == "index")
         assert all(o.rows == 0 for o in command.run({"rebuild": "no"}))
         assert sum(o.rows or 0 for o in command.run({"rebuild": "yes"})) == sum(o.rows or 0 for o in outcomes)
@@ -187,6 +253,7 @@ def test_public_and_keyed(api: TestClient) -> None:
     assert api.get(f"{API}/health").status_code == 200
     assert api.get(HISTORY, params={"name": "IU"}).status_code == 401
     assert api.get(COVERAGE, params={"name": "IU"}).status_code == 401
+    assert api.get(PLOT, params={"name": "IU"}).status_code == 401
 
 
 def test_health_lists_sources_with_lag(api: TestClient, indexed: Path) -> None:
@@ -235,6 +302,13 @@ def test_history_rows_are_newest_first_with_filters(api: TestClient) -> None:
     windowed = get(api, HISTORY, name="Taylor Swift", since=day, until=day, limit=50000)
     assert windowed["rows"] and {r["chart_date"] for r in windowed["rows"]} == {day}
     assert windowed["count"] == sum(r["chart_date"] == day for r in rows)
+    for since, until in ((day, day), (day, None), (None, day), (dates[0], dates[-1])):
+        window = {k: v for k, v in (("since", since), ("until", until)) if v}
+        listed = get(api, HISTORY, name="Taylor Swift", limit=50000, **window)["rows"]
+        covered = get(api, COVERAGE, name="Taylor Swift", **window)
+        assert covered["rows"] == len(listed) > 0  # sums cut by the dates are counted from their rows
+        by_source = {s["source"]: s["rows"] for s in covered["sources"] if s["matched"]}
+        assert by_source == {source: sum(r["source"] == source for r in listed) for source in {r["source"] for r in listed}}
 
 
 def test_ids_identify_an_artist(api: TestClient) -> None:
@@ -278,6 +352,7 @@ def test_sub_daily_rows_carry_hours(api: TestClient) -> None:
 def test_422s(api: TestClient, params: dict[str, str], loc: str, kind: str) -> None:
     detail = errors(api, HISTORY, **params)
     assert [(d["loc"][1], d["type"]) for d in detail] == [(loc, kind)]
+    assert errors(api, PLOT, **params) == detail  # the plot takes the history's parameters
     if loc not in ("limit", "cursor"):
         assert [(d["loc"][1], d["type"]) for d in errors(api, COVERAGE, **params)] == [(loc, kind)]
 
@@ -360,15 +435,17 @@ def test_no_index_yet_answers_empty(tmp_path: Path) -> None:
         assert empty.get(f"{API}/health").json()["status"] == "degraded"
 
 
-def test_readme_section_lists_every_route() -> None:
-    text = (Path(__file__).resolve().parents[1].parent / "briefs" / "readme-artist-history.md")
-    if not text.exists():
-        pytest.skip("README section not beside the checkout")
+def test_readme_section_lists_every_route_command_and_setting() -> None:
     from chartgw.app import service_routes
 
-    body = text.read_text()
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    body = readme.split("## /artist-history-api\n", 1)[1].split("\n## ", 1)[0]
     for route in service_routes(ah.GROUP):
         assert f"`{route.method} /{ah.NAME}{route.path}`" in body
+    for command in ah.GROUP.commands:
+        assert f"chartgw {command.verb} {ah.NAME}" in body
+    for setting in ah.GROUP.settings:
+        assert f"`{setting.variable}`" in body
 
 
 def test_names_learned_from_shared_ids_and_the_alias_file(all_groups_data: Path, tmp_path: Path) -> None:
@@ -392,28 +469,62 @@ def test_names_learned_from_shared_ids_and_the_alias_file(all_groups_data: Path,
             assert response.status_code == 503 and "CHARTGW_ARTIST_HISTORY_ALIASES_FILE" in response.json()["detail"]
 
 
-def test_plot_svg(indexed: Path) -> None:
-    import asyncio
-    import xml.etree.ElementTree as ET
+def _plot(api: TestClient, **params: Any) -> ET.Element:
+    response = api.get(PLOT, params=params, headers=KEY_HEADERS)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "image/svg+xml"
+    return ET.fromstring(response.content)
 
-    from chartgw.endpoints import Call, GroupData
-    from chartgw.params import validate
 
-    async def render(query: dict[str, str]) -> bytes:
-        with data_dir(indexed):
-            data = GroupData(ah.NAME)
-        try:
-            params = validate(ah._params(False), {}, query)
-            return await ah.plot(Call(params, data, FIXED_NOW))
-        finally:
-            await data.reader.close()
+def _first_point(path: ET.Element) -> tuple[float, float]:
+    x, y = path.attrib["d"].split()[:2]
+    return float(x.lstrip("M")), float(y)
 
-    svg = asyncio.run(render({"name": "IU"}))
-    root = ET.fromstring(svg)
-    assert root.tag.endswith("svg") and b"Chart history: IU" in svg
-    assert svg.count(b"<circle") > 0 and b"korea-chart:portal-" in svg
-    empty = asyncio.run(render({"name": "Nobody At All"}))
-    assert b"No chart appearances matched" in empty
+
+def test_plot_draws_one_line_per_track_and_chart(api: TestClient) -> None:
+    rows = get(api, HISTORY, name="Taylor Swift", sources="streaming,uk-charts", limit=50000)["rows"]
+    runs: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        runs.setdefault((row["source"], row["chart"], row["market"], row["title"] or row["artist"]), []).append(row)
+    root = _plot(api, name="Taylor Swift", sources="streaming,uk-charts", limit=50000)
+    assert root.tag == f"{{{SVG}}}svg" and "Chart history: Taylor Swift" in root.findtext(f"{{{SVG}}}title", "")
+    paths = [p for p in root.iter(f"{{{SVG}}}path") if p.get("class") == "run"]
+    assert len(paths) == min(len(runs), ah.PLOT_MAX_LINES) and len(runs) > ah.PLOT_MAX_LINES
+    assert any(f"and {len(runs) - ah.PLOT_MAX_LINES} shorter runs" in (t.text or "") for t in root.iter(f"{{{SVG}}}text"))
+    drawn = []
+    for path in paths:
+        label = path.findtext(f"{{{SVG}}}title", "")
+        (run,) = [k for k in runs if label.startswith(f"{k[3]} - {k[0]}:{k[1]} ({k[2]}): ")]
+        points = runs[run]
+        best = min(r["rank"] for r in points)
+        assert label.endswith(f": {len(points)} days, best rank {best}")
+        earliest = min(points, key=lambda r: r["chart_date"])
+        drawn.append((earliest["rank"], _first_point(path)[1]))  # a line starts at its earliest date
+    # rank down: a better rank is drawn higher (a smaller y), rank 1 at the top of the axis
+    ordered = sorted(drawn)
+    assert all(a[1] <= b[1] for a, b in pairwise(ordered))
+    ticks = {t.text: float(t.attrib["y"]) for t in root.iter(f"{{{SVG}}}text") if t.get("class") == "rank-tick"}
+    assert ticks["1"] < ticks["10"] < ticks["100"]
+    dates = [t.text or "" for t in root.iter(f"{{{SVG}}}text") if t.get("class") == "date-tick"]
+    assert dates and all(d[:4].isdigit() for d in dates)
+
+
+def test_plot_pages_caches_and_refuses_like_the_history(api: TestClient) -> None:
+    assert api.get(PLOT, params={"name": "IU"}).status_code == 401
+    first = api.get(PLOT, params={"name": "IU"}, headers=KEY_HEADERS)
+    assert first.status_code == 200 and first.headers["etag"]
+    again = api.get(PLOT, params={"name": "IU"}, headers={**KEY_HEADERS, "If-None-Match": first.headers["etag"]})
+    assert again.status_code == 304 and again.content == b""
+    zipped = api.get(PLOT, params={"name": "IU"}, headers={**KEY_HEADERS, "Accept-Encoding": "gzip"})
+    assert zipped.status_code == 200 and zipped.content == first.content  # the client decompresses
+    cursor = get(api, HISTORY, name="IU", limit=3)["next_cursor"]
+    page = _plot(api, name="IU", limit=3, cursor=cursor)
+    assert "older rows on the next page" in "".join(t.text or "" for t in page.iter(f"{{{SVG}}}text"))
+    empty = _plot(api, name="Nobody At All")
+    assert any("No chart appearances matched" in (t.text or "") for t in empty.iter(f"{{{SVG}}}text"))
+    document = api.get(f"{API}/openapi.json").json()["paths"]["/artist-history/plot"]["get"]["responses"]
+    assert document["200"]["content"] == {"image/svg+xml": {"schema": {"type": "string"}}}
+    assert "application/json" in document["422"]["content"]
 
 
 def test_index_source_hook_and_a_stale_second_indexer(all_groups_data: Path, tmp_path: Path) -> None:

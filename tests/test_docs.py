@@ -9,6 +9,7 @@ from chartgw.app import service_routes
 from chartgw.cli import crontab
 from chartgw.groups import GROUPS
 from chartgw.groups.korea_chart import GROUP, RisingEntry
+from chartgw.openapi import documented_paths
 from chartgw.records import KoreaEntry
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -23,14 +24,18 @@ def test_openapi_documents_every_route_parameter_and_error() -> None:
         doc = asyncio.run(document.handler(None))  # type: ignore[arg-type]
         assert doc["openapi"].startswith("3.1") and doc["servers"] == [{"url": f"/{group.name}"}]
         for route in routes:
-            operation = doc["paths"][route.path][route.method.lower()]
-            assert [p["name"] for p in operation["parameters"]] == [p.name for p in route.params]
-            codes = set(operation["responses"])
-            assert "200" in codes
-            assert ("401" in codes) is (not route.public)
-            if route.params:
-                assert operation["responses"]["422"]["content"]["application/json"]["schema"] == {
-                    "$ref": "#/components/schemas/HTTPValidationError"}
+            for path, fixed in documented_paths(route):
+                operation = doc["paths"][path][route.method.lower()]
+                assert [p["name"] for p in operation["parameters"] if p["in"] != "header"] == [
+                    p.name for p in route.params if p.name not in fixed]
+                headers = [p["name"] for p in operation["parameters"] if p["in"] == "header"]
+                assert headers == (["If-None-Match"] if route.cache_ttl > 0 else [])
+                codes = set(operation["responses"])
+                assert "200" in codes
+                assert ("401" in codes) is (not route.public)
+                if route.params:
+                    assert operation["responses"]["422"]["content"]["application/json"]["schema"] == {
+                        "$ref": "#/components/schemas/HTTPValidationError"}
         schemas = doc["components"]["schemas"]
         assert doc["components"]["securitySchemes"]["APIKeyHeader"] == {"type": "apiKey", "in": "header",
                                                                         "name": "X-API-Key"}
@@ -79,7 +84,7 @@ def test_every_document_validates_and_declares_what_clients_need(all_groups_data
         document = asyncio.run(next(r for r in service_routes(group) if r.path == "/openapi.json").handler(None))  # type: ignore[arg-type]
         validate(document)
         for route in service_routes(group):
-            responses = document["paths"][route.path][route.method.lower()]["responses"]
+            responses = document["paths"][documented_paths(route)[0][0]][route.method.lower()]["responses"]
             if route.cache_ttl > 0:
                 assert "ETag" in responses["304"]["headers"] and "ETag" in responses["200"]["headers"]
             if not route.public:

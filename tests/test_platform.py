@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.records", "chartgw.targets"),
     ("chartgw.upstreams",),
     ("chartgw.replay", "chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi"),
-    ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history"),
+    ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history", "chartgw.fastlane"),
     ("chartgw.samples",),
     ("chartgw.groups.",),
     ("chartgw.groups",),

@@ -1,5 +1,6 @@
 """Shazam: the chart CSV and catalogue parsers against the real captures, our rendered samples, the
-legacy v3 tracks JSON, and refusal of what is not a chart (HTML pages, broken or empty bodies)."""
+legacy v3 tracks JSON (where it is, and how its rows are matched to the CSV's), and refusal of what is
+not a chart (HTML pages, broken or empty bodies)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,11 @@ def test_requests_are_the_real_urls() -> None:
     assert request.upstream == "SHAZAM"
     assert request.path == "/services/charts/csv/top-50/brazil/bras%C3%ADlia/"  # the trailing slash is required
     assert dict(request.headers)["Accept-Encoding"] == "gzip"
+    tracks = shazam.tracks_request(shazam.TrackList(path="top-200/germany", storefront="DE",
+                                                    list_id="ip-country-chart-DE"))
+    # The legacy v3 URL as the notes and the scrapers give it, the whole chart in one page.
+    assert tracks.path == "/shazam/v3/en-US/DE/web/-/tracks/ip-country-chart-DE"
+    assert tracks.params == (("pageSize", "200"), ("startFrom", "0"))
 
 
 # --- CSV ------------------------------------------------------------------------------------------------
@@ -148,6 +154,42 @@ def test_the_sample_catalogue_gives_the_spec_figures() -> None:
     assert {"top-200/world", "viral/world", "genre/world/pop", "genre/united-states/country"} <= set(by_path)
 
 
+def test_legacy_list_ids_are_built_as_the_2021_catalogue_builds_them(shared_upstream: Path) -> None:
+    """The current catalogue lists Apple Music playlist ids, which the v3 tracks endpoint is not known to
+    take; the legacy id is built from the chart's own id. The rule holds for 1513 of the capture's 1514
+    list ids: Windsor (Canada) is listed with id 6182958 but list id ip-city-chart-6182962."""
+    root = json.loads((shared_upstream / LEGACY_LOCATIONS).read_bytes())
+    items = [(kind, item) for country in root["countries"]
+             for kind, item in [("country", country), *[("genre", g) for g in country.get("genres") or []],
+                                *[("city", c) for c in country.get("cities") or []]]]
+    wrong = [item["name"] for kind, item in items
+             if shazam.legacy_list_id({"id": item["id"], "listid": "pl.0"}, shazam.LEGACY_LIST_IDS[kind])
+             != item["listid"]]
+    assert (len(items), wrong) == (1514, ["Windsor"])
+    # A legacy catalogue's own list ids are used as given, the first listing's for a merged target.
+    paths = shazam.parse_locations((shared_upstream / LEGACY_LOCATIONS).read_bytes())
+    assert all(p.list_id and p.storefront and len(p.storefront) == 2 for p in paths)
+    lists = {t.path: t for t in shazam.track_lists(paths)}
+    assert len(lists) == 1512
+    assert lists["top-200/germany"] == shazam.TrackList(path="top-200/germany", storefront="DE",
+                                                        list_id="ip-country-chart-DE")
+    assert lists["genre/germany/pop"].list_id == "genre-country-chart-DE-1"
+    assert lists["top-50/germany/berlin"].list_id == "ip-city-chart-2950159"
+
+
+def test_the_sample_catalogue_locates_track_json_where_an_id_allows() -> None:
+    lists = {t.path: t for t in shazam.track_lists(shazam.parse_locations(samples.render_locations()))}
+    assert Counter(path.split("/")[0] for path in lists) == {"top-200": 71, "genre": 19, "top-50": 124}
+    assert lists["top-200/world"] == shazam.TrackList(path="top-200/world", storefront="US",
+                                                      list_id="ip-global-chart")
+    assert lists["genre/united-states/country"].list_id == "genre-country-chart-US-10"
+    city = next(c for c in samples.locations()["countries"][7]["cities"] if c["name"] == "Brasília")  # type: ignore[index]
+    assert lists["top-50/brazil/brasilia"] == shazam.TrackList(path="top-50/brazil/brasilia", storefront="BR",
+                                                               list_id=f"ip-city-chart-{city['id']}")
+    # No legacy scheme is known for viral charts or for world genres (their ids are playlist ids only).
+    assert not [p for p in lists if p.startswith(("viral/", "genre/world/"))]
+
+
 def test_world_aliases_merge() -> None:
     body = json.dumps({"countries": [{"id": "WW", "name": "Global", "urlName": "global"},
                                      {"id": "FR", "name": "France"}],
@@ -184,6 +226,58 @@ def test_the_tracks_json_capture_fills_the_best_effort_fields(shared_upstream: P
     assert first.store_url and first.store_url.startswith("https://music.apple.com/us/album/") and \
         "i=1637738698" in first.store_url
     assert all(e.shazam_track_id and e.url and e.chart_date == "2023-12-16" for e in entries)
+
+
+def _row(rank: int, artist: str, title: str) -> shazam.RecognitionEntry:
+    return shazam.RecognitionEntry(rank=rank, artist=artist, artists=[artist], title=title, chart_date="2023-12-16")
+
+
+def test_enrichment_matches_rows_by_track_not_by_position(shared_upstream: Path) -> None:
+    """The capture's 20 tracks against CSV rows that differ from them the ways two lists of one chart can."""
+    tracks = shazam.parse_tracks_json((shared_upstream / TRACKS).read_bytes(), "2023-12-16")
+    rows = [
+        _row(1, "JID", "Surround Sound"),  # the featuring credit printed elsewhere: same track
+        _row(2, "Tate McRae", "greedy"),  # 2 and 3 swapped in the JSON
+        _row(3, "АИГЕЛ", "Пыяла"),
+        _row(4, "Kenya Grace", "Strangers (Sped Up)"),  # retitled; same artist at the same place
+        _row(5, "Someone Else", "Not In The JSON"),  # the JSON's 5th (Tyla, Water) is another track
+        _row(6, "Doja Cat", "Agora Hills"),  # 10th in the JSON
+        _row(7, "Doja Cat", "Paint The Town Red"),  # 9th
+        _row(8, "Jungeli & Imen Es feat. Alonzo", "Petit génie (feat. Abou Debeing & Lossa)"),  # 19th, re-credited
+        _row(9, "Doja Cat", "Another Doja Cat Song"),  # same artist at the 9th, but that track is taken
+    ]
+    assert shazam.enrich(rows, tracks) == 7
+    assert [r.shazam_track_id for r in rows] == ["599925144", "675031499", "544842905", "675132421", None,
+                                                 "676547729", "673557639", "673958043", None]
+    first = rows[0]
+    assert (first.title, first.artist, first.rank) == ("Surround Sound", "JID", 1)  # the CSV's names and rank
+    assert first.url == "https://www.shazam.com/track/599925144/surround-sound-feat-21-savage-baby-tate"
+    assert first.artwork_url and first.store_url and "i=1637738698" in first.store_url
+    assert rows[4].url is rows[4].artwork_url is rows[4].store_url is None
+
+
+def test_a_track_listed_twice_goes_to_the_row_nearest_its_rank() -> None:
+    tracks = [_row(1, "A", "Song"), _row(2, "B", "Other"), _row(3, "A", "Song")]
+    for i, track in enumerate(tracks, start=1):
+        track.shazam_track_id = str(i)
+    rows = [_row(1, "C", "Third"), _row(2, "D", "Fourth"), _row(3, "A", "Song")]
+    assert shazam.enrich(rows, tracks) == 1 and [r.shazam_track_id for r in rows] == [None, None, "3"]
+
+
+def test_rendered_track_json_is_read_back_onto_the_rendered_csv() -> None:
+    body = samples.render_tracks_json("top-50/brazil/brasilia", "BR", 1, 50)
+    assert body.startswith(b'{"properties":{},"tracks":[{"layout":"5","type":"MUSIC","key":"')
+    tracks = shazam.parse_tracks_json(body, "2026-07-26")
+    chart = shazam.parse_csv(samples.render_csv("top-50/brazil/brasilia", date(2026, 7, 26), 1, 50))
+    assert shazam.enrich(chart.entries, tracks) == 50
+    songs = [row.song for row in global_rows("top-50/brazil/brasilia", 1, 50)]
+    assert [e.shazam_track_id for e in chart.entries] == [samples.track_key(song) for song in songs]
+    assert all(e.store_url and e.store_url.startswith("https://music.apple.com/br/album/") for e in chart.entries)
+
+
+def test_sample_track_urls_are_slugged_as_the_capture_slugs_them(shared_upstream: Path) -> None:
+    tracks = json.loads((shared_upstream / TRACKS).read_bytes())["tracks"]
+    assert [samples.url_slug(t["title"]) for t in tracks] == [t["url"].rsplit("/", 1)[1] for t in tracks]
 
 
 @pytest.mark.parametrize("body", [b'{"properties": {}, "tracks": []}', b"<html></html>", b'{"tracks": [{"key": "1"}]}'])

@@ -33,7 +33,7 @@ from chartgw.clock import Clock, fixed, utc_now
 from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, run_targets
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, group_policy, retention
-from chartgw.params import Param, search_param
+from chartgw.params import Param, accepts, search_param
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
 from chartgw.responses import HealthHead, SnapshotMeta, records_array, snapshot_meta
@@ -847,6 +847,7 @@ async def search(call: Call) -> SearchResponse:
     return SearchResponse(q, len(hits), hits)
 
 
+@accepts(pattern="^[A-Za-z0-9-]+$")
 def slug_value(value: str) -> str:
     """A DJ Mag slug: lowercase letters, digits and "-" (any case accepted)."""
     slug = value.lower()

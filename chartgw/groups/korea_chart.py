@@ -62,6 +62,8 @@ SITES: dict[str, Site] = {s.site: s for s in (
 )}
 SITE_NAMES = tuple(SITES)
 ALL_CHART_TYPES = tuple(dict.fromkeys(ct for s in SITES.values() for ct in s.chart_types))
+TYPES_BY_SITE = ("site", {s.site: s.chart_types for s in SITES.values()})
+"""What `chart_type` may be for each `site` (the document declares it; `selection_errors` enforces it)."""
 COMPARE_SITES = ("portal-a", "portal-b", "portal-c")
 COMPARE_TYPES = ("realtime", "daily", "weekly")
 TARGET = TargetKey(("site", "chart_type"))
@@ -429,7 +431,7 @@ async def refresh(call: Call) -> RefreshResponse:
 
 LIMIT = Param("limit", kind="int", default=100, ge=1, le=200, description="Rows to return, from rank 1")
 SITE = Param("site", kind="choice", choices=SITE_NAMES, description="Chart site")
-CHART_TYPE = Param("chart_type", kind="choice", choices=ALL_CHART_TYPES,
+CHART_TYPE = Param("chart_type", kind="choice", choices=ALL_CHART_TYPES, choices_by=TYPES_BY_SITE,
                    description="Chart type; must be one of the site's (see /korea-chart/sites)")
 
 ROUTES: tuple[Route, ...] = (
@@ -448,12 +450,13 @@ ROUTES: tuple[Route, ...] = (
     ), response=CompareResponse, summary="portal-a, -b and -c merged by normalised title and artist"),
     Route("/{site}/charts/{chart_type}", site_chart, (
         Param("site", "path", kind="choice", choices=SITE_NAMES, description="Chart site"),
-        Param("chart_type", "path", description="One of the site's chart types"),
+        Param("chart_type", "path", choices_by=TYPES_BY_SITE, description="One of the site's chart types"),
         LIMIT,
     ), response=(ChartResponse, RisingChartResponse), summary="Latest chart of a site and chart type"),
     Route("/refresh", refresh, (
         Param("site", kind="choice", choices=SITE_NAMES, description="Only this site"),
-        Param("chart_type", kind="choice", choices=ALL_CHART_TYPES, description="Only this chart type"),
+        Param("chart_type", kind="choice", choices=ALL_CHART_TYPES, choices_by=TYPES_BY_SITE,
+              description="Only this chart type"),
     ), method="POST", cache_ttl=0, errors=(409, 429, 502), response=RefreshResponse,
         summary="Run the same crawl as cron for all sites and chart types, or the selected ones"),
 )

@@ -33,7 +33,7 @@ from chartgw.clock import Clock, fixed, utc_now
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, RetryPolicy, import_builds, run_targets
 from chartgw.endpoints import ApiError, Call, Route, not_found
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group
-from chartgw.params import Param, search_term
+from chartgw.params import Param, accepts, search_term
 from chartgw.records import stored_entry
 from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.responses import SnapshotMeta, health_route, snapshot_meta
@@ -568,6 +568,7 @@ async def search(call: Call) -> SearchResponse:
 # --- the route table ------------------------------------------------------------------------------------------
 
 
+@accepts(pattern=f"^{_SLUG.pattern}$")
 def chart_slug(value: str) -> str:
     if not _SLUG.fullmatch(value):
         raise ValueError("must be a chart slug of lowercase letters a-z, digits 0-9 and '-' (see /ranking-charts/charts)")

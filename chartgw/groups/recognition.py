@@ -4,13 +4,17 @@ Every day at 06:17 KST the crawl first reads Shazam's chart catalogue and stores
 "catalogue" snapshot (one entry per normalised chart path), then fetches the CSV of every chart
 the catalogue lists, four at a time with the runner's delay between requests. A chart exists here
 only when the catalogue listed it; a failed discovery leaves the previous catalogue in use, and a
-failed chart leaves its previous snapshot serving. Chart responses should be cached by clients for
-5 to 30 minutes; they say so with Cache-Control max-age=600.
+failed chart leaves its previous snapshot serving. After each chart's CSV the crawl asks for the
+same chart's track JSON, which fills the rows' url, artwork, store link and Shazam track id; the
+enrichment is best effort: when it fails the chart is still stored, with those fields null. Chart
+responses should be cached by clients for 5 to 30 minutes; they say so with Cache-Control
+max-age=600.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -23,31 +27,38 @@ from chartgw.countries import code_of_slug
 from chartgw.crawl import KST, CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import EntryMapping, Group, Schedule, crawl_group
-from chartgw.params import InvalidParams, Param, Where, literal_error, search_param
+from chartgw.params import InvalidParams, Param, Where, accepts, literal_error, search_param
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
 from chartgw.responses import HealthHead, SnapshotMeta, age_seconds, records_array, snapshot_meta, stored_record
 from chartgw.samples import recognition as samples
 from chartgw.store import (
+    FetchLogRow,
     NewSnapshot,
     SnapshotReader,
     SnapshotRow,
     SnapshotWriter,
     StoredEntry,
     group_db_path,
+    read_latest_records,
 )
 from chartgw.targets import TargetKey
 from chartgw.text import compact
-from chartgw.upstreams import shazam
-from chartgw.upstreams.shazam import CHART_KINDS, CatalogueEntry, RecognitionEntry
+from chartgw.upstreams import UpstreamFormatError, shazam
+from chartgw.upstreams.shazam import CHART_KINDS, CatalogueEntry, ChartCsv, RecognitionEntry, TrackList
 
 NAME = "recognition"
 CATALOGUE = "catalogue"
+TRACK_LISTS = "track-lists"
+"""Discovery's second snapshot: where each chart's track JSON is (not served; the crawl reads it)."""
+ENRICHMENT = "#tracks"
+"""A chart's failed enrichment is logged under its target plus this ("top-200/brazil#tracks")."""
 CADENCE_SECONDS = 86400
 MAX_AGE = 600
 """Cache-Control max-age of the data routes: 10 minutes, inside the spec's 5 to 30."""
 _SLUG_CHARS = re.compile(r"[a-z0-9-]+")
 _decode_catalogue = msgspec.json.Decoder(CatalogueEntry).decode
+_decode_track_list = msgspec.json.Decoder(TrackList).decode
 NEWEST = "chart_date DESC, chart_hour DESC, id DESC"
 """What "latest" means for the store's readers: the newest chart time, then the newest fetch."""
 
@@ -61,21 +72,47 @@ def stored(entry: RecognitionEntry) -> StoredEntry:
 
 
 def _build_catalogue(fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
-    """The catalogue as a snapshot: rank = position, title = normalised path, artist = chart kind."""
+    """The catalogue as a snapshot (rank = position, title = normalised path, artist = chart kind), and
+    beside it the charts' track JSON locations (title = path, artist = list id)."""
     found = fetched[0]
+    paths = shazam.parse_locations(found.body)
     entries = [stored_entry(e, rank=i, title=e.path, artists=[e.kind], item_id=e.path)
-               for i, e in enumerate(shazam.discover(found.body), start=1)]
+               for i, e in enumerate(shazam.normalise(paths), start=1)]
+    lists = [stored_entry(t, rank=i, title=t.path, artists=[t.list_id], item_id=t.list_id)
+             for i, t in enumerate(shazam.track_lists(paths), start=1)]
     before = len(ctx.store.latest_records(CATALOGUE))
     if before and len(entries) < before * (1 - MAX_CATALOGUE_SHRINK):
         raise CrawlError(f"{CATALOGUE}: the upstream lists {len(entries)} charts, {before} before; a drop of more "
                          f"than {MAX_CATALOGUE_SHRINK:.0%} is refused and the last catalogue stays in use")
-    return [NewSnapshot(CATALOGUE, ctx.now.astimezone(KST).date().isoformat(), None, ctx.now, found.url, entries,
-                        raw=found.body, raw_type="application/json")]
+    day = ctx.now.astimezone(KST).date().isoformat()
+    return [NewSnapshot(CATALOGUE, day, None, ctx.now, found.url, entries, raw=found.body, raw_type="application/json"),
+            NewSnapshot(TRACK_LISTS, day, None, ctx.now, found.url, lists)]
+
+
+def _enrich(target: str, chart: ChartCsv, tracks: Fetched, ctx: CrawlContext) -> None:
+    """Fill the CSV rows' best-effort fields from the chart's track JSON. A failed fetch, a body that is
+    not a tracks JSON or one that names none of the chart's tracks costs only the enrichment: the chart
+    is stored with those fields null (a stale chart would be worse than one without links), and the
+    fetch log says why under "<target>#tracks"."""
+    error = tracks.error
+    if error is None:
+        try:
+            listed = shazam.parse_tracks_json(tracks.body, chart.chart_date)
+            if not shazam.enrich(chart.entries, listed):
+                error = f"none of its {len(listed)} tracks is one of the chart's {len(chart.entries)} rows"
+        except UpstreamFormatError as exc:
+            error = str(exc)
+    if error is not None:
+        ctx.store.log_failure(FetchLogRow(target + ENRICHMENT, ctx.now, 0, "failed", tracks.status or None, None,
+                                          tracks.url, f"enrichment failed, chart stored without it: {error}"))
 
 
 def _build_chart(target: str, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
+    """The chart from its CSV (fetched[0]), enriched from its track JSON (fetched[1]) when it has one."""
     found = fetched[0]
     chart = shazam.parse_csv(found.body)
+    for tracks in fetched[1:]:
+        _enrich(target, chart, tracks, ctx)
     return [NewSnapshot(target, chart.chart_date, None, ctx.now, found.url, [stored(e) for e in chart.entries],
                         raw=found.body, raw_type="text/csv")]
 
@@ -91,25 +128,30 @@ MAX_CATALOGUE_SHRINK = 0.2
 """A discovered catalogue with more than this share fewer charts than the stored one is refused."""
 
 
-def chart_target(entry: CatalogueEntry) -> CrawlTarget:
-    """A chart's crawl: its first upstream path's CSV, at least its kind's MIN_ROWS, ranks 1..n."""
+def chart_target(entry: CatalogueEntry, track_list: TrackList | None = None) -> CrawlTarget:
+    """A chart's crawl: its first upstream path's CSV, at least its kind's MIN_ROWS, ranks 1..n; then, best
+    effort, its track JSON when discovery found where it is."""
     return CrawlTarget(entry.path, (shazam.csv_request(entry.upstream_paths[0]),),
-                       partial(_build_chart, entry.path), None, min_rows=MIN_ROWS[entry.kind])
+                       partial(_build_chart, entry.path), None, min_rows=MIN_ROWS[entry.kind],
+                       optional=(shazam.tracks_request(track_list),) if track_list else ())
 
 
-def stored_catalogue() -> list[CatalogueEntry]:
+def stored_catalogue() -> tuple[list[CatalogueEntry], dict[str, TrackList]]:
+    """The latest catalogue and its charts' track JSON locations by path."""
     with SnapshotWriter(group_db_path(NAME)) as store:
-        return [_decode_catalogue(record) for record in store.latest_records(CATALOGUE)]
+        lists = (_decode_track_list(record) for record in store.latest_records(TRACK_LISTS))
+        return ([_decode_catalogue(record) for record in store.latest_records(CATALOGUE)],
+                {t.path: t for t in lists})
 
 
 def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
     """One target per chart of the latest stored catalogue (of `chart_kind` when selected)."""
-    catalogue = stored_catalogue()
+    catalogue, track_lists = stored_catalogue()
     if not catalogue:
         raise CrawlError(f"{NAME}: no chart catalogue stored yet; discovery ({shazam.LOCATIONS_PATH}) has not "
                          "succeeded once")
     kind = selection.get("chart_kind")
-    return [chart_target(e) for e in catalogue if kind in (None, e.kind)]
+    return [chart_target(e, track_lists.get(e.path)) for e in catalogue if kind in (None, e.kind)]
 
 
 # --- the catalogue as the server reads it ---------------------------------------------------------------
@@ -366,6 +408,7 @@ async def search(call: Call) -> SearchResponse:
 # --- the route table ------------------------------------------------------------------------------------
 
 
+@accepts(pattern=f"^{_SLUG_CHARS.pattern}$")
 def slug_value(value: str) -> str:
     """A path or filter slug: only lowercase letters, digits and "-" (what every normalised path uses)."""
     if not _SLUG_CHARS.fullmatch(value):
@@ -373,8 +416,31 @@ def slug_value(value: str) -> str:
     return value
 
 
+def discovered(field: str) -> list[str] | None:
+    """Every value of `field` (market, genre, city) the stored catalogue holds, for the OpenAPI enums (the
+    document is rebuilt when the data changes); None before the first discovery."""
+    records = read_latest_records(NAME, CATALOGUE)
+    if not records:
+        return None
+    entries = [_decode_catalogue(record) for record in records]
+    return sorted({value for e in entries if (value := getattr(e, field))})
+
+
+def _checked_as(field: str) -> Callable[[str], str]:
+    """The slug rule for a catalogue field, declaring the catalogue's values as its enum."""
+
+    @accepts(pattern=f"^{_SLUG_CHARS.pattern}$", enum=partial(discovered, field))
+    def check(value: str) -> str:
+        return slug_value(value)
+
+    return check
+
+
+SLUG_CHECKS = {field: _checked_as(field) for field in ("market", "genre", "city")}
+
+
 def _slug_param(name: str, where: Where, description: str) -> Param:
-    return Param(name, where, check=slug_value, description=description)
+    return Param(name, where, check=SLUG_CHECKS[name], description=description)
 
 
 MARKET = _slug_param("market", "path", "Country slug as in /recognition/charts (\"brazil\"), or \"world\"")
@@ -452,7 +518,6 @@ GROUP = Group(
     discovery=discovery,
     per_upstream=4,
     seeder=seed,
-    # The chart CSVs carry no track id (shazam_track_id is null in every row until the crawl reads the
-    # track JSON, issue 9), so no id kind is mapped yet.
-    entries=EntryMapping(market=market_code, skip_targets=(CATALOGUE,)),
+    entries=EntryMapping(market=market_code, ids={"recognition_track_id": "shazam_track_id"},
+                         skip_targets=(CATALOGUE, TRACK_LISTS)),
 )

@@ -28,7 +28,7 @@ from chartgw.clock import Clock, fixed, utc_now
 from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome
 from chartgw.endpoints import ApiError, Call, not_found
 from chartgw.group import Group, crawl_group
-from chartgw.params import InvalidParams, Param, literal_error
+from chartgw.params import InvalidParams, Param, accepts, literal_error
 from chartgw.replay import ReplayKey, Reply, replay_upstreams
 from chartgw.responses import Describe, HealthHead, SnapshotMeta, TargetStatus, records_array, snapshot_meta
 from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, StoredEntry, glob_escape, group_db_path, iso, parse_iso
@@ -579,6 +579,7 @@ def cadence_of(target: str) -> int:
     return CADENCE_SECONDS
 
 
+@accepts(pattern=f"^{amazon.ASIN.pattern}$")
 def valid_asin(value: str) -> str:
     if not amazon.is_asin(value):
         raise ValueError("an ASIN is 10 characters of A-Z and 0-9, such as B0CHX1W1XY")

@@ -34,7 +34,7 @@ from chartgw.countries import COUNTRIES, GLOBAL, country_code
 from chartgw.crawl import RETRY_STATUSES, USER_AGENT, CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, request_url
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import EntryMapping, Group, Schedule, crawl_group
-from chartgw.params import Param
+from chartgw.params import Param, accepts
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
 from chartgw.responses import (
@@ -405,10 +405,6 @@ async def describe_health(call: Call, status: str, statuses: list[TargetStatus])
     return HealthResponse(status, NAME, has_token, detail, coverage)
 
 
-def _code2(value: str) -> str:
-    return country_code(value)
-
-
 async def _latest(call: Call, code2: str, interval: str) -> SnapshotRow:
     row = await call.data.reader.latest(target_key(code2, interval))
     if row is None:
@@ -515,11 +511,12 @@ async def _movement(call: Call, code2: str, interval: str, target: str) -> Movem
 
 # --- the route table ----------------------------------------------------------------------------
 
-CODE2 = Param("code2", default=GLOBAL, check=_code2,
+CODE2 = Param("code2", default=GLOBAL, check=country_code,
               description="ISO 3166-1 alpha-2 country code, or `global` for the worldwide chart")
 INTERVAL = Param("interval", kind="choice", choices=INTERVALS, default="daily", description="Chart interval")
 
 
+@accepts(pattern="^[0-9]{1,30}$")
 def _digits(value: str) -> str:
     if not value.isdigit() or len(value) > 30:
         raise ValueError("must be a numeric id")

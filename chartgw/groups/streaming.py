@@ -26,7 +26,7 @@ from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
 from chartgw.endpoints import ApiError, Call, Route, not_found
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group
-from chartgw.params import InvalidParams, Param, search_term
+from chartgw.params import LETTER_OR_DIGIT, InvalidParams, Param, accepts, search_term
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
 from chartgw.responses import (
@@ -398,6 +398,7 @@ async def describe_health(call: Call, status: str, statuses: list[TargetStatus])
 
 # --- the route table ----------------------------------------------------------------------------
 
+@accepts(pattern=LETTER_OR_DIGIT)
 def _title(value: str) -> str:
     if not title_key(value):
         raise ValueError("must contain at least one letter or digit")

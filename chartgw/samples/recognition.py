@@ -8,7 +8,9 @@ figures: 71 Top 200 markets (70 countries and the world), 37 genre charts (18 wo
 US and three each for five more countries), 43 viral charts (42 countries and the world) and 124
 city Top 50s, with Istanbul listed twice as the 2021 capture lists Afyonkarahisar twice: 276
 paths, 275 targets. The CSVs copy the real byte layout (BOM, empty line, quoted date line, header,
-quoted rows, no final newline) with rows from the shared global song pool.
+quoted rows, no final newline) with rows from the shared global song pool. Every chart with a legacy
+list id (Top 200s, country genres, cities; not viral charts or world genres) also has its v3 tracks
+JSON, in the shape of the real capture (Moodify's embedded chart body), with the same rows.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from __future__ import annotations
 import json
 import re
 from datetime import date
+from urllib.parse import quote
 
 from chartgw.replay import ReplayKey, Reply, request_key
-from chartgw.samples import global_rows
-from chartgw.samples.bodies import stable_hex
+from chartgw.samples import GlobalSong, global_rows
+from chartgw.samples.bodies import json_body, stable_hex, stable_number
 from chartgw.upstreams import shazam
 
 # (ISO code, name, has a viral chart, cities "|"-separated): the cassette's 70 countries.
@@ -113,6 +116,11 @@ CITY_ROWS = 50
 TOP_ROWS = 200
 COUNTRY_GENRE_ROWS = 100
 _BEYOND_LATIN1 = re.compile(r"[^\x00-\xff]")
+_NOT_WORD = re.compile(r"[^\w\s-]")
+_GAPS = re.compile(r"[\s_-]+")
+_ART = "https://is1-ssl.mzstatic.com/image/thumb/Music{}/v4/{}/{}/{}/{}/cover.jpg/{}cc.jpg"
+_AFFILIATE = ("mttnagencyid=s2n&mttnsiteid=125115&mttn3pid=Apple-Shazam&mttnsub1=Shazam_web"
+              "&mttnsub2=5348615A-616D-3235-3830-44754D6D5973&itscg=30201&app=music&itsct=Shazam_web")
 
 
 def _listid(*parts: str) -> str:
@@ -178,6 +186,50 @@ def render_csv(chart_path: str, day: date, variant: int, size: int) -> bytes:
     return ("\ufeff\n" + "\n".join(lines)).encode("utf-8")
 
 
+def url_slug(text: str) -> str:
+    """The slug Shazam and Apple put in track and album URLs: lowercase, punctuation dropped, gaps as "-",
+    the rest percent-encoded ("Angel Numbers / Ten Toes" -> "angel-numbers-ten-toes", "Пыяла" -> "%D0%BF...")."""
+    return quote(_GAPS.sub("-", _NOT_WORD.sub("", text.lower())).strip("-"), safe="-")
+
+
+def track_key(song: GlobalSong) -> str:
+    """The song's made-up but stable Shazam track key (8 or 9 digits, as the capture's are)."""
+    return str(10_000_000 + stable_number("shazam", song.title, *song.artists) % 690_000_000)
+
+
+def _track(song: GlobalSong, storefront: str) -> dict[str, object]:
+    """One track as the v3 tracks JSON has it: the capture's fields, the parts the parser does not read trimmed."""
+    key, title, artist = track_key(song), song.title, credit(song.artists)
+    album_id = 1_000_000_000 + stable_number("album", song.title) % 700_000_000
+    song_id = album_id + 1 + stable_number("track", song.title) % 400
+    parts = [stable_hex(title, str(i), digits=2) for i in range(3)]
+    art = _ART.format(100 + stable_number(title) % 30, *parts, f"{parts[0]}{stable_hex(title, 'art')}", "{}x{}")
+    cover = art.format(400, 400)
+    store = f"https://music.apple.com/{storefront.lower()}/album/{url_slug(title)}/{album_id}?i={song_id}&{_AFFILIATE}"
+    url = f"https://www.shazam.com/track/{key}/{url_slug(title)}"
+    return {
+        "layout": "5", "type": "MUSIC", "key": key, "title": title, "subtitle": artist,
+        "share": {"subject": f"{title} - {artist}", "text": f"{title} by {artist}", "href": url, "image": cover},
+        "images": {"background": art.format(800, 800), "coverart": cover, "coverarthq": cover},
+        "hub": {"type": "APPLEMUSIC", "image": "https://images.shazam.com/static/icons/hub/web/v5/applemusic.png",
+                "actions": [{"name": "apple", "type": "applemusicplay", "id": str(song_id)}],
+                "options": [{"caption": "OPEN", "actions": [{"name": "hub:applemusic:deeplink",
+                                                             "type": "applemusicopen", "uri": store}],
+                             "type": "open", "listcaption": "Open in Apple Music", "providername": "applemusic"}],
+                "explicit": False, "displayname": "APPLE MUSIC"},
+        "artists": [{"alias": url_slug(name), "id": "42", "adamid": str(200_000_000 + stable_number(name) % 900_000_000)}
+                    for name in song.artists],
+        "url": url, "properties": {},
+    }
+
+
+def render_tracks_json(chart_path: str, storefront: str, variant: int, size: int) -> bytes:
+    """A chart's v3 tracks JSON (`{"properties": {}, "tracks": [...]}`, compact UTF-8, no rank field), rows
+    from `global_rows(chart_path, variant, size)` as the CSV has them."""
+    rows = global_rows(chart_path, variant, size)
+    return json_body({"properties": {}, "tracks": [_track(row.song, storefront) for row in rows]})
+
+
 def _rows_for(entry: shazam.CatalogueEntry) -> int:
     if entry.kind == "top-200":
         return TOP_ROWS
@@ -190,11 +242,18 @@ def _rows_for(entry: shazam.CatalogueEntry) -> int:
 
 
 def replies(day: date, variant: int) -> dict[ReplayKey, Reply]:
-    """The catalogue and every chart's CSV for chart date `day`."""
+    """The catalogue, every chart's CSV for chart date `day` and every track JSON discovery locates."""
     body = render_locations()
     table = {request_key(shazam.locations_request()): Reply(body, 200, "application/json;charset=utf-8")}
-    for entry in shazam.discover(body):
+    paths = shazam.parse_locations(body)
+    catalogue = shazam.normalise(paths)
+    for entry in catalogue:
         csv_body = render_csv(entry.path, day, variant, _rows_for(entry))
         for upstream_path in set(entry.upstream_paths):
             table[request_key(shazam.csv_request(upstream_path))] = Reply(csv_body, 200, "text/csv; charset=utf-8")
+    sizes = {entry.path: _rows_for(entry) for entry in catalogue}
+    for tracks in shazam.track_lists(paths):
+        table[request_key(shazam.tracks_request(tracks))] = Reply(
+            render_tracks_json(tracks.path, tracks.storefront, variant, sizes[tracks.path]), 200,
+            "application/json;charset=utf-8")
     return table

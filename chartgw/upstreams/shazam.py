@@ -10,7 +10,11 @@ listed twice, two cities of one name, `global` beside `world`) are merged into o
 
 A chart CSV is: UTF-8 BOM, an empty line, a quoted date line ("Sunday, 26 July 2026 [performance
 over the past 7 days]"), the header `Rank,Artist,Title`, then the rows. It carries no track ids,
-links or artwork; the legacy v3 tracks JSON does, so `parse_tracks_json` reads that format too.
+links or artwork; the legacy v3 tracks JSON of the same chart does (`tracks_request`,
+`parse_tracks_json`), so `enrich` copies them onto the CSV rows, which stay the source of ranks and
+names. That endpoint takes the legacy list ids ("ip-country-chart-DE"); the current catalogue lists
+Apple Music playlist ids ("pl.…") instead, so each chart's legacy id is the catalogue's own when it
+is one, else built from the chart's ids as the 2021 catalogue builds them (`legacy_list_id`).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from urllib.parse import quote, unquote
 
 import msgspec
 
-from chartgw.text import fold, split_artists
+from chartgw.text import artist_key, fold, split_artists, title_key
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, declare_upstream
 from chartgw.upstreams.fields import decode, snippet
 from chartgw.upstreams.json_api import load_json, obj, opt_obj, opt_text, text
@@ -31,6 +35,14 @@ from chartgw.upstreams.json_api import load_json, obj, opt_obj, opt_text, text
 UPSTREAM = declare_upstream("SHAZAM", "https://www.shazam.com")
 LOCATIONS_PATH = "/services/charts/locations"
 CSV_PREFIX = "/services/charts/csv/"
+TRACKS_PREFIX = "/shazam/v3/"
+TRACKS_LANG = "en-US"
+TRACKS_PAGE = 200
+"""One page of the track JSON holds a whole chart (none is longer than 200 rows)."""
+WORLD_STOREFRONT = "US"
+"""The storefront world charts' track JSON is asked under (it sets the Apple Music links' country)."""
+PLAYLIST_PREFIX = "pl."
+"""The current catalogue's list ids (Apple Music playlists), which the v3 tracks endpoint is not known to take."""
 WORLD = "world"
 MARKET_ALIASES = {"global": WORLD}
 """Market slugs that name the same chart set as another (the catalogue's `global` is the URLs' `world`)."""
@@ -55,9 +67,10 @@ _TRANSLIT = str.maketrans({"ł": "l", "ø": "o", "đ": "d", "ı": "i", "æ": "ae
 class RecognitionEntry(msgspec.Struct, kw_only=True, omit_defaults=False):
     """One row of a Shazam chart.
 
-    rank, artist, title and chart_date are always there. `url`, `artwork_url`, `store_url` and
-    `shazam_track_id` are best-effort enrichment: the chart CSV has none of them, so they are null
-    unless the upstream gives them (the v3 tracks JSON read by `parse_tracks_json` carries all four).
+    rank, artist, title and chart_date are always there (from the chart CSV). `url`, `artwork_url`,
+    `store_url` and `shazam_track_id` are best-effort enrichment from the chart's track JSON: null when
+    the chart has none (viral charts, world genres), it could not be read, or it does not list the row's
+    track.
     """
 
     rank: int
@@ -106,6 +119,19 @@ class DiscoveredPath(NamedTuple):
     kind: ChartKind
     upstream_path: str
     name: str
+    storefront: str | None = None
+    """The country code the chart's track JSON is asked under ("DE"; WORLD_STOREFRONT for world charts)."""
+    list_id: str | None = None
+    """The chart's legacy v3 list id ("ip-country-chart-DE"); None when there is none to give or build (viral)."""
+
+
+class TrackList(msgspec.Struct, kw_only=True):
+    """Where a chart target's legacy v3 track JSON is."""
+
+    path: str
+    """The normalised chart path (the snapshot target)."""
+    storefront: str
+    list_id: str
 
 
 # --- requests ---------------------------------------------------------------------------------------------
@@ -113,6 +139,13 @@ class DiscoveredPath(NamedTuple):
 
 def locations_request() -> UpstreamRequest:
     return UpstreamRequest(UPSTREAM, LOCATIONS_PATH, headers=(("Accept", "application/json"),))
+
+
+def tracks_request(track_list: TrackList) -> UpstreamRequest:
+    """The chart's legacy v3 tracks JSON (`{"tracks": [...]}`, no rank field), the whole chart in one page."""
+    path = f"{TRACKS_PREFIX}{TRACKS_LANG}/{track_list.storefront}/web/-/tracks/{quote(track_list.list_id, safe='')}"
+    return UpstreamRequest(UPSTREAM, path, params=(("pageSize", str(TRACKS_PAGE)), ("startFrom", "0")),
+                           headers=(("Accept", "application/json"),))
 
 
 def csv_request(upstream_path: str) -> UpstreamRequest:
@@ -166,10 +199,33 @@ def _own_slug(item: dict[str, Any], where: str) -> str:
     return given or url_name(text(item.get("name"), f"{where}.name"))
 
 
+LEGACY_LIST_IDS = {"country": "ip-country-chart-{}", "city": "ip-city-chart-{}", "genre": "genre-country-chart-{}",
+                   "world": "ip-global-chart"}
+"""How the 2021 catalogue's list ids are built from the ids beside them ("DE", GeoNames id "2950159",
+genre id "DE-1"); the world Top 200's is ShazamIO's `ip-global-chart`."""
+
+
+def legacy_list_id(item: dict[str, Any], scheme: str | None) -> str | None:
+    """A chart's legacy v3 list id: its `listid` when it is one (the 2021 form), else built by `scheme`
+    (from the item's `id` when the scheme has a "{}"); None when neither gives one."""
+    given = opt_text(item.get("listid"))
+    if given and not given.startswith(PLAYLIST_PREFIX):
+        return given
+    if scheme is None or "{}" not in scheme:
+        return scheme
+    own = opt_text(item.get("id"))
+    return scheme.format(own) if own else None
+
+
+def _storefront(country: dict[str, Any]) -> str | None:
+    code = opt_text(country.get("id"))
+    return code.upper() if code and len(code) == 2 and code.isalpha() else None
+
+
 def parse_locations(body: bytes) -> list[DiscoveredPath]:
     """Every chart the catalogue lists, in its order: per country its Top 200, genres, viral chart and
     city Top 50s, then the world charts. Refuses an HTML page, broken JSON and a catalogue with no
-    countries."""
+    countries. World genres and viral charts get a legacy list id only when the catalogue gives one."""
     root = obj(load_json(body, "shazam locations"), "shazam locations")
     countries = _entries(root.get("countries"), "countries")
     if not countries:
@@ -179,29 +235,46 @@ def parse_locations(body: bytes) -> list[DiscoveredPath]:
         where = f"countries[{i}]"
         name = text(country.get("name"), f"{where}.name")
         market = _own_slug(country, where)
-        paths.append(DiscoveredPath("top-200", f"top-200/{market}", f"Top 200 {name}"))
+        store = _storefront(country)
+        paths.append(DiscoveredPath("top-200", f"top-200/{market}", f"Top 200 {name}", store,
+                                    legacy_list_id(country, LEGACY_LIST_IDS["country"])))
         for j, genre in enumerate(_entries(country.get("genres"), f"{where}.genres")):
             genre_name = text(genre.get("name"), f"{where}.genres[{j}].name")
             paths.append(DiscoveredPath("genre", f"genre/{market}/{_own_slug(genre, f'{where}.genres[{j}]')}",
-                                        f"{genre_name} {name}"))
-        if isinstance(country.get("viral"), dict):
-            paths.append(DiscoveredPath("viral", f"viral/{market}", f"Viral {name}"))
+                                        f"{genre_name} {name}", store, legacy_list_id(genre, LEGACY_LIST_IDS["genre"])))
+        viral = country.get("viral")
+        if isinstance(viral, dict):
+            paths.append(DiscoveredPath("viral", f"viral/{market}", f"Viral {name}", store, legacy_list_id(viral, None)))
         for j, city in enumerate(_entries(country.get("cities"), f"{where}.cities")):
             city_name = text(city.get("name"), f"{where}.cities[{j}].name")
             paths.append(DiscoveredPath("top-50", f"top-50/{market}/{_own_slug(city, f'{where}.cities[{j}]')}",
-                                        f"Top 50 {city_name}, {name}"))
+                                        f"Top 50 {city_name}, {name}", store,
+                                        legacy_list_id(city, LEGACY_LIST_IDS["city"])))
     world = root.get("global")
     if world is not None:
         world = obj(world, "global")
-        if isinstance(world.get("top"), dict):
-            paths.append(DiscoveredPath("top-200", f"top-200/{WORLD}", "Top 200 World"))
+        top, viral = world.get("top"), world.get("viral")
+        if isinstance(top, dict):
+            paths.append(DiscoveredPath("top-200", f"top-200/{WORLD}", "Top 200 World", WORLD_STOREFRONT,
+                                        legacy_list_id(top, LEGACY_LIST_IDS["world"])))
         for j, genre in enumerate(_entries(world.get("genres"), "global.genres")):
             genre_name = text(genre.get("name"), f"global.genres[{j}].name")
             paths.append(DiscoveredPath("genre", f"genre/{WORLD}/{_own_slug(genre, f'global.genres[{j}]')}",
-                                        f"{genre_name} World"))
-        if isinstance(world.get("viral"), dict):
-            paths.append(DiscoveredPath("viral", f"viral/{WORLD}", "Viral World"))
+                                        f"{genre_name} World", WORLD_STOREFRONT, legacy_list_id(genre, None)))
+        if isinstance(viral, dict):
+            paths.append(DiscoveredPath("viral", f"viral/{WORLD}", "Viral World", WORLD_STOREFRONT,
+                                        legacy_list_id(viral, None)))
     return paths
+
+
+def _target_path(found: DiscoveredPath) -> tuple[str, str, list[str]]:
+    """(normalised path, market, the slugs after it) of a listed chart."""
+    parts = found.upstream_path.split("/")
+    market = market_slug(parts[1])
+    rest = [slug(p) for p in parts[2:]]
+    if not market or not all(rest):
+        raise UpstreamFormatError(f"shazam locations: {found.upstream_path!r} has no usable slug")
+    return "/".join([found.kind, market, *rest]), market, rest
 
 
 def normalise(paths: Iterable[DiscoveredPath]) -> list[CatalogueEntry]:
@@ -209,12 +282,7 @@ def normalise(paths: Iterable[DiscoveredPath]) -> list[CatalogueEntry]:
     path (even when identical: a chart listed twice) to the entry it merges into."""
     merged: dict[str, CatalogueEntry] = {}
     for found in paths:
-        parts = found.upstream_path.split("/")
-        market = market_slug(parts[1])
-        rest = [slug(p) for p in parts[2:]]
-        if not market or not all(rest):
-            raise UpstreamFormatError(f"shazam locations: {found.upstream_path!r} has no usable slug")
-        path = "/".join([found.kind, market, *rest])
+        path, market, rest = _target_path(found)
         entry = merged.get(path)
         if entry is None:
             merged[path] = CatalogueEntry(
@@ -228,6 +296,18 @@ def normalise(paths: Iterable[DiscoveredPath]) -> list[CatalogueEntry]:
 
 def discover(body: bytes) -> list[CatalogueEntry]:
     return normalise(parse_locations(body))
+
+
+def track_lists(paths: Iterable[DiscoveredPath]) -> list[TrackList]:
+    """Each chart target's track JSON, from its first listing (the one whose CSV is fetched); targets whose
+    first listing has no storefront or legacy list id have none."""
+    found: dict[str, TrackList | None] = {}
+    for listed in paths:
+        path = _target_path(listed)[0]
+        if path not in found:
+            found[path] = (TrackList(path=path, storefront=listed.storefront, list_id=listed.list_id)
+                           if listed.storefront and listed.list_id else None)
+    return [t for t in found.values() if t is not None]
 
 
 # --- chart CSV --------------------------------------------------------------------------------------------
@@ -314,3 +394,43 @@ def parse_tracks_json(body: bytes, date: str) -> list[RecognitionEntry]:
             shazam_track_id=opt_text(track.get("key")),
         ))
     return entries
+
+
+def _identity(entry: RecognitionEntry) -> tuple[str, str]:
+    """The track a row names: its title without featuring credits and its first artist, as the store keys them."""
+    return title_key(entry.title), artist_key(entry.artist)
+
+
+def enrich(entries: list[RecognitionEntry], tracks: list[RecognitionEntry]) -> int:
+    """Copy `url`, `artwork_url`, `store_url` and `shazam_track_id` from the track JSON's rows (`tracks`,
+    rank = position) onto the CSV rows (`entries`, which keep their rank, artist and title); returns how
+    many rows got them.
+
+    A row takes the track of the same identity (title without featuring credits, first artist), the one
+    nearest its rank when the JSON lists it twice. A row left without one takes the track at its own
+    position when no row took it and it shares the title or the first artist (a retitled remix, a
+    re-spelled credit). Any other row keeps nulls: the two lists may differ, and a wrong id is worse
+    than none."""
+    positions: dict[tuple[str, str], list[int]] = {}
+    for i, track in enumerate(tracks):
+        positions.setdefault(_identity(track), []).append(i)
+    taken: dict[int, int] = {}  # row index -> track index
+    used: set[int] = set()
+    for n, entry in enumerate(entries):
+        free = [i for i in positions.get(_identity(entry), ()) if i not in used]
+        if free:
+            taken[n] = min(free, key=lambda i: (abs(i + 1 - entry.rank), i))
+            used.add(taken[n])
+    for n, entry in enumerate(entries):
+        i = entry.rank - 1
+        if n in taken or i in used or not 0 <= i < len(tracks):
+            continue
+        (row_title, row_artist), (title, artist) = _identity(entry), _identity(tracks[i])
+        if row_title == title or row_artist == artist:
+            taken[n] = i
+            used.add(i)
+    for n, i in taken.items():
+        entry, track = entries[n], tracks[i]
+        entry.url, entry.artwork_url = track.url, track.artwork_url
+        entry.store_url, entry.shazam_track_id = track.store_url, track.shazam_track_id
+    return len(taken)

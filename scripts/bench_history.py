@@ -1,0 +1,428 @@
+"""The /artist-history-api benchmark: a synthetic index of N rows (default 10M), built and served for real.
+
+    scripts/bench_history [--rows N] [--work DIR] [--keep] [--requests N] [--skip-generate]
+
+1. Writes synthetic snapshot files for four groups (/streaming: 40 countries' daily top 200 and the global
+   one; /digital-sales: 10 storefronts' top 100 songs; /korea-chart: three daily top 100s and an hourly
+   realtime top 100; /uk-charts: the weekly singles top 100), day after day back from 2026-11-20 until the
+   index would hold N rows. Titles and artists come from the sample pools (chartgw.samples: the real global
+   and Korean charts' songs and credits, "DAY6 (데이식스)" included), extended by a synthetic tail of artists;
+   popularity is Zipf-like (weight 1/(i+5)), so a few artists hold 100k+ rows of a 10M index. One track in
+   ten credits a second artist ("A & B", "A feat. B" or "(feat. B)" in the title). Records have the
+   groups' real stored shapes. Deterministic (a fixed seed).
+2. Builds the index with `chartgw index artist-history-api` (a fresh build, the real CLI) and reports its rate
+   (index rows per second of wall time), the file size and the rows of the heaviest artists.
+3. Starts `chartgw serve --workers 1` over that data folder and measures over HTTP, one request at a time
+   on a kept-alive connection: the first page of the heaviest artist at limit=100 and at the default 5000,
+   a deep cursor page (limit 100 after 100,000 rows), coverage, and the plot of a 5000-row page; p50 and p90
+   of --requests requests each. Every measured request is a response-cache miss: each repeats the query with
+   a different `since` before the first chart date (the same rows, another cache key). Then the server's RSS
+   (idle, after the pages, after the deep walks whose 50,000-row pages the response cache keeps).
+4. Deletes the work folder (under $TMPDIR) unless --keep.
+
+Goals (issue 14): first page < 20 ms at limit=100 and < 150 ms at 5000, coverage < 100 ms, build >= 100k rows/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+import httpx
+
+from chartgw import artist_history as index
+from chartgw.samples import global_songs, song_pool
+from chartgw.store import SCHEMA
+from chartgw.text import artist_key, title_key
+
+ROOT = Path(__file__).resolve().parents[1]
+LAST_DAY = date(2026, 11, 20)
+SEED = 14
+KEY = "bench-history-key-0123456789"
+API = "/artist-history-api"
+
+STREAMING_COUNTRIES = ("us", "gb", "de", "jp", "br", "mx", "kr", "fr", "es", "it", "ca", "au", "nl", "se", "no", "dk",
+                       "fi", "pl", "at", "ch", "be", "ie", "pt", "ar", "cl", "co", "pe", "id", "ph", "th", "vn", "my",
+                       "sg", "tw", "hk", "in", "tr", "za", "nz", "ae")
+STORE_COUNTRIES = ("us", "gb", "jp", "kr", "de", "fr", "ca", "au", "br", "mx")
+SYLLABLES = ("ka", "lo", "mi", "ren", "sa", "vo", "ti", "na", "be", "ru", "zel", "dan", "ko", "ra", "lu", "mei", "jo",
+             "vic", "an", "el", "tor", "is", "ya", "po")
+
+
+# --- the synthetic catalogue -----------------------------------------------------------------------------
+
+class Track:
+    __slots__ = ("artist", "artists", "id", "title")
+
+    def __init__(self, title: str, artist: str, artists: list[str], track_id: int) -> None:
+        self.title, self.artist, self.artists, self.id = title, artist, artists, track_id
+
+
+def _tail_names(count: int, rng: random.Random) -> list[str]:
+    names: dict[str, None] = {}
+    while len(names) < count:
+        first = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 2))).capitalize()
+        last = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3))).capitalize()
+        names[f"{first} {last}" if rng.random() < 0.7 else f"{first}{last}".upper()] = None
+    return list(names)
+
+
+def catalogue(tail: int = 22_000) -> tuple[list[Track], list[float], list[float], dict[str, float]]:
+    """Tracks, and their cumulative weights on global charts and on Korean charts; the artists' weights."""
+    rng = random.Random(SEED)
+    global_pool = global_songs()
+    korea_pool = song_pool("melon")
+    titles: dict[str, list[str]] = {}
+    for song in global_pool:
+        titles.setdefault(song.artists[0], []).append(song.title)
+    for k in korea_pool:
+        titles.setdefault(k.artists[0], []).append(k.title)
+
+    def by_songs(names: list[str]) -> list[str]:
+        return sorted(dict.fromkeys(names), key=lambda n: (-len(titles.get(n, ())), n))
+
+    global_head = by_songs([s.artists[0] for s in global_pool])
+    korea_head = by_songs([s.artists[0] for s in korea_pool])
+    tails = _tail_names(tail, rng)
+    global_order = global_head + [n for n in korea_head if n not in global_head] + tails
+    korea_order = korea_head + [n for n in global_head if n not in korea_head] + tails
+    weight = {name: 1 / (i + 5) for i, name in enumerate(global_order)}
+    korea_weight = {name: 1 / (i + 5) for i, name in enumerate(korea_order)}
+    top = weight[global_order[0]]
+    tracks: list[Track] = []
+    g_w: list[float] = []
+    k_w: list[float] = []
+    for name in global_order:
+        count = max(3, min(60, round(60 * (weight[name] / top) ** 0.5)))
+        own = titles.get(name, [])
+        for j in range(count):
+            title = own[j] if j < len(own) else f"{own[j % len(own)] if own else name.split()[0]} {j + 1}"
+            artist, artists = name, [name]
+            draw = rng.random()
+            if draw < 0.1:
+                other = rng.choice(global_order[: 2000])
+                if other != name:
+                    style = rng.randrange(3)
+                    if style == 0:
+                        artist, artists = f"{name} & {other}", [name, other]
+                    elif style == 1:
+                        artist, artists = f"{name} feat. {other}", [f"{name} feat. {other}"]
+                    else:
+                        title = f"{title} (feat. {other})"
+            share = 1 / (j + 1) ** 0.8
+            tracks.append(Track(title, artist, artists, len(tracks)))
+            g_w.append(weight[name] * share)
+            k_w.append(korea_weight[name] * share)
+    return tracks, _cumulative(g_w), _cumulative(k_w), weight
+
+
+def _cumulative(weights: list[float]) -> list[float]:
+    out, total = [], 0.0
+    for w in weights:
+        total += w
+        out.append(total)
+    return out
+
+
+def draw(rng: random.Random, cum: list[float], size: int) -> list[int]:
+    """`size` distinct tracks by weight."""
+    chosen: dict[int, None] = {}
+    while len(chosen) < size:
+        for t in rng.choices(range(len(cum)), cum_weights=cum, k=size + size // 3):
+            chosen[t] = None
+            if len(chosen) == size:
+                break
+    return list(chosen)
+
+
+# --- records in the groups' stored shapes ---------------------------------------------------------------
+
+def _split(record: dict[str, object]) -> tuple[bytes, bytes]:
+    """A record's JSON around its rank: b'{"rank":' + rank + rest (records are encoded once per track)."""
+    body = json.dumps({k: v for k, v in record.items() if k != "rank"}, ensure_ascii=False, separators=(",", ":"))
+    return b'{"rank":', ("," + body[1:]).encode()
+
+
+def streaming_record(t: Track) -> dict[str, object]:
+    track_id = f"{t.id:022d}"
+    return {"rank": 0, "title": t.title, "artist": t.artist, "artists": t.artists, "track_id": track_id,
+            "track_uri": f"spotify:track:{track_id}", "streams": 1000 + t.id, "previous_rank": None,
+            "peak_rank": None, "periods_on_chart": None, "entry_status": None, "label": None, "image_url": None}
+
+
+def store_record(t: Track) -> dict[str, object]:
+    return {"rank": 0, "title": t.title, "artist": t.artist, "artists": t.artists, "store_id": str(1_000_000_000 + t.id),
+            "store_url": f"https://itunes.apple.com/us/album/id{1_000_000_000 + t.id}", "artist_id": str(t.id % 99991),
+            "collection": None, "price": 1.29, "currency": "USD", "release_date": "2024-01-22", "genre": "Pop",
+            "image_url": "https://is1-ssl.mzstatic.com/image/thumb/art.jpg/170x170bb.png"}
+
+
+def korea_record(t: Track) -> dict[str, object]:
+    return {"rank": 0, "title": t.title, "artist": t.artist, "artists": t.artists, "album": t.title,
+            "image_url": "https://cdn.music-flo.com/image/v2/album/13821453_s.jpg", "song_id": str(30_000_000 + t.id),
+            "album_id": str(10_000_000 + t.id // 3), "artist_ids": [str(800_000 + t.id % 5000)],
+            "rank_change": 0, "rank_status": "same"}
+
+
+def uk_record(t: Track) -> dict[str, object]:
+    return {"rank": 0, "title": t.title, "artist": t.artist, "last_week": None, "peak": None, "weeks_on_chart": 1,
+            "label": None, "is_new": False, "is_reentry": False, "image": None}
+
+
+class GroupFile:
+    """A group's snapshot file written directly in the store's layout (one transaction per day)."""
+
+    def __init__(self, folder: Path, name: str, make: object, tracks: list[Track]) -> None:
+        self.db = sqlite3.connect(folder / f"{name}.sqlite", isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=OFF")
+        self.db.execute("PRAGMA synchronous=OFF")
+        self.db.executescript(SCHEMA)
+        self.db.execute("DROP INDEX entries_by_title")  # not read by the index; saves generation time
+        self.db.execute("DROP INDEX entries_by_item")
+        self.make = make
+        self.tracks = tracks
+        self.cache: dict[int, tuple[bytes, bytes, str, str]] = {}
+        self.entries = 0
+
+    def _parts(self, t: int) -> tuple[bytes, bytes, str, str]:
+        hit = self.cache.get(t)
+        if hit is None:
+            track = self.tracks[t]
+            head, tail = _split(self.make(track))  # type: ignore[operator]
+            hit = self.cache[t] = (head, tail, title_key(track.title), artist_key(track.artist))
+        return hit
+
+    def snapshot(self, target: str, day: str, hour: int | None, chosen: list[int]) -> None:
+        fetched = f"{day}T{hour if hour is not None else 6:02d}:05:00Z"
+        cur = self.db.execute("INSERT INTO snapshots (target, chart_date, chart_hour, fetched_at, source, row_count)"
+                              " VALUES (?, ?, ?, ?, 'bench', ?)", (target, day, hour, fetched, len(chosen)))
+        sid = cur.lastrowid
+        rows = []
+        for pos, t in enumerate(chosen, start=1):
+            head, tail, tk, ak = self._parts(t)
+            rows.append((sid, pos, pos, tk, ak, None, head + str(pos).encode() + tail, f"{tk}|{ak}"))
+        self.db.executemany("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        self.entries += len(rows)
+
+
+def generate(folder: Path, rows: int) -> dict[str, object]:
+    """The four groups' files, enough days back from LAST_DAY for about `rows` index rows."""
+    started = time.monotonic()
+    tracks, global_cum, korea_cum, weights = catalogue()
+    rng = random.Random(SEED + 1)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {"streaming": GroupFile(folder, "streaming", streaming_record, tracks),
+             "digital-sales": GroupFile(folder, "digital-sales", store_record, tracks),
+             "korea-chart": GroupFile(folder, "korea-chart", korea_record, tracks),
+             "uk-charts": GroupFile(folder, "uk-charts", uk_record, tracks)}
+    realtime_rows_per_day = 112  # measured: 24 hourly top 100s of one day hold about this many tracks
+    per_day = (len(STREAMING_COUNTRIES) + 1) * 200 + len(STORE_COUNTRIES) * 100 + 300 + realtime_rows_per_day + 100 / 7
+    days = max(1, round(rows / per_day))
+    first = LAST_DAY - timedelta(days=days - 1)
+    for n in range(days):
+        day = (first + timedelta(days=n)).isoformat()
+        for f in files.values():
+            f.db.execute("BEGIN")
+        s = files["streaming"]
+        s.snapshot("regional-daily/global", day, None, draw(rng, global_cum, 200))
+        for cc in STREAMING_COUNTRIES:
+            s.snapshot(f"regional-daily/{cc}", day, None, draw(rng, korea_cum if cc == "kr" else global_cum, 200))
+        for cc in STORE_COUNTRIES:
+            files["digital-sales"].snapshot(f"top-songs/{cc}", day, None,
+                                            draw(rng, korea_cum if cc == "kr" else global_cum, 100))
+        k = files["korea-chart"]
+        for site in ("portal-a", "portal-b", "portal-c"):
+            k.snapshot(f"{site}/daily", day, None, draw(rng, korea_cum, 100))
+        hourly = draw(rng, korea_cum, 130)
+        for hour in range(24):
+            top = hourly[:100]
+            rng.shuffle(top)
+            k.snapshot("portal-a/realtime", day, hour, top)
+            hourly = hourly[5:] + hourly[:5] if hour % 6 == 5 else hourly
+        if (first + timedelta(days=n)).weekday() == 4:
+            files["uk-charts"].snapshot("singles", day, None, draw(rng, global_cum, 100))
+        for f in files.values():
+            f.db.execute("COMMIT")
+    entries = sum(f.entries for f in files.values())
+    for f in files.values():
+        f.db.close()
+    heavy = max(weights, key=lambda name: weights[name])
+    return {"days": days, "first_day": first.isoformat(), "entries": entries, "heaviest": heavy,
+            "seconds": round(time.monotonic() - started, 1)}
+
+
+# --- the run ------------------------------------------------------------------------------------------------
+
+def _python() -> str:
+    return os.environ.get("CHARTGW_BENCH_PYTHON") or str(ROOT / ".venv" / "bin" / "python")
+
+
+def build_index(folder: Path) -> dict[str, object]:
+    env = {**os.environ, "CHARTGW_DATA_DIR": str(folder)}
+    started = time.monotonic()
+    done = subprocess.run([_python(), "-m", "chartgw", "index", "artist-history-api", "--json"], env=env,
+                          capture_output=True, text=True, check=False)
+    seconds = time.monotonic() - started
+    if done.returncode != 0:
+        raise SystemExit(f"bench_history: the index build failed:\n{done.stderr}")
+    path = folder / "artist-history-api.sqlite"
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT count(*) FROM appearances").fetchone()[0]
+    keys = db.execute("SELECT count(*) FROM appearance_artists").fetchone()[0]
+    db.close()
+    size = sum(p.stat().st_size for p in folder.glob("artist-history-api.sqlite*"))
+    return {"rows": rows, "artist_keys": keys, "seconds": round(seconds, 1), "rows_per_second": round(rows / seconds),
+            "bytes": size}
+
+
+def heaviest(folder: Path, names: list[str]) -> list[tuple[str, int]]:
+    """Rows of each of `names` (its first credited artist's key), most first."""
+    db = sqlite3.connect(folder / "artist-history-api.sqlite")
+    try:
+        counts = [(n, db.execute("SELECT coalesce(sum(t.rows), 0) FROM artist_tracks t JOIN artists a ON a.id = t.artist_id"
+                                 " WHERE a.key = ?", (index.credit_keys(json.dumps(index.credited_names(n, [n])))[0],)
+                                 ).fetchone()[0]) for n in names]
+    finally:
+        db.close()
+    return sorted(counts, key=lambda c: -c[1])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _rss(pid: int) -> dict[str, int]:
+    status = Path(f"/proc/{pid}/status").read_text()
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    return {name: int(fields[name].split()[0]) // 1024 for name in ("VmRSS", "VmHWM")}
+
+
+def _since(i: int) -> str:
+    """A `since` before every chart date: the same rows, a different cache key."""
+    return (date(1990, 1, 1) + timedelta(days=i)).isoformat()
+
+
+def _timed(client: httpx.Client, path: str, params: dict[str, object]) -> tuple[float, httpx.Response]:
+    started = time.perf_counter()
+    response = client.get(path, params=params)
+    elapsed = (time.perf_counter() - started) * 1000
+    if response.status_code != 200:
+        raise SystemExit(f"bench_history: {path} {params} answered {response.status_code}: {response.text[:300]}")
+    return elapsed, response
+
+
+def _summary(times: list[float]) -> dict[str, float]:
+    ordered = sorted(times)
+    return {"p50_ms": round(statistics.median(ordered), 1), "p90_ms": round(ordered[int(len(ordered) * 0.9) - 1], 1),
+            "n": len(ordered)}
+
+
+def measure(folder: Path, artist: str, requests: int) -> dict[str, object]:
+    port = _free_port()
+    env = {**os.environ, "CHARTGW_DATA_DIR": str(folder), "CHARTGW_API_KEYS": KEY,
+           "CHARTGW_RATE_LIMIT_PER_MINUTE": "0"}
+    server = subprocess.Popen([_python(), "-m", "chartgw", "serve", "--host", "127.0.0.1", "--port", str(port),
+                               "--workers", "1"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              start_new_session=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        with httpx.Client(base_url=base, headers={"X-API-Key": KEY}, timeout=120) as client:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if client.get(f"{API}/health").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise SystemExit("bench_history: the server did not start")
+                time.sleep(0.2)
+            rss_idle = _rss(server.pid)
+            history = f"{API}/artist-history"
+            results: dict[str, object] = {"artist": artist, "rss_idle_mb": rss_idle["VmRSS"]}
+            counter = iter(range(1_000_000))
+            for label, path, extra in (("first_page_limit_100", history, {"limit": 100}),
+                                       ("first_page_limit_5000", history, {}),
+                                       ("coverage", f"{history}/coverage", {}),
+                                       ("plot_limit_5000", f"{history}/plot", {})):
+                for _ in range(3):  # warm-up
+                    _timed(client, path, {"name": artist, "since": _since(next(counter)), **extra})
+                times = [_timed(client, path, {"name": artist, "since": _since(next(counter)), **extra})[0]
+                         for _ in range(requests)]
+                results[label] = _summary(times)
+            results["rss_after_pages_mb"] = _rss(server.pid)["VmRSS"]
+            deep: list[float] = []
+            for _ in range(max(5, requests // 3)):
+                query = {"name": artist, "since": _since(next(counter))}
+                cursor = None
+                for _ in range(2):  # 2 x 50,000 rows deep
+                    body = _timed(client, history, {**query, "limit": 50000, **({"cursor": cursor} if cursor else {})})[1]
+                    cursor = body.json()["next_cursor"]
+                if cursor is None:
+                    break
+                deep.append(_timed(client, history, {**query, "limit": 100, "cursor": cursor})[0])
+            results["deep_page_limit_100_after_100k"] = _summary(deep) if deep else None
+            coverage = client.get(f"{history}/coverage", params={"name": artist}).json()
+            results["artist_rows"] = coverage["rows"]
+            results["rss_after_deep_pages_mb"] = _rss(server.pid)  # the response cache holds the 50,000-row pages
+        return results
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=10_000_000, help="index rows to aim for (default 10M)")
+    parser.add_argument("--work", type=Path, help="work folder (default: a new one under $TMPDIR)")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (data and index) afterwards")
+    parser.add_argument("--requests", type=int, default=25, help="measured requests per figure (default 25)")
+    parser.add_argument("--skip-generate", action="store_true", help="reuse the group files in --work")
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="chartgw-bench-history."))
+    folder = work / "data"
+    need = args.rows * 900  # group files and the index, bytes per row, generously
+    free = shutil.disk_usage(work).free
+    if free < need:
+        raise SystemExit(f"bench_history: {work} has {free / 1e9:.1f} GB free; {need / 1e9:.1f} GB needed")
+    report: dict[str, object] = {"rows_asked": args.rows, "work": str(work), "cpus": os.cpu_count()}
+    try:
+        if not args.skip_generate:
+            for stale in folder.glob("artist-history-api.sqlite*"):
+                stale.unlink()
+            report["generate"] = generate(folder, args.rows)
+            print(f"generated: {json.dumps(report['generate'])}", file=sys.stderr, flush=True)
+        else:
+            for stale in folder.glob("artist-history-api.sqlite*"):
+                stale.unlink()
+        report["index"] = build_index(folder)
+        print(f"index: {json.dumps(report['index'])}", file=sys.stderr, flush=True)
+        _, _, _, weights = catalogue()
+        names = sorted(weights, key=lambda n: -weights[n])[:12]
+        report["heaviest_artists"] = heaviest(folder, names)
+        artist = report["heaviest_artists"][0][0]  # type: ignore[index]
+        report["served"] = measure(folder, artist, args.requests)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(report, ensure_ascii=False, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
