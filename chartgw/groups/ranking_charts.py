@@ -32,7 +32,7 @@ from chartgw import config
 from chartgw.clock import Clock, fixed, utc_now
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, RetryPolicy, import_builds, run_targets
 from chartgw.endpoints import ApiError, Call, Route, not_found
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group
+from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, retention
 from chartgw.params import Param, accepts, search_term
 from chartgw.records import stored_entry
 from chartgw.replay import Reply, replay_upstreams, request_key
@@ -237,8 +237,9 @@ async def backfill(slug: str, since: date, until: date | None = None, *, now: Cl
     options = {"chart": slug, "since": chart_date_for(since).isoformat(), "until": last.isoformat(),
                "weeks": len(weeks), "held_skipped": len(backfill_weeks(slug, since, last, set())) - len(weeks)}
     progress = ProgressBar(slug, len(weeks), progress_to) if progress_to is not None else None
-    return await run_targets(NAME, [_target(slug, week) for week in weeks], now=now, transport=transport, policy=policy,
-                             progress=progress, run_kind="backfill", run_options=options)
+    return await run_targets(NAME, [_target(slug, week) for week in weeks], retention=retention(GROUP), now=now,
+                             transport=transport, policy=policy, progress=progress, run_kind="backfill",
+                             run_options=options)
 
 
 def iso_date(text: str) -> date:

@@ -48,7 +48,7 @@ from chartgw.crawl import (
     request_url,
 )
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group
+from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, retention
 from chartgw.params import Param, search_term
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
@@ -290,7 +290,7 @@ async def backfill(chart: str, since: date = FIRST_CHART_WEEK, until: date | Non
     async with httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=5.0), transport=transport,
                                  follow_redirects=False) as client:
         fetcher = Fetcher(client, policy)
-        with SnapshotWriter(group_db_path(NAME), now=now) as store:
+        with SnapshotWriter(group_db_path(NAME), retention=retention(GROUP), now=now) as store:
             held = _held_days(store, chart)
             stopped: str | None = None
             try:

@@ -24,7 +24,7 @@ from chartgw.clock import Clock, fixed, utc_now
 from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, RetryPolicy, run_targets
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group
+from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, retention
 from chartgw.params import InvalidParams, Param
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
@@ -189,7 +189,7 @@ async def backfill(weeks: int, period: str = "weekly", *, now: Clock = utc_now,
     chosen = backfill_targets(weeks, now().date())
     options = {"chart": SHORTS_WEEKLY, "weeks": weeks, "period": period,
                "end_dates": [t.key.partition("@")[2] for t in chosen]}
-    return await run_targets(NAME, chosen, now=now, transport=transport,
+    return await run_targets(NAME, chosen, retention=retention(GROUP), now=now, transport=transport,
                              policy=RetryPolicy(per_upstream=PER_UPSTREAM), run_kind="backfill", run_options=options)
 
 
