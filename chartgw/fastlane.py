@@ -17,6 +17,7 @@ from typing import Any
 from chartgw.access import KEY_HEADER, AccessTable, KeyChecker, RateLimiter, rate_headers, too_many
 from chartgw.cache import ResponseCache
 from chartgw.endpoints import EndpointApp
+from chartgw.legacy import rewrite
 
 __all__ = ["FastLane", "Reply", "find_lane"]
 
@@ -37,11 +38,10 @@ class FastLane:
         """The answer to `GET path?query` with `headers` (lowercase names), or None for the app to answer."""
         known = self.cache.canonical((path, query))
         if known is None:
-            head, sep, rest = path[1:].partition("/")
-            current = self.legacy.get(head)
-            if current is None:
+            found = rewrite(self.legacy, path)
+            if found is None:
                 return None
-            path = f"/{current}{sep}{rest}"
+            path = found[2]
             known = self.cache.canonical((path, query))
             if known is None:
                 return None

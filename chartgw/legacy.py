@@ -16,15 +16,21 @@ class LegacyPrefixMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            head, sep, rest = scope["path"][1:].partition("/")
-            current = self.legacy.get(head)
-            if current is not None:
+            found = rewrite(self.legacy, scope["path"])
+            if found is not None:
+                head, current, path = found
                 raw = scope.get("raw_path") or scope["path"].encode()
-                scope = {**scope, "path": f"/{current}{sep}{rest}",
-                         "raw_path": b"/" + current.encode() + raw[len(head.encode()) + 1:]}
+                scope = {**scope, "path": path, "raw_path": b"/" + current.encode() + raw[len(head.encode()) + 1:]}
         await self.app(scope, receive, send)
 
 
 def legacy_names(prefixes: Iterable[str]) -> dict[str, str]:
     """Each legacy first path segment (`korea-chart-api`) to the current one (`korea-chart`)."""
     return {f"{name}-api": name for name in prefixes}
+
+
+def rewrite(legacy: dict[str, str], path: str) -> tuple[str, str, str] | None:
+    """(legacy segment, current segment, current path) when `path` starts with a legacy prefix, else None."""
+    head, sep, rest = path[1:].partition("/")
+    current = legacy.get(head)
+    return None if current is None else (head, current, f"/{current}{sep}{rest}")

@@ -116,13 +116,18 @@ def read_latest_records(group: str, target: str) -> list[bytes] | None:
         return None
     try:
         with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1)) as db:
-            row = db.execute("SELECT max(id) FROM snapshots WHERE target = ?", (target,)).fetchone()
-            if not row or row[0] is None:
-                return None
-            return [r[0] for r in db.execute("SELECT record FROM entries WHERE snapshot_id = ? ORDER BY position",
-                                             (row[0],))]
+            return _latest_records(db, target) or None
     except sqlite3.Error:
         return None
+
+
+def _records(db: sqlite3.Connection, snapshot_id: int) -> list[bytes]:
+    return [r[0] for r in db.execute("SELECT record FROM entries WHERE snapshot_id = ? ORDER BY position", (snapshot_id,))]
+
+
+def _latest_records(db: sqlite3.Connection, target: str) -> list[bytes]:
+    row = db.execute("SELECT max(id) FROM snapshots WHERE target = ?", (target,)).fetchone()
+    return _records(db, row[0]) if row and row[0] is not None else []
 
 
 def parse_iso(value: str) -> datetime:
@@ -313,8 +318,7 @@ class SnapshotWriter:
 
     def latest_records(self, target: str) -> list[bytes]:
         """The entries of `target`'s newest snapshot (e.g. a discovered catalogue), [] when there is none."""
-        row = self.db.execute("SELECT max(id) FROM snapshots WHERE target = ?", (target,)).fetchone()
-        return self.records(row[0]) if row and row[0] is not None else []
+        return _latest_records(self.db, target)
 
     def _insert_log(self, log: FetchLogRow) -> None:
         self.db.execute(
@@ -356,8 +360,7 @@ class SnapshotWriter:
         return [SnapshotRow(*row) for row in rows]
 
     def records(self, snapshot_id: int) -> list[bytes]:
-        return [r[0] for r in self.db.execute(
-            "SELECT record FROM entries WHERE snapshot_id = ? ORDER BY position", (snapshot_id,))]
+        return _records(self.db, snapshot_id)
 
 
 class SnapshotReader:

@@ -394,13 +394,18 @@ def _is_current(play: CurrentPlay | None, monitoring: Monitoring, call: Call) ->
 # --- handlers ------------------------------------------------------------------------------------------
 
 
-async def stations_list(call: Call) -> StationsResponse:
-    where, params = ["1 = 1"], list[Any]()
-    for column, name in (("s.name_key", "q"), ("s.tags_key", "genre"), ("s.city_key", "city")):
+def _matching(call: Call, columns: tuple[tuple[str, str], ...], where: list[str], params: list[Any]) -> str:
+    """The WHERE clause of `where` plus a folded-key match per search parameter given (`column`, `name`)."""
+    for column, name in columns:
         if call.params[name] is not None:
             where.append(f"{column} LIKE ?")
             params.append(_like(call.params[name]))
-    clause = " AND ".join(where)
+    return " AND ".join(where)
+
+
+async def stations_list(call: Call) -> StationsResponse:
+    where, params = ["1 = 1"], list[Any]()
+    clause = _matching(call, (("s.name_key", "q"), ("s.tags_key", "genre"), ("s.city_key", "city")), where, params)
     reader = call.data.reader
     total = await reader.fetchall(f"SELECT count(*) FROM stations s WHERE {clause}", params)
     rows = await reader.fetchall(
@@ -425,11 +430,7 @@ async def station_detail(call: Call) -> StationResponse:
 async def current_list(call: Call) -> CurrentResponse:
     where = ["p.ended_at IS NULL", "st.monitored = 1", "st.last_heard_at >= ?", "p.started_at <= ?"]
     params: list[Any] = [_heard_since(call), iso(call.now)]
-    for column, name in (("p.artist_key", "artist"), ("p.title_key", "title")):
-        if call.params[name] is not None:
-            where.append(f"{column} LIKE ?")
-            params.append(_like(call.params[name]))
-    clause = " AND ".join(where)
+    clause = _matching(call, (("p.artist_key", "artist"), ("p.title_key", "title")), where, params)
     source = f"{PLAY_FROM} JOIN station_state st ON st.station_id = p.station_id"
     reader = call.data.reader
     total = await reader.fetchall(f"SELECT count(*) FROM {source} WHERE {clause}", params)

@@ -50,17 +50,6 @@ RUNS_READ = 200
 # --- settings -----------------------------------------------------------------------------------------------
 
 
-def parse_markets(value: str) -> tuple[str, ...]:
-    """Comma-separated marketplace codes (us, gb, de, fr, it, es, ca, jp, in), any case."""
-    codes = tuple(code.lower() for code in config.comma_list(value))
-    if not codes:
-        raise ValueError("name at least one marketplace")
-    unknown = [code for code in codes if code not in amazon.MARKETPLACES]
-    if unknown:
-        raise ValueError(f"unknown marketplace {unknown[0]!r}; known: {', '.join(amazon.MARKETPLACES)}")
-    return tuple(dict.fromkeys(codes))
-
-
 BUILTIN_HEADERS = "chrome"
 
 
@@ -81,7 +70,8 @@ def parse_headers(value: str) -> tuple[tuple[str, str], ...]:
 
 MARKETS_SETTING = config.Setting(
     "RETAIL_MARKETS", ",".join(amazon.DEFAULT_MARKETS),
-    f"Amazon marketplaces the /retail-* groups crawl and serve ({', '.join(amazon.MARKETPLACES)})", parse_markets)
+    f"Amazon marketplaces the /retail-* groups crawl and serve ({', '.join(amazon.MARKETPLACES)})",
+    config.subset(amazon.MARKETPLACES, "marketplace", lower=True))
 DELAY_SETTING = config.Setting(
     "RETAIL_DELAY_SECONDS", "5", "pause after each Amazon request, plus up to 50% jitter (one request in flight "
     "per marketplace)", config.seconds)

@@ -45,20 +45,10 @@ DEFAULT_SOURCES = (retail.LANDING, "digital-music", "digital-albums", "digital-s
 WHERE = "/retail-digital/charts"
 
 
-def parse_sources(value: str) -> tuple[str, ...]:
-    chosen = config.comma_list(value.lower())
-    unknown = [s for s in chosen if s not in SOURCES]
-    if unknown:
-        raise ValueError(f"unknown source {unknown[0]!r}; known: {', '.join(SOURCES)}")
-    if not chosen:
-        raise ValueError("name at least one source")
-    return chosen
-
-
 SOURCES_SETTING = config.Setting(
     "RETAIL_DIGITAL_SOURCES", ",".join(DEFAULT_SOURCES),
     f"what /retail-digital crawls per marketplace: `landing` (the best-sellers landing page's carousels) and Digital "
-    f"Music lists ({', '.join(CATEGORY_SLUGS)})", parse_sources)
+    f"Music lists ({', '.join(CATEGORY_SLUGS)})", config.subset(SOURCES, "source", lower=True))
 
 
 def configured() -> list[tuple[str, str]]:

@@ -31,20 +31,10 @@ DEFAULT_CATEGORY = "cds-vinyl"
 WHERE = "/retail-physical/categories"
 
 
-def parse_categories(value: str) -> tuple[str, ...]:
-    chosen = config.comma_list(value.lower())
-    unknown = [slug for slug in chosen if slug not in CATEGORY_SLUGS]
-    if unknown:
-        raise ValueError(f"unknown category {unknown[0]!r}; known: {', '.join(CATEGORY_SLUGS)}")
-    if not chosen:
-        raise ValueError("name at least one category")
-    return chosen
-
-
 CATEGORIES_SETTING = config.Setting(
     "RETAIL_PHYSICAL_CATEGORIES", ",".join(CATEGORY_SLUGS),
     "CDs & Vinyl categories /retail-physical crawls (each in the marketplaces that have a known path for it)",
-    parse_categories)
+    config.subset(CATEGORY_SLUGS, "category", lower=True))
 
 
 def configured() -> list[tuple[str, str]]:
