@@ -435,11 +435,10 @@ def test_no_index_yet_answers_empty(tmp_path: Path) -> None:
         assert empty.get(f"{API}/health").json()["status"] == "degraded"
 
 
-def test_readme_section_lists_every_route_command_and_setting() -> None:
+def test_reference_page_lists_every_route_command_and_setting() -> None:
     from chartgw.app import service_routes
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    body = readme.split("## /artist-history-api\n", 1)[1].split("\n## ", 1)[0]
+    body = (Path(__file__).resolve().parents[1] / "docs" / "groups" / "artist-history-api.md").read_text()
     for route in service_routes(ah.GROUP):
         assert f"`{route.method} /{ah.NAME}{route.path}`" in body
     for command in ah.GROUP.commands:

@@ -1,4 +1,4 @@
-"""Docs checked by tests: the OpenAPI document and the README match the route tables and the CLI."""
+"""Docs checked by tests: the OpenAPI document, the README and docs/ match the route tables and the CLI."""
 
 from __future__ import annotations
 
@@ -12,7 +12,14 @@ from chartgw.groups.korea_chart import GROUP, RisingEntry
 from chartgw.openapi import documented_paths
 from chartgw.records import KoreaEntry
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+
+
+def all_docs() -> str:
+    """The README and every reference page under docs/, as one text."""
+    return "\n".join(p.read_text() for p in [README, *sorted(DOCS.rglob("*.md"))])
 
 
 def test_openapi_documents_every_route_parameter_and_error() -> None:
@@ -46,16 +53,24 @@ def test_openapi_documents_every_route_parameter_and_error() -> None:
             assert set(entry["rank_status"]["enum"]) == {"up", "down", "same", "new"}
 
 
-def test_readme_lists_every_route_of_every_group() -> None:
-    text = README.read_text()
+def test_each_group_reference_lists_every_route_of_its_group() -> None:
     for group in GROUPS:
+        text = (DOCS / "groups" / f"{group.name}.md").read_text()
         for route in service_routes(group):
-            assert f"{route.method} /{group.name}{route.path}" in text, f"README misses {route.method} {route.path}"
+            assert f"{route.method} /{group.name}{route.path}" in text, f"docs/groups/{group.name}.md misses {route.path}"
+
+
+def test_readme_is_a_map_that_links_every_group_reference() -> None:
+    text = README.read_text()
+    assert len(text.splitlines()) < 400, "the README is a map: references go under docs/"
+    for group in GROUPS:
+        assert f"(docs/groups/{group.name}.md)" in text
 
 
 def test_readme_names_the_two_setup_commands_and_every_upstream_variable() -> None:
-    text = README.read_text()
-    assert "scripts/serve" in text and "scripts/test" in text
+    readme = README.read_text()
+    assert "scripts/serve" in readme and "scripts/test" in readme
+    text = all_docs()
     for group in GROUPS:
         for name in group.upstreams:
             assert f"CHARTGW_UPSTREAM_{name}" in text

@@ -31,7 +31,7 @@ from chartgw import artist_history as index
 from chartgw.clock import fixed
 from tests.fixtures import FIXED_NOW, TEST_KEY, client, copy_data, data_dir, serving
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+CLIENTS_DOC = Path(__file__).resolve().parents[1] / "docs" / "clients.md"
 PACKAGE = "chartgw_client"
 GENERATOR_CONFIG = "post_hooks: []\ncontent_type_overrides:\n  image/svg+xml: application/octet-stream\n"
 """No ruff/black run over the generated code; the SVG plot read as bytes (the generator knows no image types)."""
@@ -194,13 +194,12 @@ def test_generated_client_calls_every_get_endpoint_and_its_conditional_get(
 
 
 def test_readme_shows_a_generated_client_sending_the_key(served: str, generated: types.ModuleType) -> None:
-    """The README's example runs as written against the served gateway (its URL and key put in)."""
-    text = README.read_text()
-    section = text[text.index("### Generated clients"):]
+    """docs/clients.md's example runs as written against the served gateway (its URL and key put in)."""
+    section = CLIENTS_DOC.read_text()
     code = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     assert code is not None
     source = code.group(1).replace("https://chartgw.example.com", served).replace("YOUR-API-KEY", TEST_KEY)
     namespace: dict[str, Any] = {}
-    exec(compile(source, "README.md", "exec"), namespace)
+    exec(compile(source, "docs/clients.md", "exec"), namespace)
     assert namespace["chart"].country == "kr" and namespace["chart"].entries
     assert namespace["again"].status_code == 304 and namespace["again"].parsed is None
