@@ -53,6 +53,8 @@ from chartgw.upstreams.billboard import (
 NAME = "ranking-charts"
 WEEK_SECONDS = 7 * 86400
 PRESETS = ("top-10", "top-40", "debuts", "re-entries", "gainers", "year-ago")
+DEFAULT_PRESET = "top-10"
+"""The preset of `/preset` without one (the spec lists `preset` as optional): the view a chart is known by."""
 _SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _FEATURING = re.compile(r"\s+(?:featuring|feat\.|ft\.)\s+", re.IGNORECASE)
 DEMO_WEEKS = 8
@@ -602,10 +604,10 @@ ROUTES: tuple[Route, ...] = (
     Route("/charts/{chart_slug}/latest", latest, (CHART, LIMIT, INCLUDE_RAW), response=CHART_RESPONSES,
           summary="The latest week of one chart"),
     Route("/charts/{chart_slug}/preset", preset, (
-        CHART, Param("preset", kind="choice", choices=PRESETS, required=True,
-                     description="top-10, top-40, debuts (new this week), re-entries, gainers (biggest climbers "
-                                 "by last week's position, most places first) or year-ago (the same week one year "
-                                 "before the latest)"),
+        CHART, Param("preset", kind="choice", choices=PRESETS, default=DEFAULT_PRESET,
+                     description=f"top-10, top-40, debuts (new this week), re-entries, gainers (biggest climbers "
+                                 f"by last week's position, most places first) or year-ago (the same week one year "
+                                 f"before the latest); {DEFAULT_PRESET} when absent"),
         LIMIT, INCLUDE_RAW,
     ), response=CHART_RESPONSES, summary="A named view of the latest week (or the week one year earlier)"),
     Route("/charts/{chart_slug}/weeks-ago/{weeks_ago}", weeks_ago, (
