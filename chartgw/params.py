@@ -404,12 +404,11 @@ def validate(params: Sequence[Param], path: Mapping[str, str], query: Mapping[st
     return values
 
 
-def limit_param(what: str, most: int, default: int | None, description: str = "") -> Param:
-    """The one declaration of a `limit` on a list: 1 to `most` `what`; `default` when absent (None: all of them,
-    for a list whose size no default should cut)."""
-    given = f"{what} to return" + (f"; default {default}" if default is not None else "; all when absent")
+def limit_param(description: str, most: int, default: int | None) -> Param:
+    """The one declaration of a `limit` on a list: 1 to `most`; `default` when absent, or None for all of the list
+    (one whose size no default should cut)."""
     return Param("limit", kind="int", default=default, ge=1, le=most,
-                 description=given + (f" ({description})" if description else ""))
+                 description=description + ("; all when absent" if default is None else ""))
 
 
 SEARCH_RULE = "must contain at least one letter or digit (case, accents and punctuation are ignored)"

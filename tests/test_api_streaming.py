@@ -236,6 +236,15 @@ def test_history_of_a_featured_title_ignores_the_credit(api: TestClient) -> None
     assert body["count"] > 0
 
 
+def test_dates_take_a_limit_newest_first(api: TestClient) -> None:
+    """Every date by default (today's answer); `limit` keeps the newest."""
+    every = get(api, "/streaming/dates?country=global")
+    assert every["count"] == len(every["dates"]) >= 3
+    newest = get(api, "/streaming/dates?country=global&limit=2")
+    assert (newest["count"], newest["dates"]) == (2, every["dates"][:2])
+    assert api.get("/streaming/dates?limit=5001", headers=KEY_HEADERS).json()["detail"][0]["type"] == "less_than_equal"
+
+
 def test_title_keys_fold_version_marks_like_featuring_credits() -> None:
     from chartgw.text import title_key
 

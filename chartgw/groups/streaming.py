@@ -26,7 +26,7 @@ from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
 from chartgw.endpoints import ApiError, Call, Route, not_found
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group
-from chartgw.params import LETTER_OR_DIGIT, InvalidParams, Param, accepts, search_term
+from chartgw.params import LETTER_OR_DIGIT, InvalidParams, Param, accepts, limit_param, search_term
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
 from chartgw.responses import (
@@ -333,7 +333,8 @@ async def dates(call: Call) -> DatesResponse:
     found = await call.data.reader.dates(target_key(chart_type, country))
     if not found:
         raise await _no_chart(call.data.reader, country, chart_type)
-    return DatesResponse(country, chart_type, len(found), found)
+    shown = found[:call.params["limit"]] if call.params["limit"] is not None else found
+    return DatesResponse(country, chart_type, len(shown), shown)
 
 
 async def countries(call: Call) -> CountriesResponse:
@@ -439,7 +440,8 @@ ROUTES: tuple[Route, ...] = (
     Route("/chart", chart, (COUNTRY, CHART_TYPE, Param("chart_date", kind="date", required=True,
                                                        description="Chart date, YYYY-MM-DD"), LIMIT),
           response=ChartResponse, summary="The chart of a country and chart type on a date"),
-    Route("/dates", dates, (COUNTRY, CHART_TYPE), response=DatesResponse,
+    Route("/dates", dates, (COUNTRY, CHART_TYPE, limit_param("Dates to return, newest first", 5000, None)),
+          response=DatesResponse,
           summary="Chart dates stored for a country and chart type, newest first"),
     Route("/search", search, (
         Param("q", required=True, min_length=1, check=search_term,
