@@ -34,7 +34,7 @@ from chartgw.countries import COUNTRIES, GLOBAL, country_code
 from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, run_targets
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, group_policy, retention
-from chartgw.params import Param, accepts, search_param
+from chartgw.params import Param, accepts, limit_param, search_param
 from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
 from chartgw.responses import HealthHead, SnapshotMeta, records_array, snapshot_meta
@@ -881,7 +881,7 @@ def slug_value(value: str) -> str:
 
 YEAR = Param("year", "path", kind="int", description="Poll year, as listed by /dj-rankings/years")
 LIST_FILTERS = (
-    Param("limit", kind="int", default=100, ge=1, le=100, description="DJs to return, from rank 1"),
+    limit_param("DJs to return, from rank 1", 100, 100),
     Param("country", check=country_code,
           description="Only DJs from this country: an ISO 3166-1 alpha-2 code, any case (`nl` for the entries' "
                       "\"Netherlands\"); 'global' or absent: every country"),
