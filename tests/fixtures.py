@@ -70,6 +70,15 @@ def build_group_db(path: Path, group: str | Group, now: datetime = FIXED_NOW) ->
     return path
 
 
+def group_data(source: Path, dest: Path, group: str) -> Path:
+    """A data folder holding only `group`'s files, copied from a built folder (the session's `all_groups_data`):
+    a test module's own data without seeding the group again."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for file in source.glob(f"{group}.*"):
+        shutil.copy2(file, dest / file.name)
+    return dest
+
+
 def copy_data(source: Path, dest: Path) -> Path:
     """A private copy of a built data folder, for a test that changes it."""
     shutil.copytree(source, dest)

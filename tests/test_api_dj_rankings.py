@@ -27,7 +27,7 @@ from chartgw.samples import dj_rankings as samples
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, group_db_path
 from chartgw.upstreams import djmag, musicbrainz
 from chartgw.upstreams.djmag import DjRankEntry
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, configure, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 YEARS = samples.sample_years()  # 2021..2025
@@ -45,8 +45,8 @@ def kept_djs() -> dict[str, samples.SampleDj]:
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_group_db(tmp_path_factory.mktemp("dj-rankings"), GROUP, NOW)
+def seeded(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return group_data(all_groups_data, tmp_path_factory.mktemp("dj-rankings"), GROUP.name)
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from chartgw.replay import ReplayServer, replay_upstreams
 from chartgw.samples import radio as samples
 from chartgw.store import group_db_path
 from chartgw.upstreams import radio_browser as rb
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 
@@ -38,8 +38,8 @@ KEYED = ("/stations", "/current", "/history", "/tracks", "/summary", "/fetch-log
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_group_db(tmp_path_factory.mktemp("radio"), GROUP, NOW)
+def seeded(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return group_data(all_groups_data, tmp_path_factory.mktemp("radio"), GROUP.name)
 
 
 @pytest.fixture(scope="module")

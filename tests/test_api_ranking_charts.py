@@ -37,7 +37,7 @@ from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import billboard as samples
 from chartgw.upstreams import billboard
 from chartgw.upstreams.billboard import DEFAULT_SLUGS
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, configure, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW  # Friday 2026-11-20: the newest chart out is dated Saturday 2026-11-21 (published Tuesday 11-17)
 LATEST = date(2026, 11, 21)
@@ -48,8 +48,8 @@ P = "/ranking-charts"
 
 
 @pytest.fixture(scope="module")
-def charts_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_group_db(tmp_path_factory.mktemp("ranking-charts-data"), GROUP, NOW)
+def charts_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return group_data(all_groups_data, tmp_path_factory.mktemp("ranking-charts-data"), GROUP.name)
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ from chartgw.samples import amazon as samples
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry, group_db_path
 from chartgw.upstreams import amazon
 from chartgw.upstreams.amazon import RetailEntry
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, configure, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 DAYS = [(NOW - timedelta(days=4 - d)).date().isoformat() for d in range(5)]
@@ -42,9 +42,9 @@ def get(api: TestClient, url: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def physical_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def physical_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo seed with the default settings: 4 marketplaces, every category with a known path, 5 days."""
-    return build_group_db(tmp_path_factory.mktemp("retail-physical"), PHYSICAL, NOW)
+    return group_data(all_groups_data, tmp_path_factory.mktemp("retail-physical"), PHYSICAL.name)
 
 
 @pytest.fixture(scope="module")
@@ -54,15 +54,15 @@ def physical(physical_data: Path) -> Iterator[TestClient]:
 
 
 @pytest.fixture(scope="module")
-def digital(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    path = build_group_db(tmp_path_factory.mktemp("retail-digital"), DIGITAL, NOW)
+def digital(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    path = group_data(all_groups_data, tmp_path_factory.mktemp("retail-digital"), DIGITAL.name)
     with client(path, [DIGITAL]) as c:
         yield c
 
 
 @pytest.fixture(scope="module")
-def music(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    path = build_group_db(tmp_path_factory.mktemp("retail-music"), MUSIC, NOW)
+def music(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    path = group_data(all_groups_data, tmp_path_factory.mktemp("retail-music"), MUSIC.name)
     with client(path, [MUSIC]) as c:
         yield c
 

@@ -24,7 +24,7 @@ from chartgw.replay import BODY, ReplayKey, Reply, replay_key
 from chartgw.samples import short_video as samples
 from chartgw.settings import current
 from chartgw.store import SnapshotReader, group_db_path
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, configure
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, group_data
 
 NOW = FIXED_NOW
 YESTERDAY = (NOW - timedelta(days=1)).date()
@@ -32,9 +32,9 @@ TOKEN_ENV: dict[str, str | None] = {TOKEN_SETTING.variable: samples.SAMPLE_REFRE
 
 
 @pytest.fixture(scope="module")
-def video_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def video_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo seed: daily charts of 3 days and weekly charts of 3 weeks, 150 rows each (two pages)."""
-    return build_group_db(tmp_path_factory.mktemp("short-video"), GROUP, NOW)
+    return group_data(all_groups_data, tmp_path_factory.mktemp("short-video"), GROUP.name)
 
 
 api = api_fixture(GROUP, "video_data")

@@ -37,7 +37,7 @@ from chartgw.samples import officialcharts as samples
 from chartgw.settings import current
 from chartgw.upstreams import officialcharts
 from chartgw.upstreams.officialcharts import UPSTREAM, requests_for
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, configure, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW  # Friday 2026-11-20 05:30 UTC: the week of 2026-11-20 is not out yet
 LATEST = date(2026, 11, 13)
@@ -46,8 +46,8 @@ WEEKS = [(LATEST - timedelta(weeks=n)).isoformat() for n in range(6)]  # newest 
 
 
 @pytest.fixture(scope="module")
-def uk_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_group_db(tmp_path_factory.mktemp("uk-charts"), GROUP, NOW)
+def uk_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return group_data(all_groups_data, tmp_path_factory.mktemp("uk-charts"), GROUP.name)
 
 
 @pytest.fixture(scope="module")

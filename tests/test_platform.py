@@ -302,3 +302,21 @@ def test_no_test_patches_a_module_clock_and_no_module_keeps_a_clock_hook() -> No
     hook = re.compile(r"^(\w+)\s*(?::\s*Clock\s*)?=\s*(?:utc_now|fixed\(|datetime\.now)", re.M)
     for path in PACKAGE.rglob("*.py"):
         assert not hook.findall(path.read_text()), f"{path} keeps a module-level clock"
+
+
+def test_the_lock_file_pins_every_dependency_within_its_range() -> None:
+    """requirements.lock (scripts/lock) holds an exact version of each runtime and test dependency that
+    pyproject.toml's range admits; the scripts and CI install from it."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
+    pinned = dict(re.findall(r"^([A-Za-z0-9_.-]+)==([^\s;]+)", (PACKAGE.parent / "requirements.lock").read_text(), re.M))
+    pinned = {name.lower().replace("_", "-"): version for name, version in pinned.items()}
+    for line in [*project["dependencies"], *project["optional-dependencies"]["test"]]:
+        requirement = Requirement(line)
+        name = requirement.name.lower().replace("_", "-")
+        assert name in pinned, f"requirements.lock misses {name}: run scripts/lock"
+        assert requirement.specifier.contains(pinned[name], prereleases=True), \
+            f"requirements.lock pins {name}=={pinned[name]} outside {requirement.specifier}: run scripts/lock"

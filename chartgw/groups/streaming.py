@@ -39,6 +39,7 @@ from chartgw.responses import (
     snapshot_meta,
     stored_record,
 )
+from chartgw.samples import global_rows
 from chartgw.samples import streaming as samples
 from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, StoredEntry, glob_escape
 from chartgw.targets import TargetKey
@@ -455,7 +456,7 @@ async def seed(now: datetime) -> list[Outcome]:
     with config.environment(settings), replay_upstreams({spotify.UPSTREAM: {}}) as servers, TemporaryDirectory() as tmp:
         two_days_ago = (now - timedelta(days=2)).date()
         older = date.fromisoformat(samples.chart_date("regional-daily", two_days_ago)) - timedelta(days=7)
-        rows = samples.global_rows("spotify/legacy/regional-daily/global", 0, 200)
+        rows = global_rows("spotify/legacy/regional-daily/global", 0, 200)
         path = Path(tmp) / f"regional-global-daily-{older.isoformat()}.csv"
         path.write_bytes(samples.render_legacy_csv("regional-daily", GLOBAL, rows))
         outcomes += import_csv(Context(clock=fixed(now - timedelta(days=3))), {"file": str(path)})
