@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 from chartgw.cache import ResponseCache
 from chartgw.endpoints import Call, EndpointApp, GroupData, Route
 from chartgw.params import InvalidParams, Param, literal_error, parse_query, validate
+from tests.fixtures import configure
 
 LIMIT = Param("limit", kind="int", default=100, ge=1, le=200)
 SITE = Param("site", "path", kind="choice", choices=("portal-a", "portal-b", "portal-c"))
@@ -33,7 +34,7 @@ NUMBERS = Param("n", kind="int", array=True)
 def client(tmp_path, monkeypatch) -> TestClient:
     """A tiny app with two declared routes, like FastAPI's `/k/{site}/charts/{chart_type}`, and `/a` with two array
     parameters (`isrc: list[str] = Query(pattern=..., max_length=3)`, `n: list[int]`) and a scalar one."""
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
+    configure("CHARTGW_DATA_DIR", str(tmp_path))
     routes = (Route("/k/{site}/charts/{chart_type}", echo, (SITE, Param("chart_type", "path"), LIMIT, NEED), cache_ttl=0),
               Route("/a", echo, (IDS, NUMBERS, LIMIT), cache_ttl=0))
     app = Starlette(routes=[StarletteRoute(r.path, EndpointApp(r, GroupData("t"), ResponseCache())) for r in routes])
@@ -175,8 +176,8 @@ def test_booleans_take_pydantics_words_only() -> None:
 def test_a_misconfigured_setting_is_a_503_naming_it_not_a_500(tmp_path, monkeypatch) -> None:
     from chartgw import config
 
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("CHARTGW_SOME_COUNTRIES", "us,zz")
+    configure("CHARTGW_DATA_DIR", str(tmp_path))
+    configure("CHARTGW_SOME_COUNTRIES", "us,zz")
 
     setting = config.Setting("SOME_COUNTRIES", "us", "a test setting", config.countries)
 
