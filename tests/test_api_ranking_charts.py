@@ -20,10 +20,10 @@ from starlette.testclient import TestClient
 
 from chartgw.clock import fixed
 from chartgw.crawl import Outcome
+from chartgw.demo.ranking_charts import DEMO_WEEKS, demo_replies
 from chartgw.group import crawl_group
 from chartgw.groups import ranking_charts
 from chartgw.groups.ranking_charts import (
-    DEMO_WEEKS,
     GROUP,
     backfill,
     credited_artists,
@@ -463,7 +463,7 @@ def test_a_new_week_becomes_the_latest(charts_data: Path, tmp_path: Path) -> Non
 def test_an_unchanged_week_stores_nothing_new(charts_data: Path, tmp_path: Path) -> None:
     path = copy_data(charts_data, tmp_path / "data")
     before = _snapshot_count(path)
-    replies = ranking_charts.demo_replies(DEFAULT_SLUGS, LATEST, DEMO_WEEKS)
+    replies = demo_replies(DEFAULT_SLUGS, LATEST, DEMO_WEEKS)
     outcomes, seen = _crawl(path, replies, {"chart": None})
     assert [o.target for o in outcomes] == list(DEFAULT_SLUGS) and len(seen) == len(DEFAULT_SLUGS)
     assert all(o.status == "ok" and o.rows is None for o in outcomes)

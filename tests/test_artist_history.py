@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from chartgw import artist_history as index
 from chartgw.clock import fixed
+from chartgw.demo import artist_history as ah_demo
 from chartgw.groups import GROUPS
 from chartgw.groups import artist_history as ah
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
@@ -233,10 +234,10 @@ def test_index_command_and_seeder(all_groups_data: Path, tmp_path: Path) -> None
 
     path = copy_data(all_groups_data, tmp_path / "data")
     with data_dir(path):
-        *outcomes, lyrics = asyncio.run(ah.seed(FIXED_NOW))
+        *outcomes, lyrics = asyncio.run(ah_demo.seed(FIXED_NOW))
         assert outcomes and all(o.status == "ok" for o in outcomes)
         # the demo resolves Genius ids of its most charted tracks from sample answers
-        assert lyrics.status == "ok" and lyrics.target.startswith(f"lyrics: {ah.DEMO_LYRICS_TRACKS} matched")
+        assert lyrics.status == "ok" and lyrics.target.startswith(f"lyrics: {ah_demo.DEMO_LYRICS_TRACKS} matched")
         command = next(c for c in ah.GROUP.commands if c.verb == "index")
         assert all(o.rows == 0 for o in command.run({"rebuild": "no"}))
         assert sum(o.rows or 0 for o in command.run({"rebuild": "yes"})) == sum(o.rows or 0 for o in outcomes)

@@ -9,6 +9,8 @@ import asyncio
 import json
 import re
 import sqlite3
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import pytest
 from chartgw import config
 from chartgw.cli import all_settings
 from chartgw.countries import COUNTRIES, GLOBAL
+from chartgw.demo import SEEDERS
 from chartgw.endpoints import Call, Route
 from chartgw.entries import all_entry_types
 from chartgw.group import EntryMapping, Group
@@ -35,12 +38,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.store", "chartgw.params", "chartgw.cache"),
     ("chartgw.records", "chartgw.targets"),
     ("chartgw.upstreams",),
-    ("chartgw.replay", "chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi"),
+    ("chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi"),
     ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history", "chartgw.fastlane"),
-    ("chartgw.samples",),
     ("chartgw.groups.",),
     ("chartgw.groups",),
-    ("chartgw.entries", "chartgw.front", "chartgw.app", "chartgw.demo", "chartgw.cli", "chartgw.__main__", "chartgw"),
+    ("chartgw.samples", "chartgw.replay"),  # the demo's: above the groups, so serving never loads them
+    ("chartgw.demo",),
+    ("chartgw.entries", "chartgw.front", "chartgw.app", "chartgw.cli", "chartgw.__main__", "chartgw"),
 )
 
 
@@ -99,6 +103,18 @@ def test_the_import_graph_has_no_circle_and_no_module_imports_from_above_its_lay
     for module in graph:
         if module not in state:
             visit(module, [])
+
+
+def test_importing_the_app_loads_no_sample_and_no_replay_server() -> None:
+    """The demo sits above the groups: serving imports no sample module, no replay server, no http.server."""
+    code = ("import sys, chartgw.app; print(sorted(m for m in sys.modules if m.startswith(('chartgw.samples', "
+            "'chartgw.replay', 'chartgw.demo', 'http.server'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_every_demo_seeder_belongs_to_a_registered_group() -> None:
+    assert set(SEEDERS) == {group.name for group in GROUPS}
 
 
 async def _nothing(call: Call) -> dict[str, str]:

@@ -4,7 +4,7 @@ The group crawls nothing: its data is the index `chartgw.artist_history` builds 
 snapshot files (`<data>/artist-history-api.sqlite`, read through the platform's reader of this group's
 file, so a committed index batch moves the response cache's version). `chartgw index artist-history-api`
 catches the index up and `chartgw enrich artist-history-api lyrics` adds Genius ids (`artist_lyrics`); the
-demo seeder runs both over the other groups' demo data (Genius answered by samples).
+demo (`chartgw.demo.artist_history`) runs both over the other groups' demo data (Genius answered by samples).
 
 An artist is identified by `name`, `name_local` and any ids (a union). Names are matched on normalised keys,
 widened by the alias links the charts print ("아이유(IU)"), the shipped alias table and names learned from
@@ -24,7 +24,7 @@ import json
 import math
 import sqlite3
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date
 from html import escape
 from itertools import pairwise
 from pathlib import Path
@@ -33,17 +33,14 @@ from typing import Any
 import msgspec
 
 from chartgw import artist_history as index
-from chartgw.clock import fixed
 from chartgw.countries import COUNTRIES, GLOBAL, country_code
 from chartgw.crawl import Outcome
 from chartgw.endpoints import ApiError, Call, Route
 from chartgw.group import CommandArg, Group, GroupCommand
 from chartgw.groups import artist_lyrics as lyrics
 from chartgw.params import InvalidParams, Param, accepts, comma_separated, one_of, search_term
-from chartgw.replay import replay_upstreams
 from chartgw.responses import HealthHead
-from chartgw.samples import genius as genius_samples
-from chartgw.store import group_db_path, iso, parse_iso
+from chartgw.store import group_db_path, parse_iso
 from chartgw.text import artist_key
 from chartgw.upstreams import genius
 
@@ -822,7 +819,7 @@ ROUTES: tuple[Route, ...] = (
 
 # --- CLI and demo ---------------------------------------------------------------------------------
 
-def _outcomes(results: list[index.IndexResult]) -> list[Outcome]:
+def index_outcomes(results: list[index.IndexResult]) -> list[Outcome]:
     return [Outcome(r.source, "ok" if r.error is None else "failed", r.rows, r.last_snapshot_id, error=r.error)
             for r in results]
 
@@ -830,27 +827,7 @@ def _outcomes(results: list[index.IndexResult]) -> list[Outcome]:
 def run_index(values: dict[str, Any]) -> list[Outcome]:
     """`chartgw index artist-history-api [--rebuild yes]`."""
     results = index.rebuild() if values.get("rebuild") == "yes" else index.index_all()
-    return _outcomes(results)
-
-
-DEMO_LYRICS_TRACKS = 200
-"""Tracks the demo asks the sample Genius answers for (the most charted)."""
-
-
-async def seed(now: datetime) -> list[Outcome]:
-    """Index the other groups' demo data (seeded before this group: it is registered last), then resolve the
-    lyrics ids of the most charted tracks with `chartgw enrich`'s code against sample Genius answers."""
-    outcomes = _outcomes(index.index_all(now=fixed(now)))
-    db = index.open_index()
-    try:
-        tracks = index.lyrics_candidates(db, iso(now), DEMO_LYRICS_TRACKS)
-        with replay_upstreams({genius.UPSTREAM: genius_samples.search_replies([(t.title, t.artist) for t in tracks],
-                                                                              "demo")}):
-            matched, missed, stopped = lyrics.enrich(db, "demo", limit=DEMO_LYRICS_TRACKS, delay=0, now=fixed(now))
-    finally:
-        db.close()
-    return [*outcomes, Outcome(f"lyrics: {matched} matched, {missed} missed", "failed" if stopped else "ok",
-                               matched + missed, error=stopped)]
+    return index_outcomes(results)
 
 
 GROUP = Group(
@@ -874,6 +851,5 @@ GROUP = Group(
         ), run=lyrics.run_enrich, lock=False),
     ),
     settings=(index.ALIASES_FILE_SETTING, *lyrics.SETTINGS),
-    seeder=seed,
     entries=None,
 )

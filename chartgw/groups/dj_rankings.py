@@ -29,15 +29,13 @@ import httpx
 import msgspec
 
 from chartgw import config
-from chartgw.clock import Clock, fixed, utc_now
+from chartgw.clock import Clock, utc_now
 from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, run_targets
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, group_policy, retention
+from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, group_policy, retention
 from chartgw.params import Param, accepts, search_param
 from chartgw.records import stored_entry
-from chartgw.replay import replay_upstreams
 from chartgw.responses import HealthHead, SnapshotMeta, records_array, snapshot_meta
-from chartgw.samples import dj_rankings as samples
 from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, SnapshotWriter, StoredEntry, group_db_path, parse_iso
 from chartgw.targets import TargetKey
 from chartgw.text import compact
@@ -884,24 +882,6 @@ RETENTION_DAYS = {PLAN: 14.0, "dj/": 90.0, "discography/": 90.0, "musicbrainz/":
 """Older snapshots pruned (never a target's newest): a year's list keeps a year of re-crawls."""
 
 
-# --- demo -------------------------------------------------------------------------------------------------
-
-
-async def seed(now: datetime) -> list[Outcome]:
-    """Five poll years through the real crawler on replay servers: past polls backfilled and the latest
-    crawled two days ago, then the details passes (pages and searches, then first release pages), then a
-    whole crawl now that completes the discographies longer than one page."""
-    years = samples.sample_years()
-    start = now - timedelta(days=2)
-    with replay_upstreams(samples.all_replies(now)):
-        outcomes = await backfill(years[0], years[-2], now=fixed(start))
-        outcomes += await crawl_group(GROUP, {"part": "list"}, now=fixed(start))
-        outcomes += await crawl_group(GROUP, {"part": "details"}, now=fixed(start + timedelta(hours=1)))
-        outcomes += await crawl_group(GROUP, {"part": "details"}, now=fixed(now - timedelta(days=1)))
-        outcomes += await crawl_group(GROUP, {}, now=fixed(now))
-    return outcomes
-
-
 def _market(target: str, record: dict[str, Any]) -> str:
     return "global"
 
@@ -933,7 +913,6 @@ GROUP = Group(
         CommandArg("until", "last poll year (default: last year)", type=int),
     ), _backfill_command),),
     settings=(CONTACT_SETTING, YEARS_SETTING, REFRESH_SETTING, BUDGET_SETTING),
-    seeder=seed,
     # A DJ ranking is an artist chart: the DJ is the artist, there is no title. Only the lists are chart entries.
     entries=EntryMapping(market="=global", artist=("name",), artists=None, title=(),
                          skip_targets=(PLAN, "dj/*", "musicbrainz/*", "discography/*")),

@@ -20,7 +20,7 @@ import asyncio
 import re
 import sys
 from collections.abc import Callable, Sequence
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
@@ -29,15 +29,13 @@ import httpx
 import msgspec
 
 from chartgw import config
-from chartgw.clock import Clock, fixed, utc_now
+from chartgw.clock import Clock, utc_now
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, RetryPolicy, import_builds, run_targets
 from chartgw.endpoints import ApiError, Call, Route, not_found
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, retention
+from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
 from chartgw.params import Param, accepts, search_term
 from chartgw.records import stored_entry
-from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.responses import SnapshotMeta, health_route, snapshot_meta
-from chartgw.samples import billboard as samples
 from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, SnapshotWriter, StoredEntry, glob_escape, group_db_path
 from chartgw.text import compact, split_artists
 from chartgw.upstreams import billboard
@@ -55,8 +53,6 @@ WEEK_SECONDS = 7 * 86400
 PRESETS = ("top-10", "top-40", "debuts", "re-entries", "gainers", "year-ago")
 _SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _FEATURING = re.compile(r"\s+(?:featuring|feat\.|ft\.)\s+", re.IGNORECASE)
-DEMO_WEEKS = 8
-"""Consecutive weeks of every configured chart in the demo data (plus the week one year before the latest)."""
 
 
 # --- settings -------------------------------------------------------------------------------------------------
@@ -631,37 +627,6 @@ def market_of(target: str, record: dict[str, Any]) -> str:
     return "global" if target.startswith("billboard-global") else "us"
 
 
-# --- demo -----------------------------------------------------------------------------------------------------
-
-
-def demo_replies(slugs: Sequence[str], latest_week: date, weeks: int) -> dict[Any, Reply]:
-    """`weeks` consecutive weeks up to `latest_week` of every chart in the current layout (the latest also on the
-    chart's undated URL), and the week one year before the latest in the 2021-2024 layout."""
-    first = weeks_back(latest_week, weeks - 1)
-    year_ago = year_before(latest_week)
-    replies: dict[Any, Reply] = {}
-    for slug in slugs:
-        replies.update(samples.week_replies(slug, first, weeks, layout="post-2024"))
-        (request,) = billboard.requests_for(slug, year_ago)
-        replies[request_key(request)] = Reply(samples.render_page(slug, year_ago, weeks + 1), 200, samples.CONTENT_TYPE)
-    return replies
-
-
-async def seed(now: datetime) -> list[Outcome]:
-    """Every configured chart: a backfill of the week one year before the latest, a backfill of the last
-    `DEMO_WEEKS` weeks, then the latest crawl (which finds the latest week already held and stores nothing new)."""
-    latest_week = newest_published(now.date())
-    first = weeks_back(latest_week, DEMO_WEEKS - 1)
-    year_ago = year_before(latest_week)
-    outcomes: list[Outcome] = []
-    with replay_upstreams({billboard.UPSTREAM: demo_replies(configured(), latest_week, DEMO_WEEKS)}):
-        for slug in configured():
-            outcomes += await backfill(slug, year_ago, year_ago, now=fixed(now - timedelta(hours=2)))
-            outcomes += await backfill(slug, first, latest_week, now=fixed(now - timedelta(hours=1)))
-        outcomes += await crawl_group(GROUP, {}, now=fixed(now))
-    return outcomes
-
-
 GROUP = Group(
     name=NAME,
     title="Billboard weekly charts",
@@ -689,6 +654,5 @@ GROUP = Group(
         CommandArg("chart", "chart slug; default: the dump's `name`", choices=DEFAULT_SLUGS),
     ), import_dump)),
     settings=(CHARTS_SETTING, BACKFILL_DELAY_SETTING),
-    seeder=seed,
     entries=EntryMapping(market=market_of, artist=("artist",), artists=None, title=("title",)),
 )

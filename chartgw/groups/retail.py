@@ -24,12 +24,10 @@ from typing import Any, cast
 import msgspec
 
 from chartgw import config
-from chartgw.clock import Clock, fixed, utc_now
-from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome
+from chartgw.clock import Clock, utc_now
+from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched
 from chartgw.endpoints import ApiError, Call, not_found
-from chartgw.group import Group, crawl_group
 from chartgw.params import InvalidParams, Param, accepts, literal_error
-from chartgw.replay import ReplayKey, Reply, replay_upstreams
 from chartgw.responses import Describe, HealthHead, SnapshotMeta, TargetStatus, records_array, snapshot_meta
 from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, StoredEntry, glob_escape, group_db_path, iso, parse_iso
 from chartgw.text import artist_key, search_key, split_artists, title_key
@@ -105,7 +103,7 @@ def base_headers() -> tuple[tuple[str, str], ...]:
 
 crawl_clock: Clock = utc_now
 """What "now" is when a crawl decides whether a marketplace is backing off. `Group.targets` is not given the
-crawl's clock, so the seeder and tests set this one (see the report's platform note)."""
+crawl's clock, so the demo (`chartgw.demo.retail`) and tests set this one (see the report's platform note)."""
 
 
 def check_market(market: str | None) -> None:
@@ -585,33 +583,6 @@ INCLUDE_RAW = Param("include_raw", kind="bool", default=False,
 
 def unknown(what: str, value: str, where: str) -> ApiError:
     return not_found(f"Unknown {what} {value!r}; {where} lists them")
-
-
-# --- demo ---------------------------------------------------------------------------------------------------
-
-DEMO_DAYS = 5
-"""Daily crawls the demo seeds, ending at the seeding time: product history has a run of five."""
-
-
-async def seed_days(group: Group, replies: Callable[[int], dict[str, dict[ReplayKey, Reply]]], now: datetime,
-                    days: int = DEMO_DAYS) -> list[Outcome]:
-    """`days` daily crawls of `group` through its real crawler, on replay servers answering with `replies(variant)`
-    (one table per upstream), the last at `now`; each day's lists move on from the day before."""
-    global crawl_clock
-    outcomes: list[Outcome] = []
-    saved = crawl_clock
-    with replay_upstreams(replies(0)) as servers:
-        try:
-            for day in range(days):
-                moment = now - timedelta(days=days - 1 - day)
-                for name, table in replies(day).items():
-                    servers[name].replies.clear()
-                    servers[name].replies.update(table)
-                crawl_clock = fixed(moment)
-                outcomes += await crawl_group(group, {}, now=fixed(moment))
-        finally:
-            crawl_clock = saved
-    return outcomes
 
 
 async def coverage(reader: SnapshotReader) -> dict[str, tuple[int, str, str, str]]:

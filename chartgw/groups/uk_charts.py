@@ -33,7 +33,7 @@ import httpx
 import msgspec
 
 from chartgw import config
-from chartgw.clock import Clock, fixed, utc_now
+from chartgw.clock import Clock, utc_now
 from chartgw.crawl import (
     CrawlContext,
     CrawlError,
@@ -48,10 +48,9 @@ from chartgw.crawl import (
     request_url,
 )
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, retention
+from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
 from chartgw.params import Param, search_term
 from chartgw.records import stored_entry
-from chartgw.replay import replay_upstreams
 from chartgw.responses import (
     HealthHead,
     SnapshotMeta,
@@ -61,7 +60,6 @@ from chartgw.responses import (
     snapshot_meta,
     stored_record,
 )
-from chartgw.samples import officialcharts as samples
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotReader, SnapshotRow, SnapshotWriter, StoredEntry, group_db_path
 from chartgw.targets import TargetKey
 from chartgw.text import compact
@@ -81,7 +79,6 @@ WEEK_SECONDS = 7 * 86400
 LONDON = ZoneInfo("Europe/London")
 RELEASE_HOUR = 18
 """The Official Chart is announced on Fridays at 17:45 UK time; from 18:00 the new week counts as published."""
-DEMO_WEEKS = 6
 MAX_FAILURES_IN_A_ROW = 3
 ONE_WEEK = timedelta(days=7)
 
@@ -665,21 +662,6 @@ ROUTES: tuple[Route, ...] = (
     ), response=WeekChartResponse, summary="The chart of the week containing a day, with the previous and next weeks held"),
 )
 
-# --- demo -----------------------------------------------------------------------------------------
-
-async def seed(now: datetime) -> list[Outcome]:
-    """Six consecutive weeks of every configured chart: a crawl of the latest published week at `now`, then a
-    backfill of each chart's five weeks before it, all from rendered pages on a replay server."""
-    keys = configured_charts()
-    latest = latest_published_week(now)
-    since = latest - ONE_WEEK * (DEMO_WEEKS - 1)
-    outcomes: list[Outcome] = []
-    with replay_upstreams({officialcharts.UPSTREAM: samples.all_replies(latest, DEMO_WEEKS, keys)}):
-        outcomes += await crawl_group(GROUP, {}, now=fixed(now))
-        for key in keys:
-            outcomes += await backfill(key, since, latest, now=fixed(now))
-    return outcomes
-
 
 GROUP = Group(
     name=NAME,
@@ -708,6 +690,5 @@ GROUP = Group(
         CommandArg("until", "newest week to fill, YYYY-MM-DD (default: the latest published week)", type=_date_arg),
     ), _backfill_command),),
     settings=(CHARTS_SETTING, BACKFILL_DELAY_SETTING),
-    seeder=seed,
     entries=EntryMapping(market="=gb", artist=("artist",), artists=None, title=("title",)),
 )
