@@ -19,6 +19,7 @@ from chartgw.clock import fixed
 from chartgw.demo import artist_history as ah_demo
 from chartgw.groups import GROUPS
 from chartgw.groups import artist_history as ah
+from chartgw.groups.artist_history.plot import PLOT_MAX_LINES
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir
 
@@ -489,8 +490,8 @@ def test_plot_draws_one_line_per_track_and_chart(api: TestClient) -> None:
     root = _plot(api, name="Taylor Swift", sources="streaming,uk-charts", limit=50000)
     assert root.tag == f"{{{SVG}}}svg" and "Chart history: Taylor Swift" in root.findtext(f"{{{SVG}}}title", "")
     paths = [p for p in root.iter(f"{{{SVG}}}path") if p.get("class") == "run"]
-    assert len(paths) == min(len(runs), ah.PLOT_MAX_LINES) and len(runs) > ah.PLOT_MAX_LINES
-    assert any(f"and {len(runs) - ah.PLOT_MAX_LINES} shorter runs" in (t.text or "") for t in root.iter(f"{{{SVG}}}text"))
+    assert len(paths) == min(len(runs), PLOT_MAX_LINES) and len(runs) > PLOT_MAX_LINES
+    assert any(f"and {len(runs) - PLOT_MAX_LINES} shorter runs" in (t.text or "") for t in root.iter(f"{{{SVG}}}text"))
     drawn = []
     for path in paths:
         label = path.findtext(f"{{{SVG}}}title", "")
