@@ -9,7 +9,8 @@ from typing import Any
 from chartgw.clock import fixed
 from chartgw.crawl import Outcome
 from chartgw.group import crawl_group
-from chartgw.groups.ranking_charts import GROUP, backfill, configured, newest_published, weeks_back, year_before
+from chartgw.groups.ranking_charts import GROUP, backfill
+from chartgw.groups.ranking_charts.charts import configured, newest_published, weeks_back, year_before
 from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import billboard as samples
 from chartgw.upstreams import billboard
