@@ -7,7 +7,8 @@ from datetime import datetime
 from chartgw.clock import fixed
 from chartgw.crawl import Outcome
 from chartgw.group import crawl_group
-from chartgw.groups.uk_charts import GROUP, ONE_WEEK, backfill, configured_charts, latest_published_week
+from chartgw.groups.uk_charts import GROUP, backfill
+from chartgw.groups.uk_charts.charts import ONE_WEEK, configured_charts, latest_published_week
 from chartgw.replay import replay_upstreams
 from chartgw.samples import officialcharts as samples
 from chartgw.upstreams import officialcharts
