@@ -21,8 +21,7 @@ from chartgw.config import environment
 from chartgw.crawl import CrawlContext
 from chartgw.demo import radio as demo
 from chartgw.group import crawl_group
-from chartgw.groups import radio
-from chartgw.groups.radio import GROUP
+from chartgw.groups.radio import GROUP, directory
 from chartgw.params import SEARCH_RULE
 from chartgw.replay import ReplayServer, replay_upstreams
 from chartgw.samples import radio as samples
@@ -81,7 +80,7 @@ def test_root_openapi_and_health_are_public(api: TestClient) -> None:
     assert api.get("/radio-api/openapi.json").json()["paths"]
     health = api.get("/radio/health").json()
     assert health["service"] == "radio"
-    assert {t["target"] for t in health["targets"]} == set(radio.directory_targets())
+    assert {t["target"] for t in health["targets"]} == set(directory.directory_targets())
     assert not any(t["stale"] for t in health["targets"])
     # The seeder's monitor has stopped: the data is there, the monitor is not running.
     assert health["monitor"]["running"] is False and health["monitor"]["stopped_at"] is not None
@@ -301,7 +300,7 @@ def test_plays_roll_up_as_hourly_entries_for_artist_history(seeded: Path) -> Non
                             " ORDER BY target").fetchall()
         record = conn.execute("SELECT e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id"
                               " WHERE s.target = 'plays/us' AND e.rank = 1").fetchone()[0]
-    assert {r[0] for r in rows} == {f"plays/{cc}" for cc in radio.countries()}
+    assert {r[0] for r in rows} == {f"plays/{cc}" for cc in directory.countries()}
     # Completed hours only: 05h three days ago (session one); today's 05h (session two) is not over yet.
     assert {(r[1], r[2]) for r in rows} == {("2026-11-17", 5)} and all(r[3] > 0 for r in rows)
     import json
@@ -338,7 +337,7 @@ def test_directory_fails_over_to_the_next_server(seeded: Path, tmp_path: Path, m
             def origins(ctx: CrawlContext) -> list[str]:
                 return [down, broken.origin, live]
 
-            monkeypatch.setattr(radio, "directory_origins", origins)
+            monkeypatch.setattr(directory, "directory_origins", origins)
             outcomes = asyncio.run(crawl_group(GROUP, {}, now=lambda: NOW + timedelta(hours=1)))
     finally:
         broken.stop()
@@ -356,7 +355,7 @@ def test_failed_crawl_keeps_the_last_good_directory(seeded: Path, tmp_path: Path
         latest = conn.execute("SELECT max(id) FROM snapshots WHERE target = 'directory/us'").fetchone()[0]
     down = f"http://127.0.0.1:{samples.free_port()}"
     with replay_upstreams({rb.UPSTREAM: {}}), data_dir(data):  # the server list itself is a 404 too
-        monkeypatch.setattr(radio, "directory_origins", lambda ctx: [down])
+        monkeypatch.setattr(directory, "directory_origins", lambda ctx: [down])
         outcomes = asyncio.run(crawl_group(GROUP, {}, now=lambda: NOW + timedelta(days=1)))
         assert all(o.status == "failed" for o in outcomes)
         assert "every server failed" in next(o for o in outcomes if o.target == "directory/us").error
@@ -383,10 +382,10 @@ def test_a_station_listed_again_is_active_again(seeded: Path, tmp_path: Path) ->
 def test_directory_limit_and_configured_lists(seeded: Path) -> None:
     with environment({"CHARTGW_RADIO_COUNTRIES": "de,kr", "CHARTGW_RADIO_TAGS": "Dance, 80s/90s",
                       "CHARTGW_RADIO_DIRECTORY_LIMIT": "7"}):
-        chosen = radio.targets({})
+        chosen = directory.targets({})
         assert [t.key for t in chosen] == ["directory/de", "directory/kr", "directory-tag/dance", "directory-tag/80s-90s"]
     with environment({"CHARTGW_RADIO_COUNTRIES": "xx"}), pytest.raises(ValueError):
-        radio.targets({})
+        directory.targets({})
 
 
 # --- the monitor command -------------------------------------------------------------------------------

@@ -15,9 +15,12 @@ from chartgw import config
 from chartgw.clock import fixed
 from chartgw.crawl import Outcome
 from chartgw.group import crawl_group, retention
-from chartgw.groups import radio_monitor as mon
-from chartgw.groups.radio import GROUP, HEARTBEAT_GRACE, NAME, countries, tags
-from chartgw.groups.radio_monitor import DIRECTORY_LIMIT_SETTING, Monitor
+from chartgw.groups.radio import GROUP, NAME
+from chartgw.groups.radio.directory import countries, tags
+from chartgw.groups.radio.monitor import Monitor, MonitorReport, run_until_signalled
+from chartgw.groups.radio.rollup import rollup
+from chartgw.groups.radio.routes import HEARTBEAT_GRACE
+from chartgw.groups.radio.settings import DIRECTORY_LIMIT_SETTING
 from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import radio as samples
 from chartgw.store import group_db_path, iso
@@ -99,7 +102,7 @@ async def seed(now: datetime) -> list[Outcome]:
             servers[rb.UPSTREAM].replies.update(demo_replies(pool, urls, 1))
             outcomes += await crawl_group(GROUP, {}, now=fixed(now - timedelta(hours=1)))
             await _session(clock, second, now)
-    mon.rollup(now, retention=retention(GROUP))
+    rollup(now, retention=retention(GROUP))
     return outcomes
 
 
@@ -141,7 +144,7 @@ async def _session(clock: SteppedClock, start: datetime, end: datetime) -> None:
     await task
 
 
-async def run_live_demo(run_for: float | None = None) -> mon.MonitorReport:
+async def run_live_demo(run_for: float | None = None) -> MonitorReport:
     """What `scripts/serve` runs beside the server (`chartgw demo --radio-monitor`): the sample stream servers on
     the wall clock (titles change every 30 s), the directory crawled from them now, and the monitor on them until
     SIGINT/SIGTERM."""
@@ -152,4 +155,4 @@ async def run_live_demo(run_for: float | None = None) -> mon.MonitorReport:
             await crawl_group(GROUP, {})
         monitor = Monitor(poll_seconds=5.0, backoff_base=5.0, backoff_max=60.0, heartbeat_seconds=10.0,
                           retention=retention(GROUP))
-        return await mon.run_until_signalled(monitor, run_for)
+        return await run_until_signalled(monitor, run_for)

@@ -1,160 +1,22 @@
-"""/radio: a station directory (radio-browser) and what the stations play, observed by our own monitor.
-
-The directory: `chartgw crawl radio` asks radio-browser for its server list (the discovery target
-`servers`), then, per configured country (`CHARTGW_RADIO_COUNTRIES`) and tag (`CHARTGW_RADIO_TAGS`),
-the most clicked working stations, from the first server of the list that answers (failover on a
-transport error, a non-2xx answer or a body the parser refuses). Each list is a snapshot
-(`directory/{cc}`, `directory-tag/{tag}`); the merged `stations` table keeps every station ever
-listed: one no configured list names any more is marked inactive (never deleted; its plays stay).
-
-The plays: `chartgw monitor radio` (`chartgw.groups.radio_monitor`) watches the most clicked stations
-and records a play per change of the announced title. Every completed hour the monitor also commits
-the hour's tracks per country as a snapshot `plays/{cc}` (one entry per track, ranked by plays), the
-form in which the artist-history index takes plays in as a source of their own.
-"""
+"""/radio responses, the reads of the stations, plays and monitor state, the handlers and the route table."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from datetime import timedelta
-from functools import partial
 from typing import Any
-from urllib.parse import urlencode
 
-import httpx
 import msgspec
 
 from chartgw import config
-from chartgw.clock import Clock, utc_now
-from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
-from chartgw.groups import radio_monitor as mon
-from chartgw.groups.radio_monitor import (
-    COUNTRIES_SETTING,
-    DIRECTORY_LIMIT_SETTING,
-    SILENCE_SETTING,
-    TAGS_SETTING,
-    Monitor,
-    country_target,
-    create_schema,
-    tag_target,
-)
+from chartgw.groups.radio.directory import DIRECTORY_CADENCE, directory_targets
+from chartgw.groups.radio.settings import NAME, SILENCE_SETTING
 from chartgw.params import Param, search_param
 from chartgw.responses import HealthHead, TargetStatus, health_status, target_statuses
-from chartgw.store import NewSnapshot, StoredEntry, iso
-from chartgw.text import compact, split_artists, title_key
-from chartgw.upstreams import UpstreamRequest
-from chartgw.upstreams import radio_browser as rb
-from chartgw.upstreams.radio_browser import Server, Station
-
-NAME = "radio"
-DIRECTORY_CADENCE = 86_400
-SERVERS_TARGET = "servers"
-_encode = msgspec.json.Encoder().encode
-
-
-# --- the directory crawl -------------------------------------------------------------------------------
-
-
-def countries() -> tuple[str, ...]:
-    return config.get(COUNTRIES_SETTING)
-
-
-def tags() -> tuple[str, ...]:
-    return tuple(dict.fromkeys(t.strip().lower() for t in config.get(TAGS_SETTING) if t.strip()))
-
-
-def directory_targets() -> list[str]:
-    """Every configured directory list's snapshot target, countries first."""
-    return [country_target(cc) for cc in countries()] + [tag_target(t) for t in tags()]
-
-
-def _build_servers(fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
-    servers = rb.parse_servers(fetched[0].body)
-    entries = [StoredEntry(i, compact(s.name) or "server", "server", s.ip, _encode(s), compact(s.name))
-               for i, s in enumerate(servers, start=1)]
-    return [NewSnapshot(SERVERS_TARGET, ctx.now.date().isoformat(), None, ctx.now, fetched[0].url, entries,
-                        fetched[0].body, "application/json")]
-
-
-def stored_servers(ctx: CrawlContext) -> list[Server]:
-    """The server list of the last good discovery ([] before the first: the list's own origin is used)."""
-    return [msgspec.json.decode(r, type=Server) for r in ctx.store.latest_records(SERVERS_TARGET)]
-
-
-def directory_origins(ctx: CrawlContext) -> list[str]:
-    """The origins to try, in order: the stored server list shuffled by the day (the API asks clients to
-    spread their load), the list's own origin last; `CHARTGW_UPSTREAM_RADIO_BROWSER` replaces them all."""
-    return rb.configured_origins(stored_servers(ctx), seed=ctx.now.date().isoformat())
-
-
-def _url(origin: str, request: UpstreamRequest) -> str:
-    return origin + request.path + (f"?{urlencode(request.params)}" if request.params else "")
-
-
-def station_entry(station: Station, rank: int) -> StoredEntry:
-    return StoredEntry(rank, title_key(station.name) or station.station_id, compact(station.countrycode or "") or "xx",
-                       station.station_id, _encode(station), compact(station.name))
-
-
-def _build_directory(target: str, request: UpstreamRequest, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
-    """Fetch one directory list with failover (the build runs the fetch: the platform's fetcher knows one
-    origin per upstream), merge it into `stations`, and keep it as a snapshot."""
-    with httpx.Client(timeout=httpx.Timeout(30.0, connect=5.0), follow_redirects=True) as client:
-        origin, stations = rb.fetch_with_failover(client, directory_origins(ctx), request, rb.parse_stations)
-    merge_stations(ctx, target, stations)
-    return [NewSnapshot(target, ctx.now.date().isoformat(), None, ctx.now, _url(origin, request),
-                        [station_entry(s, i) for i, s in enumerate(stations, start=1)])]
-
-
-def merge_stations(ctx: CrawlContext, target: str, stations: Sequence[Station]) -> None:
-    """Upsert the listed stations, make `target`'s membership exactly these, and mark a station active
-    when some configured list names it, inactive (with since when) when none does any more."""
-    db = ctx.store.db
-    create_schema(db)
-    now = iso(ctx.now)
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        for s in stations:
-            db.execute(
-                "INSERT INTO stations (station_id, name, countrycode, clickcount, hls, stream_url, name_key, tags_key,"
-                " city_key, record, active, first_seen_at, last_seen_at, inactive_since)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, NULL) ON CONFLICT (station_id) DO UPDATE SET"
-                " name = excluded.name, countrycode = excluded.countrycode, clickcount = excluded.clickcount,"
-                " hls = excluded.hls, stream_url = excluded.stream_url, name_key = excluded.name_key,"
-                " tags_key = excluded.tags_key, city_key = excluded.city_key, record = excluded.record,"
-                " last_seen_at = max(stations.last_seen_at, excluded.last_seen_at)",
-                (s.station_id, s.name, s.countrycode, s.clickcount, int(s.hls), s.url_resolved or s.url,
-                 compact(s.name), "|" + "|".join(compact(t) for t in s.tags) + "|", compact(s.state or ""),
-                 _encode(s), now, now))
-        db.execute("DELETE FROM station_sources WHERE target = ?", (target,))
-        db.executemany("INSERT OR IGNORE INTO station_sources (target, station_id, position) VALUES (?, ?, ?)",
-                       [(target, s.station_id, i) for i, s in enumerate(stations, start=1)])
-        listed = "SELECT 1 FROM station_sources ss WHERE ss.station_id = stations.station_id" \
-                 " AND ss.target IN (SELECT value FROM json_each(?))"
-        configured = _encode(directory_targets()).decode()
-        db.execute(f"UPDATE stations SET active = 0, inactive_since = ? WHERE active = 1 AND NOT EXISTS ({listed})",
-                   (now, configured))
-        db.execute(f"UPDATE stations SET active = 1, inactive_since = NULL WHERE active = 0 AND EXISTS ({listed})",
-                   (configured,))
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-
-
-def discovery() -> list[CrawlTarget]:
-    return [CrawlTarget(SERVERS_TARGET, (rb.servers_request(),), _build_servers, None)]
-
-
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
-    limit = config.get(DIRECTORY_LIMIT_SETTING)
-    chosen = [(country_target(cc), rb.stations_by_country_request(cc, limit)) for cc in countries()]
-    chosen += [(tag_target(t), rb.stations_by_tag_request(t, limit)) for t in tags()]
-    return [CrawlTarget(target, (), partial(_build_directory, target, request), None) for target, request in chosen]
-
+from chartgw.store import iso
+from chartgw.text import compact, split_artists
+from chartgw.upstreams.radio_browser import Station
 
 # --- responses -----------------------------------------------------------------------------------------
 
@@ -315,7 +177,7 @@ class RadioHealth(HealthHead):
 # --- queries -------------------------------------------------------------------------------------------
 
 STATION_COLUMNS = "s.record, s.active, s.first_seen_at, s.last_seen_at, s.inactive_since, coalesce(st.monitored, 0)"
-STATE_COLUMNS = ("st.monitored, st.status, st.method, st.last_title, st.last_title_at, st.last_heard_at, st.last_error,"
+MONITORING_COLUMNS = ("st.monitored, st.status, st.method, st.last_title, st.last_title_at, st.last_heard_at, st.last_error,"
                  " st.error_reason, st.error_at, st.failures, st.next_attempt_at")
 PLAY_COLUMNS = ("p.id, p.station_id, s.name, s.countrycode, p.started_at, p.ended_at, p.stream_title, p.kind, p.artist,"
                 " p.title, p.method")
@@ -369,7 +231,7 @@ async def _station_or_404(call: Call, station_id: str) -> Sequence[Any]:
 
 
 async def _state(call: Call, station_id: str) -> Sequence[Any] | None:
-    rows = await call.data.reader.fetchall(f"SELECT {STATE_COLUMNS} FROM station_state st WHERE st.station_id = ?",
+    rows = await call.data.reader.fetchall(f"SELECT {MONITORING_COLUMNS} FROM station_state st WHERE st.station_id = ?",
                                            (station_id,))
     return rows[0] if rows else None
 
@@ -584,49 +446,4 @@ ROUTES: tuple[Route, ...] = (
           summary="Distinct tracks heard, most played first: plays, stations, first and last played"),
     Route("/summary", summary, errors=(), response=SummaryResponse,
           summary="Stations in the directory and monitored; plays, top tracks and top artists of the last 24 h and 7 days"),
-)
-
-
-# --- the monitor command -------------------------------------------------------------------------------
-
-
-def monitor_command(values: dict[str, Any]) -> list[Outcome]:
-    """`chartgw monitor radio`: runs until SIGINT/SIGTERM (or `--run-for` seconds), outside the group's
-    crawl lock (`GroupCommand.lock=False`): a monitor that runs for months must not hold the lock the daily
-    directory crawl takes. (`chartgw demo --radio-monitor` watches local sample streams instead.)"""
-    return asyncio.run(run_monitor(values.get("run_for")))
-
-
-async def run_monitor(run_for: float | None = None, *, clock: Clock = utc_now) -> list[Outcome]:
-    """The monitor in this process (tests, embedding): until SIGINT/SIGTERM or `run_for` seconds."""
-    report = await mon.run_until_signalled(Monitor(clock=clock, retention=retention(GROUP)), run_for)
-    return [Outcome("monitor", "ok", report.plays, None, None, 0,
-                    None if not report.errors else f"station errors: {report.errors}")]
-
-
-def _market(target: str, record: dict[str, Any]) -> str:
-    return target.partition("@")[0].split("/")[1] if target.startswith("plays/") else ""
-
-
-GROUP = Group(
-    name=NAME,
-    title="Radio (station directory and observed plays)",
-    description="A station directory from radio-browser (stations by country and tag, inactive ones kept) and what "
-                "the monitored stations play, observed by our own monitor from each station's own announcements "
-                "(Icecast and SHOUTcast status pages, ICY in-stream metadata): now playing, play history, tracks heard "
-                "and a summary.",
-    routes=ROUTES,
-    upstreams=(rb.UPSTREAM,),
-    targets=targets,
-    discovery=discovery,
-    # The directory changes slowly and asks for politeness: one crawl a day, at a quiet hour.
-    schedules=(Schedule("40 4 * * *", (), "UTC", "radio-browser directory: stations by configured country and tag, daily"),),
-    retention_days={"directory": 30, "servers": 30, **mon.PLAYS_RETENTION},
-    per_upstream=1,
-    commands=(GroupCommand("monitor", "watch the most clicked stations' now-playing until SIGINT/SIGTERM", (
-        CommandArg("run_for", "stop after this many seconds (default: run until stopped)", type=float),
-    ), monitor_command, lock=False, at_boot=True),),
-    settings=mon.SETTINGS,
-    entries=EntryMapping(market=_market, artist=("artist",), artists="artists", title=("title",),
-                         skip_targets=("servers", "directory/*", "directory-tag/*"), sub_daily_targets=("plays/*",)),
 )
