@@ -15,12 +15,12 @@ from chartgw import config
 from chartgw.clock import fixed
 from chartgw.crawl import Outcome
 from chartgw.group import crawl_group, retention
-from chartgw.groups.radio import GROUP, NAME
+from chartgw.groups.radio import GROUP
 from chartgw.groups.radio.directory import countries, tags
 from chartgw.groups.radio.monitor import Monitor, MonitorReport, run_until_signalled
 from chartgw.groups.radio.rollup import rollup
 from chartgw.groups.radio.routes import HEARTBEAT_GRACE
-from chartgw.groups.radio.settings import DIRECTORY_LIMIT_SETTING
+from chartgw.groups.radio.settings import DIRECTORY_LIMIT_SETTING, NAME
 from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import radio as samples
 from chartgw.store import group_db_path, iso

@@ -13,7 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from chartgw.groups.radio.monitor import Monitor, Watched
+from chartgw.groups.radio.monitor import Monitor
+from chartgw.groups.radio.storage import Watched
 
 BENCH_SERVER = """
 import json, sys

@@ -8,7 +8,6 @@ from datetime import datetime, timedelta
 from chartgw.clock import fixed
 from chartgw.crawl import Outcome
 from chartgw.group import Group, crawl_group
-from chartgw.groups import retail
 from chartgw.replay import ReplayKey, Reply, replay_upstreams
 
 DEMO_DAYS = 5
@@ -18,19 +17,13 @@ DEMO_DAYS = 5
 async def seed_days(group: Group, replies: Callable[[int], dict[str, dict[ReplayKey, Reply]]], now: datetime,
                     days: int = DEMO_DAYS) -> list[Outcome]:
     """`days` daily crawls of `group` through its real crawler, on replay servers answering with `replies(variant)`
-    (one table per upstream), the last at `now`; each day's lists move on from the day before. The retail
-    backoff reads `retail.crawl_clock` (targets get no clock), so it is set to each day's moment meanwhile."""
+    (one table per upstream), the last at `now`; each day's lists move on from the day before."""
     outcomes: list[Outcome] = []
-    saved = retail.crawl_clock
     with replay_upstreams(replies(0)) as servers:
-        try:
-            for day in range(days):
-                moment = now - timedelta(days=days - 1 - day)
-                for name, table in replies(day).items():
-                    servers[name].replies.clear()
-                    servers[name].replies.update(table)
-                retail.crawl_clock = fixed(moment)
-                outcomes += await crawl_group(group, {}, now=fixed(moment))
-        finally:
-            retail.crawl_clock = saved
+        for day in range(days):
+            moment = now - timedelta(days=days - 1 - day)
+            for name, table in replies(day).items():
+                servers[name].replies.clear()
+                servers[name].replies.update(table)
+            outcomes += await crawl_group(group, {}, now=fixed(moment))
     return outcomes

@@ -8,11 +8,13 @@ from tempfile import TemporaryDirectory
 
 from chartgw import config
 from chartgw.clock import fixed
+from chartgw.context import Context
 from chartgw.countries import GLOBAL
 from chartgw.crawl import Outcome
 from chartgw.group import crawl_group
 from chartgw.groups.streaming import COUNTRIES_SETTING, GROUP, TOKEN_SETTING, import_csv
 from chartgw.replay import replay_upstreams
+from chartgw.samples import global_rows
 from chartgw.samples import streaming as samples
 from chartgw.upstreams import spotify
 
@@ -28,10 +30,10 @@ async def seed(now: datetime) -> list[Outcome]:
     with config.environment(settings), replay_upstreams({spotify.UPSTREAM: {}}) as servers, TemporaryDirectory() as tmp:
         two_days_ago = (now - timedelta(days=2)).date()
         older = date.fromisoformat(samples.chart_date("regional-daily", two_days_ago)) - timedelta(days=7)
-        rows = samples.global_rows("spotify/legacy/regional-daily/global", 0, 200)
+        rows = global_rows("spotify/legacy/regional-daily/global", 0, 200)
         path = Path(tmp) / f"regional-global-daily-{older.isoformat()}.csv"
         path.write_bytes(samples.render_legacy_csv("regional-daily", GLOBAL, rows))
-        outcomes += import_csv({"file": str(path)}, now=fixed(now - timedelta(days=3)))
+        outcomes += import_csv(Context(clock=fixed(now - timedelta(days=3))), {"file": str(path)})
         server = servers[spotify.UPSTREAM]
         newest_week = date.fromisoformat(samples.chart_date("regional-weekly", now.date()))
         for variant, days_back in enumerate((2, 1, 0)):

@@ -10,6 +10,7 @@ artist-history service joins on.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 
 import msgspec
@@ -117,7 +118,7 @@ def _target(combo: Combo, country: str, limit: int) -> CrawlTarget:
                        partial(_build, combo, country), None, min_rows=min(limit, MIN_FEED_ROWS))
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     combo, country = selection.get("combo"), selection.get("country")
     configured = countries()
     if country is not None and country not in configured:

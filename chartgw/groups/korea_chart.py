@@ -115,13 +115,15 @@ def _genie_feed() -> str:
 def _requests(site: Site, chart_type: str) -> list[Any]:
     if site.upstream is genie and _genie_feed() == "app":
         return genie.requests_for_app(chart_type)
-    return site.upstream.requests_for(chart_type)
+    requests: list[Any] = site.upstream.requests_for(chart_type)
+    return requests
 
 
 def _parse(site: Site, chart_type: str, bodies: list[bytes]) -> ParsedChart:
     if site.upstream is genie and _genie_feed() == "app":
         return genie.parse_app(chart_type, bodies)
-    return site.upstream.parse(chart_type, bodies)
+    parsed: ParsedChart = site.upstream.parse(chart_type, bodies)
+    return parsed
 
 
 def _build_chart(site: Site, chart_type: str, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
@@ -211,7 +213,7 @@ def selection_errors(site: str | None, chart_type: str | None, where: str = "que
     return []
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     site, chart_type = selection.get("site"), selection.get("chart_type")
     errors = selection_errors(site, chart_type)
     if errors:

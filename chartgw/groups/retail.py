@@ -24,7 +24,6 @@ from typing import Any, cast
 import msgspec
 
 from chartgw import config
-from chartgw.clock import Clock, utc_now
 from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched
 from chartgw.endpoints import ApiError, Call, not_found
 from chartgw.params import InvalidParams, Param, accepts, literal_error
@@ -99,11 +98,6 @@ def delay_seconds() -> float:
 
 def base_headers() -> tuple[tuple[str, str], ...]:
     return config.get(HEADERS_SETTING)
-
-
-crawl_clock: Clock = utc_now
-"""What "now" is when a crawl decides whether a marketplace is backing off. `Group.targets` is not given the
-crawl's clock, so the demo (`chartgw.demo.retail`) and tests set this one (see the report's platform note)."""
 
 
 def check_market(market: str | None) -> None:
@@ -431,11 +425,10 @@ def backoff_hours() -> tuple[int, int]:
     return config.get(BACKOFF_SETTING), config.get(BACKOFF_MAX_SETTING)
 
 
-def open_gate(group: str, wanted: Sequence[str]) -> MarketGate:
+def open_gate(group: str, wanted: Sequence[str], now: datetime) -> MarketGate:
     """A new crawl's gate: marketplaces still inside their backoff window are closed from the start."""
     gate = MarketGate()
     base, cap = backoff_hours()
-    now = crawl_clock()
     for market, streak in stored_streaks(group, wanted).items():
         until = streak.retry_after(base, cap)
         if until is not None and now < until:

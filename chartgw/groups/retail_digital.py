@@ -10,6 +10,8 @@ Everything is crawled once a day and kept as daily snapshots.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import msgspec
 
 from chartgw import config
@@ -59,10 +61,10 @@ def configured_lists() -> list[str]:
     return [retail.target_of(m, s) for m, s in configured() if s != retail.LANDING]
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     market, source = selection.get("market"), selection.get("source")
     retail.check_market(market)
-    gate = retail.open_gate(NAME, retail.markets())
+    gate = retail.open_gate(NAME, retail.markets(), now)
     chosen = [(m, s) for m, s in configured() if market in (None, m) and source in (None, s)]
     return [retail.landing_target(m, gate) if s == retail.LANDING else retail.grid_target(GROUP_KIND, m, s, gate)
             for m, s in chosen]

@@ -12,7 +12,7 @@ newest chart date (the store's reading), so an import of an older chart never re
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import date, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from chartgw import config
-from chartgw.clock import Clock, utc_now
+from chartgw.context import Context
 from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
 from chartgw.endpoints import ApiError, Call, Route, not_found
@@ -115,7 +115,7 @@ def _public_only(name: str) -> dict[str, Any]:
                    "can be crawled"}
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     """Every chart type x configured country with a token; only the public overview's chart without one."""
     chart_type, country = selection.get("chart_type"), selection.get("country")
     country = country_code(country) if country else None
@@ -165,7 +165,7 @@ def _check_layout(parsed: spotify.CsvChart, chart_type: str, file_name: str) -> 
         raise ValueError(f"{file_name} counts {parsed.recurrence} periods on chart, so it is not a {chart_type} chart")
 
 
-def import_csv(values: dict[str, Any], now: Clock = utc_now) -> list[Outcome]:
+def import_csv(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     """`chartgw import streaming FILE.csv [--country] [--chart-type] [--date]`: one dated snapshot from a
     charts.spotify.com or spotifycharts.com download, committed as a crawl commits (checks, fetch log, run).
 
@@ -191,7 +191,7 @@ def import_csv(values: dict[str, Any], now: Clock = utc_now) -> list[Outcome]:
 
     options = {"file": path.name, "chart_type": chart_type, "country": country, "date": chart_date,
                "layout": parsed.layout}
-    return import_builds(NAME, [(f"{target}@{chart_date}", build)], source, now=now, options=options)
+    return import_builds(NAME, [(f"{target}@{chart_date}", build)], source, now=ctx.clock, options=options)
 
 
 # --- responses ----------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from chartgw import artist_history as index
+from chartgw.context import Context
 from chartgw.crawl import Outcome
 from chartgw.group import CommandArg, Group, GroupCommand
 from chartgw.groups import artist_lyrics as lyrics
@@ -38,9 +39,9 @@ def index_outcomes(results: list[index.IndexResult]) -> list[Outcome]:
             for r in results]
 
 
-def run_index(values: dict[str, Any]) -> list[Outcome]:
+def run_index(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     """`chartgw index artist-history-api [--rebuild yes]`."""
-    results = index.rebuild() if values.get("rebuild") == "yes" else index.index_all()
+    results = index.rebuild(now=ctx.clock) if values.get("rebuild") == "yes" else index.index_all(now=ctx.clock)
     return index_outcomes(results)
 
 

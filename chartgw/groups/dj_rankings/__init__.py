@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 
 from chartgw.clock import Clock, utc_now
+from chartgw.context import Context
 from chartgw.crawl import Outcome, run_targets
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, group_policy, retention
 from chartgw.groups.dj_rankings.crawl import discovery, list_target, targets
@@ -66,8 +67,8 @@ async def backfill(since: int, until: int | None = None, *, now: Clock = utc_now
                              policy=group_policy(GROUP), run_kind="backfill", run_options={"years": years})
 
 
-def _backfill_command(values: dict[str, Any]) -> list[Outcome]:
-    return asyncio.run(backfill(values["since"], values["until"]))
+def _backfill_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
+    return asyncio.run(backfill(values["since"], values["until"], now=ctx.clock, transport=ctx.transport))
 
 
 RETENTION_DAYS = {PLAN: 14.0, "dj/": 90.0, "discography/": 90.0, "musicbrainz/": 400.0, "list/": 400.0}

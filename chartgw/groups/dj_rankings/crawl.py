@@ -300,7 +300,7 @@ def stored_plan() -> list[PlanItem]:
         return [decode_plan(record) for record in store.latest_records(PLAN)]
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     """`list`: the latest poll; `details`: the plan the discovery pass just stored; neither: both."""
     part = selection.get("part")
     chosen = [list_target()] if part in (None, "list") else []

@@ -19,6 +19,7 @@ import asyncio
 from typing import Any
 
 from chartgw.clock import Clock, utc_now
+from chartgw.context import Context
 from chartgw.crawl import Outcome
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
 from chartgw.groups.radio.directory import discovery, targets
@@ -31,11 +32,11 @@ from chartgw.upstreams import radio_browser as rb
 # --- the monitor command -------------------------------------------------------------------------------
 
 
-def monitor_command(values: dict[str, Any]) -> list[Outcome]:
+def monitor_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     """`chartgw monitor radio`: runs until SIGINT/SIGTERM (or `--run-for` seconds), outside the group's
     crawl lock (`GroupCommand.lock=False`): a monitor that runs for months must not hold the lock the daily
     directory crawl takes. (`chartgw demo --radio-monitor` watches local sample streams instead.)"""
-    return asyncio.run(run_monitor(values.get("run_for")))
+    return asyncio.run(run_monitor(values.get("run_for"), clock=ctx.clock))
 
 
 async def run_monitor(run_for: float | None = None, *, clock: Clock = utc_now) -> list[Outcome]:

@@ -5,6 +5,7 @@ country and tag, merged into the stations table (inactive ones kept).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from functools import partial
 from urllib.parse import urlencode
 
@@ -122,7 +123,7 @@ def discovery() -> list[CrawlTarget]:
     return [CrawlTarget(SERVERS_TARGET, (rb.servers_request(),), _build_servers, None)]
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     limit = config.get(DIRECTORY_LIMIT_SETTING)
     chosen = [(country_target(cc), rb.stations_by_country_request(cc, limit)) for cc in countries()]
     chosen += [(tag_target(t), rb.stations_by_tag_request(t, limit)) for t in tags()]

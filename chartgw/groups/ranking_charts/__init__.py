@@ -25,6 +25,7 @@ import httpx
 
 from chartgw import config
 from chartgw.clock import Clock, utc_now
+from chartgw.context import Context
 from chartgw.crawl import Outcome, RetryPolicy, run_targets
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
 from chartgw.groups.ranking_charts.charts import BACKFILL_DELAY_SETTING, CHARTS_SETTING, NAME, newest_published
@@ -71,11 +72,12 @@ def iso_date(text: str) -> date:
     return date.fromisoformat(text)
 
 
-def _backfill_command(values: dict[str, Any]) -> list[Outcome]:
+def _backfill_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     """`chartgw backfill ranking-charts --chart SLUG --since DATE [--until DATE]`: a progress bar on a terminal only."""
-    stream = sys.stderr if sys.stderr.isatty() else None
+    stream = sys.stderr if ctx.interactive else None
     try:
-        outcomes = asyncio.run(backfill(values["chart"], values["since"], values.get("until"), progress_to=stream))
+        outcomes = asyncio.run(backfill(values["chart"], values["since"], values.get("until"), now=ctx.clock,
+                                        transport=ctx.transport, progress_to=stream))
         if not outcomes and stream is not None:
             print(f"chartgw backfill: every week of {values['chart']} in that range is held already", file=stream)
         return outcomes

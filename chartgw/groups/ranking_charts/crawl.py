@@ -4,12 +4,12 @@ progress bar, and the billboard.py dump import.
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
-from chartgw.clock import Clock, utc_now
+from chartgw.context import Context
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
 from chartgw.groups.ranking_charts.charts import FEATURING, NAME, configured, required_size
 from chartgw.records import stored_entry
@@ -71,7 +71,7 @@ def week_target(slug: str, week: date | None = None) -> CrawlTarget:
                        billboard.refusal)
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     """The latest week of the selected chart, or of every configured chart."""
     chart = selection.get("chart")
     return [week_target(slug) for slug in ([chart] if chart else configured())]
@@ -107,7 +107,7 @@ def backfill_weeks(slug: str, since: date, until: date, held: set[str]) -> list[
     return weeks
 
 
-def import_dump(values: dict[str, Any], now: Clock = utc_now) -> list[Outcome]:
+def import_dump(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     """`chartgw import ranking-charts FILE.json [--chart SLUG]`: one week from a billboard.py `ChartData.json()` dump,
     committed as a crawl commits (checks, fetch log, a recorded "import" run), under the dump's own date.
 
@@ -133,4 +133,4 @@ def import_dump(values: dict[str, Any], now: Clock = utc_now) -> list[Outcome]:
                             entries=entries)]
 
     options = {"file": path.name, "chart": slug, "chart_date": week.chart_date, "layout": week.layout}
-    return import_builds(NAME, [(f"{slug}@{week.chart_date}", build)], source, now=now, options=options)
+    return import_builds(NAME, [(f"{slug}@{week.chart_date}", build)], source, now=ctx.clock, options=options)

@@ -28,6 +28,7 @@ import httpx
 
 from chartgw import config
 from chartgw.clock import Clock, utc_now
+from chartgw.context import Context
 from chartgw.crawl import (
     Fetcher,
     Outcome,
@@ -147,12 +148,13 @@ def _terminal_progress(chart: str) -> Progress:
     return show
 
 
-def _backfill_command(values: dict[str, Any]) -> list[Outcome]:
+def _backfill_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     """`chartgw backfill uk-charts --chart KEY [--since D] [--until D]`: a progress line on a terminal, silent under cron."""
     chart = values["chart"]
-    progress = _terminal_progress(chart) if sys.stderr.isatty() else None
+    progress = _terminal_progress(chart) if ctx.interactive else None
     try:
-        return asyncio.run(backfill(chart, values["since"] or FIRST_CHART_WEEK, values.get("until"), progress=progress))
+        return asyncio.run(backfill(chart, values["since"] or FIRST_CHART_WEEK, values.get("until"), now=ctx.clock,
+                                    transport=ctx.transport, progress=progress))
     finally:
         if progress is not None:
             print(file=sys.stderr)

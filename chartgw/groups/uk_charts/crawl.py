@@ -115,7 +115,7 @@ def _target(key: str) -> CrawlTarget:
                        refusal=officialcharts.refusal)
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     """The latest week of every configured chart, or of the one chart asked for (`--chart`, any known key)."""
     chart = selection.get("chart")
     return [_target(key) for key in ((chart,) if chart else configured_charts())]
