@@ -22,6 +22,7 @@ from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
 from chartgw.endpoints import Call, EndpointApp, GroupData, Route
 from chartgw.fastlane import FastLane
+from chartgw.feed import DIFF_ROUTE
 from chartgw.front import FrontDoor
 from chartgw.group import Group
 from chartgw.groups import GROUPS
@@ -49,8 +50,8 @@ DocumentBuilder = Callable[[], dict[str, Any]]
 
 
 def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = None) -> list[Route]:
-    """The group's own routes plus what every group has: its public root, its OpenAPI document and the
-    log of its crawl attempts. The document is built anew for each data version (the route's cache keeps
+    """The group's own routes plus what every group has: its public root, its OpenAPI document, the
+    log of its crawl attempts and the diff between two snapshots of a chart. The document is built anew for each data version (the route's cache keeps
     it), so what it declares from the data (a discovered catalogue's values) is current; `documents`
     receives the group's builder."""
     own = list(group.routes)
@@ -71,6 +72,7 @@ def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = 
         Route("/openapi.json", openapi, public=True, errors=(), summary="This OpenAPI document",
               response=dict[str, Any]),
         FETCH_LOGS_ROUTE,
+        DIFF_ROUTE,
         *own,
     ]
     assert len({(r.method, r.path) for r in routes}) == len(routes), f"{group.name} declares a platform route itself"
