@@ -22,7 +22,7 @@ from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
 from chartgw.endpoints import Call, EndpointApp, GroupData, Route
 from chartgw.fastlane import FastLane
-from chartgw.feed import DIFF_ROUTE
+from chartgw.feed import DIFF_ROUTE, ChangeHub, changes_routes
 from chartgw.front import FrontDoor
 from chartgw.group import Group
 from chartgw.groups import GROUPS
@@ -51,9 +51,9 @@ DocumentBuilder = Callable[[], dict[str, Any]]
 
 def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = None) -> list[Route]:
     """The group's own routes plus what every group has: its public root, its OpenAPI document, the
-    log of its crawl attempts and the diff between two snapshots of a chart. The document is built anew for each data version (the route's cache keeps
-    it), so what it declares from the data (a discovered catalogue's values) is current; `documents`
-    receives the group's builder."""
+    log of its crawl attempts and the diff between two snapshots of a chart. The document is built anew for each
+    data version (the route's cache keeps it), so what it declares from the data (a discovered catalogue's values)
+    is current; `documents` receives the group's builder."""
     own = list(group.routes)
     root_info: list[EndpointInfo] = []
 
@@ -183,13 +183,20 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
     for group, route in declared:
         by_group.setdefault(group.name, []).append(StarletteRoute(
             f"/{group.name}{route.path}", EndpointApp(route, datas[group.name], cache), methods=[route.method]))
-    # The groups' routes first: every chart request is matched there; the front door's two paths after.
+    # The change feed at the root, over every group's file (its routes read them through the hub, not `feed`).
+    hub = ChangeHub(datas)
+    feed = GroupData("changes", clock)
+    root_routes = changes_routes(hub)
+    documents[""] = lambda: build_document("", "chartgw change feed", "Every group's changes", root_routes)
+    # The groups' routes first: every chart request is matched there; the front door's paths after.
     routes = [GroupRoutes(by_group), StarletteRoute("/", door.page, methods=["GET"]),
-              StarletteRoute("/openapi.json", door.openapi, methods=["GET"])]
+              StarletteRoute("/openapi.json", door.openapi, methods=["GET"]),
+              *(StarletteRoute(r.path, EndpointApp(r, feed, cache), methods=[r.method]) for r in root_routes)]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
+        await hub.close()
         for data in datas.values():
             await data.reader.close()
 

@@ -1,18 +1,40 @@
 """The change feed over HTTP: every group's `/diff` between two snapshots of a chart (the platform gives it to
-every group, like `/fetch-logs`). The change records themselves are written by the store (chartgw.changes)."""
+every group, like `/fetch-logs`), and `GET /changes`, every change record of every group file in commit order,
+paged by a cursor and long-polled. The change records themselves are written by the store (chartgw.changes).
+
+One `ChangeHub` per server process reads the group files for the feed. While anyone waits it reads each file's
+`PRAGMA data_version` every `CHANGES_POLL_SECONDS` (a cheap read, never a busy loop) and wakes the waiters when a
+file has new change records.
+
+The cursor is opaque to clients: it carries, per group file, the id of the last change record read. Ids in a file
+only rise (AUTOINCREMENT) and commits to one file are serialised, so "after that id" misses nothing and repeats
+nothing, across restarts too.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import binascii
+import contextlib
+import heapq
+import re
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import urlencode
 
 import msgspec
 
-from chartgw import changes
-from chartgw.endpoints import Call, Route, not_found
-from chartgw.params import Param
-from chartgw.store import SnapshotReader, SnapshotRow
+from chartgw import changes, config
+from chartgw.endpoints import ApiError, Call, GroupData, Route, not_found
+from chartgw.params import Param, accepts, comma_separated, one_of
+from chartgw.store import ChangeRow, SnapshotReader, SnapshotRow
 
-__all__ = ["DIFF_ROUTE", "DiffResponse"]
+__all__ = ["DIFF_ROUTE", "Change", "ChangeHub", "ChangesResponse", "DiffResponse", "Page", "changes_routes",
+           "decode_cursor", "encode_cursor"]
 
 
 class DiffSnapshot(msgspec.Struct):
@@ -102,3 +124,272 @@ DIFF_ROUTE = Route("/diff", diff, (
     Param("from", kind="int", ge=1, description="The older snapshot's id; default: the snapshot before `to`"),
     Param("to", kind="int", ge=1, description="The newer snapshot's id; default: the target's latest"),
 ), response=DiffResponse, summary="What changed between two snapshots of one chart: every entry in, out and moved")
+
+
+# --- GET /changes ----------------------------------------------------------------------------------
+
+CURSOR_PREFIX = "c1."
+_GROUP = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+MAX_TARGETS = 100
+
+
+def encode_cursor(positions: Mapping[str, int]) -> str:
+    """The cursor of `positions` (group -> last change id read)."""
+    text = ",".join(f"{group}:{n}" for group, n in sorted(positions.items()) if n > 0)
+    return CURSOR_PREFIX + base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+@accepts(pattern=r"^(now|c1\.[A-Za-z0-9_-]*)$")
+def decode_cursor(value: str) -> dict[str, int] | Literal["now"]:
+    """The positions a cursor carries; "now" for the current end of every file."""
+    if value == "now":
+        return "now"
+    wrong = ValueError("not a cursor this server gave (a `next` of GET /changes, an event id of its stream, or now)")
+    if not value.startswith(CURSOR_PREFIX):
+        raise wrong
+    raw = value[len(CURSOR_PREFIX):]
+    try:
+        text = base64.b64decode(raw + "=" * (-len(raw) % 4), altchars=b"-_", validate=True).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise wrong from None
+    positions = {}
+    for item in filter(None, text.split(",")):
+        group, _, n = item.partition(":")
+        if not _GROUP.fullmatch(group) or not n.isdigit() or len(n) > 18:
+            raise wrong
+        positions[group] = int(n)
+    return positions
+
+
+class Change(msgspec.Struct):
+    """One committed snapshot of one group, summarised against the previous snapshot of its chart."""
+
+    group: str
+    id: int
+    """The change's id in its group's file (rising, never reused)."""
+    target: str
+    chart_date: str
+    chart_hour: int | None
+    snapshot_id: int
+    previous_snapshot_id: int | None
+    """The snapshot of the same target before it by chart time; null for the target's first."""
+    committed_at: str
+    summary: changes.ChangeSummary
+    diff: str
+    """The group's /diff between the two snapshots (relative URL)."""
+
+
+def change_of(group: str, row: ChangeRow) -> Change:
+    query = {"target": row.target, **({"from": row.previous_snapshot_id} if row.previous_snapshot_id else {}),
+             "to": row.snapshot_id}
+    summary: Any = msgspec.Raw(row.summary)  # encoded at commit, served as stored
+    return Change(group, row.id, row.target, row.chart_date, row.chart_hour, row.snapshot_id, row.previous_snapshot_id,
+                  row.committed_at, summary, f"/{group}/diff?{urlencode(query)}")
+
+
+class ChangesResponse(msgspec.Struct):
+    count: int
+    changes: list[Change]
+    """In commit order across groups (committed_at, then group, then id)."""
+    next: str
+    """The cursor to ask with next (`since`): after every change here, and past the records the filters skipped."""
+    more: bool
+    """More changes are waiting past this page: ask again at once."""
+
+
+@dataclass(frozen=True)
+class Page:
+    changes: list[tuple[str, ChangeRow]]
+    positions: dict[str, int]
+    """Where the next page starts, per group."""
+    more: bool
+
+
+class ChangeHub:
+    """The feed of one server process over `datas` (the groups' files, read through their readers)."""
+
+    def __init__(self, datas: Mapping[str, GroupData]) -> None:
+        self.readers: dict[str, SnapshotReader] = {name: data.reader for name, data in datas.items()}
+        self.order = {name: i for i, name in enumerate(self.readers)}
+        self.generation = 0
+        """Rises each time a poll finds new change records."""
+        self.waiters = 0
+        self._users = 0
+        self._versions: dict[str, int | None] = {}
+        self._newest: dict[str, int] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._changed = asyncio.Event()
+        self._starting = asyncio.Lock()
+
+    async def newest(self, groups: Sequence[str]) -> dict[str, int]:
+        """Each group's newest change id (0 without any)."""
+        return {group: (await self.readers[group].changes_after(0, (), 0))[1] for group in groups}
+
+    async def page(self, positions: Mapping[str, int], groups: Sequence[str], targets: Sequence[str], limit: int,
+                   ) -> Page:
+        """Up to `limit` changes after `positions` of `groups` (of `targets` only, when any), merged in commit order.
+
+        Each group's rows are taken in id order, so what a page includes of a group is always a prefix of what
+        is waiting there: the next page starts after it, without a gap. A group whose waiting rows all fit moves
+        on to the newest id its file had, past records the filters skipped."""
+        fetched = {group: await self.readers[group].changes_after(positions.get(group, 0), targets, limit)
+                   for group in groups}
+        heads = [(rows[0].committed_at, self.order[group], 0, group) for group, (rows, _) in fetched.items() if rows]
+        heapq.heapify(heads)
+        taken: list[tuple[str, ChangeRow]] = []
+        used = dict.fromkeys(groups, 0)
+        while heads and len(taken) < limit:
+            _, order, i, group = heapq.heappop(heads)
+            rows = fetched[group][0]
+            taken.append((group, rows[i]))
+            used[group] = i + 1
+            if i + 1 < len(rows):
+                heapq.heappush(heads, (rows[i + 1].committed_at, order, i + 1, group))
+        following = dict(positions)
+        more = False
+        for group, (rows, newest) in fetched.items():
+            if used[group]:
+                following[group] = rows[used[group] - 1].id
+            if used[group] == len(rows) and len(rows) < limit:
+                following[group] = max(newest, following.get(group, 0))
+            else:
+                more = True
+        return Page(taken, following, more)
+
+    @contextlib.asynccontextmanager
+    async def waiting(self) -> AsyncIterator[None]:
+        """A long poll's hold on the hub: counted against CHANGES_MAX_WAITERS (a 503 past it), with the polling
+        running (and its baseline read) before the caller reads its first page."""
+        if self.waiters >= config.get(config.CHANGES_MAX_WAITERS):
+            raise ApiError(503, "Too many long polls waiting; retry shortly", {"Retry-After": "1"})
+        self.waiters += 1
+        try:
+            async with self.polling():
+                yield
+        finally:
+            self.waiters -= 1
+
+    @contextlib.asynccontextmanager
+    async def polling(self) -> AsyncIterator[None]:
+        """The data_version polling runs while anyone is inside this."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new event loop (an app served again, in tests): nothing of the old one holds
+            self._loop, self._task, self._changed, self._starting = loop, None, asyncio.Event(), asyncio.Lock()
+        self._users += 1
+        try:
+            async with self._starting:
+                if self._task is None or self._task.done():
+                    await self._baseline()
+                    self._task = asyncio.create_task(self._poll())
+            yield
+        finally:
+            self._users -= 1
+
+    async def wait(self, generation: int, timeout: float) -> bool:
+        """Until the generation passes `generation` (True) or `timeout` seconds pass (False)."""
+        deadline = time.monotonic() + timeout
+        while self.generation == generation:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), remaining)
+        return True
+
+    async def close(self) -> None:
+        """Stop polling (the app's shutdown)."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self._task = None
+
+    async def _baseline(self) -> None:
+        for name, reader in self.readers.items():
+            self._versions[name] = await reader.data_version()
+            self._newest[name] = (await reader.changes_after(0, (), 0))[1]
+
+    async def _poll(self) -> None:
+        while self._users:
+            await asyncio.sleep(config.get(config.CHANGES_POLL_SECONDS))
+            landed: list[tuple[str, ChangeRow]] = []
+            for name, reader in self.readers.items():
+                try:
+                    version = await reader.data_version()
+                    if version == self._versions.get(name):
+                        continue
+                    rows, _ = await reader.changes_after(self._newest.get(name, 0), (), 1000)
+                except sqlite3.Error:
+                    continue  # a busy or half-made file: the next round reads it again
+                self._versions[name] = version
+                if rows:
+                    self._newest[name] = rows[-1].id
+                    self._versions[name] = None if len(rows) == 1000 else version  # read on next round
+                    landed.extend((name, row) for row in rows)
+            if landed:
+                self._landed(landed)
+
+    def _landed(self, landed: list[tuple[str, ChangeRow]]) -> None:
+        """New change records were read: wake every waiter."""
+        self.generation += 1
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+
+def _groups_param(names: Sequence[str]) -> Param:
+    check = accepts(pattern=comma_separated(one_of(names), len(names)))(config.subset(names, "group"))
+    return Param("groups", check=check, description="Only these groups, comma-separated (default: every group)")
+
+
+@accepts(pattern=comma_separated("[^,]+", MAX_TARGETS))
+def _targets(value: str) -> tuple[str, ...]:
+    chosen = config.comma_list(value)
+    if not chosen or len(chosen) > MAX_TARGETS:
+        raise ValueError(f"name 1 to {MAX_TARGETS} targets, comma-separated")
+    return chosen
+
+
+TARGETS = Param("targets", check=_targets, description="Only these charts (snapshot targets, as the groups' "
+                "/snapshots list them), comma-separated; in whichever of the groups has them")
+SINCE = Param("since", check=decode_cursor, description="Where to start: a cursor this feed gave (`next`, or a stream's "
+              "event id), or `now` for only what comes next; default: the first change kept")
+
+
+def scope(hub: ChangeHub, params: Mapping[str, Any]) -> tuple[list[str], tuple[str, ...]]:
+    """The groups (in the hub's order) and targets a request asks for."""
+    groups = params["groups"] or tuple(hub.readers)
+    return [name for name in hub.readers if name in groups], params["targets"] or ()
+
+
+def response(page: Page) -> ChangesResponse:
+    found = [change_of(group, row) for group, row in page.changes]
+    return ChangesResponse(len(found), found, encode_cursor(page.positions), page.more)
+
+
+def changes_routes(hub: ChangeHub) -> list[Route]:
+    """`GET /changes` over the hub's groups (served at the gateway's root)."""
+
+    async def feed(call: Call) -> ChangesResponse:
+        groups, targets = scope(hub, call.params)
+        since = call.params["since"]
+        positions = await hub.newest(groups) if since == "now" else dict(since or {})
+        limit, wait = call.params["limit"], call.params["wait"]
+        if not wait:
+            return response(await hub.page(positions, groups, targets, limit))
+        async with hub.waiting():
+            deadline = time.monotonic() + wait
+            while True:
+                generation = hub.generation
+                page = await hub.page(positions, groups, targets, limit)
+                if page.changes or not await hub.wait(generation, deadline - time.monotonic()):
+                    return response(page)
+                positions = page.positions
+
+    return [Route("/changes", feed, (
+        _groups_param(list(hub.readers)), TARGETS, SINCE,
+        Param("limit", kind="int", default=100, ge=1, le=1000, description="Changes to return at most"),
+        Param("wait", kind="int", default=0, ge=0, le=60, description="Seconds to wait for a change when none is "
+              "waiting (a long poll): answered the moment one is committed, or empty when the time is up"),
+    ), cache_ttl=0, errors=(), response=ChangesResponse,
+        summary="Every change record of every group in commit order, paged by a cursor, long-polled with wait")]

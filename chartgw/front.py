@@ -117,8 +117,9 @@ def _stale_flags(head: Any) -> list[bool]:
 
 
 def joined_document(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Every group's document as one: paths under the group's prefix; a component whose name two groups
-    use for different schemas is renamed after its group (`VideoHealthResponse`) and its refs follow."""
+    """Every group's document as one: paths under the group's prefix (a document named "" is the gateway's own
+    root paths, the change feed's); a component whose name two groups use for different schemas is renamed after
+    its group (`VideoHealthResponse`) and its refs follow."""
     paths: dict[str, Any] = {}
     schemas: dict[str, Any] = {}
     for name, document in documents.items():
@@ -135,9 +136,9 @@ def joined_document(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
         for path, operations in document.get("paths", {}).items():
             renamed = _renamed(operations, renames)
             for operation in renamed.values():  # operation ids are unique across the joined document
-                if isinstance(operation, dict) and "operationId" in operation:
+                if name and isinstance(operation, dict) and "operationId" in operation:
                     operation["operationId"] = name.replace("-", "_") + "_" + operation["operationId"]
-            paths[f"/{name}{path}"] = renamed
+            paths[f"/{name}{path}" if name else path] = renamed
     first = next(iter(documents.values()), {})
     return {
         "openapi": first.get("openapi", "3.1.0"),
@@ -149,7 +150,7 @@ def joined_document(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def _group_prefix(name: str) -> str:
-    return "".join(part.capitalize() for part in name.split("-"))
+    return "".join(part.capitalize() for part in (name or "root").split("-"))
 
 
 def _renamed(value: Any, renames: dict[str, str]) -> Any:

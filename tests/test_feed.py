@@ -6,15 +6,24 @@ change is made by the test at a time it chooses.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
+from chartgw.app import access_table, declared_routes
+from chartgw.config import environment
+from chartgw.endpoints import ApiError, GroupData
+from chartgw.feed import ChangeHub
 from chartgw.group import Group
+from chartgw.groups import GROUPS
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, data_dir
 
@@ -30,9 +39,11 @@ def chart(target: str, titles: str, day: int = 0, *, ids: dict[str, str] | None 
     return NewSnapshot(target, when.date().isoformat(), None, when, f"test {titles}", entries)
 
 
-def commit(data: Path, group: str, *snapshots: NewSnapshot) -> list[int]:
-    with data_dir(data), SnapshotWriter(data / f"{group}.sqlite", now=lambda: FIXED_NOW) as writer:
-        return writer.commit(list(snapshots), FetchLogRow(snapshots[0].target, FIXED_NOW, 0, "ok"))
+def commit(data: Path, group: str, *snapshots: NewSnapshot, minute: int = 0) -> list[int]:
+    """Commit `snapshots` to `group`'s file as one crawl result, the writer's clock `minute` minutes past FIXED_NOW."""
+    at = FIXED_NOW + timedelta(minutes=minute)
+    with data_dir(data), SnapshotWriter(data / f"{group}.sqlite", now=lambda: at) as writer:
+        return writer.commit(list(snapshots), FetchLogRow(snapshots[0].target, at, 0, "ok"))
 
 
 @pytest.fixture
@@ -99,3 +110,146 @@ def test_diff_refuses_what_it_cannot_answer(api: TestClient, data: Path) -> None
         answer = api.get(f"/alpha/diff?{query}", headers=KEY_HEADERS)
         assert (answer.status_code, answer.json()) == (404, {"detail": detail}), query
     assert api.get("/beta/diff?target=top", headers=KEY_HEADERS).status_code == 404  # a group without a file yet
+
+
+# --- GET /changes ----------------------------------------------------------------------------------
+
+def feed(api: TestClient, query: str = "") -> dict[str, Any]:
+    response = api.get(f"/changes?{query}", headers=KEY_HEADERS)
+    assert response.status_code == 200, response.text
+    assert response.headers["cache-control"] == "no-store"
+    return response.json()
+
+
+def seen(body: dict[str, Any]) -> list[tuple[str, int, str]]:
+    return [(c["group"], c["id"], c["target"]) for c in body["changes"]]
+
+
+def test_changes_merge_every_group_in_commit_order_and_page_without_gaps(api: TestClient, data: Path) -> None:
+    commit(data, "alpha", chart("top", "AB"), minute=1)
+    commit(data, "beta", chart("top", "XY"), chart("new", "Q"), minute=2)
+    commit(data, "alpha", chart("top", "BA", 1), minute=3)
+    commit(data, "beta", chart("top", "YX", 1), minute=3)  # the same second: alpha (the first group) first
+    commit(data, "alpha", chart("other", "C"), minute=4)
+    everything = feed(api)
+    assert seen(everything) == [("alpha", 1, "top"), ("beta", 1, "top"), ("beta", 2, "new"), ("alpha", 2, "top"),
+                                ("beta", 3, "top"), ("alpha", 3, "other")]
+    assert everything["more"] is False and everything["count"] == 6
+    change = everything["changes"][3]
+    assert {k: change[k] for k in ("chart_date", "chart_hour", "snapshot_id", "previous_snapshot_id", "committed_at",
+                                   "diff")} == {
+        "chart_date": "2026-11-21", "chart_hour": None, "snapshot_id": 2, "previous_snapshot_id": 1,
+        "committed_at": "2026-11-20T05:33:00Z", "diff": "/alpha/diff?target=top&from=1&to=2"}
+    assert change["summary"]["new_number_one"] is True and change["summary"]["number_one"]["entry"]["title"] == "B"
+    assert api.get(change["diff"], headers=KEY_HEADERS).json()["counts"] == {"new": 0, "up": 1, "down": 1, "same": 0,
+                                                                              "out": 0}
+    # Pages of two: the same changes, each once, in the same order.
+    pages, cursor = [], ""
+    while True:
+        body = feed(api, f"limit=2{cursor}")
+        pages.append(seen(body))
+        cursor = f"&since={body['next']}"
+        if not body["more"]:
+            break
+    assert [c for page in pages for c in page] == seen(everything) and [len(p) for p in pages] == [2, 2, 2]
+    # Caught up: nothing more until a commit, which the same cursor then finds, also through a new server.
+    assert feed(api, cursor[1:])["changes"] == []
+    commit(data, "beta", chart("new", "QR", 1), minute=5)
+    with client(data, [ALPHA, BETA]) as restarted:
+        assert seen(feed(restarted, cursor[1:])) == [("beta", 4, "new")]
+
+
+def test_changes_filter_by_group_and_target_and_move_past_what_they_skip(api: TestClient, data: Path) -> None:
+    commit(data, "alpha", chart("top", "AB"), chart("other", "C"))
+    commit(data, "beta", chart("top", "XY"), chart("other", "Z"))
+    assert seen(feed(api, "groups=beta")) == [("beta", 1, "top"), ("beta", 2, "other")]
+    body = feed(api, "targets=other,missing")
+    assert seen(body) == [("alpha", 2, "other"), ("beta", 2, "other")]
+    alpha_top = feed(api, "groups=alpha&targets=top&limit=1")
+    assert seen(alpha_top) == [("alpha", 1, "top")] and alpha_top["more"] is True
+    rest = feed(api, f"groups=alpha&targets=top&since={alpha_top['next']}")
+    assert rest["changes"] == [] and rest["more"] is False
+    # The cursor moved past alpha's "other" (skipped by the filter): a later top change is the next one.
+    commit(data, "alpha", chart("other", "CD", 1))
+    commit(data, "alpha", chart("top", "BA", 1))
+    assert seen(feed(api, f"groups=alpha&targets=top&since={rest['next']}")) == [("alpha", 4, "top")]
+
+
+def test_since_now_starts_at_the_current_end(api: TestClient, data: Path) -> None:
+    commit(data, "alpha", chart("top", "AB"))
+    now = feed(api, "since=now")
+    assert now["changes"] == [] and now["more"] is False
+    commit(data, "beta", chart("top", "XY"))
+    assert seen(feed(api, f"since={now['next']}")) == [("beta", 1, "top")]
+
+
+def test_changes_refuse_bad_parameters_and_callers_without_a_key(api: TestClient) -> None:
+    assert not access_table(declared_routes(GROUPS)).is_public("/changes")  # keyed: the access table's default deny
+    assert api.get("/changes").status_code == 401
+    body = api.get("/changes?groups=alpha,nope&since=c1.%21&limit=0&wait=61", headers=KEY_HEADERS)
+    assert body.status_code == 422
+    assert [(e["loc"][1], e["type"]) for e in body.json()["detail"]] == [
+        ("groups", "value_error"), ("since", "value_error"), ("limit", "greater_than_equal"),
+        ("wait", "less_than_equal")]
+    for since in ("c1.bm9wZQ", "x", "c1.YTox,", "c1.QUE6MQ"):  # "nope", not a cursor, bad base64, "AA:1"
+        answer = api.get(f"/changes?since={since}", headers=KEY_HEADERS)
+        assert answer.status_code == 422 and answer.json()["detail"][0]["loc"] == ["query", "since"], since
+
+
+def test_pruned_snapshots_leave_the_feed_whole(api: TestClient, data: Path) -> None:
+    """Retention drops old snapshots; their change records stay in the feed, summaries and all, and the diff of a
+    pruned snapshot is a 404 that says so."""
+    commit(data, "alpha", chart("top", "AB", -10))
+    commit(data, "alpha", chart("top", "BC", -9))
+    with SnapshotWriter(data / "alpha.sqlite", retention={"": 3.0}, now=lambda: FIXED_NOW) as writer:
+        writer.commit([chart("top", "CD")], FetchLogRow("top", FIXED_NOW, 0, "ok"))
+    body = feed(api)
+    assert [(c["id"], c["snapshot_id"]) for c in body["changes"]] == [(1, 1), (2, 2), (3, 3)]
+    assert [e["entry"]["title"] for e in body["changes"][1]["summary"]["exited"]] == ["A"]
+    pruned = api.get(body["changes"][1]["diff"], headers=KEY_HEADERS)
+    assert pruned.status_code == 404 and "pruned" in pruned.json()["detail"]
+
+
+# --- long polls ----------------------------------------------------------------------------------------
+
+def later(seconds: float, action: Callable[[], object]) -> threading.Timer:
+    timer = threading.Timer(seconds, action)
+    timer.start()
+    return timer
+
+
+def test_a_long_poll_answers_the_moment_a_change_lands(api: TestClient, data: Path) -> None:
+    commit(data, "alpha", chart("top", "AB"))
+    start = feed(api)["next"]
+    timer = later(0.5, lambda: commit(data, "beta", chart("top", "XY")))
+    began = time.monotonic()
+    body = feed(api, f"since={start}&wait=20")
+    waited = time.monotonic() - began
+    timer.join()
+    assert seen(body) == [("beta", 1, "top")]
+    assert 0.4 < waited < 3, waited  # woken by the commit (polled every 0.25 s), not by the 20 s
+    # A change the filters skip does not answer a long poll; the time running out does, with nothing.
+    timer = later(0.3, lambda: commit(data, "alpha", chart("other", "C")))
+    began = time.monotonic()
+    empty = feed(api, f"since={body['next']}&targets=top&wait=2")
+    timer.join()
+    assert empty["changes"] == [] and 1.9 < time.monotonic() - began < 5
+    assert seen(feed(api, f"since={empty['next']}")) == []  # the skipped change is behind the cursor
+
+
+def test_long_polls_are_bounded_per_process(data: Path) -> None:
+    """Past CHANGES_MAX_WAITERS a long poll is refused with a 503 at once; a slot frees when a wait ends."""
+    hub = ChangeHub({"alpha": GroupData("alpha")})
+
+    async def scenario() -> None:
+        async with hub.waiting():
+            with pytest.raises(ApiError) as refused:
+                async with hub.waiting():
+                    pass
+            assert (refused.value.status, refused.value.headers) == (503, {"Retry-After": "1"})
+        async with hub.waiting():
+            assert hub.waiters == 1
+        await hub.close()
+
+    with data_dir(data), environment({"CHARTGW_CHANGES_MAX_WAITERS": "1"}):
+        asyncio.run(scenario())

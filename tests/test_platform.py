@@ -30,13 +30,14 @@ CONFIGURATION_DOC = PACKAGE.parent / "docs" / "configuration.md"
 
 # Lowest first. A module imports only from its own layer or below; groups never import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("chartgw.clock", "chartgw.countries", "chartgw.text"),
+    ("chartgw.clock", "chartgw.countries", "chartgw.text", "chartgw.changes"),
     ("chartgw.config",),
     ("chartgw.store", "chartgw.params", "chartgw.cache"),
     ("chartgw.records", "chartgw.targets"),
     ("chartgw.upstreams",),
     ("chartgw.replay", "chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi"),
-    ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history", "chartgw.fastlane"),
+    ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history", "chartgw.fastlane",
+     "chartgw.feed"),
     ("chartgw.samples",),
     ("chartgw.groups.",),
     ("chartgw.groups",),
