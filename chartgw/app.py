@@ -213,6 +213,7 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
         lifespan=lifespan,
     )
     app.router.redirect_slashes = False  # GroupRoutes redirects with a relative Location instead
+    app.state.change_hub = hub
     # The same cache, keys and limiter, for repeats the server answers before the app (chartgw.server).
     app.state.fast_lane = FastLane(cache, table, checker, limiter, legacy_names(g.name for g in groups))
     return app

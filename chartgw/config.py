@@ -21,6 +21,8 @@ from chartgw.countries import GLOBAL, country_code
 __all__ = [
     "API_KEYS",
     "CACHE_MAX_MB",
+    "CHANGES_HEARTBEAT_SECONDS",
+    "CHANGES_MAX_STREAMS",
     "CHANGES_MAX_WAITERS",
     "CHANGES_POLL_SECONDS",
     "CRAWL_DELAY_SECONDS",
@@ -224,10 +226,16 @@ CHANGES_POLL_SECONDS = Setting(
 CHANGES_MAX_WAITERS = Setting(
     "CHANGES_MAX_WAITERS", "1000", "long polls of GET /changes (wait > 0) one server process holds at once; past it a "
     "503 with Retry-After", bounded_int(1, 1_000_000))
+CHANGES_MAX_STREAMS = Setting(
+    "CHANGES_MAX_STREAMS", "5000", "GET /changes/stream connections one server process holds at once; past it a 503 "
+    "with Retry-After (`chartgw serve --limit-concurrency` caps all connections)", bounded_int(1, 1_000_000))
+CHANGES_HEARTBEAT_SECONDS = Setting(
+    "CHANGES_HEARTBEAT_SECONDS", "15", "seconds between the comment lines an idle change stream sends (keeps proxies "
+    "from closing it)", bounded_int(1, 3600))
 SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB,
                                       RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
                                       REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS, CHANGES_POLL_SECONDS,
-                                      CHANGES_MAX_WAITERS)
+                                      CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS, CHANGES_HEARTBEAT_SECONDS)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

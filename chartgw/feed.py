@@ -1,10 +1,12 @@
 """The change feed over HTTP: every group's `/diff` between two snapshots of a chart (the platform gives it to
-every group, like `/fetch-logs`), and `GET /changes`, every change record of every group file in commit order,
-paged by a cursor and long-polled. The change records themselves are written by the store (chartgw.changes).
+every group, like `/fetch-logs`), `GET /changes`, every change record of every group file in commit order,
+paged by a cursor and long-polled, and `GET /changes/stream`, the same as Server-Sent Events. The change records
+themselves are written by the store (chartgw.changes).
 
-One `ChangeHub` per server process reads the group files for the feed. While anyone waits it reads each file's
-`PRAGMA data_version` every `CHANGES_POLL_SECONDS` (a cheap read, never a busy loop) and wakes the waiters when a
-file has new change records.
+One `ChangeHub` per server process reads the group files for the feed. While anyone waits or streams it reads each
+file's `PRAGMA data_version` every `CHANGES_POLL_SECONDS` (a cheap read, never a busy loop); when a file has new
+change records it reads them once, wakes the long polls (which read their page again) and pushes them to every
+stream's bounded buffer (a stream that lets its buffer fill is dropped; it resumes by its Last-Event-ID).
 
 The cursor is opaque to clients: it carries, per group file, the id of the last change record read. Ids in a file
 only rise (AUTOINCREMENT) and commits to one file are serialised, so "after that id" misses nothing and repeats
@@ -21,20 +23,25 @@ import heapq
 import re
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlencode
 
+import anyio
 import msgspec
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette.sse import SendTimeoutError
+from starlette.types import Receive, Scope, Send
 
 from chartgw import changes, config
-from chartgw.endpoints import ApiError, Call, GroupData, Route, not_found
-from chartgw.params import Param, accepts, comma_separated, one_of
+from chartgw.endpoints import ApiError, Call, GroupData, Route, Streaming, not_found
+from chartgw.params import InvalidParams, Param, accepts, comma_separated, one_of
 from chartgw.store import ChangeRow, SnapshotReader, SnapshotRow
 
-__all__ = ["DIFF_ROUTE", "Change", "ChangeHub", "ChangesResponse", "DiffResponse", "Page", "changes_routes",
-           "decode_cursor", "encode_cursor"]
+__all__ = ["DIFF_ROUTE", "Change", "ChangeHub", "ChangeStream", "ChangesResponse", "DiffResponse", "Page",
+           "Subscriber", "changes_routes", "decode_cursor", "encode_cursor"]
 
 
 class DiffSnapshot(msgspec.Struct):
@@ -205,6 +212,38 @@ class Page:
     more: bool
 
 
+STREAM_BUFFER = 256
+"""Changes a stream may have pending; one more and it is dropped (its client resumes by Last-Event-ID)."""
+SEND_TIMEOUT_SECONDS = 30.0
+"""A stream whose client takes longer than this to take one event (or heartbeat) is closed."""
+CATCH_UP = 500
+"""Changes read per page while a stream catches up from its cursor."""
+
+
+class Subscriber:
+    """One stream's pending changes, pushed by the hub as they are read: at most STREAM_BUFFER, then `dropped`."""
+
+    def __init__(self, groups: Sequence[str], targets: Sequence[str]) -> None:
+        self.groups = frozenset(groups)
+        self.targets = frozenset(targets)
+        self.pending: deque[tuple[str, ChangeRow]] = deque()
+        self.ready = asyncio.Event()
+        self.dropped = False
+        self.on_drop: Callable[[], object] = lambda: None
+        """Called once when the subscriber is dropped (its stream ends the response)."""
+
+    def offer(self, group: str, row: ChangeRow) -> None:
+        if self.dropped or group not in self.groups or (self.targets and row.target not in self.targets):
+            return
+        if len(self.pending) >= STREAM_BUFFER:
+            self.dropped = True
+            self.pending.clear()
+            self.on_drop()
+        else:
+            self.pending.append((group, row))
+        self.ready.set()
+
+
 class ChangeHub:
     """The feed of one server process over `datas` (the groups' files, read through their readers)."""
 
@@ -214,6 +253,7 @@ class ChangeHub:
         self.generation = 0
         """Rises each time a poll finds new change records."""
         self.waiters = 0
+        self.subscribers: set[Subscriber] = set()
         self._users = 0
         self._versions: dict[str, int | None] = {}
         self._newest: dict[str, int] = {}
@@ -269,6 +309,20 @@ class ChangeHub:
                 yield
         finally:
             self.waiters -= 1
+
+    @contextlib.asynccontextmanager
+    async def subscribed(self, groups: Sequence[str], targets: Sequence[str]) -> AsyncIterator[Subscriber]:
+        """A stream's subscription: counted against CHANGES_MAX_STREAMS (a 503 past it); every change read after
+        this is entered is offered to it."""
+        if len(self.subscribers) >= config.get(config.CHANGES_MAX_STREAMS):
+            raise ApiError(503, "Too many change streams open; retry shortly", {"Retry-After": "1"})
+        subscriber = Subscriber(groups, targets)
+        self.subscribers.add(subscriber)
+        try:
+            async with self.polling():
+                yield subscriber
+        finally:
+            self.subscribers.discard(subscriber)
 
     @contextlib.asynccontextmanager
     async def polling(self) -> AsyncIterator[None]:
@@ -331,10 +385,13 @@ class ChangeHub:
                 self._landed(landed)
 
     def _landed(self, landed: list[tuple[str, ChangeRow]]) -> None:
-        """New change records were read: wake every waiter."""
+        """New change records were read: wake every long poll, offer them to every stream."""
         self.generation += 1
         self._changed.set()
         self._changed = asyncio.Event()
+        for subscriber in list(self.subscribers):
+            for group, row in landed:
+                subscriber.offer(group, row)
 
 
 def _groups_param(names: Sequence[str]) -> Param:
@@ -367,8 +424,69 @@ def response(page: Page) -> ChangesResponse:
     return ChangesResponse(len(found), found, encode_cursor(page.positions), page.more)
 
 
+class ChangeStream(Streaming):
+    """One `GET /changes/stream`: the changes after its cursor (its Last-Event-ID, else `since`) as Server-Sent
+    Events, then each new one as the hub reads it. Every event's id is the cursor after it."""
+
+    LAST_EVENT_ID = b"last-event-id"
+
+    def __init__(self, hub: ChangeHub, groups: list[str], targets: tuple[str, ...],
+                 since: dict[str, int] | Literal["now"] | None) -> None:
+        self.hub, self.groups, self.targets, self.since = hub, groups, targets, since
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        since = self.since
+        resumed = next((v for k, v in scope["headers"] if k == self.LAST_EVENT_ID), None)
+        if resumed is not None:
+            since = self._resumed(resumed.decode("latin-1"))
+        positions = await self.hub.newest(self.groups) if since == "now" else dict(since or {})
+        async with self.hub.subscribed(self.groups, self.targets) as subscriber:
+            heartbeat = config.get(config.CHANGES_HEARTBEAT_SECONDS)
+            response = EventSourceResponse(self._events(subscriber, positions), ping=heartbeat, sep="\n",
+                                           send_timeout=SEND_TIMEOUT_SECONDS,
+                                           ping_message_factory=lambda: ServerSentEvent(comment="ping"))
+            # A client too slow to take its events is cut off: at once when its buffer overflows (the stream is
+            # then stuck sending to it), or when one send outlasts SEND_TIMEOUT_SECONDS. The server closes the
+            # connection (uvicorn logs the response as incomplete); the client resumes by its Last-Event-ID.
+            with anyio.CancelScope() as dropping, contextlib.suppress(SendTimeoutError):
+                subscriber.on_drop = dropping.cancel
+                await response(scope, receive, send)
+
+    @staticmethod
+    def _resumed(value: str) -> dict[str, int] | Literal["now"]:
+        try:
+            return decode_cursor(value)
+        except ValueError as exc:
+            raise InvalidParams([{"type": "value_error", "loc": ["header", "last-event-id"],
+                                  "msg": f"Value error, {exc}", "input": value, "ctx": {"error": {}}}]) from None
+
+    def _event(self, group: str, row: ChangeRow, positions: dict[str, int]) -> ServerSentEvent:
+        positions[group] = row.id
+        return ServerSentEvent(msgspec.json.encode(change_of(group, row)).decode(), event="change",
+                               id=encode_cursor(positions))
+
+    async def _events(self, subscriber: Subscriber, positions: dict[str, int]) -> AsyncIterator[ServerSentEvent]:
+        yield ServerSentEvent(comment="chartgw changes", retry=3000)
+        while True:  # what is waiting past the cursor; changes read meanwhile wait in the subscriber
+            page = await self.hub.page(positions, self.groups, self.targets, CATCH_UP)
+            for group, row in page.changes:
+                yield self._event(group, row, positions)
+            positions = page.positions
+            if not page.more:
+                break
+        while True:
+            await subscriber.ready.wait()
+            subscriber.ready.clear()
+            if subscriber.dropped:
+                return  # it fell STREAM_BUFFER behind: the client resumes from its last event id
+            while subscriber.pending:
+                group, row = subscriber.pending.popleft()
+                if row.id > positions.get(group, 0):  # not already sent while catching up
+                    yield self._event(group, row, positions)
+
+
 def changes_routes(hub: ChangeHub) -> list[Route]:
-    """`GET /changes` over the hub's groups (served at the gateway's root)."""
+    """`GET /changes` and `GET /changes/stream` over the hub's groups (served at the gateway's root)."""
 
     async def feed(call: Call) -> ChangesResponse:
         groups, targets = scope(hub, call.params)
@@ -386,10 +504,21 @@ def changes_routes(hub: ChangeHub) -> list[Route]:
                     return response(page)
                 positions = page.positions
 
-    return [Route("/changes", feed, (
-        _groups_param(list(hub.readers)), TARGETS, SINCE,
-        Param("limit", kind="int", default=100, ge=1, le=1000, description="Changes to return at most"),
-        Param("wait", kind="int", default=0, ge=0, le=60, description="Seconds to wait for a change when none is "
-              "waiting (a long poll): answered the moment one is committed, or empty when the time is up"),
-    ), cache_ttl=0, errors=(), response=ChangesResponse,
-        summary="Every change record of every group in commit order, paged by a cursor, long-polled with wait")]
+    async def stream(call: Call) -> ChangeStream:
+        groups, targets = scope(hub, call.params)
+        return ChangeStream(hub, groups, targets, call.params["since"])
+
+    groups = _groups_param(list(hub.readers))
+    return [
+        Route("/changes", feed, (
+            groups, TARGETS, SINCE,
+            Param("limit", kind="int", default=100, ge=1, le=1000, description="Changes to return at most"),
+            Param("wait", kind="int", default=0, ge=0, le=60, description="Seconds to wait for a change when none is "
+                  "waiting (a long poll): answered the moment one is committed, or empty when the time is up"),
+        ), cache_ttl=0, errors=(), response=ChangesResponse,
+            summary="Every change record of every group in commit order, paged by a cursor, long-polled with wait"),
+        Route("/changes/stream", stream, (groups, TARGETS, SINCE), cache_ttl=0, errors=(),
+              media_type=b"text/event-stream",
+              summary="The same changes as Server-Sent Events (event `change`, data a change as JSON, id the cursor "
+                      "after it), resumed by Last-Event-ID, with a comment line as heartbeat"),
+    ]

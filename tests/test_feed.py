@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,17 +16,18 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
 from chartgw.app import access_table, declared_routes
 from chartgw.config import environment
 from chartgw.endpoints import ApiError, GroupData
-from chartgw.feed import ChangeHub
+from chartgw.feed import STREAM_BUFFER, ChangeHub, Subscriber, decode_cursor, encode_cursor
 from chartgw.group import Group
 from chartgw.groups import GROUPS
-from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, data_dir
+from chartgw.store import ChangeRow, FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, data_dir, serving
 
 ALPHA = Group("alpha", "Alpha", "A test group", ())
 BETA = Group("beta", "Beta", "Another test group", ())
@@ -253,3 +255,162 @@ def test_long_polls_are_bounded_per_process(data: Path) -> None:
 
     with data_dir(data), environment({"CHARTGW_CHANGES_MAX_WAITERS": "1"}):
         asyncio.run(scenario())
+
+
+# --- GET /changes/stream -------------------------------------------------------------------------------
+
+@pytest.fixture
+def server(data: Path) -> Iterator[tuple[str, Any]]:
+    """The gateway over `data` served for real by uvicorn (a stream never ends, so no TestClient): (base URL, app)."""
+    with client(data, [ALPHA, BETA]) as test_client, serving(test_client.app) as base:
+        yield base, test_client.app
+
+
+def sse(lines: Iterator[str]) -> Iterator[dict[str, str]]:
+    """Server-Sent Events as dicts of their fields; a comment line alone (a heartbeat) as {"comment": ...}."""
+    event: dict[str, str] = {}
+    for line in lines:
+        if not line:
+            if event:
+                yield event
+            event = {}
+        elif line.startswith(":"):
+            yield {"comment": line[1:].strip()}
+        else:
+            name, _, value = line.partition(":")
+            event[name] = value.removeprefix(" ")
+
+
+def changes_of(events: Iterator[dict[str, str]], n: int) -> list[dict[str, str]]:
+    """The next `n` change events (comments skipped)."""
+    found: list[dict[str, str]] = []
+    while len(found) < n:
+        event = next(events)
+        if event.get("event") == "change":
+            found.append(event)
+    return found
+
+
+def test_a_stream_sends_what_waits_then_each_new_change_and_resumes_by_last_event_id(
+        server: tuple[str, Any], data: Path) -> None:
+    base, _ = server
+    commit(data, "alpha", chart("top", "AB"), minute=1)
+    commit(data, "beta", chart("top", "XY"), minute=2)
+    with httpx.Client(base_url=base, headers=KEY_HEADERS, timeout=10) as http:
+        with http.stream("GET", "/changes/stream") as stream:
+            assert stream.status_code == 200 and stream.headers["content-type"].startswith("text/event-stream")
+            assert stream.headers["cache-control"] == "no-store"
+            events = sse(stream.iter_lines())
+            first, second = changes_of(events, 2)
+            assert [(json.loads(e["data"])["group"], json.loads(e["data"])["id"]) for e in (first, second)] == [
+                ("alpha", 1), ("beta", 1)]
+            assert decode_cursor(first["id"]) == {"alpha": 1} and decode_cursor(second["id"]) == {"alpha": 1, "beta": 1}
+            began = time.monotonic()
+            commit(data, "alpha", chart("top", "BA", 1), minute=3)
+            third, = changes_of(events, 1)
+            assert json.loads(third["data"])["summary"]["new_number_one"] is True
+            assert time.monotonic() - began < 3  # pushed within a poll or so of the commit
+        # Resumed after the first event: the second and third, nothing twice, nothing missed.
+        with http.stream("GET", "/changes/stream", headers={"Last-Event-ID": first["id"]}) as stream:
+            again = changes_of(sse(stream.iter_lines()), 2)
+        assert [e["id"] for e in again] == [second["id"], third["id"]]
+        # The query's cursor too, and filters; the header wins over `since`.
+        with http.stream("GET", f"/changes/stream?groups=alpha&since={first['id']}") as stream:
+            assert changes_of(sse(stream.iter_lines()), 1)[0]["id"] == encode_cursor({"alpha": 2})
+        bad = http.get("/changes/stream?since=now", headers={"Last-Event-ID": "nonsense"})
+        assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["header", "last-event-id"]
+        assert http.get("/changes/stream", headers={"X-API-Key": ""}).status_code == 401
+        assert http.get("/changes/stream?groups=gamma").status_code == 422
+
+
+def test_an_idle_stream_sends_heartbeats(data: Path) -> None:
+    with environment({"CHARTGW_CHANGES_HEARTBEAT_SECONDS": "1"}), client(data, [ALPHA]) as test_client, \
+            serving(test_client.app) as base, httpx.Client(base_url=base, headers=KEY_HEADERS, timeout=10) as http, \
+            http.stream("GET", "/changes/stream?since=now") as stream:
+        events = sse(stream.iter_lines())
+        assert [next(events), next(events)] == [{"comment": "chartgw changes"}, {"retry": "3000"}]  # reconnect after 3 s
+        began = time.monotonic()
+        assert next(events) == {"comment": "ping"} and 0.5 < time.monotonic() - began < 3
+
+
+def test_streams_are_bounded_per_process(data: Path) -> None:
+    with environment({"CHARTGW_CHANGES_MAX_STREAMS": "1"}), client(data, [ALPHA]) as test_client, \
+            serving(test_client.app) as base, httpx.Client(base_url=base, headers=KEY_HEADERS, timeout=10) as http:
+        with http.stream("GET", "/changes/stream?since=now") as stream:
+            events = sse(stream.iter_lines())  # kept: a dropped line iterator closes the connection
+            next(events)
+            refused = http.get("/changes/stream")
+            assert (refused.status_code, refused.headers["retry-after"]) == (503, "1")
+        deadline = time.monotonic() + 5
+        while test_client.app.state.change_hub.subscribers:  # the closed stream lets go of its place
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        with http.stream("GET", "/changes/stream?since=now") as stream:
+            assert stream.status_code == 200
+
+
+def test_a_subscriber_holds_at_most_its_buffer_then_is_dropped() -> None:
+    subscriber = Subscriber(["alpha"], ())
+    dropped: list[bool] = []
+    subscriber.on_drop = lambda: dropped.append(True)
+    row = ChangeRow(1, 1, None, "top", "2026-11-20", None, "2026-11-20T05:30:00Z", b"{}")
+    subscriber.offer("beta", row)  # another group's: not its
+    assert not subscriber.pending
+    for _ in range(STREAM_BUFFER):
+        subscriber.offer("alpha", row)
+    assert len(subscriber.pending) == STREAM_BUFFER and not subscriber.dropped
+    subscriber.offer("alpha", row)
+    assert subscriber.dropped and not subscriber.pending and dropped == [True]
+    subscriber.offer("alpha", row)
+    assert not subscriber.pending and dropped == [True]
+
+
+def big_charts(n: int, day: int) -> list[NewSnapshot]:
+    """`n` charts whose change summaries are large (long records), to fill a stalled client's socket quickly."""
+    pad = "x" * 3000
+    charts = []
+    for i in range(n):
+        entries = [StoredEntry(r, f"t{day}-{r}", "a", None, json.dumps({"title": f"{day}-{r}", "pad": pad}).encode())
+                   for r in range(1, 11)]
+        charts.append(NewSnapshot(f"big/{i}", (FIXED_NOW + timedelta(days=day)).date().isoformat(), None, FIXED_NOW,
+                                  "test", entries))
+    return charts
+
+
+def test_a_client_that_stops_reading_is_dropped_and_resumes_without_a_gap(server: tuple[str, Any], data: Path) -> None:
+    """A stream whose client reads nothing while changes keep coming is cut off once its buffer overflows (memory
+    stays bounded: the subscriber is gone); the client then resumes from the last event it has, missing nothing."""
+    base, app = server
+    hub = app.state.change_hub
+    commit(data, "alpha", chart("top", "AB"))
+    host, port = base.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((host, int(port)))
+    sock.sendall(f"GET /changes/stream?since=now HTTP/1.1\r\nHost: x\r\nX-API-Key: {KEY_HEADERS['X-API-Key']}\r\n\r\n"
+                 .encode())
+    deadline = time.monotonic() + 5
+    while not hub.subscribers:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    committed = 0
+    for day in range(1, 40):
+        commit(data, "alpha", *big_charts(25, day))
+        committed += 25
+        if not hub.subscribers:
+            break
+        time.sleep(0.3)  # a poll reads each batch
+    assert not hub.subscribers, "the stalled stream was never dropped"
+    received = b""
+    sock.settimeout(10)
+    while chunk := sock.recv(65536):  # the server closed the connection: what was sent, then EOF
+        received += chunk
+    sock.close()
+    body = received.partition(b"\r\n\r\n")[2].decode("latin-1")
+    ids = [line[4:] for line in body.splitlines() if line.startswith("id: ")]
+    assert len(ids) < committed  # it did not get everything
+    last = ids[-1] if ids else encode_cursor({"alpha": 1})
+    with httpx.Client(base_url=base, headers={**KEY_HEADERS, "Last-Event-ID": last}, timeout=10) as http, \
+            http.stream("GET", "/changes/stream") as stream:
+        rest = changes_of(sse(stream.iter_lines()), committed - len(ids))
+    assert [json.loads(e["data"])["id"] for e in rest] == list(range(2 + len(ids), 2 + committed))
