@@ -399,7 +399,7 @@ def _groups_param(names: Sequence[str]) -> Param:
     return Param("groups", check=check, description="Only these groups, comma-separated (default: every group)")
 
 
-@accepts(pattern=comma_separated("[^,]+", MAX_TARGETS))
+@accepts(pattern=comma_separated(r"[^,]*[^,\s][^,]*", MAX_TARGETS))  # each with more than blanks
 def _targets(value: str) -> tuple[str, ...]:
     chosen = config.comma_list(value)
     if not chosen or len(chosen) > MAX_TARGETS:

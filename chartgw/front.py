@@ -228,11 +228,13 @@ def render_html(page: FrontPage, today: date) -> str:
 <style>
 body{{font:14px system-ui,sans-serif;margin:2em;color:#222}} table{{border-collapse:collapse}}
 td,th{{padding:.4em .8em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}}
-.title,.last,.change{{color:#666;font-size:12px}} .ok .status,#status.ok{{color:#176f2c}} .degraded .status,#status.degraded{{color:#a33}}
+.title,.last,.change{{color:#666;font-size:12px}}
+.ok .status,#status.ok{{color:#176f2c}} .degraded .status,#status.degraded{{color:#a33}}
 </style></head>
 <body><h1>chartgw <span id=status class={page.status}>{page.status}</span></h1>
 <p>Every group, its freshness against its cadence, its latest change (all of them: <code>GET /changes</code>) and its
-crawls over the last {DAYS} days (green: attempts that committed, red: failed, grey: none). JSON: send <code>Accept: application/json</code>.
+crawls over the last {DAYS} days (green: attempts that committed, red: failed, grey: none).
+JSON: send <code>Accept: application/json</code>.
 All groups in one document: <a href="{page.openapi}">{page.openapi}</a>.</p>
 <table id=groups><thead><tr><th>group</th><th>status</th><th>targets</th><th>last crawl</th><th>latest change</th>
 <th>last {DAYS} days</th><th></th>
