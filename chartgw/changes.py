@@ -186,7 +186,10 @@ def summarize(lines: Sequence[Line], first: bool, reentered: Collection[Identity
     top = min((line for line in lines if line.rank is not None), key=lambda line: line.rank or 0, default=None)
     old_top = min((line for line in lines if line.previous_rank is not None),
                   key=lambda line: line.previous_rank or 0, default=None)
-    by_rank = lambda chosen: [_named(line) for line in sorted(chosen, key=lambda line: line.rank or 0)[:LISTED]]
+
+    def by_rank(chosen: list[Line]) -> list[ChangedEntry]:
+        return [_named(line) for line in sorted(chosen, key=lambda line: line.rank or 0)[:LISTED]]
+
     return ChangeSummary(
         entries=sum(line.rank is not None for line in lines),
         changed=first or any(line.status != "same" for line in lines),

@@ -10,7 +10,6 @@ and idle through two heartbeats; the difference is what the streams cost.
 from __future__ import annotations
 
 import asyncio
-import os
 import resource
 import socket
 import subprocess
@@ -24,7 +23,7 @@ import httpx
 import pytest
 
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, copy_data
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, child_env, copy_data
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 STREAMS = 1000
@@ -52,9 +51,8 @@ def gateway(korea_data: Path, tmp_path: Path) -> Iterator[tuple[str, int, Path]]
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = dict(os.environ, CHARTGW_DATA_DIR=str(data), CHARTGW_API_KEYS=KEY_HEADERS["X-API-Key"],
-               CHARTGW_RATE_LIMIT_PER_MINUTE="0", CHARTGW_CHANGES_HEARTBEAT_SECONDS=str(HEARTBEAT_SECONDS),
-               PYTHONPATH=str(REPO_ROOT))
+    env = {**child_env(DATA_DIR=str(data), API_KEYS=KEY_HEADERS["X-API-Key"], RATE_LIMIT_PER_MINUTE="0",
+                       CHANGES_HEARTBEAT_SECONDS=str(HEARTBEAT_SECONDS)), "PYTHONPATH": str(REPO_ROOT)}
     server = subprocess.Popen([sys.executable, "-m", "chartgw", "serve", "--port", str(port),
                                "--limit-concurrency", str(STREAMS + 100)],
                               env=env, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
