@@ -17,7 +17,7 @@ from starlette.routing import Route as StarletteRoute
 from starlette.types import Receive, Scope, Send
 
 from chartgw import config
-from chartgw.access import AccessTable, ApiKeyMiddleware, KeyChecker, KeyStore, RateLimiter
+from chartgw.access import AccessTable, ApiKeyMiddleware, Gate, KeyChecker, KeyStore, RateLimiter
 from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
 from chartgw.endpoints import Call, EndpointApp, GroupData, Route
@@ -191,19 +191,19 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
         for data in datas.values():
             await data.reader.close()
 
-    table = access_table(declared)
     checker = checker or KeyChecker(plain_keys=[*config.get(config.API_KEYS)])
     limiter = limiter or RateLimiter(config.get(config.RATE_LIMIT_PER_MINUTE), KeyStore())
+    gate = Gate(access_table(declared), checker, limiter)  # one way in: the key middleware's and the fast lane's
     app = Starlette(
         routes=routes,
         middleware=[
             Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),
-            Middleware(ApiKeyMiddleware, table=table, checker=checker, limiter=limiter),
+            Middleware(ApiKeyMiddleware, gate=gate),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
         lifespan=lifespan,
     )
     app.router.redirect_slashes = False  # GroupRoutes redirects with a relative Location instead
-    # The same cache, keys and limiter, for repeats the server answers before the app (chartgw.server).
-    app.state.fast_lane = FastLane(cache, table, checker, limiter, legacy_names(g.name for g in groups))
+    # The same cache and gate, for repeats the server answers before the app (chartgw.server).
+    app.state.fast_lane = FastLane(cache, gate, legacy_names(g.name for g in groups))
     return app

@@ -138,16 +138,30 @@ def test_first_requests_other_methods_and_closing_connections_go_to_the_app(serv
     assert lane.answered == before
 
 
-def test_an_unknown_key_gets_the_apps_401_even_for_a_cached_url(served: tuple[int, CountingLane]) -> None:
+def test_an_unknown_key_gets_the_apps_401_from_the_lane_too(served: tuple[int, CountingLane]) -> None:
+    """The lane asks the key middleware's gate: a refusal is the app's 401, byte for byte."""
     port, lane = served
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     assert _get(conn, PATH).status == 200
-    before = lane.answered
-    refused = _get(conn, PATH, **{"X-API-Key": "not-a-key"})
+    fast, slow = _lane_and_app(port, lane, PATH, **{"X-API-Key": "not-a-key"})
+    assert fast.status == slow.status == 401 and fast.body == slow.body == b'{"detail":"Invalid, revoked or expired API key"}'
+    assert fast.stable() == slow.stable()
     conn.request("GET", PATH)
     missing = Answer(conn.getresponse())
-    assert (refused.status, missing.status) == (401, 401) and lane.answered == before
-    assert refused.body == b'{"detail":"Invalid, revoked or expired API key"}'
+    assert missing.status == 401 and missing.body.startswith(b'{"detail":"Missing API key')
+
+
+def test_a_key_with_surrounding_whitespace_is_the_key(served: tuple[int, CountingLane]) -> None:
+    """Optional whitespace around a field value is not part of it (RFC 9110): the lane and the app alike."""
+    port, lane = served
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    for padded in (TEST_KEY + " ", TEST_KEY + "\t", " \t" + TEST_KEY + " \t "):
+        lane.enabled = False
+        by_app = _get(conn, PATH, **{"X-API-Key": padded})
+        lane.enabled = True
+        answered = lane.answered
+        by_lane = _get(conn, PATH, **{"X-API-Key": padded})
+        assert by_app.status == by_lane.status == 200 and lane.answered == answered + 1, repr(padded)
 
 
 def test_pipelined_requests_are_answered_in_order(served: tuple[int, CountingLane]) -> None:
