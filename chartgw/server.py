@@ -30,8 +30,11 @@ speed is answering without an ASGI task, which nothing public in uvicorn offers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
+import socket
+import struct
 import urllib.parse
 from typing import Any
 
@@ -118,6 +121,17 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._running = cycle
         super()._start_asgi_task(cycle, app)
 
+    def _drop(self) -> None:
+        """Closes the connection at once with a reset, discarding what it has not sent: the answers left here
+        and those the kernel holds (a plain close would keep sending them for minutes to a client that does
+        not read)."""
+        self._disconnect()
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.transport.abort()
+
     def _disconnect(self) -> None:
         """Tells every request of this connection still being answered that its client is gone, so the app's
         later sends go nowhere (uvicorn tells only the newest, which may be one still queued)."""
@@ -133,7 +147,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if self._stash:
             data, self._stash = self._stash + data, b""
             if len(data) > MAX_STASH_BYTES:
-                self.transport.abort()  # pipelines faster than it reads its answers: not a client we keep
+                self._drop()  # pipelines far faster than it reads its answers: not a client we keep
                 return
         self._feed(data)
 
@@ -147,6 +161,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                         self._stash = data[pos:]  # parsed once the answers before it are taken (`resume_writing`)
                         self._flush()
                         self.flow.pause_reading()
+                        if not self.flow.write_paused:  # the socket took them all: no resume_writing will come
+                            self.loop.call_soon(self._resume)
                         return
                     stop = self._empty_line_end(data, pos)
                     self._count_head(data, pos, stop)
@@ -298,6 +314,15 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self.transport.writelines(self._pending)  # uvloop sends them with one writev, each buffer uncopied
             self._pending, self._pending_bytes = [], 0
 
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        # Answers are piling up: watch whether the client takes them from now on, not from the next tick.
+        now = self.loop.time()
+        self._unsent, self._unsent_since = self.transport.get_write_buffer_size(), now
+        if self._timer is not None and self._timer.when() > now + self._send_timeout / 4:
+            self._timer.cancel()
+            self._timer = self.loop.call_later(self._send_timeout / 4, self._tick)
+
     def resume_writing(self) -> None:
         super().resume_writing()
         if self._stash:
@@ -357,8 +382,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if unsent != self._unsent:  # progress: the client took some, or new answers (written once it had)
             self._unsent, self._unsent_since = unsent, now
         elif unsent and now - self._unsent_since >= self._send_timeout:
-            self._disconnect()
-            transport.abort()  # its answers go unread: drop them rather than hold them
+            self._drop()
             return
         busy = self.cycle is not None and not self.cycle.response_complete
         due: float | None
@@ -384,8 +408,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             if now >= due:
                 transport.close()  # a connection that sent nothing within the time
                 return
-        if unsent:
-            stalled = self._unsent_since + self._send_timeout
+        if unsent:  # looked at often enough to tell when the client last took a byte
+            stalled = min(self._unsent_since + self._send_timeout, now + self._send_timeout / 4)
             due = stalled if due is None else min(due, stalled)
         wait = due - now if due is not None else min(self._head_timeout, self.timeout_keep_alive)
         self._timer = self.loop.call_later(max(wait, 0.05), self._tick)

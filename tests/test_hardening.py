@@ -153,3 +153,25 @@ def test_no_value_of_any_get_parameter_is_a_5xx(all_groups_data: Path) -> None:
         "type": "date_from_datetime_parsing", "loc": ["path", "week_start"],
         "msg": "Input should be a valid date or datetime, dates after 9999 are not supported as unix timestamps",
         "input": "259200000000000", "ctx": {"error": "dates after 9999 are not supported as unix timestamps"}}
+
+
+def test_key_commands_make_the_key_files_owner_only_whatever_their_mode(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A key file that already exists readable by anyone (copied, restored) is 0600 after any `keys` command."""
+    import os
+    import stat
+
+    from chartgw.cli import main
+    from tests.fixtures import data_dir
+
+    (tmp_path / "server-secret").write_bytes(os.urandom(32))
+    (tmp_path / "keys.sqlite").write_bytes(b"")
+    for name in ("server-secret", "keys.sqlite"):
+        (tmp_path / name).chmod(0o644)
+    with data_dir(tmp_path):
+        assert main(["keys", "list"]) == 0
+        assert main(["keys", "create", "--name", "partner"]) == 0
+    assert capsys.readouterr().out.count("cgw_") == 1
+    files = ["server-secret", "keys.sqlite", "keys.sqlite-wal", "keys.sqlite-shm"]
+    assert {name: oct(stat.S_IMODE((tmp_path / name).stat().st_mode)) for name in files if (tmp_path / name).exists()} \
+        == {name: "0o600" for name in files if (tmp_path / name).exists()}
