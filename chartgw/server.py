@@ -75,7 +75,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._body_timeout = config.get(config.REQUEST_BODY_TIMEOUT_SECONDS)
         self._send_timeout = config.get(config.SEND_TIMEOUT_SECONDS)
         self._in_progress_limit: int | None = self.limit_concurrency
-        self.limit_concurrency = None  # uvicorn's check counts connections; `_overloaded` counts requests in progress
+        self.limit_concurrency = None  # uvicorn's check counts connections: on_headers_complete counts requests in progress
         self._lane: FastLane | None = find_lane(self.app)
         self._log: AnswerLog | None = None
         if self.access_log:  # one log for both paths: uvicorn's cycles would log the app's answers only
@@ -168,9 +168,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                     self._count_head(data, pos, stop)
                 elif self._body_left is None:  # chunked: up to an empty line (the last chunk's, or its trailers')
                     stop = self._empty_line_end(data, pos)
-                else:
-                    stop = min(end, pos + self._body_left) if self._body_left else end
-                    self._body_left -= stop - pos
+                else:  # up to the end of its Content-Length (all of it, should the parser see more body)
+                    left = self._body_left
+                    stop = min(end, pos + left) if left > 0 else end
+                    self._body_left = max(0, left - (stop - pos))
                 self.parser.feed_data(view[pos:stop])
                 pos = stop
         except _Refused:

@@ -50,11 +50,17 @@ class CountingLane:
         return answer
 
 
+def korea_app(korea_data: Path, limiter: RateLimiter) -> Any:
+    """The gateway over /korea-chart's demo data, accepting TEST_KEY, at FIXED_NOW."""
+    with data_dir(korea_data):
+        return build_app([korea_chart.GROUP], checker=KeyChecker(korea_data / "keys.sqlite", plain_keys=[TEST_KEY]),
+                         clock=lambda: FIXED_NOW, limiter=limiter)
+
+
 @pytest.fixture(scope="module")
 def served(korea_data: Path) -> Iterator[tuple[int, CountingLane]]:
     with data_dir(korea_data):
-        app = build_app([korea_chart.GROUP], checker=KeyChecker(korea_data / "keys.sqlite", plain_keys=[TEST_KEY]),
-                        clock=lambda: FIXED_NOW, limiter=RateLimiter(100_000))
+        app = korea_app(korea_data, RateLimiter(100_000))
         lane = CountingLane(app.state.fast_lane)
         with serving(app, http=LimitedHttpToolsProtocol, access_log=False, lifespan="off",
                      timeout_keep_alive=KEEP_ALIVE) as base:
@@ -198,9 +204,7 @@ def test_a_connection_idle_after_a_lane_answer_closes_after_the_keep_alive_timeo
 
 
 def _app_and_lane(korea_data: Path, limiter: RateLimiter) -> tuple[TestClient, FastLane]:
-    with data_dir(korea_data):
-        app = build_app([korea_chart.GROUP], checker=KeyChecker(korea_data / "keys.sqlite", plain_keys=[TEST_KEY]),
-                        clock=lambda: FIXED_NOW, limiter=limiter)
+    app = korea_app(korea_data, limiter)
     return TestClient(app), app.state.fast_lane
 
 
@@ -292,8 +296,7 @@ def test_past_the_concurrency_limit_the_lane_answers_the_apps_503(korea_data: Pa
     """--limit-concurrency counts requests in progress: three idle connections do not make a 503 (issue 18
     saw the app path give one), two requests held in the app do, for the lane's repeat and the app alike."""
     with data_dir(korea_data), environment({"CHARTGW_REQUEST_BODY_TIMEOUT_SECONDS": "2"}):
-        app = build_app([korea_chart.GROUP], checker=KeyChecker(korea_data / "keys.sqlite", plain_keys=[TEST_KEY]),
-                        clock=lambda: FIXED_NOW, limiter=RateLimiter(0))
+        app = korea_app(korea_data, RateLimiter(0))
         lane = CountingLane(app.state.fast_lane)
         with serving(app, http=LimitedHttpToolsProtocol, access_log=False, lifespan="off", limit_concurrency=2) as base:
             port = int(base.rpartition(":")[2])
@@ -332,8 +335,7 @@ def test_with_the_access_log_on_the_lane_answers_and_is_logged_as_the_app(korea_
             records.append(record)
 
     with data_dir(korea_data):
-        app = build_app([korea_chart.GROUP], checker=KeyChecker(korea_data / "keys.sqlite", plain_keys=[TEST_KEY]),
-                        clock=lambda: FIXED_NOW, limiter=RateLimiter(0))
+        app = korea_app(korea_data, RateLimiter(0))
         lane = CountingLane(app.state.fast_lane)
         with serving(app, http=LimitedHttpToolsProtocol, access_log=True, log_level="info", lifespan="off") as base:
             logging.getLogger("uvicorn.access").addHandler(keep := Keep())

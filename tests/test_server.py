@@ -422,3 +422,17 @@ def test_uvicorn_is_the_version_the_protocol_was_written_against() -> None:
         f"uvicorn's HttpToolsProtocol is not the one chartgw/server.py was written against ({UVICORN_PIN} in "
         f"pyproject.toml): re-read it, adapt the subclass, then set PROTOCOL_SOURCE_SHA256 = {digest!r}")
 
+
+
+def test_the_hardening_page_lists_every_limit_and_its_setting() -> None:
+    from chartgw import config, server
+
+    text = (REPO / "docs" / "hardening.md").read_text()
+    for setting in (config.REQUEST_HEAD_TIMEOUT_SECONDS, config.REQUEST_BODY_TIMEOUT_SECONDS,
+                    config.IDLE_TIMEOUT_SECONDS, config.SEND_TIMEOUT_SECONDS, config.RATE_LIMIT_PER_MINUTE):
+        row = next((line for line in text.splitlines() if line.startswith("|") and f"`{setting.variable}`" in line), "")
+        assert setting.default in row, f"docs/hardening.md has no row of {setting.variable} with its default"
+    for name, size in (("MAX_URL_BYTES", "8 KB"), ("MAX_HEAD_BYTES", "32 KB"), ("BACKLOG_BYTES", "64 KB"),
+                       ("MAX_STASH_BYTES", "1 MB")):
+        assert f"{size} (`{name}`" in text and getattr(server, name) == int(size.split()[0]) * (1024 if "KB" in size else 1 << 20)
+    assert "--limit-concurrency" in text and "(docs/hardening.md)" in (REPO / "README.md").read_text()
