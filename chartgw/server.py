@@ -231,8 +231,9 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._in_head = False
         self._tail = b""
-        self._started = self.loop.time()
         self._body_left = self._framing()
+        if self._body_left != 0:
+            self._started = self.loop.time()  # the body's time starts (a request without one is complete now)
         if self.parser.should_upgrade():
             super().on_headers_complete()
             return
