@@ -12,14 +12,12 @@ the app answers it as always, so the lane never answers anything the app would a
 
 from __future__ import annotations
 
-from typing import Any
-
 from chartgw.access import Gate, Reply
 from chartgw.cache import ResponseCache
 from chartgw.endpoints import EndpointApp
 from chartgw.legacy import rewrite
 
-__all__ = ["FastLane", "Reply", "find_lane"]
+__all__ = ["FastLane", "Reply"]
 
 
 class FastLane:
@@ -54,15 +52,3 @@ class FastLane:
         status, sent, body = endpoint.cached_reply(hit, headers)
         sent.extend(rate)
         return status, sent, body
-
-
-def find_lane(app: Any) -> FastLane | None:
-    """The fast lane of the gateway app `app` is (or wraps, as uvicorn's proxy-headers middleware does)."""
-    for _ in range(8):
-        lane = getattr(getattr(app, "state", None), "fast_lane", None)
-        if isinstance(lane, FastLane):
-            return lane
-        app = getattr(app, "app", None)
-        if app is None:
-            return None
-    return None

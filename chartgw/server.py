@@ -44,9 +44,11 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from chartgw import config
 from chartgw.access import Reply
-from chartgw.fastlane import FastLane, find_lane
+from chartgw.fastlane import FastLane
+from chartgw.settings import current
 
-__all__ = ["BACKLOG_BYTES", "MAX_HEAD_BYTES", "MAX_URL_BYTES", "AnswerLog", "LimitedHttpToolsProtocol", "redact"]
+__all__ = ["BACKLOG_BYTES", "MAX_HEAD_BYTES", "MAX_URL_BYTES", "AnswerLog", "LimitedHttpToolsProtocol", "app_state",
+           "redact"]
 
 MAX_HEAD_BYTES = 32 * 1024
 """The request line and all headers together; browsers and clients send a few KB."""
@@ -71,12 +73,14 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._head_timeout = config.get(config.REQUEST_HEAD_TIMEOUT_SECONDS)
-        self._body_timeout = config.get(config.REQUEST_BODY_TIMEOUT_SECONDS)
-        self._send_timeout = config.get(config.SEND_TIMEOUT_SECONDS)
+        settings = app_state(self.app, "settings") or current()  # the app's own, as its handlers read them
+        self._head_timeout = settings.get(config.REQUEST_HEAD_TIMEOUT_SECONDS)
+        self._body_timeout = settings.get(config.REQUEST_BODY_TIMEOUT_SECONDS)
+        self._send_timeout = settings.get(config.SEND_TIMEOUT_SECONDS)
         self._in_progress_limit: int | None = self.limit_concurrency
         self.limit_concurrency = None  # uvicorn's check counts connections: on_headers_complete counts requests in progress
-        self._lane: FastLane | None = find_lane(self.app)
+        lane = app_state(self.app, "fast_lane")
+        self._lane: FastLane | None = lane if isinstance(lane, FastLane) else None
         self._log: AnswerLog | None = None
         if self.access_log:  # one log for both paths: uvicorn's cycles would log the app's answers only
             self._log = AnswerLog(self.access_logger)
@@ -417,6 +421,18 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._timer = self.loop.call_later(max(wait, 0.05), self._tick)
 
 
+def app_state(app: Any, name: str) -> Any:
+    """`state.<name>` of the gateway app `app` is, or wraps (as uvicorn's proxy-headers middleware does); else None."""
+    for _ in range(8):
+        found = getattr(getattr(app, "state", None), name, None)
+        if found is not None:
+            return found
+        app = getattr(app, "app", None)
+        if app is None:
+            return None
+    return None
+
+
 SECRET_NAMES = frozenset({"apikey", "xapikey", "key", "token", "accesstoken", "apitoken", "authtoken", "auth",
                           "authorization", "bearer", "secret", "password", "passwd", "sig", "signature"})
 """Query parameter names (lowercase, without "-" and "_") whose values the access log never writes."""
@@ -459,7 +475,7 @@ class AnswerLog:
 
 class _LoggedApp:
     def __init__(self, app: ASGIApp, log: AnswerLog) -> None:
-        self.app = app  # `find_lane` looks through this
+        self.app = app  # `app_state` looks through this
         self.log = log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
