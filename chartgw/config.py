@@ -37,7 +37,9 @@ __all__ = [
     "comma_list",
     "countries",
     "data_dir",
+    "default_data_dir",
     "environment",
+    "folder",
     "get",
     "origin",
     "seconds",
@@ -49,7 +51,6 @@ __all__ = [
 
 T = TypeVar("T")
 PREFIX = "CHARTGW_"
-CHECKOUT_DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
 
 class SettingError(ValueError):
@@ -181,8 +182,21 @@ def origin(value: str) -> str:
 
 # --- the platform's settings ------------------------------------------------------------------------
 
-DATA_DIR = Setting("DATA_DIR", str(CHECKOUT_DATA_DIR),
-                   "where the group files (`<group>.sqlite`), `keys.sqlite` and crawl locks live", Path)
+def default_data_dir() -> Path:
+    """`$XDG_DATA_HOME/chartgw`, else `~/.local/share/chartgw`: per user, outside any checkout or installed
+    package, and the same folder whatever the working directory (cron and systemd start in $HOME or /)."""
+    home = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(home) if os.path.isabs(home) else Path.home() / ".local" / "share"  # the XDG spec ignores a relative one
+    return base / "chartgw"
+
+
+def folder(value: str) -> Path:
+    """A folder path; `~` is expanded, a relative one is taken from the working directory."""
+    return Path(value).expanduser().absolute()
+
+
+DATA_DIR = Setting("DATA_DIR", str(default_data_dir()),
+                   "where the group files (`<group>.sqlite`), `keys.sqlite` and crawl locks live", folder)
 API_KEYS = Setting("API_KEYS", "", "comma-separated plain keys accepted besides the key store (simple deployments)",
                    comma_list)
 CRAWL_DELAY_SECONDS = Setting("CRAWL_DELAY_SECONDS", "0.2", "pause after each upstream request (politeness)",

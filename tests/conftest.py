@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,11 @@ def all_groups_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if group.name != "artist-history-api":
             build_group_db(path, group)
     return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _data_dir_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A test that names no data folder writes into a session folder, never the default one (`~/.local/share/chartgw`)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CHARTGW_DATA_DIR", str(tmp_path_factory.mktemp("default-data")))
+        yield

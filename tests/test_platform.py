@@ -40,7 +40,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.samples",),
     ("chartgw.groups.",),
     ("chartgw.groups",),
-    ("chartgw.entries", "chartgw.front", "chartgw.app", "chartgw.demo", "chartgw.cli", "chartgw.__main__", "chartgw"),
+    ("chartgw.entries", "chartgw.front", "chartgw.app", "chartgw.demo", "chartgw.disk", "chartgw.cli", "chartgw.__main__",
+     "chartgw"),
 )
 
 
@@ -212,7 +213,7 @@ def test_chartgw_storage_reports_every_group(korea_data: Path, monkeypatch: pyte
 
     monkeypatch.setenv("CHARTGW_DATA_DIR", str(korea_data))
     assert cli.main(["storage", "--json"]) == 0
-    rows = {row["group"]: row for row in json.loads(capsys.readouterr().out)}
+    rows = {row["group"]: row for row in json.loads(capsys.readouterr().out) if row["file"] == f"{row['group']}.sqlite"}
     assert set(rows) == {g.name for g in GROUPS}
     korea = rows["korea-chart"]
     assert korea["bytes"] > 100_000 and korea["snapshots"] > 10 and korea["retention_days"]
