@@ -25,6 +25,7 @@ from chartgw.crawl import EXIT_BUSY, CrawlBusy, CrawlError, Outcome, crawl_lock
 from chartgw.group import Group, GroupCommand, after_crawl, crawl_group
 from chartgw.groups import GROUPS
 from chartgw.params import InvalidParams
+from chartgw.progress import Progress
 from chartgw.upstreams import origin_setting
 
 
@@ -103,10 +104,11 @@ def cmd_group_command(args: argparse.Namespace) -> int:
     command: GroupCommand = next(c for c in group.commands if c.verb == args.command)
     values = {arg.name: getattr(args, arg.name) for arg in command.args}
     try:
-        if command.lock:
-            with crawl_lock(group.name, args.wait):
-                outcomes = command.run(values)
-        else:
+        with contextlib.ExitStack() as held:
+            if command.lock:
+                held.enter_context(crawl_lock(group.name, args.wait))
+            if not command.at_boot:  # (one that runs for as long as the machine does, the monitor, logs itself)
+                held.enter_context(held.enter_context(Progress(command.verb)).step(group.name))
             outcomes = command.run(values)
     except CrawlBusy as exc:
         print(f"chartgw {command.verb}: {exc}", file=sys.stderr)
@@ -288,7 +290,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return demo.keep_fresh(args.keep_fresh)
     names = demo.groups_without_data() if args.if_empty else [g.name for g in demo.seeded_groups()]
     if names:
-        outcomes = demo.seed(names)
+        outcomes: list[Outcome] = []
+        now = utc_now()
+        with Progress("demo") as shown:
+            for name in names:
+                with shown.step(name):
+                    outcomes += demo.seed([name], now)
         failed = [o for o in outcomes if o.status != "ok"]
         print(f"demo data for {', '.join(names)}: {len(outcomes) - len(failed)} of {len(outcomes)} crawls committed "
               "from bundled samples", file=sys.stderr)

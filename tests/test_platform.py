@@ -30,7 +30,7 @@ CONFIGURATION_DOC = PACKAGE.parent / "docs" / "configuration.md"
 
 # Lowest first. A module imports only from its own layer or below; groups never import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("chartgw.clock", "chartgw.countries", "chartgw.text"),
+    ("chartgw.clock", "chartgw.countries", "chartgw.text", "chartgw.progress"),
     ("chartgw.config",),
     ("chartgw.store", "chartgw.params", "chartgw.cache"),
     ("chartgw.records", "chartgw.targets"),

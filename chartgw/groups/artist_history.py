@@ -823,8 +823,8 @@ ROUTES: tuple[Route, ...] = (
 # --- CLI and demo ---------------------------------------------------------------------------------
 
 def _outcomes(results: list[index.IndexResult]) -> list[Outcome]:
-    return [Outcome(r.source, "ok" if r.error is None else "failed", r.rows, r.last_snapshot_id, error=r.error)
-            for r in results]
+    return [Outcome(r.source, "ok" if r.error is None else "failed", r.rows, r.last_snapshot_id,
+                    duration_ms=r.duration_ms, error=r.error) for r in results]
 
 
 def run_index(values: dict[str, Any]) -> list[Outcome]:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import httpx
 import msgspec
@@ -184,25 +184,6 @@ def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
     return [_target(slug) for slug in ([chart] if chart else configured())]
 
 
-class ProgressBar:
-    """One line redrawn on a terminal: weeks done of the total, failures, the week just fetched."""
-
-    def __init__(self, slug: str, total: int, stream: TextIO, width: int = 30) -> None:
-        self.slug, self.total, self.stream, self.width = slug, total, stream, width
-        self.done = self.failed = 0
-
-    def __call__(self, outcome: Outcome) -> None:
-        self.done += 1
-        self.failed += outcome.status != "ok"
-        filled = self.width * self.done // max(self.total, 1)
-        week = outcome.target.partition("@")[2]
-        self.stream.write(f"\r{self.slug} [{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} weeks"
-                          f", {self.failed} failed, {week}")
-        if self.done == self.total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
 def backfill_weeks(slug: str, since: date, until: date, held: set[str]) -> list[date]:
     """The chart dates from the week of `until` back to the week of `since`, newest first, without those held."""
     weeks = []
@@ -215,8 +196,7 @@ def backfill_weeks(slug: str, since: date, until: date, held: set[str]) -> list[
 
 
 async def backfill(slug: str, since: date, until: date | None = None, *, now: Clock = utc_now,
-                   transport: httpx.AsyncBaseTransport | None = None, progress_to: TextIO | None = None,
-                   ) -> list[Outcome]:
+                   transport: httpx.AsyncBaseTransport | None = None) -> list[Outcome]:
     """Fetch every week of `slug` from the week of `until` (default: the newest published) back to the week of
     `since` that is not held yet, one request at a time with the backfill delay, as one recorded "backfill" run.
     Each week commits on its own, so an interrupted backfill keeps what it fetched and the next one resumes."""
@@ -236,10 +216,8 @@ async def backfill(slug: str, since: date, until: date | None = None, *, now: Cl
     policy = RetryPolicy(per_upstream=1, delay_seconds=delay, jitter=0.5)
     options = {"chart": slug, "since": chart_date_for(since).isoformat(), "until": last.isoformat(),
                "weeks": len(weeks), "held_skipped": len(backfill_weeks(slug, since, last, set())) - len(weeks)}
-    progress = ProgressBar(slug, len(weeks), progress_to) if progress_to is not None else None
     return await run_targets(NAME, [_target(slug, week) for week in weeks], retention=retention(GROUP), now=now,
-                             transport=transport, policy=policy, progress=progress, run_kind="backfill",
-                             run_options=options)
+                             transport=transport, policy=policy, run_kind="backfill", run_options=options)
 
 
 def iso_date(text: str) -> date:
@@ -248,12 +226,11 @@ def iso_date(text: str) -> date:
 
 
 def _backfill_command(values: dict[str, Any]) -> list[Outcome]:
-    """`chartgw backfill ranking-charts --chart SLUG --since DATE [--until DATE]`: a progress bar on a terminal only."""
-    stream = sys.stderr if sys.stderr.isatty() else None
+    """`chartgw backfill ranking-charts --chart SLUG --since DATE [--until DATE]` (the CLI shows its progress)."""
     try:
-        outcomes = asyncio.run(backfill(values["chart"], values["since"], values.get("until"), progress_to=stream))
-        if not outcomes and stream is not None:
-            print(f"chartgw backfill: every week of {values['chart']} in that range is held already", file=stream)
+        outcomes = asyncio.run(backfill(values["chart"], values["since"], values.get("until")))
+        if not outcomes and sys.stderr.isatty():
+            print(f"chartgw backfill: every week of {values['chart']} in that range is held already", file=sys.stderr)
         return outcomes
     except KeyboardInterrupt:
         print("\nchartgw backfill: interrupted; the weeks fetched are stored, run it again to resume", file=sys.stderr)
