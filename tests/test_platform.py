@@ -40,8 +40,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.samples",),
     ("chartgw.groups.",),
     ("chartgw.groups",),
-    ("chartgw.entries", "chartgw.front", "chartgw.app", "chartgw.demo", "chartgw.disk", "chartgw.cli", "chartgw.__main__",
-     "chartgw"),
+    ("chartgw.entries", "chartgw.reasons", "chartgw.front", "chartgw.app", "chartgw.demo", "chartgw.disk", "chartgw.cli",
+     "chartgw.__main__", "chartgw"),
 )
 
 
