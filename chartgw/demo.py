@@ -60,10 +60,13 @@ def seed(names: Sequence[str] | None = None, now: datetime | None = None) -> lis
 
 def keep_fresh(every_seconds: float) -> int:
     """Seed every group again every `every_seconds` at the time of day, until interrupted: the demo's
-    snapshots stay within their cadence while `scripts/serve` runs. One line per round on stderr."""
+    snapshots stay within their cadence while `scripts/serve` runs. One line per round on stderr; SIGTERM (as
+    `chartgw.cli` raises it) or Ctrl-C stops it between rounds or within one, with 0."""
     import sys
     import time
 
+    print(f"demo: crawling the samples again every {every_seconds:g} s until stopped (SIGINT or SIGTERM)",
+          file=sys.stderr, flush=True)
     try:
         while True:
             time.sleep(every_seconds)
