@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -17,17 +16,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.fixtures import copy_data
+from tests.fixtures import copy_data, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 STOP_SECONDS = 10.0
 """A clean stop takes a second or two alone; the bound leaves room for a loaded test machine."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_for(ready: Callable[[], bool], process: subprocess.Popen[bytes], seconds: float = 120.0) -> None:
