@@ -12,7 +12,7 @@ import shlex
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,11 +21,13 @@ from typing import Any
 from chartgw import config
 from chartgw.clock import fixed, utc_now
 from chartgw.config import SettingError
+from chartgw.context import Context
 from chartgw.crawl import EXIT_BUSY, CrawlBusy, CrawlError, Outcome, crawl_lock
-from chartgw.group import Group, GroupCommand, after_crawl, crawl_group
+from chartgw.group import Group, GroupCommand, after_crawl, crawl_group, retention
 from chartgw.groups import GROUPS
 from chartgw.params import InvalidParams
 from chartgw.progress import Progress
+from chartgw.settings import Settings, SettingsFileError, current, install
 from chartgw.upstreams import origin_setting
 
 
@@ -44,12 +46,44 @@ def all_settings() -> list[tuple[str, config.Setting[Any]]]:
     return table
 
 
+def settings_problems(settings: Settings, group: Group | None = None) -> list[str]:
+    """One line per setting whose value cannot be used: every setting, or the platform's and `group`'s own
+    (what a crawl or command of that group reads), and a retention naming no group."""
+    if group is None:
+        declared = [setting for _, setting in all_settings()]
+    else:
+        declared = [*config.SETTINGS, *group.settings, *(origin_setting(name) for name in group.upstreams)]
+    problems = settings.problems(declared)
+    if config.RETENTION_DAYS.variable not in " ".join(problems):
+        try:
+            retention(group or GROUPS[0])
+        except SettingError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def refuse_bad_settings(verb: str, settings: Settings, group: Group | None = None) -> bool:
+    """Print one line per bad setting (`chartgw VERB: CHARTGW_X: why`) and say whether there was any."""
+    problems = settings_problems(settings, group)
+    for line in problems:
+        print(f"chartgw {verb}: {line}", file=sys.stderr)
+    return bool(problems)
+
+
 def cmd_settings(args: argparse.Namespace) -> int:
-    """Print every setting with its current value (`*` marks a value set in the environment)."""
-    for owner, setting in all_settings():
-        value = setting.raw()
+    """Print every setting with its value in force (`*` marks one that is set); with --check, only the bad
+    values, one line each, and exit 2 when there is any."""
+    settings = current()
+    declared = all_settings()
+    if args.check:
+        bad = refuse_bad_settings("settings", settings)
+        for name in settings.unknown(s for _, s in declared):
+            print(f"chartgw settings: {name}: not a setting of this version (ignored)", file=sys.stderr)
+        return 2 if bad else 0
+    for owner, setting in declared:
+        value = settings.raw(setting)
         shown = "(set)" if setting.secret and value else value or "(none)"
-        mark = "*" if value != setting.default else " "
+        mark = "*" if settings.is_set(setting) else " "
         print(f"{mark} {setting.variable:38} {shown:48} {owner}: {setting.help}")
     return 0
 
@@ -62,6 +96,8 @@ def _print_outcome(outcome: Outcome) -> None:
 
 def cmd_crawl(args: argparse.Namespace) -> int:
     group: Group = _group(args.group)
+    if refuse_bad_settings("crawl", current(), group):
+        return 2
     selection = {name: getattr(args, name) for name, _ in group.crawl_options}
     progress = _print_outcome if sys.stderr.isatty() and not args.json else None
     try:
@@ -102,14 +138,17 @@ def cmd_group_command(args: argparse.Namespace) -> int:
     command says otherwise (a long-running monitor)."""
     group = _group(args.group)
     command: GroupCommand = next(c for c in group.commands if c.verb == args.command)
+    if refuse_bad_settings(command.verb, current(), group):
+        return 2
     values = {arg.name: getattr(args, arg.name) for arg in command.args}
+    ctx = Context(settings=current(), interactive=sys.stderr.isatty() and not args.json)
     try:
         with contextlib.ExitStack() as held:
             if command.lock:
                 held.enter_context(crawl_lock(group.name, args.wait))
             if not command.at_boot:  # (one that runs for as long as the machine does, the monitor, logs itself)
                 held.enter_context(held.enter_context(Progress(command.verb)).step(group.name))
-            outcomes = command.run(values)
+            outcomes = command.run(ctx, values)
     except CrawlBusy as exc:
         print(f"chartgw {command.verb}: {exc}", file=sys.stderr)
         return EXIT_BUSY
@@ -122,6 +161,8 @@ def cmd_group_command(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    if refuse_bad_settings("serve", current()):
+        return 2
     from chartgw.server import LimitedHttpToolsProtocol
 
     # uvicorn shuts down gracefully on SIGTERM or SIGINT, then raises the signal again: a clean stop, exit 0.
@@ -387,7 +428,9 @@ def build_parser() -> argparse.ArgumentParser:
     storage.add_argument("--json", action="store_true")
     storage.set_defaults(func=cmd_storage)
 
-    settings = commands.add_parser("settings", help="list every CHARTGW_* setting with its current value")
+    settings = commands.add_parser("settings", help="list every CHARTGW_* setting with its value in force")
+    settings.add_argument("--check", action="store_true",
+                          help="print only the values that cannot be used, one line each; exit 2 when there is any")
     settings.set_defaults(func=cmd_settings)
     return parser
 
@@ -401,16 +444,52 @@ class Stopped(KeyboardInterrupt):
     (locks released, transactions rolled back, a long-running one stopping cleanly with 0)."""
 
 
+RAISE_AGAIN_SECONDS = 1.0
+"""A signal handler's exception is lost when it lands in a finaliser or a weakref callback the garbage collector
+runs (Python prints "Exception ignored" and goes on): until the command has stopped, it is raised again this
+often (SIGALRM), so it lands in the command's own code."""
+
+
 def _stop(signum: int, frame: object) -> None:
+    signal.setitimer(signal.ITIMER_REAL, RAISE_AGAIN_SECONDS)
     raise Stopped()
 
 
-def main(argv: list[str] | None = None) -> int:
-    main_thread = threading.current_thread() is threading.main_thread()  # (tests may call main from a thread)
-    previous = signal.signal(signal.SIGTERM, _stop) if main_thread else None
+@contextlib.contextmanager
+def _stopped_by_sigterm() -> Iterator[None]:
+    """SIGTERM raises `Stopped` in the main thread for the duration (other threads cannot take signals: a test
+    calling `main` from one runs without)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGALRM)}
+    hook = sys.unraisablehook
+
+    def quiet(unraisable: Any) -> None:  # a lost Stopped is no news (it is raised again): no "Exception ignored"
+        if not isinstance(unraisable.exc_value, Stopped):
+            hook(unraisable)
+
+    sys.unraisablehook = quiet
     try:
-        args = build_parser().parse_args(argv)
-        status = int(args.func(args))
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        sys.unraisablehook = hook
+
+
+def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:
+    """Run the command with `settings`, by default resolved once from the environment (and CHARTGW_SETTINGS_FILE)."""
+    try:
+        install(settings or Settings.from_environment())
+    except SettingsFileError as exc:
+        print(f"chartgw: {exc}", file=sys.stderr)
+        return 2
+    try:
+        with _stopped_by_sigterm():
+            args = build_parser().parse_args(argv)
+            status = int(args.func(args))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         return status
     except SettingError as exc:  # a misconfigured setting: one line naming it, not a traceback
@@ -422,9 +501,6 @@ def main(argv: list[str] | None = None) -> int:
         # The reader is gone: say nothing more, and point stdout at /dev/null so the exit's flush is quiet too.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_PIPE
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,14 @@
-"""Settings read from the environment, so one process image serves tests, demo and production.
+"""The settings table: every `CHARTGW_*` setting declared once, with its parser.
 
 Every setting is declared once as a `Setting` (name, default, help, parser), in the style of
 Datasette's SETTINGS: the platform's here in `SETTINGS`, each group's beside the group (its
-`Group.settings`), each upstream's origin override by `declare_upstream`. `get` is the one way to
-read one; `chartgw settings` lists them all with their current values.
+`Group.settings`), each upstream's origin override by `declare_upstream`. Values come from the one
+`chartgw.settings.Settings` object resolved at start-up; `get` reads a setting from the Settings in
+force (the running app's or crawl's); `chartgw settings` lists them all.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,12 +17,14 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from chartgw.countries import GLOBAL, country_code
+from chartgw.settings import PREFIX, SettingError, current, using
 
 __all__ = [
     "API_KEYS",
     "CACHE_MAX_MB",
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
+    "DEFAULT_DATA_DIR",
     "RATE_LIMIT_PER_MINUTE",
     "REFRESHES_PER_KEY_PER_HOUR",
     "REFRESH_INTERVAL_SECONDS",
@@ -37,7 +39,6 @@ __all__ = [
     "comma_list",
     "countries",
     "data_dir",
-    "default_data_dir",
     "environment",
     "folder",
     "get",
@@ -50,11 +51,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-PREFIX = "CHARTGW_"
-
-
-class SettingError(ValueError):
-    """A CHARTGW_* setting holds a value the code cannot use; the server answers 503 naming it."""
 
 
 @dataclass(frozen=True)
@@ -78,17 +74,10 @@ class Setting(Generic[T]):
     def variable(self) -> str:
         return PREFIX + self.name
 
-    def raw(self) -> str:
-        """The text in force: the variable, stripped, or the default when unset or blank."""
-        return os.environ.get(self.variable, "").strip() or self.default
-
 
 def get(setting: Setting[T]) -> T:
-    """The current value of `setting`, read on each call so a changed environment needs no restart."""
-    try:
-        return setting.parse(setting.raw())
-    except ValueError as exc:
-        raise SettingError(f"{setting.variable}: {exc}") from None
+    """The value of `setting` in the Settings in force (parsed once per Settings object)."""
+    return current().get(setting)
 
 
 # --- parsers ------------------------------------------------------------------------------------
@@ -182,20 +171,18 @@ def origin(value: str) -> str:
 
 # --- the platform's settings ------------------------------------------------------------------------
 
-def default_data_dir() -> Path:
-    """`$XDG_DATA_HOME/chartgw`, else `~/.local/share/chartgw`: per user, outside any checkout or installed
-    package, and the same folder whatever the working directory (cron and systemd start in $HOME or /)."""
-    home = os.environ.get("XDG_DATA_HOME", "")
-    base = Path(home) if os.path.isabs(home) else Path.home() / ".local" / "share"  # the XDG spec ignores a relative one
-    return base / "chartgw"
+DEFAULT_DATA_DIR = "~/.local/share/chartgw"
+"""The XDG data home of the user running chartgw: per user, outside any checkout or installed package, and the
+same folder whatever the working folder (cron starts in $HOME, systemd in /). `$XDG_DATA_HOME` is not read (the
+settings read only CHARTGW_* variables): set CHARTGW_DATA_DIR instead."""
 
 
 def folder(value: str) -> Path:
-    """A folder path; `~` is expanded, a relative one is taken from the working directory."""
+    """A folder path; `~` is the home of the user running chartgw, a relative path is from the working folder."""
     return Path(value).expanduser().absolute()
 
 
-DATA_DIR = Setting("DATA_DIR", str(default_data_dir()),
+DATA_DIR = Setting("DATA_DIR", DEFAULT_DATA_DIR,
                    "where the group files (`<group>.sqlite`), `keys.sqlite` and crawl locks live", folder)
 API_KEYS = Setting("API_KEYS", "", "comma-separated plain keys accepted besides the key store (simple deployments)",
                    comma_list)
@@ -238,18 +225,7 @@ def data_dir() -> Path:
 
 @contextmanager
 def environment(values: dict[str, str | None]) -> Iterator[None]:
-    """Set (or, for None, unset) environment variables for the duration, then restore them (demo seeding)."""
-    saved = {name: os.environ.get(name) for name in values}
-
-    def apply(settings: dict[str, str | None]) -> None:
-        for name, value in settings.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-    apply(values)
-    try:
+    """The settings in force with `values` set (None: unset) for the duration (demo seeding, replays, tests).
+    Nothing is written to the process environment."""
+    with using(current().with_values(values)):
         yield
-    finally:
-        apply(saved)

@@ -15,17 +15,23 @@ import pytest
 from chartgw import cli
 from chartgw.access import KeyChecker, KeyStore
 from chartgw.groups import GROUPS
-from tests.fixtures import copy_data
+from chartgw.settings import current
+from tests.fixtures import child_env, configure, copy_data
 
 
 @pytest.fixture
-def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
+def data(tmp_path: Path) -> Path:
+    configure("CHARTGW_DATA_DIR", str(tmp_path))
     return tmp_path
 
 
+def chartgw(*args: str) -> int:
+    """`chartgw ARGS` in this process, with the test's settings."""
+    return cli.main(list(args), current())
+
+
 def _create(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    status = cli.main(["keys", "create", *args])
+    status = chartgw("keys", "create", *args)
     out, err = capsys.readouterr()
     return status, out.strip(), err
 
@@ -40,9 +46,9 @@ def test_a_key_name_is_unique_and_rotate_acts_on_one_key(data: Path, capsys: pyt
     assert "a key named 'alice' is active (id 1): rotate it (chartgw keys rotate alice) or revoke it first" in err
     assert len(KeyStore(data / "keys.sqlite").list()) == 1
 
-    assert cli.main(["keys", "rotate", "alice", "--grace-days", "2"]) == 0
+    assert chartgw("keys", "rotate", "alice", "--grace-days", "2") == 0
     second = capsys.readouterr().out.strip()
-    assert cli.main(["keys", "rotate", "alice", "--grace-days", "1"]) == 0
+    assert chartgw("keys", "rotate", "alice", "--grace-days", "1") == 0
     third = capsys.readouterr().out.strip()
     checker = KeyChecker(data / "keys.sqlite", recheck_seconds=0)
     grants = [checker.grant(k) for k in (first, second, third)]
@@ -53,7 +59,7 @@ def test_a_key_name_is_unique_and_rotate_acts_on_one_key(data: Path, capsys: pyt
     assert first_grant.expires_at and second_grant.expires_at and first_grant.expires_at > second_grant.expires_at
     assert third_grant.expires_at is None and third_grant.rate_per_minute == 60
 
-    assert cli.main(["keys", "revoke", "3"]) == 0
+    assert chartgw("keys", "revoke", "3") == 0
     for key_id in (1, 2):
         KeyStore(data / "keys.sqlite").revoke(key_id)
     capsys.readouterr()
@@ -73,7 +79,7 @@ def test_rate_takes_n_per_minute_or_unlimited(data: Path, capsys: pytest.Capture
 def test_a_rate_of_zero_or_another_unit_is_refused_with_a_clear_message(data: Path, capsys: pytest.CaptureFixture[str],
                                                                        rate: str) -> None:
     with pytest.raises(SystemExit) as exit_:
-        cli.main(["keys", "create", "--name", "p", f"--rate={rate}"])
+        chartgw("keys", "create", "--name", "p", f"--rate={rate}")
     assert exit_.value.code == 2
     assert "use N/minute with N >= 1, or unlimited" in capsys.readouterr().err
     assert KeyStore(data / "keys.sqlite").list() == []
@@ -82,20 +88,19 @@ def test_a_rate_of_zero_or_another_unit_is_refused_with_a_clear_message(data: Pa
 @pytest.mark.parametrize("days", ["0", "-3", "two"])
 def test_usage_days_must_be_at_least_one(data: Path, capsys: pytest.CaptureFixture[str], days: str) -> None:
     with pytest.raises(SystemExit) as exit_:
-        cli.main(["keys", "usage", "--days", days])
+        chartgw("keys", "usage", "--days", days)
     assert exit_.value.code == 2 and "must be a whole number of days >= 1" in capsys.readouterr().err
 
 
-def test_keys_list_shows_rate_expiry_and_last_use(data: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_keys_list_shows_rate_expiry_and_last_use(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = KeyStore(data / "keys.sqlite")
     expires = datetime.now(UTC) + timedelta(days=30)
     store.create("default-rate")
     store.create("fixed", expires, 120)
     store.create("free", None, 0)
     store.add_usage({(2, "2026-11-19"): [5, 0], (2, "2026-11-20"): [3, 1], (3, "2026-11-18"): [0, 0]})
-    monkeypatch.setenv("CHARTGW_RATE_LIMIT_PER_MINUTE", "300")
-    assert cli.main(["keys", "list"]) == 0
+    configure("CHARTGW_RATE_LIMIT_PER_MINUTE", "300")
+    assert chartgw("keys", "list") == 0
     header, *lines = capsys.readouterr().out.splitlines()
     assert header.split() == ["id", "state", "rate", "created", "expires", "last", "used", "name"]
     rows = {line.split()[-1]: line for line in lines}
@@ -107,16 +112,16 @@ def test_keys_list_shows_rate_expiry_and_last_use(data: Path, monkeypatch: pytes
 # --- storage -------------------------------------------------------------------------------------------------
 
 def test_storage_reports_every_file_the_artist_history_index_included(
-        korea_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        korea_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = copy_data(korea_data, tmp_path / "data")
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(data))
-    assert cli.main(["index", "artist-history-api"]) == 0
+    configure("CHARTGW_DATA_DIR", str(data))
+    assert chartgw("index", "artist-history-api") == 0
     KeyStore(data / "keys.sqlite").create("p")
     (data / "crawl.log").write_text("a line\n")
     (data / "radio-monitor.log").write_text("")
     capsys.readouterr()
 
-    assert cli.main(["storage", "--json"]) == 0
+    assert chartgw("storage", "--json") == 0
     rows = {row["file"]: row for row in json.loads(capsys.readouterr().out)}
     on_disk = {p.name for p in data.iterdir() if not p.name.endswith(("-wal", "-shm"))}
     assert on_disk <= set(rows)
@@ -130,14 +135,14 @@ def test_storage_reports_every_file_the_artist_history_index_included(
     assert rows["keys.sqlite"]["kind"] == "keys" and rows["keys.sqlite"]["group"] is None
     assert rows["radio-monitor.log"]["group"] == "radio" and rows["crawl.log"]["group"] is None
 
-    assert cli.main(["storage"]) == 0
+    assert chartgw("storage") == 0
     text = capsys.readouterr().out
     assert "artist-history-api.sqlite" in text and "index of " in text and "keys.sqlite" in text
 
 
 def test_storage_reports_an_unreadable_file_without_failing(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (data / "video.sqlite").write_bytes(b"not a database, but the size of a page" * 200)
-    assert cli.main(["storage", "--json"]) == 0
+    assert chartgw("storage", "--json") == 0
     video = next(row for row in json.loads(capsys.readouterr().out) if row["file"] == "video.sqlite")
     assert video["bytes"] > 0 and video["error"].startswith("DatabaseError")
 
@@ -154,7 +159,7 @@ def test_every_command_survives_a_closed_pipe(data: Path, command: list[str], st
     os.close(reader)
     try:
         done = subprocess.run([sys.executable, "-m", "chartgw", *command], stdout=writer, stderr=subprocess.PIPE,
-                              env={**os.environ, "CHARTGW_DATA_DIR": str(data)}, timeout=60)
+                              env=child_env(DATA_DIR=str(data)), timeout=60)
     finally:
         os.close(writer)
     assert done.stderr == b"" and done.returncode == status, done.stderr.decode()

@@ -14,7 +14,7 @@ import pytest
 
 from chartgw.groups import GROUPS
 from chartgw.reasons import UNEXPLAINED
-from tests.fixtures import FIXED_NOW, client, copy_data
+from tests.fixtures import FIXED_NOW, client, configure, copy_data
 
 
 def test_the_status_page_lists_every_group_as_json_without_a_key(all_groups_data: Path) -> None:
@@ -80,8 +80,8 @@ def _page(data: Path, now: datetime = FIXED_NOW + timedelta(minutes=10)) -> dict
     ("CHARTGW_UK_CHARTS", "singles,bogus", "uk-charts"),
 ])
 def test_a_bad_setting_shows_its_group_misconfigured_with_the_reason_never_a_500(
-        all_groups_data: Path, monkeypatch: pytest.MonkeyPatch, setting: str, value: str, group: str) -> None:
-    monkeypatch.setenv(setting, value)
+        all_groups_data: Path, setting: str, value: str, group: str) -> None:
+    configure(setting, value)
     page = _page(all_groups_data)
     rows = {g["name"]: g for g in page["groups"]}
     assert rows[group]["status"] == "misconfigured" and rows[group]["reasons"][0].startswith(f"{setting}: ")

@@ -3,7 +3,7 @@ run from another working folder with no CHARTGW_* setting: `chartgw demo`, `char
 few GETs, `chartgw cron` and one of its lines run as cron would (a crawl, against a local replay server),
 `chartgw storage`. The data lands in the documented default folder, never in the package or the working folder.
 
-Packages come from pip's configured index (no other network); the upstream is replayed on 127.0.0.1. It takes a
+Packages come from pip's configured index at the versions of requirements.lock (no other network); the upstream is replayed on 127.0.0.1. It takes a
 minute or two (the demo seeds every group): `-m "not install"` leaves it out of a quick local run; CI runs it.
 """
 
@@ -51,7 +51,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         env=quiet)
     (wheel,) = (root / "dist").glob("chartgw-*.whl")
     run([sys.executable, "-m", "venv", str(root / "venv")])
-    run([str(root / "venv" / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)], env=quiet, cwd=root)
+    run([str(root / "venv" / "bin" / "python"), "-m", "pip", "install", "--quiet", "--constraint",
+         str(ROOT / "requirements.lock"), str(wheel)], env=quiet, cwd=root)
     yield root / "venv" / "bin"
 
 
@@ -75,8 +76,8 @@ def test_the_installed_wheel_runs_the_demo_server_crawl_and_cron_from_anywhere(i
     line = next(line for line in tab.splitlines() if " crawl korea-chart --site portal-a " in line)
     assert f" CHARTGW_DATA_DIR={default} {chartgw} crawl korea-chart --site portal-a --wait 240 >> {default}/crawl.log" in line
     command = shlex.join(shlex.split(line)[5:-3])  # what cron runs, without its schedule and log redirection
-    with replay_upstreams({"MELON": all_replies(FIXED_NOW)["MELON"]}):
-        upstream = {k: v for k, v in os.environ.items() if k.startswith("CHARTGW_UPSTREAM_")}
+    with replay_upstreams({"MELON": all_replies(FIXED_NOW)["MELON"]}) as servers:
+        upstream = {"CHARTGW_UPSTREAM_MELON": servers["MELON"].origin}
         crawled = run(["sh", "-c", f"{command} --json --at {FIXED_NOW:%Y-%m-%dT%H:%M:%S}"], env={**env, **upstream},
                       cwd=work)
     outcomes = json.loads(crawled.stdout)

@@ -14,7 +14,7 @@ from chartgw import cli, demo
 from chartgw import progress as steps
 from chartgw.groups import GROUPS
 from chartgw.progress import Progress
-from tests.fixtures import copy_data
+from tests.fixtures import configure, copy_data
 
 
 class Ticks:
@@ -82,19 +82,18 @@ def test_on_a_terminal_a_step_is_a_bar_with_counts_rate_and_time() -> None:
 def test_chartgw_demo_shows_a_line_per_group_as_it_seeds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(demo, "GROUPS", [g for g in GROUPS if g.name in ("korea-chart", "social-trends")])
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
-    assert cli.main(["demo"]) == 0
+    assert cli.main(["demo"], configure("CHARTGW_DATA_DIR", str(tmp_path))) == 0
     out, err = capsys.readouterr()
     lines = err.splitlines()
     assert lines[0].startswith("demo korea-chart: ") and " targets in " in lines[0] and lines[0].endswith("/s)")
     assert lines[1].startswith("demo social-trends: ") and out.startswith("cgw_")
 
 
-def test_the_index_build_reports_real_times(korea_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_the_index_build_reports_real_times(korea_data: Path, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     data = copy_data(korea_data, tmp_path / "data")
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(data))
-    assert cli.main(["index", "artist-history-api", "--rebuild", "yes", "--json"]) == 0
+    assert cli.main(["index", "artist-history-api", "--rebuild", "yes", "--json"],
+                    configure("CHARTGW_DATA_DIR", str(data))) == 0
     out, err = capsys.readouterr()
     korea = next(o for o in json.loads(out) if o["target"] == "korea-chart")
     assert korea["rows"] > 1000 and korea["duration_ms"] > 0

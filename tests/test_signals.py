@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.fixtures import copy_data, free_port
+from tests.fixtures import child_env, copy_data, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 STOP_SECONDS = 10.0
@@ -43,7 +43,7 @@ def answers(url: str) -> Callable[[], bool]:
 @contextmanager
 def started(args: list[str], data: Path, **env: str) -> Iterator[subprocess.Popen[bytes]]:
     """`args` in its own process group, killed (the group) if a test leaves it running."""
-    process = subprocess.Popen(args, env={**os.environ, "CHARTGW_DATA_DIR": str(data), **env}, cwd=data.parent,
+    process = subprocess.Popen(args, env={**child_env(DATA_DIR=str(data)), **env}, cwd=data.parent,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         yield process
@@ -147,3 +147,33 @@ def test_scripts_serve_stops_with_all_its_processes_on_sigterm(all_groups_data: 
     assert status == 128 + signal.SIGTERM and seconds < STOP_SECONDS, log
     assert group_gone(script.pid), "a process of scripts/serve outlived it"
     assert "Traceback" not in log
+
+
+LOST_IN_A_CALLBACK = """
+import os, signal, time, weakref
+from chartgw import cli
+
+class Thing:
+    pass
+
+started = time.monotonic()
+try:
+    with cli._stopped_by_sigterm():
+        thing = Thing()
+        ref = weakref.ref(thing, lambda r: os.kill(os.getpid(), signal.SIGTERM))
+        del thing  # the callback runs now: the handler's Stopped lands in it, where Python ignores it
+        print("running after the lost one", flush=True)
+        while time.monotonic() - started < 20:
+            time.sleep(0.01)
+except cli.Stopped:
+    print("stopped", flush=True)
+"""
+
+
+def test_a_stop_lost_in_a_garbage_collector_callback_is_raised_again() -> None:
+    """The exception of a signal handler that lands in a weakref callback or finaliser is lost (what happened to
+    `chartgw demo` when SIGTERM came during a collection): it is raised again until it stops the command, and
+    the lost one prints nothing."""
+    done = subprocess.run([sys.executable, "-c", LOST_IN_A_CALLBACK], capture_output=True, text=True, timeout=60,
+                          env=child_env())
+    assert done.stdout.splitlines() == ["running after the lost one", "stopped"] and done.stderr == ""

@@ -34,6 +34,7 @@ import msgspec
 from chartgw import config
 from chartgw import progress as steps
 from chartgw.clock import Clock, fixed, utc_now
+from chartgw.context import Context
 from chartgw.crawl import (
     CrawlContext,
     CrawlError,
@@ -221,7 +222,7 @@ def _target(key: str) -> CrawlTarget:
                        refusal=officialcharts.refusal)
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     """The latest week of every configured chart, or of the one chart asked for (`--chart`, any known key)."""
     chart = selection.get("chart")
     return [_target(key) for key in ((chart,) if chart else configured_charts())]
@@ -350,9 +351,10 @@ def _date_arg(value: str) -> date:
         raise argparse.ArgumentTypeError(f"not a date: {value!r} (use YYYY-MM-DD)") from None
 
 
-def _backfill_command(values: dict[str, Any]) -> list[Outcome]:
+def _backfill_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     """`chartgw backfill uk-charts --chart KEY [--since D] [--until D]` (the CLI shows its progress)."""
-    return asyncio.run(backfill(values["chart"], values["since"] or FIRST_CHART_WEEK, values.get("until")))
+    return asyncio.run(backfill(values["chart"], values["since"] or FIRST_CHART_WEEK, values.get("until"), now=ctx.clock,
+                                transport=ctx.transport))
 
 
 # --- reads ----------------------------------------------------------------------------------------
