@@ -65,9 +65,9 @@ def keep_fresh(every_seconds: float) -> int:
     import sys
     import time
 
-    print(f"demo: crawling the samples again every {every_seconds:g} s until stopped (SIGINT or SIGTERM)",
-          file=sys.stderr, flush=True)
-    try:
+    try:  # (a stop right after the line below is inside the try too)
+        print(f"demo: crawling the samples again every {every_seconds:g} s until stopped (SIGINT or SIGTERM)",
+              file=sys.stderr, flush=True)
         while True:
             time.sleep(every_seconds)
             outcomes = seed()
