@@ -1,5 +1,6 @@
 """Every long-running command and script stops cleanly on SIGTERM within a few seconds, tested on real processes:
-`chartgw serve`, `chartgw demo --keep-fresh`, `chartgw monitor radio` and `scripts/serve` (with its children)."""
+`chartgw serve`, `chartgw demo --keep-fresh`, `chartgw monitor radio`, `chartgw demo --radio-monitor` and
+`scripts/serve` (with its children)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from chartgw import cli
+from chartgw.crawl import Outcome
+from chartgw.group import Group, GroupCommand
+from chartgw.settings import current
 from tests.fixtures import child_env, copy_data, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,7 +101,12 @@ def test_demo_keep_fresh_stops_on_sigterm(tmp_path: Path) -> None:
     assert status == 0 and seconds < STOP_SECONDS and "Traceback" not in rest
 
 
-def test_radio_monitor_stops_on_sigterm_with_its_run_recorded(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("command", "said"), [
+    (("monitor", "radio"), "ok     monitor"),  # the real one, here with no station in its (empty) directory
+    (("demo", "--radio-monitor"), "demo radio monitor stopped: "),  # on local sample streams, as scripts/serve runs it
+])
+def test_the_radio_monitor_stops_on_sigterm_with_its_run_recorded(tmp_path: Path, command: tuple[str, ...],
+                                                                   said: str) -> None:
     data = tmp_path / "data"
     data.mkdir()
 
@@ -107,13 +117,13 @@ def test_radio_monitor_stops_on_sigterm_with_its_run_recorded(tmp_path: Path) ->
         except sqlite3.Error:
             return False
 
-    with started(chartgw("monitor", "radio", "--mode", "demo"), data) as monitor:
+    with started(chartgw(*command), data) as monitor:
         wait_for(running, monitor)
         status, seconds = stop(monitor)
         assert monitor.stderr is not None
         log = monitor.stderr.read().decode()
     assert status == 0 and seconds < STOP_SECONDS, log
-    assert log.startswith("ok     monitor") and "Traceback" not in log
+    assert log.startswith(said) and "Traceback" not in log
     assert not running()  # the run was closed, not abandoned
 
 
@@ -177,3 +187,32 @@ def test_a_stop_lost_in_a_garbage_collector_callback_is_raised_again() -> None:
     done = subprocess.run([sys.executable, "-c", LOST_IN_A_CALLBACK], capture_output=True, text=True, timeout=60,
                           env=child_env())
     assert done.stdout.splitlines() == ["running after the lost one", "stopped"] and done.stderr == ""
+
+
+@pytest.mark.parametrize(("raised", "status"), [
+    (cli.Stopped(), 143),
+    (KeyboardInterrupt(), 130),
+    (BaseExceptionGroup("in a task group", [cli.Stopped()]), 143),
+    (BaseExceptionGroup("in a task group", [BaseExceptionGroup("nested", [KeyboardInterrupt()])]), 130),
+])
+def test_an_interrupted_command_exits_quietly_even_from_a_task_group(
+        raised: BaseException, status: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A stop raised in a task of a task group (anyio's, under httpx) arrives wrapped in an exception group."""
+    def interrupted(ctx: object, values: object) -> list[Outcome]:
+        raise raised
+
+    tiny = Group(name="tiny", title="t", description="d", routes=(),
+                 commands=(GroupCommand("backfill", "b", (), interrupted),))
+    monkeypatch.setattr(cli, "GROUPS", (tiny,))
+    assert cli.main(["backfill", "tiny"], current()) == status
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_failure_beside_a_stop_in_a_task_group_is_not_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    def both(ctx: object, values: object) -> list[Outcome]:
+        raise BaseExceptionGroup("in a task group", [cli.Stopped(), RuntimeError("a bug")])
+
+    tiny = Group(name="tiny", title="t", description="d", routes=(), commands=(GroupCommand("backfill", "b", (), both),))
+    monkeypatch.setattr(cli, "GROUPS", (tiny,))
+    with pytest.raises(BaseExceptionGroup):
+        cli.main(["backfill", "tiny"], current())
