@@ -28,6 +28,7 @@ __all__ = [
     "CHANGES_POLL_SECONDS",
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
+    "DEFAULT_DATA_DIR",
     "IDLE_TIMEOUT_SECONDS",
     "RATE_LIMIT_PER_MINUTE",
     "REFRESHES_PER_KEY_PER_HOUR",
@@ -46,6 +47,7 @@ __all__ = [
     "countries",
     "data_dir",
     "environment",
+    "folder",
     "get",
     "origin",
     "poll_seconds",
@@ -57,7 +59,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-CHECKOUT_DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
 
 @dataclass(frozen=True)
@@ -186,8 +187,19 @@ def origin(value: str) -> str:
 
 # --- the platform's settings ------------------------------------------------------------------------
 
-DATA_DIR = Setting("DATA_DIR", str(CHECKOUT_DATA_DIR),
-                   "where the group files (`<group>.sqlite`), `keys.sqlite` and crawl locks live", Path)
+DEFAULT_DATA_DIR = "~/.local/share/chartgw"
+"""The XDG data home of the user running chartgw: per user, outside any checkout or installed package, and the
+same folder whatever the working folder (cron starts in $HOME, systemd in /). `$XDG_DATA_HOME` is not read (the
+settings read only CHARTGW_* variables): set CHARTGW_DATA_DIR instead."""
+
+
+def folder(value: str) -> Path:
+    """A folder path; `~` is the home of the user running chartgw, a relative path is from the working folder."""
+    return Path(value).expanduser().absolute()
+
+
+DATA_DIR = Setting("DATA_DIR", DEFAULT_DATA_DIR,
+                   "where the group files (`<group>.sqlite`), `keys.sqlite` and crawl locks live", folder)
 API_KEYS = Setting("API_KEYS", "", "comma-separated plain keys accepted besides the key store (simple deployments)",
                    comma_list)
 CRAWL_DELAY_SECONDS = Setting("CRAWL_DELAY_SECONDS", "0.2", "pause after each upstream request (politeness)",

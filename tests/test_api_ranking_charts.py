@@ -27,6 +27,7 @@ from chartgw.groups import ranking_charts
 from chartgw.groups.ranking_charts import GROUP, backfill
 from chartgw.groups.ranking_charts.charts import newest_published, weeks_back, weeks_between, year_before
 from chartgw.groups.ranking_charts.crawl import credited_artists, targets
+from chartgw.progress import Progress
 from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import billboard as samples
 from chartgw.upstreams import billboard
@@ -521,12 +522,12 @@ def test_backfill_skips_held_weeks_and_resumes(tmp_path: Path) -> None:
     partial = {k: v for k, v in replies.items() if k not in missing}
     with data_dir(tmp_path), replay_upstreams({billboard.UPSTREAM: partial}) as servers:
         stream = io.StringIO()
-        outcomes = asyncio.run(backfill("hot-100", first, date(2026, 11, 7), now=fixed(NOW), progress_to=stream))
+        with Progress("backfill", stream, terminal=False) as shown, shown.step("hot-100"):
+            outcomes = asyncio.run(backfill("hot-100", first, date(2026, 11, 7), now=fixed(NOW)))
         # newest week first, one request per week
         assert [o.target for o in outcomes] == [f"hot-100@{d}" for d in reversed(_weeks(first, 6))]
         assert [o.status for o in outcomes] == ["ok", "ok", "failed", "failed", "ok", "ok"]
-        assert stream.getvalue().count("\r") == 6 and "6/6 weeks, 2 failed, 2026-10-03" in stream.getvalue()
-        assert stream.getvalue().endswith("\n")
+        assert stream.getvalue().startswith("backfill hot-100: 6 targets, 2 failed in ") and stream.getvalue().count("\n") == 1
         server = servers[billboard.UPSTREAM]
         server.replies.update(replies)
         server.seen.clear()

@@ -37,7 +37,7 @@ CONFIGURATION_DOC = PACKAGE.parent / "docs" / "configuration.md"
 
 # Lowest first. A module imports only from its own layer or below; groups never import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("chartgw.clock", "chartgw.countries", "chartgw.text", "chartgw.settings", "chartgw.changes"),
+    ("chartgw.clock", "chartgw.countries", "chartgw.text", "chartgw.progress", "chartgw.settings", "chartgw.changes"),
     ("chartgw.config",),
     ("chartgw.store", "chartgw.params", "chartgw.cache"),
     ("chartgw.records", "chartgw.targets"),
@@ -50,7 +50,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.groups",),
     ("chartgw.samples", "chartgw.replay"),  # the demo's: above the groups, so serving never loads them
     ("chartgw.demo",),
-    ("chartgw.entries", "chartgw.front", "chartgw.app", "chartgw.cli", "chartgw.__main__", "chartgw"),
+    ("chartgw.entries", "chartgw.reasons", "chartgw.front", "chartgw.app", "chartgw.disk", "chartgw.cli", "chartgw.__main__",
+     "chartgw"),
 )
 
 
@@ -246,7 +247,7 @@ def test_chartgw_storage_reports_every_group(korea_data: Path, monkeypatch: pyte
 
     configure("CHARTGW_DATA_DIR", str(korea_data))
     assert cli.main(["storage", "--json"], current()) == 0
-    rows = {row["group"]: row for row in json.loads(capsys.readouterr().out)}
+    rows = {row["group"]: row for row in json.loads(capsys.readouterr().out) if row["file"] == f"{row['group']}.sqlite"}
     assert set(rows) == {g.name for g in GROUPS}
     korea = rows["korea-chart"]
     assert korea["bytes"] > 100_000 and korea["snapshots"] > 10 and korea["retention_days"]

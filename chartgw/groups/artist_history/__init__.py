@@ -36,8 +36,8 @@ register_sources = index.register_groups
 # --- CLI ------------------------------------------------------------------------------------------
 
 def index_outcomes(results: list[index.IndexResult]) -> list[Outcome]:
-    return [Outcome(r.source, "ok" if r.error is None else "failed", r.rows, r.last_snapshot_id, error=r.error)
-            for r in results]
+    return [Outcome(r.source, "ok" if r.error is None else "failed", r.rows, r.last_snapshot_id,
+                    duration_ms=r.duration_ms, error=r.error) for r in results]
 
 
 def run_index(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
