@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.routing import Route as StarletteRoute
 from starlette.types import Receive, Scope, Send
 
-from chartgw import config
+from chartgw import apidocs, config
 from chartgw.access import AccessTable, ApiKeyMiddleware, KeyChecker, KeyStore, RateLimiter
 from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
@@ -157,9 +157,10 @@ def declared_routes(groups: Sequence[Group], documents: dict[str, DocumentBuilde
     return [(group, route) for group in groups for route in service_routes(group, documents)]
 
 
-def access_table(declared: Sequence[tuple[Group, Route]]) -> AccessTable:
-    """Public: the routes declared public (roots, health, schema documents); all else needs a key."""
-    public: set[str] = {"/", "/openapi.json"}  # the front door: the status page and the joined document
+def access_table(declared: Sequence[tuple[Group, Route]], extra: Iterable[str] = ()) -> AccessTable:
+    """Public: the routes declared public (roots, health, schema documents) and `extra` paths; all else needs a
+    key."""
+    public: set[str] = {"/", "/openapi.json", *extra}  # the front door: the status page and the joined document
     for group, route in declared:
         if route.public:
             public.add(f"/{group.name}{route.path}")
@@ -181,9 +182,9 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
     for group, route in declared:
         by_group.setdefault(group.name, []).append(StarletteRoute(
             f"/{group.name}{route.path}", EndpointApp(route, datas[group.name], cache), methods=[route.method]))
-    # The groups' routes first: every chart request is matched there; the front door's two paths after.
+    # The groups' routes first: every chart request is matched there; the front door's paths and /docs after.
     routes = [GroupRoutes(by_group), StarletteRoute("/", door.page, methods=["GET"]),
-              StarletteRoute("/openapi.json", door.openapi, methods=["GET"])]
+              StarletteRoute("/openapi.json", door.openapi, methods=["GET"]), *apidocs.docs_routes()]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -191,7 +192,7 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
         for data in datas.values():
             await data.reader.close()
 
-    table = access_table(declared)
+    table = access_table(declared, apidocs.public_paths())
     checker = checker or KeyChecker(plain_keys=[*config.get(config.API_KEYS)])
     limiter = limiter or RateLimiter(config.get(config.RATE_LIMIT_PER_MINUTE), KeyStore())
     app = Starlette(

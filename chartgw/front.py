@@ -137,12 +137,15 @@ def joined_document(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
             for operation in renamed.values():  # operation ids are unique across the joined document
                 if isinstance(operation, dict) and "operationId" in operation:
                     operation["operationId"] = name.replace("-", "_") + "_" + operation["operationId"]
+                    operation["tags"] = [name]  # a reader (/docs) lists the operations group by group
             paths[f"/{name}{path}"] = renamed
     first = next(iter(documents.values()), {})
     return {
         "openapi": first.get("openapi", "3.1.0"),
         "info": {"title": "chartgw", "version": "1.0.0",
                  "description": "Every group of the music chart aggregation gateway in one document."},
+        "tags": [{"name": name, "description": document.get("info", {}).get("title", name)}
+                 for name, document in documents.items()],
         "paths": paths,
         "components": {"schemas": schemas, "securitySchemes": first.get("components", {}).get("securitySchemes", {})},
     }
