@@ -20,6 +20,7 @@ from chartgw import apidocs, config
 from chartgw.access import AccessTable, ApiKeyMiddleware, KeyChecker, KeyStore, RateLimiter
 from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
+from chartgw.cors import CorsMiddleware, CorsPolicy
 from chartgw.endpoints import Call, EndpointApp, GroupData, Route
 from chartgw.fastlane import FastLane
 from chartgw.front import FrontDoor
@@ -195,9 +196,12 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
     table = access_table(declared, apidocs.public_paths())
     checker = checker or KeyChecker(plain_keys=[*config.get(config.API_KEYS)])
     limiter = limiter or RateLimiter(config.get(config.RATE_LIMIT_PER_MINUTE), KeyStore())
+    cors_origins = config.get(config.CORS_ORIGINS)
+    cors = [Middleware(CorsMiddleware, policy=CorsPolicy(cors_origins))] if cors_origins else []
     app = Starlette(
         routes=routes,
         middleware=[
+            *cors,  # before the key check: a preflight carries no key
             Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),
             Middleware(ApiKeyMiddleware, table=table, checker=checker, limiter=limiter),
         ],

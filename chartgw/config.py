@@ -21,6 +21,7 @@ from chartgw.countries import GLOBAL, country_code
 __all__ = [
     "API_KEYS",
     "CACHE_MAX_MB",
+    "CORS_ORIGINS",
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
     "RATE_LIMIT_PER_MINUTE",
@@ -40,6 +41,7 @@ __all__ = [
     "environment",
     "get",
     "origin",
+    "origins",
     "seconds",
     "storefronts",
     "subset",
@@ -179,6 +181,20 @@ def origin(value: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+def origins(value: str) -> tuple[str, ...]:
+    """A comma list of web origins (`https://app.example.com`, normalised as browsers send them), or `*` for any."""
+    found = []
+    for item in comma_list(value):
+        if item == "*":
+            found.append(item)
+            continue
+        parts = urlsplit(item)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path.strip("/") or parts.query:
+            raise ValueError(f"each item is an origin like https://app.example.com (or *), got {item!r}")
+        found.append(f"{parts.scheme}://{parts.netloc.lower()}")
+    return tuple(found)
+
+
 # --- the platform's settings ------------------------------------------------------------------------
 
 DATA_DIR = Setting("DATA_DIR", str(CHECKOUT_DATA_DIR),
@@ -207,9 +223,12 @@ RETENTION_DAYS = Setting(
     "RETENTION_DAYS", "", "days of snapshots kept, per group (`digital-sales=90`) or per target prefix of a group "
     "(`radio:plays/=400`), comma-separated; added to or replacing the group's own retentions (the newest snapshot "
     "of a target is always kept)", retention_overrides)
+CORS_ORIGINS = Setting(
+    "CORS_ORIGINS", "", "web origins whose pages may call the API from a browser (comma-separated, e.g. "
+    "`https://app.example.com`; `*` = any); empty = CORS off", origins)
 SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB,
                                       RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
-                                      REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS)
+                                      REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS, CORS_ORIGINS)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:
