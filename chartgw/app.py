@@ -27,6 +27,7 @@ from chartgw.front import FrontDoor
 from chartgw.group import Group
 from chartgw.groups import GROUPS
 from chartgw.legacy import LegacyPrefixMiddleware, legacy_names
+from chartgw.observe import REQUEST_ID_SCOPE, Observability, ObserveMiddleware, RouteLabels
 from chartgw.openapi import build_document
 from chartgw.responses import FETCH_LOGS_ROUTE
 
@@ -121,6 +122,10 @@ class GroupRoutes(BaseRoute):
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         await scope[self.ROUTE].handle(scope, receive, send)
 
+    def route_for(self, scope: Scope) -> BaseRoute | None:
+        """The route a request's path and method would reach, without routing it (labels of refused requests)."""
+        return self._match(scope)[1].get(self.ROUTE)
+
 
 class SlashRedirect:
     """A 307 to the same request at `path` (and its query), as a relative Location."""
@@ -149,7 +154,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
-    return _json_response(500, "Internal server error")
+    rid: bytes | None = request.scope.get(REQUEST_ID_SCOPE)
+    return _json_response(500, "Internal server error", {"X-Request-Id": rid.decode()} if rid else None)
 
 
 def declared_routes(groups: Sequence[Group], documents: dict[str, DocumentBuilder] | None = None,
@@ -184,16 +190,23 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
         by_group.setdefault(group.name, []).append(StarletteRoute(
             f"/{group.name}{route.path}", EndpointApp(route, datas[group.name], cache), methods=[route.method]))
     # The groups' routes first: every chart request is matched there; the front door's paths and /docs after.
-    routes = [GroupRoutes(by_group), StarletteRoute("/", door.page, methods=["GET"]),
-              StarletteRoute("/openapi.json", door.openapi, methods=["GET"]), *apidocs.docs_routes()]
+    seen = Observability([g.name for g in groups], clock)
+    group_routes = GroupRoutes(by_group)
+    routes = [group_routes, StarletteRoute("/", door.page, methods=["GET"]),
+              StarletteRoute("/openapi.json", door.openapi, methods=["GET"]), *apidocs.docs_routes(), *seen.routes]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        seen.start()
         yield
+        seen.stop()
         for data in datas.values():
             await data.reader.close()
 
-    table = access_table(declared, apidocs.public_paths())
+    front = {"/", "/openapi.json", *apidocs.public_paths(), *seen.public}
+    labels = RouteLabels([g.name for g in groups], {path: path for path in front}, group_routes.route_for,
+                         GroupRoutes.ROUTE)
+    table = access_table(declared, front)
     checker = checker or KeyChecker(plain_keys=[*config.get(config.API_KEYS)])
     limiter = limiter or RateLimiter(config.get(config.RATE_LIMIT_PER_MINUTE), KeyStore())
     cors_origins = config.get(config.CORS_ORIGINS)
@@ -201,6 +214,7 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
     app = Starlette(
         routes=routes,
         middleware=[
+            Middleware(ObserveMiddleware, observer=seen.observer, labels=labels),  # sees every answer
             *cors,  # before the key check: a preflight carries no key
             Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),
             Middleware(ApiKeyMiddleware, table=table, checker=checker, limiter=limiter),
@@ -211,4 +225,5 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
     app.router.redirect_slashes = False  # GroupRoutes redirects with a relative Location instead
     # The same cache, keys and limiter, for repeats the server answers before the app (chartgw.server).
     app.state.fast_lane = FastLane(cache, table, checker, limiter, legacy_names(g.name for g in groups))
+    app.state.observability = seen
     return app

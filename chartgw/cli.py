@@ -117,11 +117,14 @@ def cmd_group_command(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from chartgw.metrics import worker_files
     from chartgw.server import LimitedHttpToolsProtocol
 
-    uvicorn.run("chartgw.app:build_app", factory=True, host=args.host, port=args.port, workers=args.workers,
-                access_log=args.access_log, log_level="info", http=LimitedHttpToolsProtocol,
-                limit_concurrency=args.limit_concurrency, timeout_keep_alive=5)
+    # uvicorn's own text access log stays off: --access-log is the gateway's JSON log (chartgw.accesslog).
+    with config.environment({config.ACCESS_LOG.variable: "on"} if args.access_log else {}), worker_files(args.workers):
+        uvicorn.run("chartgw.app:build_app", factory=True, host=args.host, port=args.port, workers=args.workers,
+                    access_log=False, log_level="info", http=LimitedHttpToolsProtocol,
+                    limit_concurrency=args.limit_concurrency, timeout_keep_alive=5)
     return 0
 
 
@@ -282,7 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=1)
-    serve.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
+    serve.add_argument("--access-log", action="store_true",
+                       help="log every answer as one JSON line on standard output (CHARTGW_ACCESS_LOG=on)")
     serve.add_argument("--limit-concurrency", type=int, default=1000, metavar="N",
                        help="connections and requests in progress per worker before a 503 (default 1000)")
     serve.set_defaults(func=cmd_serve)

@@ -19,11 +19,13 @@ from urllib.parse import urlsplit
 from chartgw.countries import GLOBAL, country_code
 
 __all__ = [
+    "ACCESS_LOG",
     "API_KEYS",
     "CACHE_MAX_MB",
     "CORS_ORIGINS",
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
+    "METRICS",
     "RATE_LIMIT_PER_MINUTE",
     "REFRESHES_PER_KEY_PER_HOUR",
     "REFRESH_INTERVAL_SECONDS",
@@ -40,6 +42,7 @@ __all__ = [
     "data_dir",
     "environment",
     "get",
+    "metrics_place",
     "origin",
     "origins",
     "seconds",
@@ -195,6 +198,16 @@ def origins(value: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+def metrics_place(value: str) -> str | tuple[str, int]:
+    """`public`, `off`, or where the metrics listener binds: `PORT` (on 127.0.0.1) or `HOST:PORT`."""
+    if value in ("public", "off"):
+        return value
+    host, _, port = value.rpartition(":")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"must be public, off, PORT or HOST:PORT, got {value!r}")
+    return (host.strip("[]") or "127.0.0.1", int(port))
+
+
 # --- the platform's settings ------------------------------------------------------------------------
 
 DATA_DIR = Setting("DATA_DIR", str(CHECKOUT_DATA_DIR),
@@ -226,9 +239,15 @@ RETENTION_DAYS = Setting(
 CORS_ORIGINS = Setting(
     "CORS_ORIGINS", "", "web origins whose pages may call the API from a browser (comma-separated, e.g. "
     "`https://app.example.com`; `*` = any); empty = CORS off", origins)
+METRICS = Setting(
+    "METRICS", "public", "where the Prometheus metrics are served: `public` (GET /metrics on the API's port, no key), "
+    "`PORT` or `HOST:PORT` (their own listener only; PORT alone binds 127.0.0.1), or `off`", metrics_place)
+ACCESS_LOG = Setting(
+    "ACCESS_LOG", "off", "`on`: one JSON line per answer on standard output (what `chartgw serve --access-log` "
+    "turns on)", choice("off", "on"))
 SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB,
                                       RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
-                                      REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS, CORS_ORIGINS)
+                                      REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS, CORS_ORIGINS, METRICS, ACCESS_LOG)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

@@ -44,7 +44,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._head_started = 0.0
         self._head_timeout = config.get(config.REQUEST_HEAD_TIMEOUT_SECONDS)
         # Off when an access log is asked for: a request the lane answers would not be logged.
-        self._lane: FastLane | None = None if self.config.access_log else find_lane(self.app)
+        logged = self.config.access_log or config.get(config.ACCESS_LOG) == "on"
+        self._lane: FastLane | None = None if logged else find_lane(self.app)
         self._answered = False
         """This request was answered by the fast lane: its body (if any) is not the app's to read."""
 
