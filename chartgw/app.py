@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
 from starlette.routing import Route as StarletteRoute
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from chartgw import apidocs, config
 from chartgw.access import AccessTable, ApiKeyMiddleware, KeyChecker, KeyStore, RateLimiter
@@ -30,6 +30,7 @@ from chartgw.legacy import LegacyPrefixMiddleware, legacy_names
 from chartgw.observe import REQUEST_ID_SCOPE, Observability, ObserveMiddleware, RouteLabels
 from chartgw.openapi import build_document
 from chartgw.responses import FETCH_LOGS_ROUTE
+from chartgw.settings import Settings, current, using
 
 
 class EndpointInfo(msgspec.Struct):
@@ -176,11 +177,31 @@ def access_table(declared: Sequence[tuple[Group, Route]], extra: Iterable[str] =
     return AccessTable(public)
 
 
+class SettingsScope:
+    """Outermost ASGI layer: the app's own settings are in force while it answers (what `config.get` reads in
+    handlers), so apps built with different settings can share a process."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.settings = settings
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with using(self.settings):
+            await self.app(scope, receive, send)
+
+
 def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None = None,
-              clock: Clock = utc_now, limiter: RateLimiter | None = None) -> Starlette:
-    """The gateway over `groups` (default: all); `clock` is what responses take as now (ages, staleness)."""
-    groups = list(groups if groups is not None else GROUPS)
-    cache = ResponseCache(max_bytes=config.get(config.CACHE_MAX_MB) * 1024 * 1024)
+              clock: Clock = utc_now, limiter: RateLimiter | None = None, settings: Settings | None = None) -> Starlette:
+    """The gateway over `groups` (default: all) with `settings` (default: the process's, resolved at start-up);
+    `clock` is what responses take as now (ages, staleness)."""
+    settings = settings or current()
+    with using(settings):
+        return _build_app(list(groups if groups is not None else GROUPS), checker, clock, limiter, settings)
+
+
+def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, limiter: RateLimiter | None,
+               settings: Settings) -> Starlette:
+    cache = ResponseCache(max_bytes=settings.get(config.CACHE_MAX_MB) * 1024 * 1024)
     datas = {g.name: GroupData(g.name, clock) for g in groups}
     documents: dict[str, DocumentBuilder] = {}
     declared = declared_routes(groups, documents)
@@ -189,9 +210,9 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
     for group, route in declared:
         by_group.setdefault(group.name, []).append(StarletteRoute(
             f"/{group.name}{route.path}", EndpointApp(route, datas[group.name], cache), methods=[route.method]))
-    # The groups' routes first: every chart request is matched there; the front door's paths and /docs after.
-    seen = Observability([g.name for g in groups], clock)
+    seen = Observability([g.name for g in groups], clock, settings)
     group_routes = GroupRoutes(by_group)
+    # The groups' routes first: every chart request is matched there; the front door's paths and /docs after.
     routes = [group_routes, StarletteRoute("/", door.page, methods=["GET"]),
               StarletteRoute("/openapi.json", door.openapi, methods=["GET"]), *apidocs.docs_routes(), *seen.routes]
 
@@ -207,13 +228,14 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
     labels = RouteLabels([g.name for g in groups], {path: path for path in front}, group_routes.route_for,
                          GroupRoutes.ROUTE)
     table = access_table(declared, front)
-    checker = checker or KeyChecker(plain_keys=[*config.get(config.API_KEYS)])
-    limiter = limiter or RateLimiter(config.get(config.RATE_LIMIT_PER_MINUTE), KeyStore())
-    cors_origins = config.get(config.CORS_ORIGINS)
+    checker = checker or KeyChecker(plain_keys=[*settings.get(config.API_KEYS)])
+    limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore())
+    cors_origins = settings.get(config.CORS_ORIGINS)
     cors = [Middleware(CorsMiddleware, policy=CorsPolicy(cors_origins))] if cors_origins else []
     app = Starlette(
         routes=routes,
         middleware=[
+            Middleware(SettingsScope, settings=settings),
             Middleware(ObserveMiddleware, observer=seen.observer, labels=labels),  # sees every answer
             *cors,  # before the key check: a preflight carries no key
             Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),

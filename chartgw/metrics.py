@@ -41,8 +41,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from chartgw import config
 from chartgw.clock import Clock, utc_now
+from chartgw.settings import exported
 from chartgw.store import group_db_path, parse_iso
 
 __all__ = ["METRICS_PATH", "MetricsEndpoint", "RequestMetrics", "StoreCollector", "multiprocess", "scrape_registry",
@@ -237,6 +237,5 @@ def worker_files(workers: int) -> Iterator[None]:
     if workers <= 1 or multiprocess():  # one worker; or the operator's own folder
         yield
         return
-    with tempfile.TemporaryDirectory(prefix="chartgw-metrics-") as folder, config.environment(
-            {"PROMETHEUS_MULTIPROC_DIR": folder}):
+    with tempfile.TemporaryDirectory(prefix="chartgw-metrics-") as folder, exported({"PROMETHEUS_MULTIPROC_DIR": folder}):
         yield

@@ -26,6 +26,7 @@ from chartgw.accesslog import AccessLog
 from chartgw.clock import Clock
 from chartgw.endpoints import CACHE_SCOPE
 from chartgw.metrics import METRICS_PATH, MetricsEndpoint, RequestMetrics, StoreCollector, scrape_registry
+from chartgw.settings import Settings
 
 __all__ = [
     "APP",
@@ -166,8 +167,8 @@ class Observability:
     """What the settings ask for, assembled for `build_app`: the observer, `/metrics` when it is public (with its
     public path), and the own-port metrics listener and the log's last flush, run by the app's lifespan."""
 
-    def __init__(self, groups: Sequence[str], clock: Clock) -> None:
-        place = config.get(config.METRICS)
+    def __init__(self, groups: Sequence[str], clock: Clock, settings: Settings) -> None:
+        place = settings.get(config.METRICS)
         self.routes: list[BaseRoute] = []
         self.public: set[str] = set()
         self.endpoint: MetricsEndpoint | None = None
@@ -180,7 +181,7 @@ class Observability:
             if place == "public":
                 self.routes.append(Route(METRICS_PATH, self.endpoint.page, methods=["GET"]))
                 self.public.add(METRICS_PATH)
-        self.log = AccessLog() if config.get(config.ACCESS_LOG) == "on" else None
+        self.log = AccessLog() if settings.get(config.ACCESS_LOG) == "on" else None
         self.observer = Observer(metrics, self.log)
 
     def start(self) -> None:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from chartgw.settings import install
+from tests.fixtures import TEST_SETTINGS
+
+install(TEST_SETTINGS)  # before any fixture: session data is seeded with the tests' settings too
 
 SHARED_UPSTREAM = Path(__file__).resolve().parents[1].parent / "shared" / "upstream"
 
@@ -18,10 +24,12 @@ def shared_upstream() -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _no_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Crawls in tests do not pause between requests or back off for real."""
-    monkeypatch.setenv("CHARTGW_CRAWL_DELAY_SECONDS", "0")
-    monkeypatch.setenv("CHARTGW_RETRY_BACKOFF_SECONDS", "0.01")
+def _own_settings() -> Iterator[None]:
+    """Every test starts from its own settings, never the caller's environment: the defaults, with crawls that
+    do not pause between requests or back off for real. A test changes them with `tests.fixtures.configure`."""
+    install(TEST_SETTINGS)
+    yield
+    install(TEST_SETTINGS)
 
 
 @pytest.fixture(scope="session")

@@ -382,10 +382,10 @@ def test_a_station_listed_again_is_active_again(seeded: Path, tmp_path: Path) ->
 def test_directory_limit_and_configured_lists(seeded: Path) -> None:
     with environment({"CHARTGW_RADIO_COUNTRIES": "de,kr", "CHARTGW_RADIO_TAGS": "Dance, 80s/90s",
                       "CHARTGW_RADIO_DIRECTORY_LIMIT": "7"}):
-        chosen = radio.targets({})
+        chosen = radio.targets({}, FIXED_NOW)
         assert [t.key for t in chosen] == ["directory/de", "directory/kr", "directory-tag/dance", "directory-tag/80s-90s"]
     with environment({"CHARTGW_RADIO_COUNTRIES": "xx"}), pytest.raises(ValueError):
-        radio.targets({})
+        radio.targets({}, FIXED_NOW)
 
 
 # --- the monitor command -------------------------------------------------------------------------------

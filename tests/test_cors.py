@@ -9,7 +9,7 @@ import pytest
 
 from chartgw import config
 from chartgw.cors import ALLOWED_HEADERS, EXPOSED_HEADERS
-from tests.fixtures import KEY_HEADERS, client
+from tests.fixtures import KEY_HEADERS, client, configure
 
 PAGE = "http://127.0.0.1:9001"
 CHART = "/korea-chart/charts?site=portal-a&chart_type=realtime&limit=3"
@@ -29,8 +29,8 @@ def test_off_by_default_a_preflight_is_a_401(korea_data: Path) -> None:
         assert "origin" not in chart.headers.get("vary", "").lower()
 
 
-def test_an_allowed_origin_is_preflighted_without_a_key_and_echoed(korea_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_CORS_ORIGINS", f"https://other.example, {PAGE}/")
+def test_an_allowed_origin_is_preflighted_without_a_key_and_echoed(korea_data: Path) -> None:
+    configure("CORS_ORIGINS", f"https://other.example, {PAGE}/")
     with client(korea_data) as api:
         answer = api.options(CHART, headers={"Origin": PAGE, **PREFLIGHT})
         assert answer.status_code == 204 and answer.content == b""
@@ -54,8 +54,8 @@ def test_an_allowed_origin_is_preflighted_without_a_key_and_echoed(korea_data: P
         assert "Origin" in plain.headers.get_list("vary") and cors_headers(dict(plain.headers)) == {}
 
 
-def test_another_origin_gets_no_cors_header(korea_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_CORS_ORIGINS", PAGE)
+def test_another_origin_gets_no_cors_header(korea_data: Path) -> None:
+    configure("CORS_ORIGINS", PAGE)
     with client(korea_data) as api:
         for origin in ("http://127.0.0.1:9002", "https://127.0.0.1:9001", "null"):
             answer = api.options(CHART, headers={"Origin": origin, **PREFLIGHT})
@@ -64,8 +64,8 @@ def test_another_origin_gets_no_cors_header(korea_data: Path, monkeypatch: pytes
             assert chart.status_code == 200 and cors_headers(dict(chart.headers)) == {}
 
 
-def test_a_star_allows_every_origin(korea_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_CORS_ORIGINS", "*")
+def test_a_star_allows_every_origin(korea_data: Path) -> None:
+    configure("CORS_ORIGINS", "*")
     with client(korea_data) as api:
         answer = api.options("/korea-chart/health", headers={"Origin": "https://any.example", **PREFLIGHT})
         assert answer.status_code == 204 and answer.headers["access-control-allow-origin"] == "https://any.example"

@@ -16,6 +16,7 @@ from starlette.routing import Route
 
 from chartgw.access import KeyChecker, RateLimiter
 from chartgw.app import build_app
+from chartgw.config import environment
 from chartgw.groups import korea_chart
 from tests.browser import chromium, console_errors, load
 from tests.fixtures import FIXED_NOW, TEST_KEY, data_dir, serving
@@ -57,8 +58,7 @@ def origins() -> Iterator[tuple[str, str]]:
 @pytest.fixture(scope="module")
 def gateway(korea_data: Path, origins: tuple[str, str]) -> Iterator[str]:
     """/korea-chart with a rate limit (so the X-RateLimit-* headers are sent), allowing the first page's origin."""
-    with pytest.MonkeyPatch.context() as patch, data_dir(korea_data):
-        patch.setenv("CHARTGW_CORS_ORIGINS", origins[0])
+    with environment({"CHARTGW_CORS_ORIGINS": origins[0]}), data_dir(korea_data):
         app = build_app([korea_chart.GROUP], checker=KeyChecker(korea_data / "keys.sqlite", plain_keys=[TEST_KEY]),
                         clock=lambda: FIXED_NOW, limiter=RateLimiter(1000))
     with serving(app) as base:

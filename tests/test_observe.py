@@ -30,7 +30,7 @@ from chartgw.metrics import StoreCollector
 from chartgw.observe import request_id
 from chartgw.params import Param
 from chartgw.store import iso
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, build_group_db, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, build_group_db, child_env, configure, data_dir
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -84,8 +84,8 @@ def test_a_sane_request_id_is_kept_and_any_other_replaced() -> None:
         assert len(prefix) == 12 and int(count, 16) > 0
 
 
-def test_every_answer_carries_a_request_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_CORS_ORIGINS", "http://127.0.0.1:9001")
+def test_every_answer_carries_a_request_id(tmp_path: Path) -> None:
+    configure("CORS_ORIGINS", "http://127.0.0.1:9001")
     with tiny_app(tmp_path, limit=3) as api:
         answers = [
             api.get("/tiny/items/a", headers=KEY_HEADERS),  # 200
@@ -158,8 +158,8 @@ def test_labels_stay_bounded_whatever_paths_clients_send(tmp_path: Path) -> None
     assert value(samples, "chartgw_requests_total", **requests("tiny", "(slash redirect)", 307)) == 30
 
 
-def test_metrics_on_their_own_port_leave_the_api_port(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_METRICS", "127.0.0.1:0")
+def test_metrics_on_their_own_port_leave_the_api_port(tmp_path: Path) -> None:
+    configure("METRICS", "127.0.0.1:0")
     with tiny_app(tmp_path) as api:
         api.get("/tiny/items/a", headers=KEY_HEADERS)
         assert api.get("/metrics").status_code == 401
@@ -170,8 +170,8 @@ def test_metrics_on_their_own_port_leave_the_api_port(tmp_path: Path, monkeypatc
         httpx.get(f"http://{host}:{port}/metrics", trust_env=False, timeout=2)
 
 
-def test_metrics_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_METRICS", "off")
+def test_metrics_off(tmp_path: Path) -> None:
+    configure("METRICS", "off")
     with tiny_app(tmp_path) as api:
         assert api.get("/tiny/").headers["x-request-id"]
         assert api.get("/metrics").status_code == 401
@@ -266,16 +266,16 @@ def test_radio_monitor_states_are_read_from_its_file(tmp_path: Path) -> None:
 # --- the access log ----------------------------------------------------------------------------------------
 
 
-def logged_app(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[TestClient, list[bytes]]:
-    monkeypatch.setenv("CHARTGW_ACCESS_LOG", "on")
+def logged_app(path: Path) -> tuple[TestClient, list[bytes]]:
+    configure("ACCESS_LOG", "on")
     api = tiny_app(path)
     written: list[bytes] = []
     api.app.state.observability.log.write = written.append  # type: ignore[attr-defined]
     return api, written
 
 
-def test_the_access_log_has_one_json_line_per_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    api, written = logged_app(tmp_path, monkeypatch)
+def test_the_access_log_has_one_json_line_per_answer(tmp_path: Path) -> None:
+    api, written = logged_app(tmp_path)
     with api:
         api.get("/tiny/items/a", headers={**KEY_HEADERS, "X-Request-Id": "trace-1"})
         api.get("/tiny/items/zz?secret=1", headers={"X-API-Key": "not-a-key"})
@@ -295,7 +295,7 @@ def test_the_access_log_has_one_json_line_per_answer(tmp_path: Path, monkeypatch
     assert TEST_KEY not in text and "not-a-key" not in text and "secret" not in text and "/zz" not in text
 
 
-def test_the_access_log_writes_whole_lines_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_access_log_writes_whole_lines_in_batches(tmp_path: Path) -> None:
     from chartgw.accesslog import AccessLog
 
     writes: list[bytes] = []
@@ -332,8 +332,7 @@ def served(korea_data: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = {"PATH": "/usr/bin:/bin", "CHARTGW_DATA_DIR": str(korea_data), "CHARTGW_API_KEYS": TEST_KEY,
-           "PYTHONUNBUFFERED": "1"}
+    env = {**child_env(DATA_DIR=str(korea_data), API_KEYS=TEST_KEY), "PYTHONUNBUFFERED": "1"}
     server = subprocess.Popen([sys.executable, "-m", "chartgw", "serve", "--access-log", "--port", str(port)],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"

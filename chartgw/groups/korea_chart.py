@@ -214,7 +214,7 @@ def selection_errors(site: str | None, chart_type: str | None, where: str = "que
     return []
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     site, chart_type = selection.get("site"), selection.get("chart_type")
     errors = selection_errors(site, chart_type)
     if errors:
@@ -474,14 +474,14 @@ async def seed(now: datetime) -> list[Outcome]:
     """FLO observed at a few earlier moments (the crawl clock set back: rising needs an observation an
     hour earlier), then every chart of every site now."""
     outcomes: list[Outcome] = []
-    flo_targets = targets({"site": "portal-d", "chart_type": "all_age"})
+    flo_targets = targets({"site": "portal-d", "chart_type": "all_age"}, now)
     with replay_upstreams(samples.all_replies(now)) as servers:
         flo_server = servers[flo.UPSTREAM]
         for variant, moment in enumerate(flo_observation_times(now)):
             flo_server.replies.update(samples.site_replies("portal-d", "all_age", moment, variant))
             outcomes += await run_targets(NAME, flo_targets, retention=retention(GROUP), now=fixed(moment))
         flo_server.replies.update(samples.site_replies("portal-d", "all_age", now, 3))
-        everything = [t for t in targets({}) if t.key != FLO_CHART]
+        everything = [t for t in targets({}, now) if t.key != FLO_CHART]
         outcomes += await run_targets(NAME, everything, retention=retention(GROUP), now=fixed(now))
     return outcomes
 
