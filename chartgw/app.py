@@ -231,7 +231,8 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     checker = checker or KeyChecker(plain_keys=[*settings.get(config.API_KEYS)])
     limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore())
     cors_origins = settings.get(config.CORS_ORIGINS)
-    cors = [Middleware(CorsMiddleware, policy=CorsPolicy(cors_origins))] if cors_origins else []
+    policy = CorsPolicy(cors_origins) if cors_origins else None
+    cors = [Middleware(CorsMiddleware, policy=policy)] if policy is not None else []
     app = Starlette(
         routes=routes,
         middleware=[
@@ -245,7 +246,8 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
         lifespan=lifespan,
     )
     app.router.redirect_slashes = False  # GroupRoutes redirects with a relative Location instead
-    # The same cache, keys and limiter, for repeats the server answers before the app (chartgw.server).
-    app.state.fast_lane = FastLane(cache, table, checker, limiter, legacy_names(g.name for g in groups))
+    # The same cache, keys, limiter, CORS and observer, for repeats the server answers before the app (chartgw.server).
+    app.state.fast_lane = FastLane(cache, table, checker, limiter, legacy_names(g.name for g in groups), seen.observer,
+                                   policy)
     app.state.observability = seen
     return app

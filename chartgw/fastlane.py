@@ -12,12 +12,15 @@ never answers anything the app would answer differently.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from chartgw.access import KEY_HEADER, AccessTable, KeyChecker, RateLimiter, rate_headers, too_many
 from chartgw.cache import ResponseCache
+from chartgw.cors import CorsPolicy
 from chartgw.endpoints import EndpointApp
 from chartgw.legacy import rewrite
+from chartgw.observe import NO_CACHE, ORIGIN_HEADER, REQUEST_ID_HEADER, Observer, request_id
 
 __all__ = ["FastLane", "Reply", "find_lane"]
 
@@ -26,16 +29,21 @@ Reply = tuple[int, list[tuple[bytes, bytes]], bytes]
 
 class FastLane:
     def __init__(self, cache: ResponseCache, table: AccessTable, checker: KeyChecker, limiter: RateLimiter | None,
-                 legacy: dict[str, str]) -> None:
+                 legacy: dict[str, str], observer: Observer | None = None, cors: CorsPolicy | None = None) -> None:
         self.cache = cache
         self.table = table
         self.checker = checker
         self.limiter = limiter
         self.legacy = legacy
         """Legacy first path segments (`korea-chart-api`) to the current ones, as `LegacyPrefixMiddleware`."""
+        self.observer = observer
+        """Where the lane's answers are counted and logged, as the app's are (`chartgw.observe`)."""
+        self.cors = cors
+        """The app's CORS policy, when on: the lane's answers carry the same CORS headers as the app's."""
 
     def reply(self, path: str, query: bytes, headers: list[tuple[bytes, bytes]]) -> Reply | None:
         """The answer to `GET path?query` with `headers` (lowercase names), or None for the app to answer."""
+        started = time.perf_counter()
         known = self.cache.canonical((path, query))
         if known is None:
             found = rewrite(self.legacy, path)
@@ -53,20 +61,40 @@ class FastLane:
         if hit is None:
             return None
         rate: list[tuple[bytes, bytes]] = []
+        key_id: int | None = None
         if not self.table.is_public(path):
             key = next((value for name, value in headers if name == KEY_HEADER), None)
             grant = self.checker.grant(key.decode("latin-1")) if key is not None else None
             if grant is None:
                 return None  # the app's 401, with its reason
+            key_id = grant.key_id
             if self.limiter is not None:
                 allowed, limit, remaining, reset = self.limiter.take(grant)
                 if limit:
                     rate = rate_headers(limit, remaining, reset)
                     if not allowed:
-                        return too_many(limit, reset, rate)
+                        return self._answered(too_many(limit, reset, rate), endpoint, key_id, headers, started, NO_CACHE)
         status, sent, body = endpoint.cached_reply(hit, headers)
         sent.extend(rate)
-        return status, sent, body
+        return self._answered((status, sent, body), endpoint, key_id, headers, started, "hit")
+
+    def _answered(self, reply: Reply, endpoint: EndpointApp, key_id: int | None, headers: list[tuple[bytes, bytes]],
+                  started: float, cache: str) -> Reply:
+        """`reply` with what the app's outer layers add (CORS headers, the request id), counted and logged."""
+        sent_id = origin = None
+        for name, value in headers:
+            if name == REQUEST_ID_HEADER:
+                sent_id = value
+            elif name == ORIGIN_HEADER:
+                origin = value
+        rid = request_id(sent_id)
+        status, sent, body = reply
+        if self.cors is not None:
+            sent.extend(self.cors.headers(origin))
+        sent.append((REQUEST_ID_HEADER, rid))
+        if self.observer is not None:
+            self.observer.lane_answered(endpoint, status, len(body), time.perf_counter() - started, key_id, rid, cache)
+        return reply
 
 
 def find_lane(app: Any) -> FastLane | None:

@@ -3,7 +3,7 @@
 Requests are counted as they are answered, by the app and by the server's fast lane alike
 (`RequestMetrics.observe`, called through `chartgw.observe.Observer`): one counter and one histogram per
 label set, their children resolved once per set and kept, so an answer costs a tuple lookup and two
-increments. Labels are bounded: a route is its template (`/korea-chart/{portal}/charts/{chart}`), never the
+increments. Labels are bounded: a route is its template (`/korea-chart/{site}/charts/{chart_type}`), never the
 raw path, and statuses are the gateway's own.
 
 What the stores hold (crawl attempts, snapshot ages, radio monitor states) is read at scrape time by

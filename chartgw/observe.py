@@ -24,7 +24,7 @@ from chartgw import config
 from chartgw.access import KEY_ID_SCOPE
 from chartgw.accesslog import AccessLog
 from chartgw.clock import Clock
-from chartgw.endpoints import CACHE_SCOPE
+from chartgw.endpoints import CACHE_SCOPE, EndpointApp
 from chartgw.metrics import METRICS_PATH, MetricsEndpoint, RequestMetrics, StoreCollector, scrape_registry
 from chartgw.settings import Settings
 
@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 REQUEST_ID_HEADER = b"x-request-id"
+ORIGIN_HEADER = b"origin"
 REQUEST_ID_SCOPE = "chartgw.request_id"
 APP = "app"
 LANE = "lane"
@@ -106,6 +107,7 @@ class Observer:
     def __init__(self, metrics: RequestMetrics | None, log: AccessLog | None) -> None:
         self.metrics = metrics
         self.log = log
+        self._lane_labels: dict[int, tuple[str, str]] = {}  # id of an endpoint (the app's) -> (group, route)
 
     def answered(self, group: str, route: str, method: str, status: int, nbytes: int, seconds: float,
                  key_id: int | None, rid: bytes, answered_by: str, cache: str) -> None:
@@ -114,6 +116,15 @@ class Observer:
         if self.log is not None:
             self.log.record(rid.decode("ascii"), key_id, method if method in METHODS else "OTHER", group, route,
                             status, nbytes, seconds, answered_by)
+
+    def lane_answered(self, endpoint: EndpointApp, status: int, nbytes: int, seconds: float, key_id: int | None,
+                      rid: bytes, cache: str) -> None:
+        """A GET the server's fast lane answered for `endpoint`."""
+        labels = self._lane_labels.get(id(endpoint))
+        if labels is None:
+            group = endpoint.data.group
+            labels = self._lane_labels[id(endpoint)] = (group, f"/{group}{endpoint.route.path}")
+        self.answered(labels[0], labels[1], "GET", status, nbytes, seconds, key_id, rid, LANE, cache)
 
 
 class ObserveMiddleware:

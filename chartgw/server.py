@@ -43,9 +43,9 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._head_timer: asyncio.TimerHandle | None = None
         self._head_started = 0.0
         self._head_timeout = config.get(config.REQUEST_HEAD_TIMEOUT_SECONDS)
-        # Off when an access log is asked for: a request the lane answers would not be logged.
-        logged = self.config.access_log or config.get(config.ACCESS_LOG) == "on"
-        self._lane: FastLane | None = None if logged else find_lane(self.app)
+        # Off under uvicorn's own text access log, which would not see the lane's answers (the gateway's JSON log,
+        # `chartgw serve --access-log`, logs both: chartgw.observe).
+        self._lane: FastLane | None = None if self.config.access_log else find_lane(self.app)
         self._answered = False
         """This request was answered by the fast lane: its body (if any) is not the app's to read."""
 

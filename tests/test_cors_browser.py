@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -18,6 +19,7 @@ from chartgw.access import KeyChecker, RateLimiter
 from chartgw.app import build_app
 from chartgw.config import environment
 from chartgw.groups import korea_chart
+from chartgw.server import LimitedHttpToolsProtocol
 from tests.browser import chromium, console_errors, load
 from tests.fixtures import FIXED_NOW, TEST_KEY, data_dir, serving
 
@@ -61,7 +63,7 @@ def gateway(korea_data: Path, origins: tuple[str, str]) -> Iterator[str]:
     with environment({"CHARTGW_CORS_ORIGINS": origins[0]}), data_dir(korea_data):
         app = build_app([korea_chart.GROUP], checker=KeyChecker(korea_data / "keys.sqlite", plain_keys=[TEST_KEY]),
                         clock=lambda: FIXED_NOW, limiter=RateLimiter(1000))
-    with serving(app) as base:
+    with serving(app, http=LimitedHttpToolsProtocol, access_log=False, lifespan="off") as base:  # chartgw serve's
         yield base
 
 
@@ -73,13 +75,18 @@ def fetch(driver: Any, url: str, key: str | None) -> dict[str, Any]:
 def test_a_page_on_an_allowed_origin_reads_a_keyed_answer_and_its_headers(browser: Any, origins: tuple[str, str],
                                                                          gateway: str) -> None:
     load(browser, origins[0] + "/")
-    for _ in range(2):  # the second call is a repeat, answered from the cache
+    for _ in range(3):  # the app answers the first call, the server's fast lane the repeats
         answer = fetch(browser, gateway + CHART, TEST_KEY)
         assert answer["status"] == 200, answer
         assert answer["body"]["count"] == 3 and len(answer["body"]["entries"]) == 3
         assert answer["etag"].startswith('"') and answer["limit"] == "1000"
         assert int(answer["remaining"]) < 1000 and 0 < int(answer["reset"]) <= 60
     console_errors(browser, origins[0])  # no CORS complaint
+    metrics = httpx.get(gateway + "/metrics", trust_env=False).text
+    # Chrome revalidates its cached copy (no-cache) with If-None-Match: the lane's 304s, read by the page as 200s.
+    by_lane = [line for line in metrics.splitlines() if line.startswith("chartgw_requests_total{")
+               and 'answered_by="lane"' in line]
+    assert sum(float(line.rpartition(" ")[2]) for line in by_lane) == 2, by_lane
     missing = fetch(browser, gateway + CHART, None)  # a refusal is readable too
     assert missing["status"] == 401 and "API key" in missing["body"]["detail"]
     errors = [entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
