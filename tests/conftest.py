@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import fcntl
+import os
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -32,12 +35,29 @@ def _own_settings() -> Iterator[None]:
     install(TEST_SETTINGS)
 
 
+def shared_data(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
+    """A read-only data folder built once per test run: by the first pytest-xdist worker that asks, under a lock,
+    while the others wait for it (a run without workers simply builds it)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by the run's workers
+    path, done = root / name, root / f"{name}.built"
+    with (root / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(path, ignore_errors=True)
+            path.mkdir()
+            build(path)
+            done.touch()
+    return path
+
+
 @pytest.fixture(scope="session")
 def korea_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data folder with every /korea-chart chart crawled from the samples. Read-only: copy it to change it."""
     from tests.fixtures import build_group_db
 
-    return build_group_db(tmp_path_factory.mktemp("korea-data"), "korea-chart")
+    return shared_data(tmp_path_factory, "korea-data", lambda path: build_group_db(path, "korea-chart"))
 
 
 @pytest.fixture(scope="session")
@@ -47,8 +67,9 @@ def all_groups_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from chartgw.groups import GROUPS
     from tests.fixtures import build_group_db
 
-    path = tmp_path_factory.mktemp("all-groups")
-    for group in GROUPS:
-        if group.name != "artist-history-api":
-            build_group_db(path, group)
-    return path
+    def build(path: Path) -> None:
+        for group in GROUPS:
+            if group.name != "artist-history-api":
+                build_group_db(path, group)
+
+    return shared_data(tmp_path_factory, "all-groups", build)

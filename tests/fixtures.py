@@ -61,13 +61,21 @@ def build_group_db(path: Path, group: str | Group, now: datetime = FIXED_NOW) ->
     """A data folder with `group`'s demo data (a registered group's name, or a Group): its real crawl run
     over its bundled samples at `now`."""
     path.mkdir(parents=True, exist_ok=True)
-    seed = seeder(group) if isinstance(group, str) else group.seeder
-    assert seed is not None, f"{group} has no demo seeder"
+    seed = seeder(group if isinstance(group, str) else group.name)
     with data_dir(path):
         outcomes = asyncio.run(seed(now))
     failed = [o for o in outcomes if o.status != "ok"]
     assert not failed, failed
     return path
+
+
+def group_data(source: Path, dest: Path, group: str) -> Path:
+    """A data folder holding only `group`'s files, copied from a built folder (the session's `all_groups_data`):
+    a test module's own data without seeding the group again."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for file in source.glob(f"{group}.*"):
+        shutil.copy2(file, dest / file.name)
+    return dest
 
 
 def copy_data(source: Path, dest: Path) -> Path:

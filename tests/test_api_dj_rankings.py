@@ -21,13 +21,15 @@ from chartgw.config import environment
 from chartgw.context import Context
 from chartgw.crawl import Outcome
 from chartgw.group import crawl_group, group_policy
-from chartgw.groups.dj_rankings import GROUP, LIST, PLAN, backfill, targets
+from chartgw.groups.dj_rankings import GROUP, backfill
+from chartgw.groups.dj_rankings.crawl import targets
+from chartgw.groups.dj_rankings.records import LIST, PLAN
 from chartgw.replay import ReplayServer, Reply, replay_upstreams, request_key
 from chartgw.samples import dj_rankings as samples
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, group_db_path
 from chartgw.upstreams import djmag, musicbrainz
 from chartgw.upstreams.djmag import DjRankEntry
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, configure, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 YEARS = samples.sample_years()  # 2021..2025
@@ -45,8 +47,8 @@ def kept_djs() -> dict[str, samples.SampleDj]:
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_group_db(tmp_path_factory.mktemp("dj-rankings"), GROUP, NOW)
+def seeded(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return group_data(all_groups_data, tmp_path_factory.mktemp("dj-rankings"), GROUP.name)
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +154,7 @@ def test_a_rank_past_a_short_list_is_404(seeded: Path, tmp_path: Path) -> None:
     entries = [DjRankEntry(rank=r.rank, name=r.dj.name, name_from_slug=False, slug=r.dj.slug, country=None, genre=None,
                            image=None, change=None, url=djmag.dj_url(2010, r.rank, r.dj.slug))
                for r in samples.year_ranking(LATEST)[:20]]
-    from chartgw.groups.dj_rankings import stored_list_entry
+    from chartgw.groups.dj_rankings.records import stored_list_entry
 
     with data_dir(path), SnapshotWriter(group_db_path(GROUP.name)) as store:
         store.commit([NewSnapshot("list/2010", "2010-12-31", None, NOW, "import", [stored_list_entry(e) for e in entries])],

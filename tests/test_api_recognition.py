@@ -21,7 +21,7 @@ from chartgw.replay import ReplayTransport, Reply, request_key
 from chartgw.samples import global_rows
 from chartgw.samples import recognition as samples
 from chartgw.upstreams import shazam
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 TODAY = NOW.astimezone(KST).date()
@@ -29,8 +29,8 @@ YESTERDAY = TODAY - timedelta(days=1)
 
 
 @pytest.fixture(scope="module")
-def recognition_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_group_db(tmp_path_factory.mktemp("recognition-data"), "recognition", NOW)
+def recognition_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return group_data(all_groups_data, tmp_path_factory.mktemp("recognition-data"), "recognition")
 
 
 api = api_fixture(GROUP, "recognition_data")

@@ -18,6 +18,8 @@ from starlette.testclient import TestClient
 from chartgw.clock import fixed
 from chartgw.config import SettingError, environment
 from chartgw.crawl import Outcome
+from chartgw.demo import retail_digital as digital_demo
+from chartgw.demo import retail_physical as physical_demo
 from chartgw.group import Group, crawl_group
 from chartgw.groups import retail, retail_digital, retail_music, retail_physical
 from chartgw.params import InvalidParams
@@ -26,7 +28,7 @@ from chartgw.samples import amazon as samples
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry, group_db_path
 from chartgw.upstreams import amazon
 from chartgw.upstreams.amazon import RetailEntry
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, configure, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 DAYS = [(NOW - timedelta(days=4 - d)).date().isoformat() for d in range(5)]
@@ -42,9 +44,9 @@ def get(api: TestClient, url: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def physical_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def physical_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo seed with the default settings: 4 marketplaces, every category with a known path, 5 days."""
-    return build_group_db(tmp_path_factory.mktemp("retail-physical"), PHYSICAL, NOW)
+    return group_data(all_groups_data, tmp_path_factory.mktemp("retail-physical"), PHYSICAL.name)
 
 
 @pytest.fixture(scope="module")
@@ -54,15 +56,15 @@ def physical(physical_data: Path) -> Iterator[TestClient]:
 
 
 @pytest.fixture(scope="module")
-def digital(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    path = build_group_db(tmp_path_factory.mktemp("retail-digital"), DIGITAL, NOW)
+def digital(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    path = group_data(all_groups_data, tmp_path_factory.mktemp("retail-digital"), DIGITAL.name)
     with client(path, [DIGITAL]) as c:
         yield c
 
 
 @pytest.fixture(scope="module")
-def music(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    path = build_group_db(tmp_path_factory.mktemp("retail-music"), MUSIC, NOW)
+def music(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    path = group_data(all_groups_data, tmp_path_factory.mktemp("retail-music"), MUSIC.name)
     with client(path, [MUSIC]) as c:
         yield c
 
@@ -456,7 +458,7 @@ def test_targets_follow_the_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 # --- crawls: refusals, the gate, the last good snapshot, backoff --------------------------------------------------
 
 def _tables(variant: int, overrides: dict[str, dict[ReplayKey, Reply]] | None = None) -> dict[str, dict[ReplayKey, Reply]]:
-    tables = retail_physical.replies(variant)
+    tables = physical_demo.replies(variant)
     for upstream, table in (overrides or {}).items():
         tables[upstream] = {**tables[upstream], **table}
     return tables
@@ -569,7 +571,7 @@ def test_a_refused_landing_page_stops_retail_digital_in_that_marketplace(tmp_pat
     at = NOW + timedelta(days=1)
     with client(path, [DIGITAL], now=at) as api:
         before = get(api, "/retail-digital/charts/us-landing-digital-albums/latest").json()
-    tables = retail_digital.replies(5)
+    tables = digital_demo.replies(5)
     tables["AMAZON_US"][request_key(amazon.landing_request("us"))] = Reply(samples.render_robot_check("us"), 503)
     outcomes, seen = _crawl(path, at, tables, monkeypatch, DIGITAL)
     by_key = {o.target: o for o in outcomes}

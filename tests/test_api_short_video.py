@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from chartgw import cli, config
 from chartgw.clock import fixed
+from chartgw.demo.short_video import DEMO_SIZE
 from chartgw.group import crawl_group
 from chartgw.groups import GROUPS
 from chartgw.groups import short_video as sv
@@ -24,7 +25,7 @@ from chartgw.replay import BODY, ReplayKey, Reply, replay_key
 from chartgw.samples import short_video as samples
 from chartgw.settings import current
 from chartgw.store import SnapshotReader, group_db_path
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, configure
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, group_data
 
 NOW = FIXED_NOW
 YESTERDAY = (NOW - timedelta(days=1)).date()
@@ -32,9 +33,9 @@ TOKEN_ENV: dict[str, str | None] = {TOKEN_SETTING.variable: samples.SAMPLE_REFRE
 
 
 @pytest.fixture(scope="module")
-def video_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def video_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo seed: daily charts of 3 days and weekly charts of 3 weeks, 150 rows each (two pages)."""
-    return build_group_db(tmp_path_factory.mktemp("short-video"), GROUP, NOW)
+    return group_data(all_groups_data, tmp_path_factory.mktemp("short-video"), GROUP.name)
 
 
 api = api_fixture(GROUP, "video_data")
@@ -48,7 +49,7 @@ def get(api: TestClient, url: str) -> Any:
 
 
 def sample(code2: str | None, interval: str, variant: int) -> list[Any]:
-    return samples.chart_rows(code2, interval, variant, sv.DEMO_SIZE)
+    return samples.chart_rows(code2, interval, variant, DEMO_SIZE)
 
 
 # --- endpoints ------------------------------------------------------------------------------------

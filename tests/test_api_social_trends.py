@@ -25,7 +25,7 @@ from chartgw.samples import social_trends as samples
 from chartgw.settings import current
 from chartgw.store import SnapshotReader, group_db_path
 from chartgw.upstreams.x_trends import LOCATIONS, LOCATIONS_BY_SLUG, TRENDS24, X_API, trends24_request, v1_request
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, configure, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 STAMP = NOW.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -33,9 +33,9 @@ X_API_ENV: dict[str, str | None] = {"CHARTGW_X_BEARER_TOKEN": samples.SAMPLE_TOK
 
 
 @pytest.fixture(scope="module")
-def trends_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def trends_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo seed: three crawls of every location through the X API v1.1, an hour apart."""
-    return build_group_db(tmp_path_factory.mktemp("social-trends"), GROUP, NOW)
+    return group_data(all_groups_data, tmp_path_factory.mktemp("social-trends"), GROUP.name)
 
 
 api = api_fixture(GROUP, "trends_data")

@@ -23,7 +23,7 @@ from chartgw.replay import ReplayTransport, Reply, request_key
 from chartgw.samples import streaming as samples
 from chartgw.settings import current
 from chartgw.upstreams import spotify
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 COUNTRIES = ("global", "us", "kr")
@@ -34,10 +34,9 @@ WEEKLY = samples.chart_date("regional-weekly", NOW.date())
 
 
 @pytest.fixture(scope="module")
-def streaming_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def streaming_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo seed: a legacy CSV import, then token crawls of 3 countries two days back, one day back and now."""
-    with environment({"CHARTGW_CRAWL_DELAY_SECONDS": "0"}):
-        return build_group_db(tmp_path_factory.mktemp("streaming-data"), "streaming", NOW)
+    return group_data(all_groups_data, tmp_path_factory.mktemp("streaming-data"), "streaming")
 
 
 api = api_fixture(GROUP, "streaming_data", TOKEN_ENV)

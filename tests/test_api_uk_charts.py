@@ -23,21 +23,15 @@ from chartgw.context import Context
 from chartgw.crawl import Outcome
 from chartgw.group import crawl_group
 from chartgw.groups import uk_charts
-from chartgw.groups.uk_charts import (
-    DEFAULT_CHARTS,
-    GROUP,
-    backfill,
-    configured_charts,
-    credited_artists,
-    latest_published_week,
-    targets,
-)
+from chartgw.groups.uk_charts import GROUP, backfill
+from chartgw.groups.uk_charts.charts import DEFAULT_CHARTS, configured_charts, credited_artists, latest_published_week
+from chartgw.groups.uk_charts.crawl import keyable, targets
 from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import officialcharts as samples
 from chartgw.settings import current
 from chartgw.upstreams import officialcharts
 from chartgw.upstreams.officialcharts import UPSTREAM, requests_for
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, configure, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW  # Friday 2026-11-20 05:30 UTC: the week of 2026-11-20 is not out yet
 LATEST = date(2026, 11, 13)
@@ -46,8 +40,8 @@ WEEKS = [(LATEST - timedelta(weeks=n)).isoformat() for n in range(6)]  # newest 
 
 
 @pytest.fixture(scope="module")
-def uk_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_group_db(tmp_path_factory.mktemp("uk-charts"), GROUP, NOW)
+def uk_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return group_data(all_groups_data, tmp_path_factory.mktemp("uk-charts"), GROUP.name)
 
 
 @pytest.fixture(scope="module")
@@ -454,8 +448,8 @@ def test_a_title_of_symbols_only_is_stored_and_searchable(shared_upstream: Path,
     with client(tmp_path, [GROUP]) as api:
         (hit,) = get(api, "/uk-charts/search?q=equals").json()["hits"]
         assert (hit["rank"], hit["entry"]["title"], hit["entry"]["artist"]) == (81, "=", "ED SHEERAN")
-    assert uk_charts.keyable("=") == "EQUALS SIGN" and uk_charts.keyable("!!!") == (
-        "EXCLAMATION MARK EXCLAMATION MARK EXCLAMATION MARK") and uk_charts.keyable("ABBA") == "ABBA"
+    assert keyable("=") == "EQUALS SIGN" and keyable("!!!") == (
+        "EXCLAMATION MARK EXCLAMATION MARK EXCLAMATION MARK") and keyable("ABBA") == "ABBA"
 
 
 # --- backfill -------------------------------------------------------------------------------------

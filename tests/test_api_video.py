@@ -26,7 +26,7 @@ from chartgw.samples import global_rows
 from chartgw.samples import video as samples
 from chartgw.upstreams import youtube
 from chartgw.upstreams.youtube import latest_week_end, past_week_ends
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, configure, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 TODAY = NOW.date()
@@ -36,8 +36,8 @@ BACKFILLED = past_week_ends(TODAY, samples.BACKFILL_WEEKS)
 
 
 @pytest.fixture(scope="module")
-def video_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_group_db(tmp_path_factory.mktemp("video-data"), "video", NOW)
+def video_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return group_data(all_groups_data, tmp_path_factory.mktemp("video-data"), "video")
 
 
 api = api_fixture(GROUP, "video_data")
