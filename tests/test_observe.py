@@ -25,7 +25,7 @@ from chartgw.app import build_app
 from chartgw.clock import fixed
 from chartgw.endpoints import Call, Route
 from chartgw.group import Group
-from chartgw.groups import radio_monitor
+from chartgw.groups.radio import storage as radio_monitor
 from chartgw.metrics import StoreCollector
 from chartgw.observe import request_id
 from chartgw.params import Param
