@@ -17,12 +17,13 @@ from starlette.routing import Route as StarletteRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from chartgw import apidocs, config
-from chartgw.access import AccessTable, ApiKeyMiddleware, KeyChecker, KeyStore, RateLimiter
+from chartgw.access import AccessTable, ApiKeyMiddleware, Gate, KeyChecker, KeyStore, RateLimiter
 from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
 from chartgw.cors import CorsMiddleware, CorsPolicy
 from chartgw.endpoints import Call, EndpointApp, GroupData, Route
 from chartgw.fastlane import FastLane
+from chartgw.feed import DIFF_ROUTE, ChangeHub, changes_routes
 from chartgw.front import FrontDoor
 from chartgw.group import Group
 from chartgw.groups import GROUPS
@@ -52,10 +53,10 @@ DocumentBuilder = Callable[[], dict[str, Any]]
 
 
 def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = None) -> list[Route]:
-    """The group's own routes plus what every group has: its public root, its OpenAPI document and the
-    log of its crawl attempts. The document is built anew for each data version (the route's cache keeps
-    it), so what it declares from the data (a discovered catalogue's values) is current; `documents`
-    receives the group's builder."""
+    """The group's own routes plus what every group has: its public root, its OpenAPI document, the
+    log of its crawl attempts and the diff between two snapshots of a chart. The document is built anew for each
+    data version (the route's cache keeps it), so what it declares from the data (a discovered catalogue's values)
+    is current; `documents` receives the group's builder."""
     own = list(group.routes)
     root_info: list[EndpointInfo] = []
 
@@ -74,6 +75,7 @@ def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = 
         Route("/openapi.json", openapi, public=True, errors=(), summary="This OpenAPI document",
               response=dict[str, Any]),
         FETCH_LOGS_ROUTE,
+        DIFF_ROUTE,
         *own,
     ]
     assert len({(r.method, r.path) for r in routes}) == len(routes), f"{group.name} declares a platform route itself"
@@ -212,24 +214,32 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
             f"/{group.name}{route.path}", EndpointApp(route, datas[group.name], cache), methods=[route.method]))
     seen = Observability([g.name for g in groups], clock, settings)
     group_routes = GroupRoutes(by_group)
+    # The change feed at the root, over every group's file (its routes read them through the hub, not `feed`).
+    hub = ChangeHub(datas)
+    feed = GroupData("changes", clock)
+    root_routes = changes_routes(hub)
+    documents[""] = lambda: build_document("", "chartgw change feed", "Every group's changes", root_routes)
     # The groups' routes first: every chart request is matched there; the front door's paths and /docs after.
     routes = [group_routes, StarletteRoute("/", door.page, methods=["GET"]),
-              StarletteRoute("/openapi.json", door.openapi, methods=["GET"]), *apidocs.docs_routes(), *seen.routes]
+              StarletteRoute("/openapi.json", door.openapi, methods=["GET"]),
+              *(StarletteRoute(r.path, EndpointApp(r, feed, cache), methods=[r.method]) for r in root_routes),
+              *apidocs.docs_routes(), *seen.routes]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         seen.start()
         yield
         seen.stop()
+        await hub.close()
         for data in datas.values():
             await data.reader.close()
 
     front = {"/", "/openapi.json", *apidocs.public_paths(), *seen.public}
-    labels = RouteLabels([g.name for g in groups], {path: path for path in front}, group_routes.route_for,
-                         GroupRoutes.ROUTE)
-    table = access_table(declared, front)
+    labels = RouteLabels([g.name for g in groups], {path: path for path in front | {r.path for r in root_routes}},
+                         group_routes.route_for, GroupRoutes.ROUTE)
     checker = checker or KeyChecker(plain_keys=[*settings.get(config.API_KEYS)])
     limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore())
+    gate = Gate(access_table(declared, front), checker, limiter)  # one way in: the key middleware's and the fast lane's
     cors_origins = settings.get(config.CORS_ORIGINS)
     policy = CorsPolicy(cors_origins) if cors_origins else None
     cors = [Middleware(CorsMiddleware, policy=policy)] if policy is not None else []
@@ -240,14 +250,16 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
             Middleware(ObserveMiddleware, observer=seen.observer, labels=labels),  # sees every answer
             *cors,  # before the key check: a preflight carries no key
             Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),
-            Middleware(ApiKeyMiddleware, table=table, checker=checker, limiter=limiter),
+            Middleware(ApiKeyMiddleware, gate=gate),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
         lifespan=lifespan,
     )
     app.router.redirect_slashes = False  # GroupRoutes redirects with a relative Location instead
-    # The same cache, keys, limiter, CORS and observer, for repeats the server answers before the app (chartgw.server).
-    app.state.fast_lane = FastLane(cache, table, checker, limiter, legacy_names(g.name for g in groups), seen.observer,
-                                   policy)
+    app.state.change_hub = hub
+    # The same cache, gate, CORS and observer, for repeats the server answers before the app (chartgw.server), and
+    # the settings the server's limits are read from.
+    app.state.fast_lane = FastLane(cache, gate, legacy_names(g.name for g in groups), seen.observer, policy)
+    app.state.settings = settings
     app.state.observability = seen
     return app

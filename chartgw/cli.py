@@ -154,7 +154,11 @@ def cmd_group_command(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    import resource
+
     import uvicorn
+
+    from chartgw.access import keys_db_path, secure_key_files
 
     # --access-log is the gateway's JSON log (chartgw.accesslog); uvicorn's own text access log stays off.
     logged = {config.ACCESS_LOG.variable: "on"} if args.access_log else {}
@@ -165,10 +169,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from chartgw.metrics import worker_files
     from chartgw.server import LimitedHttpToolsProtocol
 
+    secure_key_files(keys_db_path())
+    # Connections are bounded by time limits (docs/hardening.md), not by the default 1024 descriptors.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     with exported(logged), worker_files(args.workers):
         uvicorn.run("chartgw.app:build_app", factory=True, host=args.host, port=args.port, workers=args.workers,
                     access_log=False, log_level="info", http=LimitedHttpToolsProtocol,
-                    limit_concurrency=args.limit_concurrency, timeout_keep_alive=5)
+                    limit_concurrency=args.limit_concurrency, timeout_keep_alive=settings.get(config.IDLE_TIMEOUT_SECONDS))
     return 0
 
 
@@ -334,7 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--access-log", action="store_true",
                        help="log every answer as one JSON line on standard output (CHARTGW_ACCESS_LOG=on)")
     serve.add_argument("--limit-concurrency", type=int, default=1000, metavar="N",
-                       help="connections and requests in progress per worker before a 503 (default 1000)")
+                       help="requests in progress in the app per worker before a 503 (default 1000); connections "
+                            "do not count (docs/hardening.md)")
     serve.set_defaults(func=cmd_serve)
 
     crawl = commands.add_parser("crawl", help="crawl a group's upstreams and commit snapshots")

@@ -45,11 +45,15 @@ ORIGIN_HEADER = b"origin"
 REQUEST_ID_SCOPE = "chartgw.request_id"
 APP = "app"
 LANE = "lane"
+SERVER = "server"
+"""`answered_by` of the HTTP server's own refusals (chartgw.server), before the lane or the app."""
 NO_CACHE = "none"
 GATEWAY = "gateway"
 """The group label of paths outside every group (the front door, /docs, /metrics)."""
 UNMATCHED = "(unmatched)"
 """The route label of a path no route matches: never the path itself (labels stay bounded)."""
+REFUSED = "(refused)"
+"""The route label of a refusal of the HTTP server itself: the request was not read far enough to route."""
 REDIRECT = "(slash redirect)"
 """The route label of the 307 to a path's other spelling (with or without its trailing slash)."""
 METHODS = frozenset({"GET", "HEAD", "POST", "OPTIONS", "PUT", "PATCH", "DELETE"})
@@ -116,6 +120,10 @@ class Observer:
         if self.log is not None:
             self.log.record(rid.decode("ascii"), key_id, method if method in METHODS else "OTHER", group, route,
                             status, nbytes, seconds, answered_by)
+
+    def refused(self, status: int, method: str, nbytes: int, rid: bytes) -> None:
+        """An answer of the HTTP server itself, before the lane or the app (a 400, 408, 414, 431 or 503)."""
+        self.answered(GATEWAY, REFUSED, method, status, nbytes, 0.0, None, rid, SERVER, NO_CACHE)
 
     def lane_answered(self, endpoint: EndpointApp, status: int, nbytes: int, seconds: float, key_id: int | None,
                       rid: bytes, cache: str) -> None:

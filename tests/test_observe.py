@@ -361,7 +361,7 @@ def test_serve_access_log_is_json_lines_instead_of_uvicorns_text(served: tuple[s
     lines = [json.loads(line) for line in out.splitlines()]
     chart = [line for line in lines if line["route"] == "/korea-chart/charts"]
     assert [(line["status"], line["answered_by"]) for line in chart] == [
-        (200, "app"), (200, "lane"), (200, "lane"), (401, "app")]  # the lane stays on, and logs
+        (200, "app"), (200, "lane"), (200, "lane"), (401, "lane")]  # the lane stays on, and logs
     assert all(line["group"] == "korea-chart" and line["request_id"] for line in chart)
     assert [line["key_id"] for line in chart] == [0, 0, 0, None]
     assert "HTTP/1.1" not in out + err  # no uvicorn text access line anywhere

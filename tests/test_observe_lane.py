@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -99,3 +100,17 @@ def test_lane_answers_carry_ids_and_cors_and_are_counted_and_logged(served: Serv
     assert all(line["key_id"] == 0 and line["group"] == "korea-chart" and line["method"] == "GET" for line in lines)
     assert [line["bytes"] for line in lines] == [len(first[2])] * 5 + [len(other[2])]
     assert all(0 < line["duration_ms"] < 1000 for line in lines)
+
+
+def test_the_servers_own_refusals_carry_an_id_and_are_counted(served: Served) -> None:
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as sock:
+        sock.sendall(b"GET /" + b"x" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 414") and b"\r\nx-request-id: " in head
+    refused = {"group": "gateway", "route": "(refused)", "status": "414", "answered_by": "server", "cache": "none"}
+    assert served.samples()[("chartgw_requests_total", frozenset(refused.items()))] == 1
+    line = next(line for line in served.lines() if line["route"] != "/metrics")
+    assert (line["route"], line["status"], line["answered_by"], line["bytes"]) == ("(refused)", 414, "server", len(body))

@@ -37,7 +37,7 @@ CONFIGURATION_DOC = PACKAGE.parent / "docs" / "configuration.md"
 
 # Lowest first. A module imports only from its own layer or below; groups never import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("chartgw.clock", "chartgw.countries", "chartgw.text", "chartgw.settings"),
+    ("chartgw.clock", "chartgw.countries", "chartgw.text", "chartgw.settings", "chartgw.changes"),
     ("chartgw.config",),
     ("chartgw.store", "chartgw.params", "chartgw.cache"),
     ("chartgw.records", "chartgw.targets"),
@@ -45,7 +45,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi", "chartgw.accesslog",
      "chartgw.cors", "chartgw.metrics"),
     ("chartgw.context", "chartgw.observe"),
-    ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history", "chartgw.fastlane"),
+    ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history", "chartgw.fastlane",
+     "chartgw.feed"),
     ("chartgw.groups.",),
     ("chartgw.groups",),
     ("chartgw.samples", "chartgw.replay"),  # the demo's: above the groups, so serving never loads them
