@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from chartgw.access import with_headers
 
 __all__ = ["ALLOWED_HEADERS", "ALLOWED_METHODS", "EXPOSED_HEADERS", "CorsMiddleware", "CorsPolicy"]
 
@@ -78,15 +80,4 @@ class CorsMiddleware:
             await send({"type": "http.response.start", "status": 204, "headers": self.policy.preflight(origin)})
             await send({"type": "http.response.body", "body": b""})
             return
-        extra = self.policy.headers(origin)
-
-        async def send_with_cors(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = message.get("headers")
-                if type(headers) is list:  # the responses here build a fresh list per response: extend it
-                    headers.extend(extra)
-                else:
-                    message = {**message, "headers": [*(headers or ()), *extra]}
-            await send(message)
-
-        await self.app(scope, receive, send_with_cors)
+        await self.app(scope, receive, with_headers(send, self.policy.headers(origin)))
