@@ -429,20 +429,22 @@ class ApiKeyMiddleware:
             return
         if key_id is not None:
             scope[KEY_ID_SCOPE] = key_id
-        if not rate:
-            await self.app(scope, receive, send)
-            return
+        await self.app(scope, receive, with_headers(send, rate) if rate else send)
 
-        async def send_with_rate(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = message.get("headers")
-                if type(headers) is list:  # the responses here build a fresh list per response: extend it
-                    headers.extend(rate)
-                else:
-                    message = {**message, "headers": [*(headers or ()), *rate]}
-            await send(message)
 
-        await self.app(scope, receive, send_with_rate)
+def with_headers(send: Send, extra: list[tuple[bytes, bytes]]) -> Send:
+    """`send`, adding `extra` to the headers of the answer it starts (the rate headers, CORS's)."""
+
+    async def send_with(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = message.get("headers")
+            if type(headers) is list:  # the responses here build a fresh list per response: extend it
+                headers.extend(extra)
+            else:
+                message = {**message, "headers": [*(headers or ()), *extra]}
+        await send(message)
+
+    return send_with
 
 
 def rate_headers(limit: int, remaining: int, reset: int) -> list[tuple[bytes, bytes]]:

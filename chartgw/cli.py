@@ -27,7 +27,7 @@ from chartgw.group import Group, GroupCommand, after_crawl, crawl_group, retenti
 from chartgw.groups import GROUPS
 from chartgw.params import InvalidParams
 from chartgw.progress import Progress
-from chartgw.settings import Settings, SettingsFileError, current, install
+from chartgw.settings import Settings, SettingsFileError, current, exported, install
 from chartgw.upstreams import origin_setting
 
 
@@ -165,8 +165,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from chartgw.access import keys_db_path, secure_key_files
 
-    if refuse_bad_settings("serve", current()):
+    # --access-log is the gateway's JSON log (chartgw.accesslog); uvicorn's own text access log stays off.
+    logged = {config.ACCESS_LOG.variable: "on"} if args.access_log else {}
+    settings = current().with_values(logged)
+    if refuse_bad_settings("serve", settings):
         return 2
+    install(settings)  # what the app of this process is built with (one worker); more workers read `exported`
+    from chartgw.metrics import worker_files
     from chartgw.server import LimitedHttpToolsProtocol
 
     secure_key_files(keys_db_path())
@@ -175,10 +180,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if soft != hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     # uvicorn shuts down gracefully on SIGTERM or SIGINT, then raises the signal again: a clean stop, exit 0.
-    with contextlib.suppress(KeyboardInterrupt):
+    with exported(logged), worker_files(args.workers), contextlib.suppress(KeyboardInterrupt):
         uvicorn.run("chartgw.app:build_app", factory=True, host=args.host, port=args.port, workers=args.workers,
-                    access_log=args.access_log, log_level="info", http=LimitedHttpToolsProtocol,
-                    limit_concurrency=args.limit_concurrency, timeout_keep_alive=config.get(config.IDLE_TIMEOUT_SECONDS))
+                    access_log=False, log_level="info", http=LimitedHttpToolsProtocol,
+                    limit_concurrency=args.limit_concurrency, timeout_keep_alive=settings.get(config.IDLE_TIMEOUT_SECONDS))
     return 0
 
 
@@ -367,7 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=1)
-    serve.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
+    serve.add_argument("--access-log", action="store_true",
+                       help="log every answer as one JSON line on standard output (CHARTGW_ACCESS_LOG=on)")
     serve.add_argument("--limit-concurrency", type=int, default=1000, metavar="N",
                        help="requests in progress in the app per worker before a 503 (default 1000); connections "
                             "do not count (docs/hardening.md)")

@@ -20,16 +20,19 @@ from chartgw.countries import GLOBAL, country_code
 from chartgw.settings import PREFIX, SettingError, current, using
 
 __all__ = [
+    "ACCESS_LOG",
     "API_KEYS",
     "CACHE_MAX_MB",
     "CHANGES_HEARTBEAT_SECONDS",
     "CHANGES_MAX_STREAMS",
     "CHANGES_MAX_WAITERS",
     "CHANGES_POLL_SECONDS",
+    "CORS_ORIGINS",
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
     "DEFAULT_DATA_DIR",
     "IDLE_TIMEOUT_SECONDS",
+    "METRICS",
     "RATE_LIMIT_PER_MINUTE",
     "REFRESHES_PER_KEY_PER_HOUR",
     "REFRESH_INTERVAL_SECONDS",
@@ -49,7 +52,9 @@ __all__ = [
     "environment",
     "folder",
     "get",
+    "metrics_place",
     "origin",
+    "origins",
     "poll_seconds",
     "seconds",
     "storefronts",
@@ -185,6 +190,30 @@ def origin(value: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+def origins(value: str) -> tuple[str, ...]:
+    """A comma list of web origins (`https://app.example.com`, normalised as browsers send them), or `*` for any."""
+    found = []
+    for item in comma_list(value):
+        if item == "*":
+            found.append(item)
+            continue
+        parts = urlsplit(item)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path.strip("/") or parts.query:
+            raise ValueError(f"each item is an origin like https://app.example.com (or *), got {item!r}")
+        found.append(f"{parts.scheme}://{parts.netloc.lower()}")
+    return tuple(found)
+
+
+def metrics_place(value: str) -> str | tuple[str, int]:
+    """`public`, `off`, or where the metrics listener binds: `PORT` (on 127.0.0.1) or `HOST:PORT`."""
+    if value in ("public", "off"):
+        return value
+    host, _, port = value.rpartition(":")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"must be public, off, PORT or HOST:PORT, got {value!r}")
+    return (host.strip("[]") or "127.0.0.1", int(port))
+
+
 # --- the platform's settings ------------------------------------------------------------------------
 
 DEFAULT_DATA_DIR = "~/.local/share/chartgw"
@@ -246,11 +275,21 @@ CHANGES_MAX_STREAMS = Setting(
 CHANGES_HEARTBEAT_SECONDS = Setting(
     "CHANGES_HEARTBEAT_SECONDS", "15", "seconds between the comment lines an idle change stream sends (keeps proxies "
     "from closing it)", bounded_int(1, 3600))
+CORS_ORIGINS = Setting(
+    "CORS_ORIGINS", "", "web origins whose pages may call the API from a browser (comma-separated, e.g. "
+    "`https://app.example.com`; `*` = any); empty = CORS off", origins)
+METRICS = Setting(
+    "METRICS", "public", "where the Prometheus metrics are served: `public` (GET /metrics on the API's port, no key), "
+    "`PORT` or `HOST:PORT` (their own listener only; PORT alone binds 127.0.0.1), or `off`", metrics_place)
+ACCESS_LOG = Setting(
+    "ACCESS_LOG", "off", "`on`: one JSON line per answer on standard output (what `chartgw serve --access-log` "
+    "turns on)", choice("off", "on"))
 SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB,
                                       RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REQUEST_BODY_TIMEOUT_SECONDS,
                                       IDLE_TIMEOUT_SECONDS, SEND_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
                                       REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS, CHANGES_POLL_SECONDS,
-                                      CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS, CHANGES_HEARTBEAT_SECONDS)
+                                      CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS, CHANGES_HEARTBEAT_SECONDS, CORS_ORIGINS,
+                                      METRICS, ACCESS_LOG)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

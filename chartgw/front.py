@@ -25,6 +25,8 @@ __all__ = ["FrontDoor"]
 
 DAYS = 7
 log = logging.getLogger("chartgw.front")
+GATEWAY_TAG = "gateway"
+"""The joined document's tag of the gateway's own root paths (a document named "")."""
 
 
 class DayOutcomes(msgspec.Struct):
@@ -192,14 +194,19 @@ def joined_document(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
         for path, operations in document.get("paths", {}).items():
             renamed = _renamed(operations, renames)
             for operation in renamed.values():  # operation ids are unique across the joined document
-                if name and isinstance(operation, dict) and "operationId" in operation:
+                if not isinstance(operation, dict):
+                    continue
+                if name and "operationId" in operation:
                     operation["operationId"] = name.replace("-", "_") + "_" + operation["operationId"]
+                operation["tags"] = [name or GATEWAY_TAG]  # a reader (/docs) lists the operations group by group
             paths[f"/{name}{path}" if name else path] = renamed
     first = next(iter(documents.values()), {})
     return {
         "openapi": first.get("openapi", "3.1.0"),
         "info": {"title": "chartgw", "version": "1.0.0",
                  "description": "Every group of the music chart aggregation gateway in one document."},
+        "tags": [{"name": name or GATEWAY_TAG, "description": document.get("info", {}).get("title", name)}
+                 for name, document in documents.items()],
         "paths": paths,
         "components": {"schemas": schemas, "securitySchemes": first.get("components", {}).get("securitySchemes", {})},
     }
