@@ -209,9 +209,7 @@ def crontab(root: Path) -> str:
 def storage_report() -> list[dict[str, Any]]:
     """Per group: its file's bytes, snapshots, the time they span, the bytes a year at that rate, its retention
     (declared and `CHARTGW_RETENTION_DAYS`) and the stored targets no retention covers (they grow for ever)."""
-    import sqlite3
-
-    from chartgw.store import group_db_path, parse_iso
+    from chartgw.store import group_db_path, parse_iso, read_once, tables
 
     report = []
     for group in GROUPS:
@@ -223,9 +221,8 @@ def storage_report() -> list[dict[str, Any]]:
         if not path.exists():
             continue
         size = sum(p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists())
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-            count, first, last = db.execute("SELECT count(*), min(fetched_at), max(fetched_at) FROM snapshots").fetchone()
-            targets = [t for (t,) in db.execute("SELECT DISTINCT target FROM snapshots")]
+        ((count, first, last),) = read_once(path, tables.SPAN) or [(0, None, None)]
+        targets = [t for (t,) in read_once(path, tables.TARGETS) or []]
         days = (parse_iso(last) - parse_iso(first)).total_seconds() / 86400 if first and last else 0
         row.update(bytes=size, snapshots=count, first=first, last=last,
                    bytes_per_year=round(size * 365 / days) if days >= 1 else None,

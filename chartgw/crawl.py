@@ -26,7 +26,7 @@ import msgspec
 
 from chartgw import config
 from chartgw.clock import Clock, utc_now
-from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, group_db_path
+from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, Table, group_db_path
 from chartgw.upstreams import ORIGINS, UpstreamFormatError, UpstreamRequest, body_limit, origin
 
 __all__ = [
@@ -295,16 +295,18 @@ async def run_targets(
     progress: Callable[[Outcome], Any] | None = None,
     run_kind: str = "crawl",
     run_options: dict[str, Any] | None = None,
+    tables: Sequence[Table] = (),
 ) -> list[Outcome]:
     """Crawl every target (concurrently, bounded per upstream), commit each good one on its own, and
-    record the run (its kind, options and outcomes) for the endpoints that list pulls and backfills."""
+    record the run (its kind, options and outcomes) for the endpoints that list pulls and backfills.
+    `tables` are the group's own (`Group.storage`), migrated when its file is opened."""
     policy = policy or RetryPolicy()
     timeout = httpx.Timeout(20.0, connect=5.0)
     outcomes: list[Outcome] = []
     started = now()
     async with httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=False) as client:
         fetcher = Fetcher(client, policy)
-        with SnapshotWriter(group_db_path(group), retention=retention or {}, now=now) as store:
+        with SnapshotWriter(group_db_path(group), retention=retention or {}, now=now, tables=tuple(tables)) as store:
 
             async def one(target: CrawlTarget) -> None:
                 outcome = await _run_one(target, fetcher, store, now(), policy)

@@ -22,6 +22,7 @@ from chartgw.clock import Clock, utc_now
 from chartgw.config import Setting
 from chartgw.crawl import CrawlTarget, Outcome, RetryPolicy, run_targets
 from chartgw.endpoints import Route
+from chartgw.store import Storage
 
 __all__ = ["AFTER_CRAWL", "GROUP_NAMES", "CommandArg", "EntryMapping", "Group", "GroupCommand", "MappedEntry", "Schedule",
            "Seeder", "after_crawl", "crawl_group", "retention"]
@@ -208,6 +209,9 @@ class Group:
     """Demo data for `chartgw demo` and `scripts/serve`."""
     entries: EntryMapping | None = None
     """How the artist-history index reads this group's entries; None = the group has no chart entries."""
+    storage: Storage = field(default_factory=Storage)
+    """The tables the group keeps in its file beside the platform's, and every query it runs itself (as data:
+    migrated by the store, compiled by tests/test_store_schema.py)."""
 
     def __post_init__(self) -> None:
         assert _GROUP_NAME.fullmatch(self.name), f"a group name is a lowercase slug: {self.name!r}"
@@ -275,10 +279,11 @@ async def crawl_group(group: Group, selection: dict[str, str | None], *, now: Cl
     outcomes: list[Outcome] = []
     if group.discovery is not None:
         outcomes += await run_targets(group.name, group.discovery(), retention=retention(group), now=now,
-                                      transport=transport, policy=policy, progress=progress, run_kind="discovery")
+                                      transport=transport, policy=policy, progress=progress, run_kind="discovery",
+                                      tables=group.storage.tables)
     targets = group.targets(selection)
     outcomes += await run_targets(group.name, targets, retention=retention(group), now=now, transport=transport,
-                                  policy=policy, progress=progress, run_options=selection)
+                                  policy=policy, progress=progress, run_options=selection, tables=group.storage.tables)
     return outcomes
 
 

@@ -17,6 +17,7 @@ as SVG.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -43,7 +44,8 @@ from chartgw.params import InvalidParams, Param, accepts, comma_separated, one_o
 from chartgw.replay import replay_upstreams
 from chartgw.responses import HealthHead
 from chartgw.samples import genius as genius_samples
-from chartgw.store import group_db_path, iso, parse_iso
+from chartgw.store import Query as StoreQuery
+from chartgw.store import group_db_path, iso, parse_iso, read_once, tables
 from chartgw.text import artist_key
 from chartgw.upstreams import genius
 
@@ -196,8 +198,10 @@ def _rebuilding() -> ApiError:
 
 
 async def _fetch(call: Call, sql: str, args: list[Any]) -> list[Any]:
+    """One read of the index. Its statements are composed per request (a stream per artist key, the filters
+    asked), so each runs as a query of its own (`Query`) rather than one declared beforehand."""
     try:
-        return list(await call.data.reader.fetchall(sql, args))
+        return list(await call.data.reader.fetchall(StoreQuery("artist-history", sql), args))
     except sqlite3.OperationalError as exc:
         if "no such column" not in str(exc):
             raise
@@ -631,22 +635,17 @@ async def _indexed(call: Call) -> dict[str, int]:
     return {r[0]: int(r[1]) for r in await _fetch(call, "SELECT source, rows FROM sources", [])}
 
 
-def _source_state(folder: Path, name: str, last: int) -> tuple[int | None, int | None, str | None]:
-    """(newest snapshot id, snapshots after `last`, fetched_at of the oldest of them) of a source's file."""
-    path = folder / group_db_path(name).name
-    if not path.exists():
-        return None, None, None
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+def _source_states(folder: Path, marks: dict[str, int]) -> dict[str, tuple[int | None, int | None, str | None]]:
+    """Per source: (newest snapshot id, snapshots after its mark, fetched_at of the oldest of them) of its file.
+    Synchronous, a connection per file: run in a worker thread, never on the event loop."""
+    states: dict[str, tuple[int | None, int | None, str | None]] = {}
+    for name, last in marks.items():
         try:
-            newest, pending, oldest = db.execute(
-                "SELECT (SELECT max(id) FROM snapshots), count(*), min(fetched_at) FROM snapshots WHERE id > ?",
-                (last,)).fetchone()
-        finally:
-            db.close()
-    except sqlite3.Error:
-        return None, None, None
-    return newest, pending, oldest
+            rows = read_once(folder / group_db_path(name).name, tables.PENDING_AFTER, (last,), timeout=5.0)
+        except sqlite3.Error:
+            rows = None
+        states[name] = rows[0] if rows else (None, None, None)
+    return states
 
 
 async def health(call: Call) -> IndexHealth:
@@ -654,9 +653,12 @@ async def health(call: Call) -> IndexHealth:
     indexed = {r[0]: (int(r[1]), r[2]) for r in rows}
     counts = await _indexed(call)
     statuses = []
-    for group in index.source_groups():
+    groups = index.source_groups()
+    states = await asyncio.to_thread(_source_states, call.data.reader.path.parent,
+                                     {g.name: indexed.get(g.name, (0, None))[0] for g in groups})
+    for group in groups:
         last, indexed_at = indexed.get(group.name, (None, None))
-        newest, pending, oldest = _source_state(call.data.reader.path.parent, group.name, last or 0)
+        newest, pending, oldest = states[group.name]
         lag = int((call.now - parse_iso(oldest)).total_seconds()) if oldest else (0 if newest is not None else None)
         stale = bool(lag and lag > STALE_AFTER_SECONDS)
         statuses.append(SourceStatus(group.name, last, newest, indexed_at, pending, lag, counts.get(group.name, 0),

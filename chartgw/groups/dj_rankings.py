@@ -19,6 +19,7 @@ per crawl than `CHARTGW_DJ_RANKINGS_REQUESTS_PER_CRAWL` (the rest the next day).
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -38,7 +39,17 @@ from chartgw.records import stored_entry
 from chartgw.replay import replay_upstreams
 from chartgw.responses import HealthHead, SnapshotMeta, records_array, snapshot_meta
 from chartgw.samples import dj_rankings as samples
-from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, SnapshotWriter, StoredEntry, group_db_path, parse_iso
+from chartgw.store import (
+    NewSnapshot,
+    Query,
+    SnapshotReader,
+    SnapshotRow,
+    SnapshotWriter,
+    Storage,
+    StoredEntry,
+    group_db_path,
+    parse_iso,
+)
 from chartgw.targets import TargetKey
 from chartgw.text import compact
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, djmag, musicbrainz
@@ -171,14 +182,20 @@ class Stored:
     meta: bytes | None
 
 
+NEWEST_FETCHES = Query("newest_fetches", "SELECT s.target, s.id, s.fetched_at, s.meta FROM snapshots s JOIN"
+                                         " (SELECT target, max(id) AS id FROM snapshots WHERE target GLOB ? GROUP BY"
+                                         " target) newest ON newest.id = s.id")
+"""The newest fetch of every target matching a GLOB (what a crawl plans from: its last look at each page)."""
+RECORDS_OF = Query("records_of", "SELECT snapshot_id, record FROM entries WHERE snapshot_id IN"
+                                 " (SELECT value FROM json_each(?)) ORDER BY snapshot_id, position")
+"""The records of a JSON list of snapshot ids."""
+
+
 def _stored(store: SnapshotWriter, pattern: str, records: bool = True) -> dict[str, Stored]:
     """The newest snapshot of every target matching GLOB `pattern` (by fetch), with its meta and (unless
     `records` is false) its records."""
-    rows = store.db.execute(
-        "SELECT s.target, s.id, s.fetched_at, s.meta FROM snapshots s JOIN (SELECT target, max(id) AS id FROM snapshots"
-        " WHERE target GLOB ? GROUP BY target) newest ON newest.id = s.id", (pattern,)).fetchall()
     return {target: Stored(parse_iso(fetched_at), store.records(snapshot_id) if records else [], meta)
-            for target, snapshot_id, fetched_at, meta in rows}
+            for target, snapshot_id, fetched_at, meta in store.rows(NEWEST_FETCHES, (pattern,))}
 
 
 def _stored_lists(store: SnapshotWriter) -> dict[int, list[DjRankEntry]]:
@@ -499,30 +516,16 @@ _indexes: dict[tuple[str, int | None, int], Index] = {}
 
 async def _records_of(reader: SnapshotReader, ids: Sequence[int]) -> dict[int, list[bytes]]:
     found: dict[int, list[bytes]] = {i: [] for i in ids}
-    for start in range(0, len(ids), 500):
-        chunk = list(ids[start:start + 500])
-        rows = await reader.fetchall(
-            f"SELECT snapshot_id, record FROM entries WHERE snapshot_id IN ({','.join('?' * len(chunk))})"
-            " ORDER BY snapshot_id, position", chunk)
-        for snapshot_id, record in rows:
-            found[snapshot_id].append(record)
-    return found
-
-
-async def _metas_of(reader: SnapshotReader, ids: Sequence[int]) -> dict[int, bytes | None]:
-    found: dict[int, bytes | None] = {}
-    for start in range(0, len(ids), 500):
-        chunk = list(ids[start:start + 500])
-        rows = await reader.fetchall(f"SELECT id, meta FROM snapshots WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-        found.update({row[0]: row[1] for row in rows})
+    for snapshot_id, record in await reader.fetchall(RECORDS_OF, (json.dumps(list(ids)),)):
+        found[snapshot_id].append(record)
     return found
 
 
 async def load_index(reader: SnapshotReader) -> Index:
     """Every held list (merged with the DJs' pages, changes derived), every DJ's page, search and
     discography metadata: read once per commit (keyed on the file and its newest snapshot id)."""
-    head = await reader.fetchall("SELECT max(id), count(*) FROM snapshots")
-    key = (str(reader.path), head[0][0] if head else None, head[0][1] if head else 0)
+    newest, count, _ = await reader.after(0)
+    key = (str(reader.path), newest, count)
     cached = _indexes.get(key)
     if cached is not None:
         return cached
@@ -532,7 +535,7 @@ async def load_index(reader: SnapshotReader) -> Index:
     searches = {p["slug"]: row for row in rows if (p := SEARCH.parse(row.target))}
     discographies = {p["slug"]: row for row in rows if (p := DISCOGRAPHY.parse(row.target))}
     records = await _records_of(reader, [r.id for r in [*lists.values(), *pages.values(), *searches.values()]])
-    metas = await _metas_of(reader, [r.id for r in [*searches.values(), *discographies.values()]])
+    metas = {r.id: r.meta for r in [*searches.values(), *discographies.values()]}
     page_of = {slug: _decode_page(records[row.id][0]) for slug, row in pages.items() if records[row.id]}
 
     raw_lists = {year: [_decode_entry(r) for r in records[row.id]] for year, row in sorted(lists.items())}
@@ -937,6 +940,7 @@ GROUP = Group(
     # A DJ ranking is an artist chart: the DJ is the artist, there is no title. Only the lists are chart entries.
     entries=EntryMapping(market="=global", artist=("name",), artists=None, title=(),
                          skip_targets=(PLAN, "dj/*", "musicbrainz/*", "discography/*")),
+    storage=Storage(queries=(NEWEST_FETCHES, RECORDS_OF)),
 )
 
 

@@ -16,8 +16,6 @@ form in which the artist-history index takes plays in as a source of their own.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import sqlite3
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -34,6 +32,7 @@ from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, retention
 from chartgw.groups import radio_monitor as mon
+from chartgw.groups import radio_store as rs
 from chartgw.groups.radio_monitor import (
     COUNTRIES_SETTING,
     DIRECTORY_LIMIT_SETTING,
@@ -41,14 +40,13 @@ from chartgw.groups.radio_monitor import (
     TAGS_SETTING,
     Monitor,
     country_target,
-    create_schema,
     tag_target,
 )
 from chartgw.params import Param, search_param
 from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.responses import HealthHead, TargetStatus, health_status, target_statuses
 from chartgw.samples import radio as samples
-from chartgw.store import NewSnapshot, StoredEntry, group_db_path, iso
+from chartgw.store import NewSnapshot, Query, StoredEntry, group_db_path, iso, like_pattern, read_once
 from chartgw.text import compact, split_artists, title_key
 from chartgw.upstreams import UpstreamRequest
 from chartgw.upstreams import radio_browser as rb
@@ -117,37 +115,18 @@ def _build_directory(target: str, request: UpstreamRequest, fetched: list[Fetche
 def merge_stations(ctx: CrawlContext, target: str, stations: Sequence[Station]) -> None:
     """Upsert the listed stations, make `target`'s membership exactly these, and mark a station active
     when some configured list names it, inactive (with since when) when none does any more."""
-    db = ctx.store.db
-    create_schema(db)
+    store = ctx.store
     now = iso(ctx.now)
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        for s in stations:
-            db.execute(
-                "INSERT INTO stations (station_id, name, countrycode, clickcount, hls, stream_url, name_key, tags_key,"
-                " city_key, record, active, first_seen_at, last_seen_at, inactive_since)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, NULL) ON CONFLICT (station_id) DO UPDATE SET"
-                " name = excluded.name, countrycode = excluded.countrycode, clickcount = excluded.clickcount,"
-                " hls = excluded.hls, stream_url = excluded.stream_url, name_key = excluded.name_key,"
-                " tags_key = excluded.tags_key, city_key = excluded.city_key, record = excluded.record,"
-                " last_seen_at = max(stations.last_seen_at, excluded.last_seen_at)",
-                (s.station_id, s.name, s.countrycode, s.clickcount, int(s.hls), s.url_resolved or s.url,
-                 compact(s.name), "|" + "|".join(compact(t) for t in s.tags) + "|", compact(s.state or ""),
-                 _encode(s), now, now))
-        db.execute("DELETE FROM station_sources WHERE target = ?", (target,))
-        db.executemany("INSERT OR IGNORE INTO station_sources (target, station_id, position) VALUES (?, ?, ?)",
-                       [(target, s.station_id, i) for i, s in enumerate(stations, start=1)])
-        listed = "SELECT 1 FROM station_sources ss WHERE ss.station_id = stations.station_id" \
-                 " AND ss.target IN (SELECT value FROM json_each(?))"
+    with store.transaction():
+        store.executemany(rs.UPSERT_STATION, [
+            (s.station_id, s.name, s.countrycode, s.clickcount, int(s.hls), s.url_resolved or s.url, compact(s.name),
+             "|" + "|".join(compact(t) for t in s.tags) + "|", compact(s.state or ""), _encode(s), now, now)
+            for s in stations])
+        store.execute(rs.CLEAR_SOURCES, (target,))
+        store.executemany(rs.ADD_SOURCE, [(target, s.station_id, i) for i, s in enumerate(stations, start=1)])
         configured = _encode(directory_targets()).decode()
-        db.execute(f"UPDATE stations SET active = 0, inactive_since = ? WHERE active = 1 AND NOT EXISTS ({listed})",
-                   (now, configured))
-        db.execute(f"UPDATE stations SET active = 1, inactive_since = NULL WHERE active = 0 AND EXISTS ({listed})",
-                   (configured,))
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
+        store.execute(rs.DEACTIVATE, (now, configured))
+        store.execute(rs.REACTIVATE, (configured,))
 
 
 def discovery() -> list[CrawlTarget]:
@@ -317,14 +296,7 @@ class RadioHealth(HealthHead):
     targets: list[TargetStatus]
 
 
-# --- queries -------------------------------------------------------------------------------------------
-
-STATION_COLUMNS = "s.record, s.active, s.first_seen_at, s.last_seen_at, s.inactive_since, coalesce(st.monitored, 0)"
-STATE_COLUMNS = ("st.monitored, st.status, st.method, st.last_title, st.last_title_at, st.last_heard_at, st.last_error,"
-                 " st.error_reason, st.error_at, st.failures, st.next_attempt_at")
-PLAY_COLUMNS = ("p.id, p.station_id, s.name, s.countrycode, p.started_at, p.ended_at, p.stream_title, p.kind, p.artist,"
-                " p.title, p.method")
-PLAY_FROM = "plays p LEFT JOIN stations s ON s.station_id = p.station_id"
+# --- rows (the queries are chartgw.groups.radio_store's) ------------------------------------------------
 
 
 def _directory_station(row: Sequence[Any]) -> DirectoryStation:
@@ -352,8 +324,10 @@ def _current(row: Sequence[Any]) -> CurrentPlay:
     return CurrentPlay(**msgspec.structs.asdict(_play(row)), last_heard_at=row[11])
 
 
-def _like(value: str) -> str:
-    return f"%{compact(value)}%"
+def _like(call: Call, name: str) -> str | None:
+    """The LIKE pattern of search parameter `name` (its folded key), None when not given."""
+    value = call.params[name]
+    return like_pattern(compact(value)) if value is not None else None
 
 
 def _silence() -> int:
@@ -365,24 +339,19 @@ def _heard_since(call: Call) -> str:
 
 
 async def _station_or_404(call: Call, station_id: str) -> Sequence[Any]:
-    rows = await call.data.reader.fetchall(
-        f"SELECT {STATION_COLUMNS}, s.name FROM stations s LEFT JOIN station_state st ON st.station_id = s.station_id"
-        " WHERE s.station_id = ?", (station_id,))
+    rows = await call.data.reader.fetchall(rs.STATION, (station_id,))
     if not rows:
         raise not_found(f"Station {station_id!r} is not in the directory; list stations at /radio/stations")
     return rows[0]
 
 
 async def _state(call: Call, station_id: str) -> Sequence[Any] | None:
-    rows = await call.data.reader.fetchall(f"SELECT {STATE_COLUMNS} FROM station_state st WHERE st.station_id = ?",
-                                           (station_id,))
+    rows = await call.data.reader.fetchall(rs.STATE, (station_id,))
     return rows[0] if rows else None
 
 
 async def _open_play(call: Call, station_id: str) -> CurrentPlay | None:
-    rows = await call.data.reader.fetchall(
-        f"SELECT {PLAY_COLUMNS}, st.last_heard_at FROM {PLAY_FROM} JOIN station_state st ON st.station_id = p.station_id"
-        " WHERE p.station_id = ? AND p.ended_at IS NULL ORDER BY p.id DESC LIMIT 1", (station_id,))
+    rows = await call.data.reader.fetchall(rs.OPEN_PLAY, (station_id,))
     return _current(rows[0]) if rows else None
 
 
@@ -394,26 +363,19 @@ def _is_current(play: CurrentPlay | None, monitoring: Monitoring, call: Call) ->
 # --- handlers ------------------------------------------------------------------------------------------
 
 
-def _matching(call: Call, columns: tuple[tuple[str, str], ...], where: list[str], params: list[Any]) -> str:
-    """The WHERE clause of `where` plus a folded-key match per search parameter given (`column`, `name`)."""
-    for column, name in columns:
-        if call.params[name] is not None:
-            where.append(f"{column} LIKE ?")
-            params.append(_like(call.params[name]))
-    return " AND ".join(where)
+async def _page(call: Call, count: Query, page: Query, params: list[Any]) -> tuple[int, list[tuple[Any, ...]]]:
+    """The total of `count` and the page of `page` asked for (limit and offset after `params`)."""
+    reader = call.data.reader
+    total = await reader.fetchall(count, params)
+    rows = await reader.fetchall(page, [*params, call.params["limit"], call.params["offset"]])
+    return int(total[0][0]) if total else 0, rows
 
 
 async def stations_list(call: Call) -> StationsResponse:
-    where, params = ["1 = 1"], list[Any]()
-    clause = _matching(call, (("s.name_key", "q"), ("s.tags_key", "genre"), ("s.city_key", "city")), where, params)
-    reader = call.data.reader
-    total = await reader.fetchall(f"SELECT count(*) FROM stations s WHERE {clause}", params)
-    rows = await reader.fetchall(
-        f"SELECT {STATION_COLUMNS} FROM stations s LEFT JOIN station_state st ON st.station_id = s.station_id"
-        f" WHERE {clause} ORDER BY s.active DESC, s.clickcount DESC, s.station_id LIMIT ? OFFSET ?",
-        [*params, call.params["limit"], call.params["offset"]])
+    total, rows = await _page(call, rs.STATIONS_COUNT, rs.STATIONS_PAGE,
+                              [_like(call, "q"), _like(call, "genre"), _like(call, "city")])
     stations = [_directory_station(r) for r in rows]
-    return StationsResponse(int(total[0][0]) if total else 0, len(stations), stations)
+    return StationsResponse(total, len(stations), stations)
 
 
 async def station_detail(call: Call) -> StationResponse:
@@ -421,24 +383,17 @@ async def station_detail(call: Call) -> StationResponse:
     row = await _station_or_404(call, station_id)
     monitoring = _monitoring(await _state(call, station_id))
     play = await _open_play(call, station_id)
-    count = await call.data.reader.fetchall("SELECT count(*) FROM plays WHERE station_id = ?", (station_id,))
+    count = await call.data.reader.fetchall(rs.PLAY_COUNT, (station_id,))
     current = Play(**{k: v for k, v in msgspec.structs.asdict(play).items() if k != "last_heard_at"}) \
         if play is not None and _is_current(play, monitoring, call) else None
     return StationResponse(_directory_station(row), monitoring, current, int(count[0][0]))
 
 
 async def current_list(call: Call) -> CurrentResponse:
-    where = ["p.ended_at IS NULL", "st.monitored = 1", "st.last_heard_at >= ?", "p.started_at <= ?"]
-    params: list[Any] = [_heard_since(call), iso(call.now)]
-    clause = _matching(call, (("p.artist_key", "artist"), ("p.title_key", "title")), where, params)
-    source = f"{PLAY_FROM} JOIN station_state st ON st.station_id = p.station_id"
-    reader = call.data.reader
-    total = await reader.fetchall(f"SELECT count(*) FROM {source} WHERE {clause}", params)
-    rows = await reader.fetchall(
-        f"SELECT {PLAY_COLUMNS}, st.last_heard_at FROM {source} WHERE {clause}"
-        " ORDER BY p.started_at DESC, p.id DESC LIMIT ? OFFSET ?", [*params, call.params["limit"], call.params["offset"]])
+    total, rows = await _page(call, rs.CURRENT_COUNT, rs.CURRENT_PAGE,
+                              [_heard_since(call), iso(call.now), _like(call, "artist"), _like(call, "title")])
     plays = [_current(r) for r in rows]
-    return CurrentResponse(_silence(), int(total[0][0]) if total else 0, len(plays), plays)
+    return CurrentResponse(_silence(), total, len(plays), plays)
 
 
 async def current_station(call: Call) -> StationCurrentResponse:
@@ -452,26 +407,15 @@ async def current_station(call: Call) -> StationCurrentResponse:
 
 
 async def history(call: Call) -> HistoryResponse:
-    where, params = ["p.started_at <= ?"], list[Any]([iso(call.now)])
-    if call.params["station_id"] is not None:
-        await _station_or_404(call, call.params["station_id"])
-        where.append("p.station_id = ?")
-        params.append(call.params["station_id"])
-    for column, name in (("p.artist_key", "artist"), ("p.title_key", "title")):
-        if call.params[name] is not None:
-            where.append(f"{column} LIKE ?")
-            params.append(_like(call.params[name]))
-    clause = " AND ".join(where)
-    reader = call.data.reader
-    total = await reader.fetchall(f"SELECT count(*) FROM plays p WHERE {clause}", params)
-    rows = await reader.fetchall(f"SELECT {PLAY_COLUMNS} FROM {PLAY_FROM} WHERE {clause}"
-                                 " ORDER BY p.started_at DESC, p.id DESC LIMIT ? OFFSET ?",
-                                 [*params, call.params["limit"], call.params["offset"]])
+    station_id = call.params["station_id"]
+    params: list[Any] = [iso(call.now), _like(call, "artist"), _like(call, "title")]
+    if station_id is None:
+        total, rows = await _page(call, rs.HISTORY_COUNT, rs.HISTORY_PAGE, params)
+    else:
+        await _station_or_404(call, station_id)
+        total, rows = await _page(call, rs.STATION_HISTORY_COUNT, rs.STATION_HISTORY_PAGE, [*params, station_id])
     plays = [_play(r) for r in rows]
-    return HistoryResponse(int(total[0][0]) if total else 0, len(plays), plays)
-
-
-TRACK_COLUMNS = ("max(artist), max(title), count(*), count(DISTINCT station_id), min(started_at), max(started_at)")
+    return HistoryResponse(total, len(plays), plays)
 
 
 def _track(row: Sequence[Any]) -> Track:
@@ -479,37 +423,17 @@ def _track(row: Sequence[Any]) -> Track:
 
 
 async def tracks(call: Call) -> TracksResponse:
-    where, params = ["kind = 'track'", "started_at <= ?"], list[Any]([iso(call.now)])
-    if call.params["q"] is not None:
-        where.append("((artist_key || title_key) LIKE ? OR (title_key || artist_key) LIKE ?)")
-        params += [_like(call.params["q"])] * 2
-    clause = " AND ".join(where)
-    reader = call.data.reader
-    total = await reader.fetchall(f"SELECT count(*) FROM (SELECT 1 FROM plays WHERE {clause}"
-                                  " GROUP BY title_key, artist_key)", params)
-    rows = await reader.fetchall(f"SELECT {TRACK_COLUMNS} FROM plays WHERE {clause} GROUP BY title_key, artist_key"
-                                 " ORDER BY count(*) DESC, max(started_at) DESC, title_key LIMIT ? OFFSET ?",
-                                 [*params, call.params["limit"], call.params["offset"]])
+    total, rows = await _page(call, rs.TRACKS_COUNT, rs.TRACKS_PAGE, [iso(call.now), _like(call, "q")])
     found = [_track(r) for r in rows]
-    return TracksResponse(int(total[0][0]) if total else 0, len(found), found)
-
-
-TOP = 10
+    return TracksResponse(total, len(found), found)
 
 
 async def _window(call: Call, label: str, span: timedelta) -> SummaryWindow:
     reader = call.data.reader
     since, until = iso(call.now - span), iso(call.now)
-    counts = await reader.fetchall(
-        "SELECT count(*), coalesce(sum(kind = 'track'), 0), count(DISTINCT CASE WHEN kind = 'track' THEN"
-        " title_key || '|' || artist_key END) FROM plays WHERE started_at >= ? AND started_at <= ?", (since, until))
-    top = await reader.fetchall(
-        f"SELECT {TRACK_COLUMNS} FROM plays WHERE kind = 'track' AND started_at >= ? AND started_at <= ?"
-        f" GROUP BY title_key, artist_key ORDER BY count(*) DESC, max(started_at) DESC, title_key LIMIT {TOP}",
-        (since, until))
-    credits = await reader.fetchall(
-        "SELECT max(artist), station_id, count(*) FROM plays WHERE kind = 'track' AND started_at >= ? AND started_at <= ?"
-        " GROUP BY artist_key, station_id", (since, until))
+    counts = await reader.fetchall(rs.WINDOW_COUNTS, (since, until))
+    top = await reader.fetchall(rs.WINDOW_TOP, (since, until))
+    credits = await reader.fetchall(rs.WINDOW_CREDITS, (since, until))
     artists: dict[str, tuple[str, int, set[str]]] = {}
     for credit, station_id, plays in credits:
         for name in split_artists(credit or "") or [credit or ""]:
@@ -519,7 +443,7 @@ async def _window(call: Call, label: str, span: timedelta) -> SummaryWindow:
             shown, total, stations = artists.get(key, (name, 0, set()))
             stations.add(station_id)
             artists[key] = (shown, total + int(plays), stations)
-    ranked = sorted(artists.items(), key=lambda kv: (-kv[1][1], -len(kv[1][2]), kv[0]))[:TOP]
+    ranked = sorted(artists.items(), key=lambda kv: (-kv[1][1], -len(kv[1][2]), kv[0]))[:rs.TOP]
     plays, track_plays, distinct = counts[0] if counts else (0, 0, 0)
     return SummaryWindow(label, since, int(plays), int(track_plays), int(distinct), [_track(r) for r in top],
                          [TopArtist(shown, total, len(stations)) for _, (shown, total, stations) in ranked])
@@ -527,8 +451,8 @@ async def _window(call: Call, label: str, span: timedelta) -> SummaryWindow:
 
 async def summary(call: Call) -> SummaryResponse:
     reader = call.data.reader
-    rows = await reader.fetchall("SELECT count(*), coalesce(sum(active), 0) FROM stations")
-    monitored = await reader.fetchall("SELECT count(*) FROM station_state WHERE monitored = 1")
+    rows = await reader.fetchall(rs.DIRECTORY_COUNTS)
+    monitored = await reader.fetchall(rs.MONITORED_COUNT)
     total, active = rows[0] if rows else (0, 0)
     windows = [await _window(call, "24h", timedelta(hours=24)), await _window(call, "7d", timedelta(days=7))]
     return SummaryResponse(int(total), int(active), int(monitored[0][0]) if monitored else 0, windows)
@@ -539,10 +463,9 @@ HEARTBEAT_GRACE = timedelta(seconds=120)
 
 async def describe_health(call: Call, status: str, statuses: list[TargetStatus]) -> RadioHealth:
     reader = call.data.reader
-    runs = await reader.fetchall("SELECT started_at, heartbeat_at, stopped_at FROM monitor_runs ORDER BY id DESC LIMIT 1")
-    states = await reader.fetchall("SELECT count(*), coalesce(sum(status = 'ok'), 0), coalesce(sum(status = 'backoff'), 0)"
-                                   " FROM station_state WHERE monitored = 1")
-    last = await reader.fetchall("SELECT max(started_at) FROM plays WHERE started_at <= ?", (iso(call.now),))
+    runs = await reader.fetchall(rs.LAST_RUN)
+    states = await reader.fetchall(rs.MONITOR_STATES)
+    last = await reader.fetchall(rs.LAST_PLAY, (iso(call.now),))
     started, heartbeat, stopped = runs[0] if runs else (None, None, None)
     running = bool(heartbeat) and stopped is None and heartbeat >= iso(call.now - HEARTBEAT_GRACE)
     watched, ok, failing = states[0] if states else (0, 0, 0)
@@ -699,15 +622,11 @@ def _recorded(now: datetime) -> tuple[bool, bool]:
     """Whether the group file holds plays already, and whether a monitor is running on it (a heartbeat
     within HEARTBEAT_GRACE of `now`, not stopped)."""
     path = group_db_path(NAME)
-    if not path.exists():
+    played, runs = read_once(path, rs.ANY_PLAY), read_once(path, rs.LAST_RUN)
+    if not played or runs is None:  # no file or no monitor tables yet
         return False, False
-    with contextlib.closing(sqlite3.connect(path, timeout=30)) as db:
-        try:
-            played = db.execute("SELECT count(*) FROM plays").fetchone()[0] > 0
-            run = db.execute("SELECT heartbeat_at, stopped_at FROM monitor_runs ORDER BY id DESC LIMIT 1").fetchone()
-        except sqlite3.OperationalError:  # no monitor tables yet
-            return False, False
-    return played, bool(run and run[1] is None and run[0] >= iso(now - HEARTBEAT_GRACE))
+    run = runs[0] if runs else None
+    return bool(played[0][0]), bool(run and run[2] is None and run[1] >= iso(now - HEARTBEAT_GRACE))
 
 
 async def _session(clock: SteppedClock, start: datetime, end: datetime) -> None:
@@ -774,4 +693,5 @@ GROUP = Group(
     seeder=seed,
     entries=EntryMapping(market=_market, artist=("artist",), artists="artists", title=("title",),
                          skip_targets=("servers", "directory/*", "directory-tag/*"), sub_daily_targets=("plays/*",)),
+    storage=rs.STORAGE,
 )

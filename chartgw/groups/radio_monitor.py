@@ -43,8 +43,21 @@ import msgspec
 
 from chartgw import config
 from chartgw.clock import Clock, utc_now
+from chartgw.groups import radio_store as rs
 from chartgw.records import stored_entry
-from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry, group_db_path, iso, parse_iso
+from chartgw.store import (
+    FetchLogRow,
+    NewSnapshot,
+    Query,
+    SnapshotWriter,
+    StoredEntry,
+    connect,
+    group_db_path,
+    iso,
+    migrate,
+    parse_iso,
+    transaction,
+)
 from chartgw.text import compact, split_artists
 from chartgw.upstreams.nowplaying import (
     Method,
@@ -92,134 +105,42 @@ SETTINGS = (COUNTRIES_SETTING, TAGS_SETTING, DIRECTORY_LIMIT_SETTING, MONITOR_LI
 
 # --- the store -----------------------------------------------------------------------------------------
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS stations (
-    station_id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    countrycode TEXT,
-    clickcount INTEGER NOT NULL,
-    hls INTEGER NOT NULL,
-    stream_url TEXT NOT NULL,
-    name_key TEXT NOT NULL,
-    tags_key TEXT NOT NULL,
-    city_key TEXT NOT NULL,
-    record BLOB NOT NULL,
-    active INTEGER NOT NULL,
-    first_seen_at TEXT NOT NULL,
-    last_seen_at TEXT NOT NULL,
-    inactive_since TEXT
-);
-CREATE TABLE IF NOT EXISTS station_sources (
-    target TEXT NOT NULL,
-    station_id TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    PRIMARY KEY (target, station_id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS station_sources_by_station ON station_sources (station_id);
-CREATE TABLE IF NOT EXISTS plays (
-    id INTEGER PRIMARY KEY,
-    station_id TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    ended_at TEXT,
-    stream_title TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    artist TEXT,
-    title TEXT,
-    artist_key TEXT NOT NULL,
-    title_key TEXT NOT NULL,
-    method TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS plays_by_station ON plays (station_id, id);
-CREATE INDEX IF NOT EXISTS plays_by_start ON plays (started_at, id);
-CREATE INDEX IF NOT EXISTS plays_open ON plays (station_id) WHERE ended_at IS NULL;
-CREATE INDEX IF NOT EXISTS plays_by_track ON plays (title_key, artist_key) WHERE kind = 'track';
-CREATE TABLE IF NOT EXISTS station_state (
-    station_id TEXT PRIMARY KEY,
-    monitored INTEGER NOT NULL,
-    method TEXT,
-    status TEXT NOT NULL,
-    last_title TEXT,
-    last_title_at TEXT,
-    last_heard_at TEXT,
-    last_error TEXT,
-    error_reason TEXT,
-    error_at TEXT,
-    failures INTEGER NOT NULL,
-    next_attempt_at TEXT,
-    updated_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS monitor_runs (
-    id INTEGER PRIMARY KEY,
-    pid INTEGER NOT NULL,
-    started_at TEXT NOT NULL,
-    heartbeat_at TEXT NOT NULL,
-    stopped_at TEXT,
-    stations INTEGER NOT NULL,
-    plays INTEGER NOT NULL
-);
-"""
-
-Write = tuple[str, tuple[Any, ...]]
-"""One statement of a batch."""
+Write = tuple[Query, tuple[Any, ...]]
+"""One statement of a batch (a declared query of `chartgw.groups.radio_store` and its arguments)."""
 BATCH_STATEMENTS = 200
 """At most this many statements per transaction: small batches, short write locks."""
 
 
 def open_db(path: Path | None = None, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
-    """The group file with the monitor's tables, opened the way `chartgw.store` opens a writer."""
-    path = path or group_db_path(NAME)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=False)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=FULL")
-    create_schema(db)
+    """The group file with the monitor's tables, opened by the store as a writer (usable from the writer thread)."""
+    db = connect(path or group_db_path(NAME), timeout=busy_timeout_ms / 1000, check_same_thread=False)
+    migrate(db, rs.TABLES)
     return db
-
-
-def create_schema(db: sqlite3.Connection) -> None:
-    db.executescript(SCHEMA)
 
 
 def commit_batch(db: sqlite3.Connection, writes: Sequence[Write]) -> None:
     """`writes` in transactions of at most BATCH_STATEMENTS statements each: all of one or none."""
     for start in range(0, len(writes), BATCH_STATEMENTS):
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            for sql, params in writes[start:start + BATCH_STATEMENTS]:
-                db.execute(sql, params)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        with transaction(db):
+            for query, params in writes[start:start + BATCH_STATEMENTS]:
+                db.execute(query.sql, params)
 
 
 def play_writes(station_id: str, at: datetime, ended_at: datetime, stream_title: str, kind: str,
                 artist: str | None, title: str | None, method: str) -> list[Write]:
     """A play begins: the station's open play ends at `ended_at`, the new one is inserted."""
     return [
-        ("UPDATE plays SET ended_at = ? WHERE station_id = ? AND ended_at IS NULL", (iso(ended_at), station_id)),
-        ("INSERT INTO plays (station_id, started_at, ended_at, stream_title, kind, artist, title, artist_key, title_key,"
-         " method) VALUES (?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)",
-         (station_id, iso(at), stream_title, kind, artist, title, compact(artist or ""), compact(title or ""), method)),
+        (rs.END_PLAY, (iso(ended_at), station_id)),
+        (rs.INSERT_PLAY, (station_id, iso(at), stream_title, kind, artist, title, compact(artist or ""),
+                          compact(title or ""), method)),
     ]
-
-
-STATE_COLUMNS = ("monitored", "method", "status", "last_title", "last_title_at", "last_heard_at", "last_error",
-                 "error_reason", "error_at", "failures", "next_attempt_at", "updated_at")
 
 
 def state_write(station_id: str, **values: Any) -> Write:
     """Upsert of the named state columns of one station (others keep their value, or their default on insert)."""
-    unknown = set(values) - set(STATE_COLUMNS)
+    unknown = set(values) - set(rs.STATE_COLUMNS)
     assert not unknown, unknown
-    defaults: dict[str, Any] = {"monitored": 1, "status": "starting", "failures": 0, "updated_at": values.get(
-        "updated_at", "")}
-    row = {**defaults, **values}
-    names = list(row)
-    placeholders = ", ".join("?" for _ in names)
-    updates = ", ".join(f"{n} = excluded.{n}" for n in values)
-    return (f"INSERT INTO station_state (station_id, {', '.join(names)}) VALUES (?, {placeholders})"
-            f" ON CONFLICT (station_id) DO UPDATE SET {updates}", (station_id, *row.values()))
+    return (rs.UPSERT_STATE, (station_id, json.dumps(values)))
 
 
 # --- what to watch -------------------------------------------------------------------------------------
@@ -239,18 +160,11 @@ def select_stations(db: sqlite3.Connection, limit: int, countries: tuple[str, ..
     until `limit`: every configured country gets its top stations watched, not just the biggest one."""
     buckets: list[list[Watched]] = []
     for cc in countries:
-        rows = db.execute("SELECT station_id, name, stream_url, countrycode FROM stations WHERE active = 1 AND hls = 0"
-                          " AND countrycode = ? ORDER BY clickcount DESC, station_id LIMIT ?", (cc.upper(), limit))
-        buckets.append([Watched(*row) for row in rows])
+        buckets.append([Watched(*row) for row in db.execute(rs.WATCHABLE.sql, (cc.upper(), limit))])
     for tag in tags:
-        rows = db.execute("SELECT s.station_id, s.name, s.stream_url, s.countrycode FROM stations s JOIN station_sources"
-                          " ss ON ss.station_id = s.station_id AND ss.target = ? WHERE s.active = 1 AND s.hls = 0"
-                          " ORDER BY s.clickcount DESC, s.station_id LIMIT ?", (tag_target(tag), limit))
-        buckets.append([Watched(*row) for row in rows])
+        buckets.append([Watched(*row) for row in db.execute(rs.WATCHABLE_LISTED.sql, (tag_target(tag), limit))])
     if not buckets:
-        rows = db.execute("SELECT station_id, name, stream_url, countrycode FROM stations WHERE active = 1 AND hls = 0"
-                          " ORDER BY clickcount DESC, station_id LIMIT ?", (limit,))
-        buckets.append([Watched(*row) for row in rows])
+        buckets.append([Watched(*row) for row in db.execute(rs.WATCHABLE.sql, (None, limit))])
     chosen: dict[str, Watched] = {}
     depth = 0
     while len(chosen) < limit and any(depth < len(b) for b in buckets):
@@ -355,8 +269,7 @@ class Monitor:
                                          timeout=httpx.Timeout(self.read_timeout))
         try:
             now = self.clock()
-            cur = self.db.execute("INSERT INTO monitor_runs (pid, started_at, heartbeat_at, stations, plays)"
-                                  " VALUES (?, ?, ?, 0, 0)", (os.getpid(), iso(now), iso(now)))
+            cur = self.db.execute(rs.START_RUN.sql, (os.getpid(), iso(now), iso(now)))
             self._run_id = int(cur.lastrowid or 0)
             self._rescan()
             writer = asyncio.create_task(self._writer())
@@ -373,8 +286,8 @@ class Monitor:
                     task.cancel()
                 await asyncio.gather(*self.tasks.values(), beat, return_exceptions=True)
                 await writer
-                self.pending.append(("UPDATE monitor_runs SET stopped_at = ?, heartbeat_at = ?, plays = ? WHERE id = ?",
-                                     (iso(self.clock()), iso(self.clock()), self.report.plays, self._run_id)))
+                self.pending.append((rs.STOP_RUN, (iso(self.clock()), iso(self.clock()), self.report.plays,
+                                                   self._run_id)))
                 self._flush()
         finally:
             await self._client.aclose()
@@ -412,11 +325,8 @@ class Monitor:
                 self.tasks.pop(station_id).cancel()
                 run = self.runs.pop(station_id)
                 if run.last_heard is not None:
-                    self.pending.append(("UPDATE plays SET ended_at = ? WHERE station_id = ? AND ended_at IS NULL",
-                                         (iso(run.last_heard), station_id)))
-        self.pending.append(("UPDATE station_state SET monitored = 0, status = 'unwatched', updated_at = ?"
-                             " WHERE monitored = 1 AND station_id NOT IN (SELECT value FROM json_each(?))",
-                             (now, _json_list(list(wanted)))))
+                    self.pending.append((rs.END_PLAY, (iso(run.last_heard), station_id)))
+        self.pending.append((rs.UNWATCH, (now, json.dumps(list(wanted)))))
         for station_id, watched in wanted.items():
             if station_id in self.tasks:
                 self.runs[station_id].watched = watched
@@ -431,16 +341,14 @@ class Monitor:
     def _restore(self, watched: Watched) -> StationRun:
         """The saved state of a station: its method, backoff and the play in progress."""
         run = StationRun(watched)
-        row = self.db.execute("SELECT method, failures, next_attempt_at, last_heard_at FROM station_state"
-                              " WHERE station_id = ?", (watched.station_id,)).fetchone()
+        row = self.db.execute(rs.SAVED_STATE.sql, (watched.station_id,)).fetchone()
         if row:
             method, failures, next_attempt, last_heard = row
             run.method = method if method in ("icecast", "shoutcast1", "shoutcast2", "icy") else None
             run.failures = int(failures or 0)
             run.next_attempt = parse_iso(next_attempt) if next_attempt else None
             run.last_heard = parse_iso(last_heard) if last_heard else None
-        open_play = self.db.execute("SELECT stream_title FROM plays WHERE station_id = ? AND ended_at IS NULL"
-                                    " ORDER BY id DESC LIMIT 1", (watched.station_id,)).fetchone()
+        open_play = self.db.execute(rs.OPEN_TITLE.sql, (watched.station_id,)).fetchone()
         run.title = open_play[0] if open_play else None
         return run
 
@@ -477,8 +385,7 @@ class Monitor:
                     await asyncio.to_thread(rollup, self.clock(), self.path, self.retention)
                 except (sqlite3.Error, ValueError) as exc:  # retried next hour; plays are safe in their table
                     print(f"radio monitor: roll-up failed: {exc}", file=sys.stderr)
-            self.pending.append(("UPDATE monitor_runs SET heartbeat_at = ?, stations = ?, plays = ? WHERE id = ?",
-                                 (iso(self.clock()), len(self.tasks), self.report.plays, self._run_id)))
+            self.pending.append((rs.HEARTBEAT, (iso(self.clock()), len(self.tasks), self.report.plays, self._run_id)))
             if self.fixed_stations is None and time.monotonic() - last_scan >= self.rescan_seconds:
                 last_scan = time.monotonic()
                 self._rescan()
@@ -575,10 +482,6 @@ class Monitor:
         await self._sleep(delay)
 
 
-def _json_list(values: list[str]) -> str:
-    return json.dumps(values)
-
-
 # --- hourly roll-up: plays as chart entries ------------------------------------------------------------
 
 
@@ -612,27 +515,18 @@ def rollup(now: datetime, path: Path | None = None, retention: dict[str, float] 
     end = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
     committed = 0
     with SnapshotWriter(path or group_db_path(NAME), retention=PLAYS_RETENTION if retention is None else retention,
-                         now=lambda: now) as store:
-        db = store.db
-        create_schema(db)
-        last = db.execute("SELECT max(chart_date || 'T' || printf('%02d', chart_hour)) FROM snapshots"
-                          " WHERE target GLOB 'plays/*'").fetchone()[0]
+                         now=lambda: now, tables=rs.TABLES) as store:
+        ((last,),) = store.rows(rs.LAST_ROLLED_HOUR)
         if last:
             start = datetime.strptime(last, "%Y-%m-%dT%H").replace(tzinfo=UTC) + timedelta(hours=1)
         else:
-            first = db.execute("SELECT min(started_at) FROM plays").fetchone()[0]
+            ((first,),) = store.rows(rs.FIRST_PLAY)
             if first is None:
                 return 0
             start = parse_iso(first).replace(minute=0, second=0)
         hour = max(start, end - ROLLUP_LOOKBACK)
         while hour < end:
-            rows = db.execute(
-                "SELECT lower(s.countrycode), max(p.artist), max(p.title), count(*), count(DISTINCT p.station_id),"
-                " min(p.started_at), max(p.started_at) FROM plays p JOIN stations s ON s.station_id = p.station_id"
-                " WHERE p.kind = 'track' AND p.started_at >= ? AND p.started_at < ? AND s.countrycode IS NOT NULL"
-                " GROUP BY lower(s.countrycode), p.title_key, p.artist_key"
-                " ORDER BY 1, count(*) DESC, max(p.started_at) DESC, p.title_key",
-                (iso(hour), iso(hour + timedelta(hours=1)))).fetchall()
+            rows = store.rows(rs.HOUR_TRACKS, (iso(hour), iso(hour + timedelta(hours=1))))
             by_country: dict[str, list[StoredEntry]] = {}
             for cc, artist, title, plays, stations, first_at, last_at in rows:
                 entries = by_country.setdefault(cc, [])

@@ -23,7 +23,7 @@ import asyncio
 import sys
 import time
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from functools import partial
 from typing import Any
@@ -62,7 +62,19 @@ from chartgw.responses import (
     stored_record,
 )
 from chartgw.samples import officialcharts as samples
-from chartgw.store import FetchLogRow, NewSnapshot, SnapshotReader, SnapshotRow, SnapshotWriter, StoredEntry, group_db_path
+from chartgw.store import (
+    S_ROW,
+    FetchLogRow,
+    NewSnapshot,
+    Query,
+    SnapshotReader,
+    SnapshotRow,
+    SnapshotWriter,
+    Storage,
+    StoredEntry,
+    group_db_path,
+    like_pattern,
+)
 from chartgw.targets import TargetKey
 from chartgw.text import compact
 from chartgw.upstreams import UpstreamFormatError, officialcharts
@@ -185,12 +197,6 @@ def stored(entry: UkChartEntry, position: int) -> StoredEntry:
                         artists=[keyable(name) for name in credited_artists(entry.artist)], item_id=None)
 
 
-def _held_week(store: SnapshotWriter, key: str, week_start: str) -> int | None:
-    row = store.db.execute("SELECT max(id) FROM snapshots WHERE target = ? AND chart_date = ?",
-                           (key, week_start)).fetchone()
-    return int(row[0]) if row and row[0] is not None else None
-
-
 def _build(key: str, requested: date | None, seen: list[UkChartWeek] | None, fetched: list[Fetched],
            ctx: CrawlContext) -> list[NewSnapshot]:
     """The page as one snapshot of `key` dated by the week the page prints; nothing when that week is held with the
@@ -202,8 +208,8 @@ def _build(key: str, requested: date | None, seen: list[UkChartWeek] | None, fet
     if requested is None:
         officialcharts.require_size(chart, key)
     entries = [stored(entry, position) for position, entry in enumerate(chart.entries, start=1)]
-    held = _held_week(ctx.store, key, chart.week_start)
-    if held is not None and ctx.store.records(held) == [e.record for e in entries]:
+    held = ctx.store.held(key, chart.week_start)
+    if held is not None and ctx.store.records(held.id) == [e.record for e in entries]:
         return []
     source = answer.url
     if requested is not None and requested.isoformat() != chart.week_start:
@@ -232,7 +238,7 @@ def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
 def _held_days(store: SnapshotWriter, key: str) -> set[date]:
     """Every day covered by a held week of `key`."""
     days: set[date] = set()
-    for chart_date, meta in store.db.execute("SELECT DISTINCT chart_date, meta FROM snapshots WHERE target = ?", (key,)):
+    for chart_date, meta in store.rows(WEEKS, (key,)):
         start, end = date.fromisoformat(chart_date), date.fromisoformat(week_end_of(chart_date, meta))
         days.update(start + timedelta(days=n) for n in range((end - start).days + 1))
     return days
@@ -368,27 +374,19 @@ def _backfill_command(values: dict[str, Any]) -> list[Outcome]:
 
 # --- reads ----------------------------------------------------------------------------------------
 
-_ROW_COLUMNS = ", ".join(f"s.{c.strip()}" for c in SnapshotRow.COLUMNS.split(","))
+WEEKS = Query("weeks", "SELECT DISTINCT chart_date, meta FROM snapshots WHERE target = ?")
+"""Every week held of a chart: its start and its meta (which holds its end)."""
+SEARCH = Query("search", f"SELECT {S_ROW}, e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id"
+                         " WHERE s.target GLOB ?1 AND e.search_key LIKE ?2 ESCAPE '\\' AND s.id = (SELECT max(x.id)"
+                         " FROM snapshots x WHERE x.target = s.target AND x.chart_date = s.chart_date)"
+                         " ORDER BY s.chart_date DESC, s.target, e.position LIMIT ?3")
+"""Entries containing a needle (`like_pattern`) in the week held of every week of the charts matching a GLOB: newest
+week first, then by chart and position."""
 
 
-def _row(values: Iterable[Any]) -> tuple[SnapshotRow, bytes | None]:
-    items = tuple(values)
-    return SnapshotRow(*items[:7]), items[7]
-
-
-async def _latest_rows(reader: SnapshotReader) -> dict[str, tuple[SnapshotRow, bytes | None]]:
-    """The newest week of every target, with its meta."""
-    rows = await reader.fetchall(
-        f"SELECT {SnapshotRow.COLUMNS}, meta FROM (SELECT *, row_number() OVER (PARTITION BY target ORDER BY"
-        " chart_date DESC, id DESC) AS newest FROM snapshots) WHERE newest = 1")
-    return {row[1]: _row(row) for row in rows}
-
-
-async def _coverage(reader: SnapshotReader) -> dict[str, tuple[str, str, int]]:
-    """Per target: (first week start, last week start, weeks held)."""
-    rows = await reader.fetchall(
-        "SELECT target, min(chart_date), max(chart_date), count(DISTINCT chart_date) FROM snapshots GROUP BY target")
-    return {row[0]: (row[1], row[2], row[3]) for row in rows}
+async def _latest_rows(reader: SnapshotReader) -> dict[str, SnapshotRow]:
+    """The newest week of every target."""
+    return {row.target: row for row in await reader.latest_per_target()}
 
 
 async def _chart_key(call: Call, key: str | None) -> str | None:
@@ -397,7 +395,7 @@ async def _chart_key(call: Call, key: str | None) -> str | None:
         return key
     if key not in CHARTS_BY_KEY:
         raise not_found(f"Unknown chart key {key!r}; the chart keys are listed at /uk-charts/charts")
-    if not await call.data.reader.fetchall("SELECT 1 FROM snapshots WHERE target = ? LIMIT 1", (TARGET.make(key),)):
+    if await call.data.reader.latest(TARGET.make(key)) is None:
         raise not_found(f"Chart {key!r} is not configured (CHARTGW_UK_CHARTS) and has no stored weeks; "
                         "see /uk-charts/charts")
     return key
@@ -513,55 +511,45 @@ async def describe_health(call: Call, status: str, statuses: list[TargetStatus])
     charts = []
     for key in configured_charts():
         found = latest.get(TARGET.make(key))
-        charts.append(ChartHealth(key, found[0].chart_date if found else None,
-                                  week_end_of(found[0].chart_date, found[1]) if found else None))
+        charts.append(ChartHealth(key, found.chart_date if found else None,
+                                  week_end_of(found.chart_date, found.meta) if found else None))
     return HealthResponse(status, NAME, len(charts), charts, statuses)
 
 
 async def charts(call: Call) -> ChartsResponse:
     configured = configured_charts()
-    coverage = await _coverage(call.data.reader)
+    coverage = await call.data.reader.coverage()
     latest = await _latest_rows(call.data.reader)
     order = [*configured, *(chart.key for chart in CHARTS if chart.key not in configured)]
     listed = []
     for key in order:
         info = CHARTS_BY_KEY[key]
-        first, last, weeks = coverage.get(TARGET.make(key), (None, None, 0))
+        held = coverage.get(TARGET.make(key))
         newest = latest.get(TARGET.make(key))
         listed.append(ChartCoverage(key, info.title, info.kind, info.size, key in configured,
-                                    officialcharts.SITE + officialcharts.chart_path(key), first, last,
-                                    week_end_of(newest[0].chart_date, newest[1]) if newest else None, weeks))
+                                    officialcharts.SITE + officialcharts.chart_path(key), held.first if held else None,
+                                    held.last if held else None,
+                                    week_end_of(newest.chart_date, newest.meta) if newest else None,
+                                    held.dates if held else 0))
     return ChartsResponse(len(listed), listed)
 
 
 async def snapshots(call: Call) -> SnapshotsResponse:
     key = await _chart_key(call, call.params["chart_key"])
-    rows = await call.data.reader.fetchall(
-        f"SELECT {SnapshotRow.COLUMNS}, meta FROM snapshots WHERE target GLOB ? ORDER BY id DESC LIMIT ?",
-        (TARGET.pattern(chart_key=key), call.params["limit"]))
     listed = []
-    for values in rows:
-        row, meta = _row(values)
+    for row in await call.data.reader.snapshots(TARGET.pattern(chart_key=key), call.params["limit"]):
         head = msgspec.structs.asdict(snapshot_meta(row, WEEK_SECONDS, call.now))
         listed.append(WeekSnapshot(**head, chart_key=row.target, week_start=row.chart_date,
-                                   week_end=week_end_of(row.chart_date, meta)))
+                                   week_end=week_end_of(row.chart_date, row.meta)))
     return SnapshotsResponse(key, len(listed), listed)
 
 
-async def _neighbours(reader: SnapshotReader, target: str, week_start: str) -> tuple[str | None, str | None]:
-    rows = await reader.fetchall(
-        "SELECT (SELECT max(chart_date) FROM snapshots WHERE target = ?1 AND chart_date < ?2),"
-        " (SELECT min(chart_date) FROM snapshots WHERE target = ?1 AND chart_date > ?2)", (target, week_start))
-    return (rows[0][0], rows[0][1]) if rows else (None, None)
-
-
-async def _chart_response(call: Call, key: str, row: SnapshotRow, meta: bytes | None,
-                          requested: str | None) -> WeekChartResponse:
+async def _chart_response(call: Call, key: str, row: SnapshotRow, requested: str | None) -> WeekChartResponse:
     reader = call.data.reader
     records = await reader.records(row.id, call.params["limit"])
-    previous, following = await _neighbours(reader, row.target, row.chart_date)
+    previous, following = await reader.neighbours(row.target, row.chart_date)
     info = CHARTS_BY_KEY[key]
-    return WeekChartResponse(key, info.title, info.kind, row.chart_date, week_end_of(row.chart_date, meta), requested,
+    return WeekChartResponse(key, info.title, info.kind, row.chart_date, week_end_of(row.chart_date, row.meta), requested,
                              previous, following, snapshot_meta(row, WEEK_SECONDS, call.now), len(records),
                              records_array(records))
 
@@ -569,13 +557,10 @@ async def _chart_response(call: Call, key: str, row: SnapshotRow, meta: bytes | 
 async def chart_latest(call: Call) -> WeekChartResponse:
     key = await _chart_key(call, call.params["chart_key"])
     assert key is not None
-    rows = await call.data.reader.fetchall(
-        f"SELECT {SnapshotRow.COLUMNS}, meta FROM snapshots WHERE target = ? ORDER BY chart_date DESC, id DESC LIMIT 1",
-        (TARGET.make(key),))
-    if not rows:
+    row = await call.data.reader.latest(TARGET.make(key))
+    if row is None:
         raise not_found(f"No week of {key} is held yet; see /uk-charts/charts")
-    row, meta = _row(rows[0])
-    return await _chart_response(call, key, row, meta, None)
+    return await _chart_response(call, key, row, None)
 
 
 async def chart_week(call: Call) -> WeekChartResponse:
@@ -584,50 +569,32 @@ async def chart_week(call: Call) -> WeekChartResponse:
     day: str = call.params["week_start"]
     target = TARGET.make(key)
     reader = call.data.reader
-    rows = await reader.fetchall(
-        f"SELECT {SnapshotRow.COLUMNS}, meta FROM snapshots WHERE target = ? AND chart_date <= ?"
-        " ORDER BY chart_date DESC, id DESC LIMIT 1", (target, day))
-    if rows:
-        row, meta = _row(rows[0])
-        if day <= week_end_of(row.chart_date, meta):
-            return await _chart_response(call, key, row, meta, day)
+    row = await reader.on_or_before(target, day)
+    if row is not None and day <= week_end_of(row.chart_date, row.meta):
+        return await _chart_response(call, key, row, day)
     try:
         start, end = officialcharts.chart_week(date.fromisoformat(day))
         week = f"the week {start.isoformat()} to {end.isoformat()}"
     except OverflowError:  # the week of 0001-01-01 or 9999-12-31 runs past the calendar
         week = f"the week of {day}"
-    coverage = await _coverage_of(reader, target)
-    if coverage is None:
+    held = (await reader.coverage(target)).get(target)
+    if held is None:
         raise not_found(f"No week of {key} is held yet; see /uk-charts/charts")
-    first, last, weeks = coverage
-    before, after = await _neighbours(reader, target, day)
+    first, last, weeks = held.first, held.last, held.dates
+    before, after = await reader.neighbours(target, day)
     raise not_found(f"No {key} chart is held for {week}; the weeks held "
                     f"run from {first} to {last} ({weeks} weeks; nearest: {before or 'none'} before, "
                     f"{after or 'none'} after); see /uk-charts/charts")
 
 
-async def _coverage_of(reader: SnapshotReader, target: str) -> tuple[str, str, int] | None:
-    rows = await reader.fetchall(
-        "SELECT min(chart_date), max(chart_date), count(DISTINCT chart_date) FROM snapshots WHERE target = ?",
-        (target,))
-    return (rows[0][0], rows[0][1], rows[0][2]) if rows and rows[0][0] is not None else None
-
-
 async def search(call: Call) -> SearchResponse:
     q, limit = call.params["q"], call.params["limit"]
     key = await _chart_key(call, call.params["chart_key"])
-    needle = compact(q)
-    like = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    rows = await call.data.reader.fetchall(
-        f"SELECT {_ROW_COLUMNS}, s.meta, e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id"
-        " WHERE s.target GLOB ? AND e.search_key LIKE ? ESCAPE '\\'"
-        " AND s.id = (SELECT max(x.id) FROM snapshots x WHERE x.target = s.target AND x.chart_date = s.chart_date)"
-        " ORDER BY s.chart_date DESC, s.target, e.position LIMIT ?", (TARGET.pattern(chart_key=key), like, limit))
+    rows = await call.data.reader.fetchall(SEARCH, (TARGET.pattern(chart_key=key), like_pattern(compact(q)), limit))
     hits = []
     for values in rows:
-        row, meta = _row(values[:8])
-        record: bytes = values[8]
-        hits.append(SearchHit(row.target, row.chart_date, row.chart_date, week_end_of(row.chart_date, meta),
+        row, record = SnapshotRow(*values[:8]), values[8]
+        hits.append(SearchHit(row.target, row.chart_date, row.chart_date, week_end_of(row.chart_date, row.meta),
                               _decode_rank(record).rank, stored_record(record)))
     return SearchResponse(q, key, len(hits), hits)
 
@@ -710,4 +677,5 @@ GROUP = Group(
     settings=(CHARTS_SETTING, BACKFILL_DELAY_SETTING),
     seeder=seed,
     entries=EntryMapping(market="=gb", artist=("artist",), artists=None, title=("title",)),
+    storage=Storage(queries=(WEEKS, SEARCH)),
 )
