@@ -21,14 +21,12 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
-from urllib.parse import urlencode
 
-import httpx
 import msgspec
 
 from chartgw import config
 from chartgw.clock import Clock, fixed, utc_now
-from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome
+from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Fetcher, Outcome
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, retention
 from chartgw.groups import radio_monitor as mon
@@ -93,22 +91,22 @@ def directory_origins(ctx: CrawlContext) -> list[str]:
     return rb.configured_origins(stored_servers(ctx), seed=ctx.now.date().isoformat())
 
 
-def _url(origin: str, request: UpstreamRequest) -> str:
-    return origin + request.path + (f"?{urlencode(request.params)}" if request.params else "")
-
-
 def station_entry(station: Station, rank: int) -> StoredEntry:
     return StoredEntry(rank, title_key(station.name) or station.station_id, compact(station.countrycode or "") or "xx",
                        station.station_id, _encode(station), compact(station.name))
 
 
-def _build_directory(target: str, request: UpstreamRequest, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
-    """Fetch one directory list with failover (the build runs the fetch: the platform's fetcher knows one
-    origin per upstream), merge it into `stations`, and keep it as a snapshot."""
-    with httpx.Client(timeout=httpx.Timeout(30.0, connect=5.0), follow_redirects=True) as client:
-        origin, stations = rb.fetch_with_failover(client, directory_origins(ctx), request, rb.parse_stations)
+async def _fetch_directory(request: UpstreamRequest, fetcher: Fetcher, ctx: CrawlContext) -> list[Fetched]:
+    """One directory list from the first server that answers it well (`directory_origins`, in turn)."""
+    _, fetched, _ = await fetcher.fetch_any(request, directory_origins(ctx), rb.parse_stations)
+    return [fetched]
+
+
+def _build_directory(target: str, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
+    """Merge the list into `stations` and keep it as a snapshot (its source: the server that answered)."""
+    stations = rb.parse_stations(fetched[0].body)
     merge_stations(ctx, target, stations)
-    return [NewSnapshot(target, ctx.now.date().isoformat(), None, ctx.now, _url(origin, request),
+    return [NewSnapshot(target, ctx.now.date().isoformat(), None, ctx.now, fetched[0].url,
                         [station_entry(s, i) for i, s in enumerate(stations, start=1)])]
 
 
@@ -137,7 +135,8 @@ def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
     limit = config.get(DIRECTORY_LIMIT_SETTING)
     chosen = [(country_target(cc), rb.stations_by_country_request(cc, limit)) for cc in countries()]
     chosen += [(tag_target(t), rb.stations_by_tag_request(t, limit)) for t in tags()]
-    return [CrawlTarget(target, (), partial(_build_directory, target, request), None) for target, request in chosen]
+    return [CrawlTarget(target, (), partial(_build_directory, target), None, fetch=partial(_fetch_directory, request))
+            for target, request in chosen]
 
 
 # --- responses -----------------------------------------------------------------------------------------
