@@ -470,9 +470,17 @@ def _echo(query: Query) -> QueryEcho:
                      query.until)
 
 
+_decode_credits = msgspec.json.Decoder().decode
+
+
 def _appearance(row: Any) -> Appearance:
     (_, source, chart, market, chart_date, rank, title, artist, credits, hours, *ids) = row
-    return Appearance(source, chart, market, chart_date, rank, title, artist, json.loads(credits), hours, *ids)
+    return Appearance(source, chart, market, chart_date, rank, title, artist, _decode_credits(credits), hours, *ids)
+
+
+def _appearances(page: list[Any]) -> list[Appearance]:
+    """The rows of a page (up to thousands: its handlers make them in a worker thread, not on the event loop)."""
+    return [_appearance(r) for r in page]
 
 
 # --- handlers -------------------------------------------------------------------------------------
@@ -510,7 +518,8 @@ async def _page(call: Call) -> tuple[Query, list[Any], str | None]:
 
 async def history(call: Call) -> HistoryResponse:
     query, page, next_cursor = await _page(call)
-    return HistoryResponse(_echo(query), len(page), call.params["limit"], next_cursor, [_appearance(r) for r in page])
+    rows = await asyncio.to_thread(_appearances, page)
+    return HistoryResponse(_echo(query), len(page), call.params["limit"], next_cursor, rows)
 
 
 def _carried(group: Group) -> list[str]:
@@ -804,7 +813,9 @@ def _plot_title(query: Query) -> str:
 async def plot(call: Call) -> str:
     """`/artist-history/plot`: the rows of the same /artist-history page, drawn."""
     query, page, next_cursor = await _page(call)
-    return render_plot(_plot_title(query), [_appearance(r) for r in page], more=next_cursor is not None)
+    # Drawing thousands of rows takes tens of milliseconds: not on the event loop.
+    return await asyncio.to_thread(lambda: render_plot(_plot_title(query), _appearances(page),
+                                                       more=next_cursor is not None))
 
 
 # --- the route table ------------------------------------------------------------------------------

@@ -535,6 +535,17 @@ async def load_index(reader: SnapshotReader) -> Index:
     searches = {p["slug"]: row for row in rows if (p := SEARCH.parse(row.target))}
     discographies = {p["slug"]: row for row in rows if (p := DISCOGRAPHY.parse(row.target))}
     records = await _records_of(reader, [r.id for r in [*lists.values(), *pages.values(), *searches.values()]])
+    # Decoding every list and page and deriving the changes takes tens of milliseconds: not on the event loop.
+    index = await asyncio.to_thread(_assemble, lists, pages, searches, discographies, records)
+    if len(_indexes) > 8:
+        _indexes.clear()
+    _indexes[key] = index
+    return index
+
+
+def _assemble(lists: dict[int, SnapshotRow], pages: dict[str, SnapshotRow], searches: dict[str, SnapshotRow],
+              discographies: dict[str, SnapshotRow], records: dict[int, list[bytes]]) -> Index:
+    """The index of what `load_index` read."""
     metas = {r.id: r.meta for r in [*searches.values(), *discographies.values()]}
     page_of = {slug: _decode_page(records[row.id][0]) for slug, row in pages.items() if records[row.id]}
 
@@ -566,11 +577,7 @@ async def load_index(reader: SnapshotReader) -> Index:
         if (row := discographies.get(slug)) is not None and (meta := metas.get(row.id)):
             dj.discography_row, dj.discography = row, _decode_discography_meta(meta)
         dj.keys = (compact(dj.name), compact(slug), *((compact(dj.page.name),) if dj.page else ()))
-    index = Index(years, djs)
-    if len(_indexes) > 8:
-        _indexes.clear()
-    _indexes[key] = index
-    return index
+    return Index(years, djs)
 
 
 def _with_page(entry: DjRankEntry, page: DjPage | None, year: int) -> DjRankEntry:

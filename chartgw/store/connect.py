@@ -18,7 +18,7 @@ from pathlib import Path
 
 import aiosqlite
 
-__all__ = ["BUSY_TIMEOUT_SECONDS", "connect", "connect_async", "readonly_uri", "transaction"]
+__all__ = ["BUSY_TIMEOUT_SECONDS", "connect", "connect_async", "connect_memory", "readonly_uri", "transaction"]
 
 BUSY_TIMEOUT_SECONDS = 30.0
 """How long a writer waits for another writer's lock (crawls are short; the monitor writes small batches)."""
@@ -47,6 +47,11 @@ def connect(path: Path, *, readonly: bool = False, timeout: float = BUSY_TIMEOUT
     if foreign_keys:
         db.execute("PRAGMA foreign_keys=ON")
     return db
+
+
+def connect_memory() -> sqlite3.Connection:
+    """An empty database in memory (declarations checked without a file)."""
+    return sqlite3.connect(":memory:")
 
 
 async def connect_async(path: Path, *, timeout: float = 5.0) -> aiosqlite.Connection:

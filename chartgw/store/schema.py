@@ -17,6 +17,8 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from chartgw.store.connect import connect_memory
+
 __all__ = ["Index", "Query", "Storage", "Table", "compile_check", "migrate"]
 
 
@@ -95,7 +97,7 @@ def migrate(db: sqlite3.Connection, tables: Iterable[Table]) -> None:
 def compile_check(tables: Sequence[Table], queries: Iterable[Query]) -> dict[str, str]:
     """Every query of `queries` prepared against an empty in-memory database with `tables`: the error of each
     one that does not compile (an unknown table or column, a syntax error), by name."""
-    db = sqlite3.connect(":memory:")
+    db = connect_memory()
     try:
         migrate(db, tables)
         errors = {}
