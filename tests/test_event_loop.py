@@ -126,13 +126,13 @@ def requests(data: Path) -> list[tuple[str, dict[str, str]]]:
 
 
 @pytest.fixture(scope="module")
-def data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Every group's demo data and the artist-history index built over it; that folder in force while serving
-    (a document built at request time reads it, as in a server process)."""
+def data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every group's demo data and the artist-history index built over it (served with that folder in force,
+    as in a server process)."""
     path = copy_data(all_groups_data, tmp_path_factory.mktemp("loop") / "data")
     with data_dir(path):
         index.index_all(now=fixed(FIXED_NOW))
-        yield path
+    return path
 
 
 class SlowCallbacks(logging.Handler):
@@ -215,7 +215,7 @@ def test_no_request_blocks_the_event_loop(data: Path, monkeypatch: pytest.Monkey
     logger = logging.getLogger("asyncio")
     logger.addHandler(slow)
     try:
-        with loop_thread_connects(monkeypatch) as opened:
+        with data_dir(data), loop_thread_connects(monkeypatch) as opened:
             reports, statuses = _run(urls, slow)
             suspects = [(url, headers) for url, headers in urls if reports[_name(url, headers)]]
             for _ in range(TRIES - 1):  # served again on a fresh app: blocking is slow every time, a hiccup is not
