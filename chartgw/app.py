@@ -23,6 +23,7 @@ from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
 from chartgw.endpoints import Call, EndpointApp, GroupData, Route
 from chartgw.fastlane import FastLane
+from chartgw.feed import DIFF_ROUTE, ChangeHub, changes_routes
 from chartgw.front import FrontDoor
 from chartgw.group import Group
 from chartgw.groups import GROUPS
@@ -51,10 +52,10 @@ DocumentBuilder = Callable[[], dict[str, Any]]
 
 
 def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = None) -> list[Route]:
-    """The group's own routes plus what every group has: its public root, its OpenAPI document and the
-    log of its crawl attempts. The document is built anew for each data version (the route's cache keeps
-    it), so what it declares from the data (a discovered catalogue's values) is current; `documents`
-    receives the group's builder."""
+    """The group's own routes plus what every group has: its public root, its OpenAPI document, the
+    log of its crawl attempts and the diff between two snapshots of a chart. The document is built anew for each
+    data version (the route's cache keeps it), so what it declares from the data (a discovered catalogue's values)
+    is current; `documents` receives the group's builder."""
     own = list(group.routes)
     root_info: list[EndpointInfo] = []
 
@@ -75,6 +76,7 @@ def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = 
         Route("/openapi.json", openapi, public=True, errors=(), summary="This OpenAPI document",
               response=dict[str, Any]),
         FETCH_LOGS_ROUTE,
+        DIFF_ROUTE,
         *own,
     ]
     assert len({(r.method, r.path) for r in routes}) == len(routes), f"{group.name} declares a platform route itself"
@@ -205,13 +207,20 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     for group, route in declared:
         by_group.setdefault(group.name, []).append(StarletteRoute(
             f"/{group.name}{route.path}", EndpointApp(route, datas[group.name], cache), methods=[route.method]))
-    # The groups' routes first: every chart request is matched there; the front door's two paths after.
+    # The change feed at the root, over every group's file (its routes read them through the hub, not `feed`).
+    hub = ChangeHub(datas)
+    feed = GroupData("changes", clock)
+    root_routes = changes_routes(hub)
+    documents[""] = lambda: build_document("", "chartgw change feed", "Every group's changes", root_routes)
+    # The groups' routes first: every chart request is matched there; the front door's paths after.
     routes = [GroupRoutes(by_group), StarletteRoute("/", door.page, methods=["GET"]),
-              StarletteRoute("/openapi.json", door.openapi, methods=["GET"])]
+              StarletteRoute("/openapi.json", door.openapi, methods=["GET"]),
+              *(StarletteRoute(r.path, EndpointApp(r, feed, cache), methods=[r.method]) for r in root_routes)]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
+        await hub.close()
         for data in datas.values():
             await data.reader.close()
 
@@ -229,6 +238,7 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
         lifespan=lifespan,
     )
     app.router.redirect_slashes = False  # GroupRoutes redirects with a relative Location instead
+    app.state.change_hub = hub
     # The same cache, keys and limiter, for repeats the server answers before the app (chartgw.server).
     app.state.fast_lane = FastLane(cache, table, checker, limiter, legacy_names(g.name for g in groups))
     return app

@@ -298,6 +298,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     if args.keep_fresh:
         return demo.keep_fresh(args.keep_fresh)
+    if args.radio_monitor:
+        return demo.radio_monitor()
     names = demo.groups_without_data() if args.if_empty else [g.name for g in demo.seeded_groups()]
     if names:
         outcomes = demo.seed(names)
@@ -384,6 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--keep-fresh", type=float, metavar="SECONDS",
                       help="run until stopped, crawling the bundled samples again every SECONDS (what scripts/serve "
                            "runs beside the server, so the demo's health stays ok)")
+    demo.add_argument("--radio-monitor", action="store_true",
+                      help="run the radio monitor on local sample streams until stopped (what scripts/serve runs beside "
+                           "the server, so /radio/current changes)")
     demo.set_defaults(func=cmd_demo)
 
     storage = commands.add_parser("storage", help="each group's file size, snapshots, growth per year and retention")

@@ -22,6 +22,10 @@ from chartgw.settings import PREFIX, SettingError, current, using
 __all__ = [
     "API_KEYS",
     "CACHE_MAX_MB",
+    "CHANGES_HEARTBEAT_SECONDS",
+    "CHANGES_MAX_STREAMS",
+    "CHANGES_MAX_WAITERS",
+    "CHANGES_POLL_SECONDS",
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
     "RATE_LIMIT_PER_MINUTE",
@@ -41,6 +45,7 @@ __all__ = [
     "environment",
     "get",
     "origin",
+    "poll_seconds",
     "seconds",
     "storefronts",
     "subset",
@@ -90,6 +95,14 @@ def seconds(value: str) -> float:
     number = float(value)
     if not 0 <= number < 86400:
         raise ValueError(f"must be a number of seconds from 0, got {value!r}")
+    return number
+
+
+def poll_seconds(value: str) -> float:
+    """A polling interval: never 0, which would be a busy loop."""
+    number = float(value)
+    if not 0.05 <= number <= 10:
+        raise ValueError(f"must be 0.05 to 10 seconds, got {value!r}")
     return number
 
 
@@ -196,9 +209,22 @@ RETENTION_DAYS = Setting(
     "RETENTION_DAYS", "", "days of snapshots kept, per group (`digital-sales=90`) or per target prefix of a group "
     "(`radio:plays/=400`), comma-separated; added to or replacing the group's own retentions (the newest snapshot "
     "of a target is always kept)", retention_overrides)
+CHANGES_POLL_SECONDS = Setting(
+    "CHANGES_POLL_SECONDS", "0.25", "while a long poll or a stream of the change feed waits, how often each group "
+    "file's PRAGMA data_version is read (the longest a change waits to be answered)", poll_seconds)
+CHANGES_MAX_WAITERS = Setting(
+    "CHANGES_MAX_WAITERS", "1000", "long polls of GET /changes (wait > 0) one server process holds at once; past it a "
+    "503 with Retry-After", bounded_int(1, 1_000_000))
+CHANGES_MAX_STREAMS = Setting(
+    "CHANGES_MAX_STREAMS", "5000", "GET /changes/stream connections one server process holds at once; past it a 503 "
+    "with Retry-After (`chartgw serve --limit-concurrency` caps all connections)", bounded_int(1, 1_000_000))
+CHANGES_HEARTBEAT_SECONDS = Setting(
+    "CHANGES_HEARTBEAT_SECONDS", "15", "seconds between the comment lines an idle change stream sends (keeps proxies "
+    "from closing it)", bounded_int(1, 3600))
 SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB,
                                       RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
-                                      REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS)
+                                      REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS, CHANGES_POLL_SECONDS,
+                                      CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS, CHANGES_HEARTBEAT_SECONDS)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

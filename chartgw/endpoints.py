@@ -34,6 +34,7 @@ __all__ = [
     "GroupData",
     "Handler",
     "Route",
+    "Streaming",
     "not_found",
 ]
 
@@ -115,6 +116,15 @@ class Call:
 Handler = Callable[[Call], Awaitable[Any]]
 
 
+class Streaming:
+    """What an uncached route's handler returns to answer the request itself (an event stream): an ASGI app,
+    called with the request once the parameters passed. An `ApiError` or `InvalidParams` it raises before it
+    starts its response is answered as any handler's."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
 class Route:
     """One endpoint of a group, relative to the group's prefix."""
@@ -172,7 +182,11 @@ class EndpointApp:
                 params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
                 sent = await read_body(receive) if route.method == "POST" else b""
                 call = Call(params, self.data, self.data.clock(), sent, scope.get(KEY_ID_SCOPE))
-                body = self._body(await route.handler(call))
+                result = await route.handler(call)
+                if isinstance(result, Streaming):
+                    await result(scope, receive, send)
+                    return
+                body = self._body(result)
                 await self._send(scope, send, 200, body, [(b"cache-control", b"no-store")], route.media_type)
                 return
             # A remembered raw request maps straight to its canonical entry: a poll of the same URL costs

@@ -61,8 +61,7 @@ def build_group_db(path: Path, group: str | Group, now: datetime = FIXED_NOW) ->
     """A data folder with `group`'s demo data (a registered group's name, or a Group): its real crawl run
     over its bundled samples at `now`."""
     path.mkdir(parents=True, exist_ok=True)
-    seed = seeder(group) if isinstance(group, str) else group.seeder
-    assert seed is not None, f"{group} has no demo seeder"
+    seed = seeder(group if isinstance(group, str) else group.name)
     with data_dir(path):
         outcomes = asyncio.run(seed(now))
     failed = [o for o in outcomes if o.status != "ok"]

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 import aiosqlite
+import msgspec
 
-from chartgw import config
+from chartgw import changes, config
 from chartgw.clock import Clock, utc_now
 from chartgw.store import tables as t
 from chartgw.store.connect import connect, connect_async, transaction
@@ -32,6 +33,7 @@ __all__ = [
     "FETCH_LOG",
     "NEWEST",
     "S_ROW",
+    "ChangeRow",
     "Coverage",
     "FetchLogRow",
     "Index",
@@ -106,6 +108,21 @@ class StoredEntry:
     record: bytes
     search_key: str = ""
     """Folded title and artists separated by "|" for substring search; "" = title_key|artist_key."""
+
+
+@dataclass(frozen=True)
+class ChangeRow:
+    """One change record: a committed snapshot and its summary against the previous one of its target."""
+
+    id: int
+    snapshot_id: int
+    previous_snapshot_id: int | None
+    target: str
+    chart_date: str
+    chart_hour: int | None
+    committed_at: str
+    summary: bytes
+    """The encoded `chartgw.changes.ChangeSummary`, served as stored."""
 
 
 @dataclass
@@ -268,10 +285,35 @@ class SnapshotWriter:
                      e.search_key or f"{e.title_key}|{e.artist_key}") for pos, e in enumerate(snap.entries, start=1)])
                 if snap.raw is not None:
                     self.execute(t.INSERT_RAW, (snapshot_id, snap.raw_type, snap.raw))
+                self._record_change(snapshot_id, snap)
             self._insert_log(log)
         self._prune()
         self._checkpoint()
         return ids
+
+    def _record_change(self, snapshot_id: int, snap: NewSnapshot) -> None:
+        """The change record of a snapshot just inserted, in its transaction: its diff against the previous
+        snapshot of its target (by chart time), summarised."""
+        hour = -1 if snap.chart_hour is None else snap.chart_hour
+        found = self.rows(t.PREVIOUS, (snap.target, snap.chart_date, hour, snapshot_id))
+        previous = int(found[0][0]) if found else None
+        before = list(map(changes.Row._make, self.rows(t.ENTRY_KEYS, (previous,)))) if previous else []
+        lines = changes.diff(before, snap.entries)
+        back = self._seen_before(snap.target, previous, changes.entered(lines)) if previous else set()
+        summary = msgspec.json.encode(changes.summarize(lines, previous is None, back))
+        self.execute(t.INSERT_CHANGE, (snapshot_id, previous, snap.target, snap.chart_date, snap.chart_hour,
+                                       iso(self.now()), summary))
+
+    def _seen_before(self, target: str, previous: int, who: list[changes.Identity]) -> set[changes.Identity]:
+        """Those of `who` that are in a snapshot of `target` before `previous` (by chart time): re-entries."""
+        ((date, hour),) = self.rows(t.CHART_TIME, (previous,))
+        seen = set()
+        for one in who:
+            query, keys = (t.EARLIER_ITEM, (one.item_id,)) if one.item_id else (t.EARLIER_NAMES,
+                                                                               (one.title_key, one.artist_key))
+            if self.rows(query, (*keys, target, date, hour, previous)):
+                seen.add(one)
+        return seen
 
     def _checkpoint(self, wait_ms: int = 200) -> None:
         """Fold the WAL back and truncate it, waiting only briefly for readers.
@@ -471,3 +513,26 @@ class SnapshotReader:
 
     async def fetch_log(self, status: str | None, limit: int) -> list[tuple[Any, ...]]:
         return await self.fetchall(t.FETCH_LOG_PAGE, (status, limit))
+
+    # --- the change feed (chartgw.changes, chartgw.feed) ---
+
+    async def changes_after(self, after: int, targets: Sequence[str], limit: int) -> tuple[list[ChangeRow], int]:
+        """Change records with ids above `after` (of `targets` only, when any), oldest first, at most `limit`;
+        and the file's newest change id in the same read (0 without any), so a reader knows what it has seen."""
+        rows = await self.fetchall(t.CHANGES_AFTER, (after, json.dumps(list(targets)) if targets else None, limit))
+        newest = int(rows[0][0]) if rows else 0
+        return [ChangeRow(*row[1:]) for row in rows if row[1] is not None], newest
+
+    async def latest_change(self) -> ChangeRow | None:
+        rows = await self.fetchall(t.LATEST_CHANGE)
+        return ChangeRow(*rows[0]) if rows else None
+
+    async def previous_snapshot(self, row: SnapshotRow) -> SnapshotRow | None:
+        """The snapshot of `row`'s target before it by chart time: what its change record compares it with."""
+        found = await self.fetchall(t.PREVIOUS, (row.target, row.chart_date,
+                                                 -1 if row.chart_hour is None else row.chart_hour, row.id))
+        return next(iter(await self.snapshots_with_ids([found[0][0]])), None) if found else None
+
+    async def entry_rows(self, snapshot_id: int) -> list[changes.Row]:
+        """A snapshot's entries with their identity columns, in chart order."""
+        return [changes.Row._make(row) for row in await self.fetchall(t.ENTRY_KEYS, (snapshot_id,))]

@@ -62,7 +62,20 @@ CRAWL_RUNS = Table("crawl_runs", (
     "detail BLOB NOT NULL",
 ), indexes=(Index("crawl_runs_by_kind", "kind, id"),))
 
-TABLES = (FETCH_LOG, SNAPSHOTS, ENTRIES, RAW_PAYLOADS, CRAWL_RUNS)
+CHANGES = Table("changes", (
+    "id INTEGER PRIMARY KEY AUTOINCREMENT",
+    "snapshot_id INTEGER NOT NULL",
+    "previous_snapshot_id INTEGER",
+    "target TEXT NOT NULL",
+    "chart_date TEXT NOT NULL",
+    "chart_hour INTEGER",
+    "committed_at TEXT NOT NULL",
+    "summary BLOB NOT NULL",
+), indexes=(Index("changes_by_snapshot", "snapshot_id"),))
+"""The feed (chartgw.changes): one row per committed snapshot, written in its transaction. Its ids never repeat
+(AUTOINCREMENT), and pruning snapshots keeps it: each summary stands alone."""
+
+TABLES = (FETCH_LOG, SNAPSHOTS, ENTRIES, RAW_PAYLOADS, CRAWL_RUNS, CHANGES)
 """What every group's file holds."""
 
 NEWEST = "chart_date DESC, chart_hour DESC, id DESC"
@@ -74,6 +87,8 @@ ROW = "id, target, chart_date, chart_hour, fetched_at, source, row_count, meta"
 S_ROW = ", ".join(f"s.{column}" for column in ROW.split(", "))
 """`ROW` of the snapshots table joined as `s`."""
 RUN = "id, kind, started_at, finished_at, targets, ok, detail"
+CHANGE = "id, snapshot_id, previous_snapshot_id, target, chart_date, chart_hour, committed_at, summary"
+"""The columns a `ChangeRow` is read from."""
 
 
 def newest_per_target(where: str) -> str:
@@ -98,6 +113,9 @@ PRUNE_SNAPSHOTS = Query("prune_snapshots",
                         " AND id NOT IN (SELECT max(id) FROM snapshots GROUP BY target)")
 PRUNE_RAW = Query("prune_raw", "DELETE FROM raw_payloads WHERE snapshot_id IN (SELECT id FROM snapshots WHERE"
                                " fetched_at < ?) AND snapshot_id NOT IN (SELECT max(id) FROM snapshots GROUP BY target)")
+
+INSERT_CHANGE = Query("insert_change", "INSERT INTO changes (snapshot_id, previous_snapshot_id, target, chart_date,"
+                                       " chart_hour, committed_at, summary) VALUES (?, ?, ?, ?, ?, ?, ?)")
 
 # --- reads ----------------------------------------------------------------------------------------------------
 
@@ -160,6 +178,30 @@ OUTCOMES_BY_DAY = Query("outcomes_by_day", "SELECT substr(started_at, 1, 10) AS 
                                            " GROUP BY day ORDER BY day")
 FETCH_LOG_PAGE = Query("fetch_log_page", "SELECT id, target, started_at, duration_ms, status, http_status, rows, url,"
                                          " error FROM fetch_log WHERE ?1 IS NULL OR status = ?1 ORDER BY id DESC LIMIT ?2")
+
+# --- the change feed (chartgw.changes, chartgw.feed) ---------------------------------------------------------
+
+PREVIOUS = Query("previous", "SELECT id FROM snapshots WHERE target = ?1 AND (chart_date, coalesce(chart_hour, -1), id)"
+                             " < (?2, ?3, ?4) ORDER BY chart_date DESC, coalesce(chart_hour, -1) DESC, id DESC LIMIT 1")
+"""The snapshot before (target, chart date, hour or -1, id) in the order of NEWEST: what a change compares with."""
+ENTRY_KEYS = Query("entry_keys", "SELECT rank, title_key, artist_key, item_id, record FROM entries WHERE snapshot_id = ?"
+                                 " ORDER BY position")
+CHART_TIME = Query("chart_time", "SELECT chart_date, coalesce(chart_hour, -1) FROM snapshots WHERE id = ?")
+# Entries first (CROSS JOIN keeps that order): an entry new to a chart has few earlier rows in the file, while a
+# chart may have thousands of earlier snapshots.
+_EARLIER = ("SELECT 1 FROM entries e CROSS JOIN snapshots s ON s.id = e.snapshot_id WHERE {match} AND s.target = ?"
+            " AND (s.chart_date, coalesce(s.chart_hour, -1), s.id) < (?, ?, ?) LIMIT 1")
+EARLIER_ITEM = Query("earlier_item", _EARLIER.format(match="e.item_id = ?"))
+"""Whether an item is in a snapshot of a target before a chart time (a re-entry)."""
+EARLIER_NAMES = Query("earlier_names", _EARLIER.format(
+    match="e.title_key = ? AND e.artist_key = ? AND coalesce(e.item_id, '') = ''"))
+"""`EARLIER_ITEM` for an entry without an item id, by its title and artist keys."""
+CHANGES_AFTER = Query("changes_after", f"WITH top AS (SELECT coalesce(max(id), 0) AS newest FROM changes)"
+                                       f" SELECT top.newest, c.* FROM top LEFT JOIN (SELECT {CHANGE} FROM changes"
+                                       " WHERE id > ?1 AND (?2 IS NULL OR target IN (SELECT value FROM json_each(?2)))"
+                                       " ORDER BY id LIMIT ?3) c ON 1 ORDER BY c.id")
+"""Change records after an id (of a JSON list of targets, when given), oldest first, with the file's newest id."""
+LATEST_CHANGE = Query("latest_change", f"SELECT {CHANGE} FROM changes ORDER BY id DESC LIMIT 1")
 
 QUERIES = tuple(value for value in list(globals().values()) if isinstance(value, Query))
 """Every query of this module (what tests/test_store_schema.py compiles against `TABLES`)."""

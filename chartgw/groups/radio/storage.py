@@ -1,16 +1,27 @@
-"""/radio's storage: the tables it keeps in its file beside the platform's snapshots, and every query over them.
+"""/radio's storage: the tables it keeps in its file beside the platform's snapshots, every query over them,
+the monitor's writes (batches), and which stations to watch.
 
 `stations` is the merged directory (every station ever listed; `station_sources` says which configured list
 names it now); `plays`, `station_state` and `monitor_runs` are the monitor's. The directory crawl
-(`chartgw.groups.radio`) and the monitor (`chartgw.groups.radio_monitor`) write them, the routes read them;
-all of it through the statements declared here (`STORAGE`, on the group).
+(`directory`), the monitor (`monitor`) and the roll-up (`rollup`) write them, the routes read them; all of it
+through the statements declared here (`STORAGE`, on the group).
 
 Optional filters are `(?N IS NULL OR ...)`; a LIKE filter takes `chartgw.store.like_pattern` of a folded key.
 """
 
 from __future__ import annotations
 
-from chartgw.store import Index, Query, Storage, Table
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from chartgw.groups.radio.settings import NAME
+from chartgw.store import Index, Query, Storage, Table, connect, group_db_path, iso, migrate, transaction
+from chartgw.text import compact
 
 STATIONS = Table("stations", (
     "station_id TEXT PRIMARY KEY",
@@ -215,3 +226,83 @@ LAST_PLAY = Query("last_play", "SELECT max(started_at) FROM plays WHERE started_
 ANY_PLAY = Query("any_play", "SELECT EXISTS (SELECT 1 FROM plays)")
 
 STORAGE = Storage(TABLES, tuple(value for value in list(globals().values()) if isinstance(value, Query)))
+
+# --- the monitor's writes -----------------------------------------------------------------------------------
+
+Write = tuple[Query, tuple[Any, ...]]
+"""One statement of a batch (a declared query and its arguments)."""
+BATCH_STATEMENTS = 200
+"""At most this many statements per transaction: small batches, short write locks."""
+
+
+def open_db(path: Path | None = None, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
+    """The group file with the monitor's tables, opened by the store as a writer (usable from the writer thread)."""
+    db = connect(path or group_db_path(NAME), timeout=busy_timeout_ms / 1000, check_same_thread=False)
+    migrate(db, TABLES)
+    return db
+
+
+def commit_batch(db: sqlite3.Connection, writes: Sequence[Write]) -> None:
+    """`writes` in transactions of at most BATCH_STATEMENTS statements each: all of one or none."""
+    for start in range(0, len(writes), BATCH_STATEMENTS):
+        with transaction(db):
+            for query, params in writes[start:start + BATCH_STATEMENTS]:
+                db.execute(query.sql, params)
+
+
+def play_writes(station_id: str, at: datetime, ended_at: datetime, stream_title: str, kind: str,
+                artist: str | None, title: str | None, method: str) -> list[Write]:
+    """A play begins: the station's open play ends at `ended_at`, the new one is inserted."""
+    return [
+        (END_PLAY, (iso(ended_at), station_id)),
+        (INSERT_PLAY, (station_id, iso(at), stream_title, kind, artist, title, compact(artist or ""),
+                       compact(title or ""), method)),
+    ]
+
+
+def state_write(station_id: str, **values: Any) -> Write:
+    """Upsert of the named state columns of one station (others keep their value, or their default on insert)."""
+    unknown = set(values) - set(STATE_COLUMNS)
+    assert not unknown, unknown
+    return (UPSERT_STATE, (station_id, json.dumps(values)))
+
+
+# --- what to watch -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Watched:
+    station_id: str
+    name: str
+    stream_url: str
+    countrycode: str | None = None
+
+
+def select_stations(db: sqlite3.Connection, limit: int, countries: tuple[str, ...] = (),
+                    tags: tuple[str, ...] = ()) -> list[Watched]:
+    """Active, non-HLS stations, the most clicked of each country in turn (then of each tag list),
+    until `limit`: every configured country gets its top stations watched, not just the biggest one."""
+    buckets: list[list[Watched]] = []
+    for cc in countries:
+        buckets.append([Watched(*row) for row in db.execute(WATCHABLE.sql, (cc.upper(), limit))])
+    for tag in tags:
+        buckets.append([Watched(*row) for row in db.execute(WATCHABLE_LISTED.sql, (tag_target(tag), limit))])
+    if not buckets:
+        buckets.append([Watched(*row) for row in db.execute(WATCHABLE.sql, (None, limit))])
+    chosen: dict[str, Watched] = {}
+    depth = 0
+    while len(chosen) < limit and any(depth < len(b) for b in buckets):
+        for bucket in buckets:
+            if depth < len(bucket) and len(chosen) < limit:
+                chosen.setdefault(bucket[depth].station_id, bucket[depth])
+        depth += 1
+    return list(chosen.values())
+
+
+def tag_target(tag: str) -> str:
+    """The snapshot target of a tag list: "directory-tag/top 40" ("/" and "@" in a tag become "-")."""
+    return "directory-tag/" + tag.strip().lower().replace("/", "-").replace("@", "-")
+
+
+def country_target(cc: str) -> str:
+    return f"directory/{cc.lower()}"
