@@ -261,12 +261,19 @@ def test_year_ago_is_the_same_week_a_year_earlier(api: TestClient) -> None:
     assert rows_of(body["entries"]) == expected_rows("hot-100", DEMO_WEEKS + 1)[:5]
 
 
-def test_unknown_or_missing_preset_is_a_422_listing_the_presets(api: TestClient) -> None:
+def test_unknown_preset_is_a_422_listing_the_presets(api: TestClient) -> None:
     expected = "'top-10', 'top-40', 'debuts', 're-entries', 'gainers' or 'year-ago'"
     assert error(api, "/charts/hot-100/preset?preset=top-20", 422) == [{
         "type": "literal_error", "loc": ["query", "preset"], "msg": f"Input should be {expected}", "input": "top-20",
         "ctx": {"expected": expected}}]
-    assert error(api, "/charts/hot-100/preset", 422)[0]["type"] == "missing"
+
+
+def test_preset_is_optional_and_defaults_to_the_top_10(api: TestClient) -> None:
+    """The spec lists `preset` without (R): absent, it is the documented default, top-10."""
+    body = get(api, "/charts/hot-100/preset")
+    assert body == get(api, "/charts/hot-100/preset?preset=top-10")
+    assert (body["preset"], body["count"], [e["rank"] for e in body["entries"]]) == ("top-10", 10, list(range(1, 11)))
+    assert get(api, "/charts/hot-100/preset?limit=3")["count"] == 3
 
 
 def test_openapi_lists_every_route_and_the_preset_enum(api: TestClient) -> None:
@@ -275,6 +282,8 @@ def test_openapi_lists_every_route_and_the_preset_enum(api: TestClient) -> None:
     params = document["paths"]["/charts/{chart_slug}/preset"]["get"]["parameters"]
     preset = next(p for p in params if p["name"] == "preset")
     assert preset["schema"]["enum"] == ["top-10", "top-40", "debuts", "re-entries", "gainers", "year-ago"]
+    assert preset["required"] is False and preset["schema"]["default"] == "top-10"
+    assert preset["description"].endswith("top-10 when absent")
 
 
 # --- search ---------------------------------------------------------------------------------------------------

@@ -486,11 +486,12 @@ class SnapshotReader:
         query = t.SEARCH_LATEST if latest_only else t.SEARCH
         return _matches(await self.fetchall(query, (scope, like_pattern(needle), limit)))
 
-    async def history(self, title_key: str, artist_needle: str, pattern: str | None,
+    async def history(self, title_glob: str, artist_needle: str, pattern: str | None,
                       ) -> list[tuple[SnapshotRow, int, bytes]]:
-        """Every appearance of a title (by title_key) credited to an artist whose key contains
-        `artist_needle`, in snapshots of targets matching `pattern`: oldest chart date first."""
-        return _matches(await self.fetchall(t.HISTORY, (title_key, artist_needle, pattern)))
+        """Every appearance of a title (its title_key matching GLOB `title_glob`: a key, or a key's prefix) credited
+        to an artist whose key contains `artist_needle`, in snapshots of targets matching `pattern`: oldest chart
+        date first."""
+        return _matches(await self.fetchall(t.HISTORY, (title_glob, artist_needle, pattern)))
 
     async def runs(self, kind: str, limit: int) -> list[RunRow]:
         """Recorded runs of `kind`, newest first."""

@@ -168,9 +168,10 @@ a JSON list (every target when NULL): newest snapshot first, then by position.""
 SEARCH_LATEST = Query("search_latest", f"{_MATCH} ({newest_per_target(_SCOPE)}) ORDER BY e.rank, s.target LIMIT ?3")
 """`SEARCH` over each target's latest snapshot only: best rank first."""
 HISTORY = Query("history", f"SELECT {S_ROW}, e.rank, e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id"
-                           " WHERE e.title_key = ?1 AND instr(substr(e.search_key, instr(e.search_key, '|')), ?2) > 0"
+                           " WHERE e.title_key GLOB ?1 AND instr(substr(e.search_key, instr(e.search_key, '|')), ?2) > 0"
                            " AND (?3 IS NULL OR s.target GLOB ?3) ORDER BY s.chart_date, s.target, s.id")
-"""Every appearance of a title (by title key) credited to an artist whose key contains a needle, oldest first."""
+"""Every appearance of a title (its title key matching a GLOB: a key, or a key's prefix) credited to an artist whose
+key contains a needle, oldest first."""
 LATEST_FAILURES = Query("latest_failures", "SELECT target, started_at, coalesce(error, 'failed') FROM fetch_log WHERE id"
                                            " IN (SELECT max(id) FROM fetch_log WHERE status = 'failed' GROUP BY target)")
 OUTCOMES_BY_DAY = Query("outcomes_by_day", "SELECT substr(started_at, 1, 10) AS day, sum(status = 'ok'),"
