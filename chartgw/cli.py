@@ -274,6 +274,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_nginx(args: argparse.Namespace) -> int:
+    """`chartgw nginx --readers HOST:PORT,...`: print the nginx.conf of an nginx tier in front of the readers."""
+    from chartgw import nginx
+
+    tier = nginx.Tier(readers=config.comma_list(args.readers), writer=args.writer, listen=args.listen,
+                      state_dir=args.state_dir, pid=args.pid, error_log=args.error_log,
+                      access_log=args.access_log)
+    try:
+        print(nginx.render(tier, arguments=shlex.join(sys.argv[2:])), end="")
+    except ValueError as exc:
+        print(f"chartgw nginx: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="chartgw", description="Music chart aggregation gateway")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -351,6 +366,18 @@ def build_parser() -> argparse.ArgumentParser:
     storage = commands.add_parser("storage", help="each group's file size, snapshots, growth per year and retention")
     storage.add_argument("--json", action="store_true")
     storage.set_defaults(func=cmd_storage)
+
+    tier = commands.add_parser("nginx", help="print an nginx.conf for an nginx tier in front of read replicas")
+    tier.add_argument("--readers", required=True, metavar="HOST:PORT,...", help="the readers (chartgw serve --read-only)")
+    tier.add_argument("--writer", metavar="HOST:PORT", help="the writer: POST refreshes go there (default: the readers, "
+                                                             "which answer 503 naming it)")
+    tier.add_argument("--listen", default="80", help="nginx's listen address (default 80)")
+    tier.add_argument("--state-dir", default="/var/lib/nginx",
+                      help="an existing folder for nginx's cache of public pages and its temporary files")
+    tier.add_argument("--pid", default="/run/nginx-chartgw.pid")
+    tier.add_argument("--error-log", default="/var/log/nginx/chartgw-error.log")
+    tier.add_argument("--access-log", default="off", help="a path, or off (default)")
+    tier.set_defaults(func=cmd_nginx)
 
     settings = commands.add_parser("settings", help="list every CHARTGW_* setting with its current value")
     settings.set_defaults(func=cmd_settings)
