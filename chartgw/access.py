@@ -29,6 +29,15 @@ from chartgw.store import iso
 KEY_HEADER = b"x-api-key"
 KEY_ID_SCOPE = "chartgw.key_id"
 """The ASGI scope entry where the key middleware leaves the caller's key id (for per-key throttles)."""
+USAGE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS key_usage (
+    key_id INTEGER NOT NULL,
+    day TEXT NOT NULL,
+    requests INTEGER NOT NULL,
+    limited INTEGER NOT NULL,
+    PRIMARY KEY (key_id, day)
+) WITHOUT ROWID;
+"""
 KEYS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS api_keys (
     id INTEGER PRIMARY KEY,
@@ -38,14 +47,7 @@ CREATE TABLE IF NOT EXISTS api_keys (
     expires_at TEXT,
     revoked_at TEXT
 );
-CREATE TABLE IF NOT EXISTS key_usage (
-    key_id INTEGER NOT NULL,
-    day TEXT NOT NULL,
-    requests INTEGER NOT NULL,
-    limited INTEGER NOT NULL,
-    PRIMARY KEY (key_id, day)
-) WITHOUT ROWID;
-"""
+""" + USAGE_SCHEMA
 # Columns added after a key file may already exist: (column, declaration).
 KEY_MIGRATIONS = (("rate_per_minute", "INTEGER"),)
 ENV_KEY_ID = 0
@@ -99,10 +101,14 @@ class KeyInfo:
 
 
 class KeyStore:
-    """Key management for the CLI: create, list, revoke. Each call is its own short transaction."""
+    """Key management for the CLI: create, list, revoke. Each call is its own short transaction.
 
-    def __init__(self, path: Path | None = None) -> None:
+    With `usage_path` (a read replica's node-local file), request counts are kept there and the key file is only
+    read: a replica never writes a replicated file."""
+
+    def __init__(self, path: Path | None = None, usage_path: Path | None = None) -> None:
         self.path = path or keys_db_path()
+        self.usage_path = usage_path
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -133,23 +139,40 @@ class KeyStore:
             )
             return int(cur.lastrowid or 0), key
 
+    def _usage_db(self) -> sqlite3.Connection:
+        """Where request counts are kept: the key file, or the node-local usage file beside the key file attached
+        read-only (for the key names)."""
+        if self.usage_path is None:
+            return self._connect()
+        self.usage_path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.usage_path, isolation_level=None, timeout=30)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.executescript(USAGE_SCHEMA)
+        if self.path.exists():
+            db.execute("ATTACH DATABASE ? AS keys", (f"file:{self.path}?mode=ro",))
+        else:
+            db.execute("CREATE TEMP TABLE api_keys (id INTEGER PRIMARY KEY, name TEXT)")
+        return db
+
     def usage(self, since_day: str) -> list[tuple[int, str, str, int, int]]:
         """(key id, key name, day, requests, refused with 429) per key and day from `since_day`, newest first."""
-        with self._connect() as db:
+        with contextlib.closing(self._usage_db()) as db, db:
             return [tuple(row) for row in db.execute(
                 "SELECT u.key_id, coalesce(k.name, 'CHARTGW_API_KEYS'), u.day, u.requests, u.limited FROM key_usage u"
                 " LEFT JOIN api_keys k ON k.id = u.key_id WHERE u.day >= ? ORDER BY u.day DESC, u.key_id", (since_day,))]
 
     def add_usage(self, counts: dict[tuple[int, str], list[int]]) -> None:
         """Add request counts (key id, day) -> [requests, limited] to the stored ones, in one transaction."""
-        with self._connect() as db:
+        with contextlib.closing(self._usage_db()) as db, db:
             db.executemany(
                 "INSERT INTO key_usage (key_id, day, requests, limited) VALUES (?, ?, ?, ?) ON CONFLICT (key_id, day)"
                 " DO UPDATE SET requests = requests + excluded.requests, limited = limited + excluded.limited",
                 [(key_id, day, n, limited) for (key_id, day), (n, limited) in counts.items()])
 
     def list(self) -> list[KeyInfo]:
-        with self._connect() as db:
+        replica = self.usage_path is not None and self.path.exists()
+        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True) if replica else self._connect()
+        with contextlib.closing(db):
             return [KeyInfo(*row) for row in db.execute(
                 "SELECT id, name, created_at, expires_at, revoked_at FROM api_keys ORDER BY id")]
 

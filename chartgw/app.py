@@ -27,6 +27,8 @@ from chartgw.group import Group
 from chartgw.groups import GROUPS
 from chartgw.legacy import LegacyPrefixMiddleware, legacy_names
 from chartgw.openapi import build_document
+from chartgw.refresh import on_replica
+from chartgw.replication import replication_route, usage_path
 from chartgw.responses import FETCH_LOGS_ROUTE
 
 
@@ -159,7 +161,7 @@ def declared_routes(groups: Sequence[Group], documents: dict[str, DocumentBuilde
 
 def access_table(declared: Sequence[tuple[Group, Route]]) -> AccessTable:
     """Public: the routes declared public (roots, health, schema documents); all else needs a key."""
-    public: set[str] = {"/", "/openapi.json"}  # the front door: the status page and the joined document
+    public: set[str] = {"/", "/openapi.json", "/replication"}  # the front door: status page, joined document, replication
     for group, route in declared:
         if route.public:
             public.add(f"/{group.name}{route.path}")
@@ -173,17 +175,19 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
     """The gateway over `groups` (default: all); `clock` is what responses take as now (ages, staleness)."""
     groups = list(groups if groups is not None else GROUPS)
     cache = ResponseCache(max_bytes=config.get(config.CACHE_MAX_MB) * 1024 * 1024)
-    datas = {g.name: GroupData(g.name, clock) for g in groups}
+    read_only = config.get(config.READ_ONLY)
+    datas = {g.name: GroupData(g.name, clock, read_only) for g in groups}
     documents: dict[str, DocumentBuilder] = {}
     declared = declared_routes(groups, documents)
     door = FrontDoor(groups, datas, documents)
     by_group: dict[str, list[StarletteRoute]] = {}
     for group, route in declared:
         by_group.setdefault(group.name, []).append(StarletteRoute(
-            f"/{group.name}{route.path}", EndpointApp(route, datas[group.name], cache), methods=[route.method]))
+            f"/{group.name}{route.path}", EndpointApp(on_replica(route) if read_only else route, datas[group.name], cache),
+            methods=[route.method]))
     # The groups' routes first: every chart request is matched there; the front door's two paths after.
     routes = [GroupRoutes(by_group), StarletteRoute("/", door.page, methods=["GET"]),
-              StarletteRoute("/openapi.json", door.openapi, methods=["GET"])]
+              StarletteRoute("/openapi.json", door.openapi, methods=["GET"]), replication_route(clock)]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -193,7 +197,8 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
 
     table = access_table(declared)
     checker = checker or KeyChecker(plain_keys=[*config.get(config.API_KEYS)])
-    limiter = limiter or RateLimiter(config.get(config.RATE_LIMIT_PER_MINUTE), KeyStore())
+    # A replica counts its keys' requests in a node-local file: it never writes a replicated one.
+    limiter = limiter or RateLimiter(config.get(config.RATE_LIMIT_PER_MINUTE), KeyStore(usage_path=usage_path()))
     app = Starlette(
         routes=routes,
         middleware=[

@@ -119,8 +119,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from chartgw.server import LimitedHttpToolsProtocol
 
+    # --read-only is the setting, so every worker process (and chartgw.app) reads it.
+    with config.environment({config.READ_ONLY.variable: "1"} if args.read_only else {}):
+        return _run_uvicorn(args, uvicorn, LimitedHttpToolsProtocol)
+
+
+def _run_uvicorn(args: argparse.Namespace, uvicorn: Any, protocol: Any) -> int:
     uvicorn.run("chartgw.app:build_app", factory=True, host=args.host, port=args.port, workers=args.workers,
-                access_log=args.access_log, log_level="info", http=LimitedHttpToolsProtocol,
+                access_log=args.access_log, log_level="info", http=protocol,
                 limit_concurrency=args.limit_concurrency, timeout_keep_alive=5)
     return 0
 
@@ -144,8 +150,9 @@ def _parse_rate(value: str) -> int:
 
 def cmd_keys(args: argparse.Namespace) -> int:
     from chartgw.access import KeyStore
+    from chartgw.replication import usage_path
 
-    store = KeyStore()
+    store = KeyStore(usage_path=usage_path())  # a replica: the keys read-only, its own request counts
     if args.keys_command == "create":
         if not args.name.strip():
             print("chartgw keys create: --name must name the key's holder", file=sys.stderr)
@@ -289,6 +296,49 @@ def cmd_nginx(args: argparse.Namespace) -> int:
     return 0
 
 
+def _supervise(run: Any) -> int:
+    """Run a replication supervisor until SIGTERM or SIGINT."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda *_: stop.set())
+    return int(run(stop))
+
+
+def cmd_replicate(args: argparse.Namespace) -> int:
+    """`chartgw replicate`: the writer's Litestream, supervised (docs/replication.md)."""
+    from chartgw import litestream, replication
+
+    if args.print_config:
+        print(replication.litestream_config([f for f in litestream.replicated_files() if f.path.exists()]), end="")
+        return 0
+    try:
+        return _supervise(litestream.replicate)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"chartgw replicate: {exc}", file=sys.stderr)
+        return 2
+
+
+def cmd_follow(args: argparse.Namespace) -> int:
+    """`chartgw follow`: a reader's Litestream follow of every replicated file, supervised."""
+    from chartgw import litestream, replication
+    from chartgw.access import SECRET_FILE
+
+    if args.print_config:
+        print(replication.litestream_config(litestream.replicated_files()), end="")
+        return 0
+    if not (config.data_dir() / SECRET_FILE).exists():
+        print(f"chartgw follow: no {config.data_dir() / SECRET_FILE}: copy the writer's (keys are checked under it)",
+              file=sys.stderr)
+    try:
+        return _supervise(litestream.follow)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"chartgw follow: {exc}", file=sys.stderr)
+        return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="chartgw", description="Music chart aggregation gateway")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -300,6 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
     serve.add_argument("--limit-concurrency", type=int, default=1000, metavar="N",
                        help="connections and requests in progress per worker before a 503 (default 1000)")
+    serve.add_argument("--read-only", action="store_true",
+                       help="a read replica: serve the files chartgw follow keeps current, write none of them "
+                            f"(sets {config.READ_ONLY.variable}=1)")
     serve.set_defaults(func=cmd_serve)
 
     crawl = commands.add_parser("crawl", help="crawl a group's upstreams and commit snapshots")
@@ -379,14 +432,36 @@ def build_parser() -> argparse.ArgumentParser:
     tier.add_argument("--access-log", default="off", help="a path, or off (default)")
     tier.set_defaults(func=cmd_nginx)
 
+    replicate = commands.add_parser("replicate", help="the writer: Litestream ships every group file, the index and "
+                                                      "the key store to CHARTGW_REPLICA_URL (supervised)")
+    replicate.add_argument("--print-config", action="store_true", help="print Litestream's configuration and exit")
+    replicate.set_defaults(func=cmd_replicate)
+    follow = commands.add_parser("follow", help="a reader: restore every file from CHARTGW_REPLICA_URL and keep "
+                                                "following it (supervised); serve them with serve --read-only")
+    follow.add_argument("--print-config", action="store_true", help="print Litestream's configuration and exit")
+    follow.set_defaults(func=cmd_follow)
+
     settings = commands.add_parser("settings", help="list every CHARTGW_* setting with its current value")
     settings.set_defaults(func=cmd_settings)
     return parser
 
 
+WRITING_COMMANDS = frozenset({"crawl", "demo", "replicate", "cron"})
+"""Commands that write replicated files (with every group command and keys create/rotate/revoke)."""
+
+
+def _writes(args: argparse.Namespace) -> bool:
+    return (args.command in WRITING_COMMANDS or args.func is cmd_group_command
+            or (args.command == "keys" and args.keys_command in {"create", "rotate", "revoke"}))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if _writes(args) and config.get(config.READ_ONLY):
+            print(f"chartgw {args.command}: this node is a read replica ({config.READ_ONLY.variable}=1): run it on "
+                  "the writer", file=sys.stderr)
+            return 2
         return int(args.func(args))
     except SettingError as exc:  # a misconfigured setting: one line naming it, not a traceback
         print(f"chartgw: {exc}", file=sys.stderr)

@@ -23,6 +23,7 @@ from chartgw.cache import CachedBody, ResponseCache, etag_matches, make_body
 from chartgw.clock import Clock, utc_now
 from chartgw.config import SettingError
 from chartgw.params import InvalidParams, Param, parse_query, validate
+from chartgw.replication import FollowedReader
 from chartgw.store import SnapshotReader, group_db_path
 
 __all__ = [
@@ -63,11 +64,12 @@ class GroupData:
     `PRAGMA data_version`, not one per request.
     """
 
-    def __init__(self, group: str, clock: Clock = utc_now) -> None:
+    def __init__(self, group: str, clock: Clock = utc_now, read_only: bool = False) -> None:
         self.group = group
         self.clock = clock
         """What "now" is for ages and staleness in responses (injected in tests)."""
-        self.reader = SnapshotReader(group_db_path(group))
+        self.reader = FollowedReader(group_db_path(group), group) if read_only else SnapshotReader(group_db_path(group))
+        """On a read replica, the file `chartgw follow` keeps current (chartgw.replication)."""
         self.version = 0
         self.refreshed: dict[Hashable, float] = {}
         """When each target was last refreshed through the API (monotonic seconds), for the refresh throttle."""

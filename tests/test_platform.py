@@ -32,7 +32,7 @@ CONFIGURATION_DOC = PACKAGE.parent / "docs" / "configuration.md"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.clock", "chartgw.countries", "chartgw.text"),
     ("chartgw.config",),
-    ("chartgw.store", "chartgw.params", "chartgw.cache"),
+    ("chartgw.store", "chartgw.params", "chartgw.cache", "chartgw.replication"),
     ("chartgw.records", "chartgw.targets"),
     ("chartgw.upstreams",),
     ("chartgw.replay", "chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi"),
