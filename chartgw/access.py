@@ -145,7 +145,7 @@ class KeyStore:
         if self.usage_path is None:
             return self._connect()
         self.usage_path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.usage_path, isolation_level=None, timeout=30)
+        db = sqlite3.connect(f"file:{self.usage_path}", uri=True, isolation_level=None, timeout=30)
         db.execute("PRAGMA journal_mode=WAL")
         db.executescript(USAGE_SCHEMA)
         if self.path.exists():

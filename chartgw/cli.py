@@ -311,10 +311,10 @@ def cmd_replicate(args: argparse.Namespace) -> int:
     """`chartgw replicate`: the writer's Litestream, supervised (docs/replication.md)."""
     from chartgw import litestream, replication
 
-    if args.print_config:
-        print(replication.litestream_config([f for f in litestream.replicated_files() if f.path.exists()]), end="")
-        return 0
     try:
+        if args.print_config:
+            print(replication.litestream_config([f for f in litestream.replicated_files() if f.path.exists()]), end="")
+            return 0
         return _supervise(litestream.replicate)
     except (FileNotFoundError, ValueError) as exc:
         print(f"chartgw replicate: {exc}", file=sys.stderr)
@@ -326,13 +326,13 @@ def cmd_follow(args: argparse.Namespace) -> int:
     from chartgw import litestream, replication
     from chartgw.access import SECRET_FILE
 
-    if args.print_config:
-        print(replication.litestream_config(litestream.replicated_files()), end="")
-        return 0
-    if not (config.data_dir() / SECRET_FILE).exists():
-        print(f"chartgw follow: no {config.data_dir() / SECRET_FILE}: copy the writer's (keys are checked under it)",
-              file=sys.stderr)
     try:
+        if args.print_config:
+            print(replication.litestream_config(litestream.replicated_files()), end="")
+            return 0
+        if not (config.data_dir() / SECRET_FILE).exists():
+            print(f"chartgw follow: no {config.data_dir() / SECRET_FILE}: copy the writer's (keys are checked under it)",
+                  file=sys.stderr)
         return _supervise(litestream.follow)
     except (FileNotFoundError, ValueError) as exc:
         print(f"chartgw follow: {exc}", file=sys.stderr)

@@ -42,6 +42,8 @@ __all__ = ["Process", "binary", "follow", "publish", "replicate", "replicated_fi
 
 TICK_SECONDS = 0.5
 BACKOFF_SECONDS = (1.0, 2.0, 5.0, 10.0, 30.0)
+WAITING_SECONDS = 10.0
+"""How often a reader asks again for a file the writer has not replicated yet (a group never crawled)."""
 PENDING_BYTE = 0x40000000
 SHARED_FIRST = PENDING_BYTE + 2
 SHARED_SIZE = 510
@@ -63,7 +65,10 @@ def binary() -> str:
 
 
 def log_fields(line: str) -> dict[str, str]:
-    """Litestream's logfmt line as fields (`msg`, `level`, `err`, `to_txid`...)."""
+    """Litestream's logfmt line as fields (`msg`, `level`, `err`, `to_txid`...); its last words before exiting
+    ("Error: ...") as an ERROR."""
+    if line.startswith("Error: "):
+        return {"level": "ERROR", "msg": line.removeprefix("Error: ")}
     return {key: value[1:-1].replace('\\"', '"') if value.startswith('"') else value
             for key, value in _FIELD.findall(line)}
 
@@ -232,6 +237,8 @@ class Follower(Supervised):
 
     published: bool = False
     following: bool = False
+    absent: bool = False
+    """The replica has no such file (the writer never made it): nothing to follow, so nothing lags."""
 
 
 def _clear_staging(name: str) -> Path:
@@ -257,13 +264,13 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time) -> int
             message = fields.get("msg", "")
             with unit.lock:
                 if message == "entering follow mode":
-                    unit.following = True
+                    unit.following, unit.absent = True, False
                     unit.state.txid = fields.get("txid", unit.state.txid)
                 elif message.startswith("follow: applied updates"):
                     unit.state.txid = fields.get("to_txid", unit.state.txid)
                     unit.state.applied_at = clock()
                 elif message == "no matching backups found":
-                    unit.state.state = "waiting"
+                    unit.state.state, unit.absent = "waiting", True
             if fields.get("level") == "ERROR":
                 unit.note_error(f"{message}: {fields.get('err', '')}".strip(": "), clock())
         return on_line
@@ -289,22 +296,22 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time) -> int
                 code = unit.process.exited()
                 if code is not None:
                     waiting = unit.state.state == "waiting" and code == 0
-                    if waiting:
-                        unit.state.ok_at = now  # nothing to follow yet: the writer has no such file
-                    else:
+                    if not waiting:
                         unit.failures += 1
                         unit.state.restarts += 1
                         unit.note_error(f"litestream restore -f exited with {code}", now)
                         unit.state.state = "down"
-                    unit.process, unit.restart_at = None, now + (2.0 if waiting else unit.backoff())
-                    continue
+                    unit.process, unit.restart_at = None, now + (WAITING_SECONDS if waiting else unit.backoff())
+                    if not waiting:
+                        unit.absent = False
+                        continue
                 if unit.following and not unit.published:
                     publish(staging_path(unit.name), paths[unit.name])
                     with unit.lock:
                         unit.published = True
                         unit.state.state = "following"
                         unit.state.applied_at = unit.state.applied_at or now
-                if unit.published:
+                if unit.published or unit.absent:
                     with unit.lock:
                         if now - unit.restart_at > 3 * interval + 2:
                             unit.failures = 0

@@ -21,7 +21,7 @@ from chartgw.endpoints import Call, Route
 from chartgw.group import Group
 from chartgw.server import LimitedHttpToolsProtocol
 from tests.fixtures import FIXED_NOW, TEST_KEY, data_dir, serving
-from tests.tiers import get, nginx_binary, raw, running_nginx
+from tests.tiers import UNADMITTED, bypass_requests, get, nginx_binary, raw, running_nginx
 
 OTHER_KEY = "other-key-9876543210"
 
@@ -106,34 +106,16 @@ def test_public_pages_are_cached_as_the_gateway_allows(tier: tuple[int, list[Any
     assert first.headers["cache-control"] == "public, max-age=60"
 
 
-BYPASSES = [
-    ("missing key", "GET /tiny/data HTTP/1.1\r\nHost: x\r\n"),
-    ("unknown key", "GET /tiny/data HTTP/1.1\r\nHost: x\r\nX-API-Key: not-a-key\r\n"),
-    ("empty key", "GET /tiny/data HTTP/1.1\r\nHost: x\r\nX-API-Key: \r\n"),
-    ("key in the query", f"GET /tiny/data?api_key={TEST_KEY} HTTP/1.1\r\nHost: x\r\n"),
-    ("underscored header", f"GET /tiny/data HTTP/1.1\r\nHost: x\r\nX_API_Key: {TEST_KEY}\r\n"),
-    ("other header", f"GET /tiny/data HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TEST_KEY}\r\n"),
-    ("absolute form", "GET http://127.0.0.1/tiny/data HTTP/1.1\r\nHost: x\r\n"),
-    ("absolute form, other host", "GET http://evil.example/tiny/data HTTP/1.1\r\nHost: 127.0.0.1\r\n"),
-    ("encoded letter", "GET /tiny/%64ata HTTP/1.1\r\nHost: x\r\n"),
-    ("encoded slash", "GET /tiny%2Fdata HTTP/1.1\r\nHost: x\r\n"),
-    ("dot segments from a public page", "GET /tiny/health/../data HTTP/1.1\r\nHost: x\r\n"),
-    ("encoded dot segments", "GET /tiny/health/%2e%2e/data HTTP/1.1\r\nHost: x\r\n"),
-    ("double slash", "GET //tiny/data HTTP/1.1\r\nHost: x\r\n"),
-    ("trailing slash", "GET /tiny/data/ HTTP/1.1\r\nHost: x\r\n"),
-    ("HEAD", "HEAD /tiny/data HTTP/1.1\r\nHost: x\r\n"),
-    ("HTTP/1.0", "GET /tiny/data HTTP/1.0\r\nHost: x\r\n"),
-    ("forwarded headers", "GET /tiny/data HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 127.0.0.1\r\nX-Original-URL: /tiny/health\r\n"),
-]
+BYPASSES = bypass_requests("/tiny/data", "/tiny/health", TEST_KEY)
 
 
 @pytest.mark.parametrize("case", BYPASSES, ids=[c[0] for c in BYPASSES])
-def test_a_request_the_gateway_did_not_admit_gets_nothing_keyed(tier: tuple[int, list[Any]], case: tuple[str, str]) -> None:
+def test_a_request_the_gateway_did_not_admit_gets_nothing_keyed(tier: tuple[int, list[Any]], case: tuple[str, bytes]) -> None:
     port, _ = tier
     for _ in range(2):  # admitted answers first, twice: were anything cached, the bypass would now be served it
         assert get(port, "/tiny/data", f"X-API-Key: {TEST_KEY}").status == 200
-    answer = raw(port, case[1].encode() + b"Connection: close\r\n\r\n")
-    assert b"secret" not in answer.body and answer.status in (307, 400, 401, 404), answer
+    answer = raw(port, case[1])
+    assert b"secret" not in answer.body and answer.status in UNADMITTED, answer
     assert answer.headers.get("x-cache") in (None, "BYPASS")
 
 

@@ -109,3 +109,36 @@ def get(port: int, target: str, *headers: str) -> Answer:
     """`GET target` with `headers` ("Name: value") and Connection: close."""
     lines = [f"GET {target} HTTP/1.1", "Host: 127.0.0.1", *headers, "Connection: close", "", ""]
     return raw(port, "\r\n".join(lines).encode("latin-1"))
+
+
+UNADMITTED = (307, 400, 401, 404)
+"""What a request the gateway does not admit to a keyed route may get: a relative redirect, a refusal, nothing."""
+
+
+def bypass_requests(keyed: str, public: str, key: str) -> list[tuple[str, bytes]]:
+    """Requests for keyed path `keyed` (two segments) that the gateway must not admit, each with a name: no key, a
+    wrong one, the key where it is not read, and request forms a proxy may read otherwise than the gateway
+    (absolute form, encodings, dot segments from public path `public`)."""
+    group, page = keyed.strip("/").split("/", 1)
+    encoded = "%" + format(ord(page[0]), "02x") + page[1:]
+    forms = [
+        ("missing key", f"GET {keyed} HTTP/1.1\r\nHost: x\r\n"),
+        ("unknown key", f"GET {keyed} HTTP/1.1\r\nHost: x\r\nX-API-Key: not-a-key\r\n"),
+        ("empty key", f"GET {keyed} HTTP/1.1\r\nHost: x\r\nX-API-Key: \r\n"),
+        ("key in the query", f"GET {keyed}?api_key={key} HTTP/1.1\r\nHost: x\r\n"),
+        ("underscored header", f"GET {keyed} HTTP/1.1\r\nHost: x\r\nX_API_Key: {key}\r\n"),
+        ("other header", f"GET {keyed} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"),
+        ("absolute form", f"GET http://127.0.0.1{keyed} HTTP/1.1\r\nHost: x\r\n"),
+        ("absolute form, other host", f"GET http://evil.example{keyed} HTTP/1.1\r\nHost: 127.0.0.1\r\n"),
+        ("encoded letter", f"GET /{group}/{encoded} HTTP/1.1\r\nHost: x\r\n"),
+        ("encoded slash", f"GET /{group}%2F{page} HTTP/1.1\r\nHost: x\r\n"),
+        ("dot segments from a public page", f"GET {public}/../{page} HTTP/1.1\r\nHost: x\r\n"),
+        ("encoded dot segments", f"GET {public}/%2e%2e/{page} HTTP/1.1\r\nHost: x\r\n"),
+        ("double slash", f"GET /{keyed} HTTP/1.1\r\nHost: x\r\n"),
+        ("trailing slash", f"GET {keyed}/ HTTP/1.1\r\nHost: x\r\n"),
+        ("HEAD", f"HEAD {keyed} HTTP/1.1\r\nHost: x\r\n"),
+        ("HTTP/1.0", f"GET {keyed} HTTP/1.0\r\nHost: x\r\n"),
+        ("forwarded headers", f"GET {keyed} HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 127.0.0.1\r\n"
+                              f"X-Original-URL: {public}\r\nX-Rewrite-URL: {public}\r\n"),
+    ]
+    return [(name, (request + "Connection: close\r\n\r\n").encode()) for name, request in forms]
