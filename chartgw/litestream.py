@@ -277,7 +277,7 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time) -> int
 
     def start(unit: Follower, now: float) -> None:
         staging = _clear_staging(unit.name)
-        unit.following = unit.published = False
+        unit.following = unit.published = False  # a file already in place stays served until the fresh copy replaces it
         unit.state.state = "restoring"
         unit.process = Process([program, "restore", "-config", str(conf), "-if-replica-exists", "-f",
                                 "-follow-interval", f"{max(int(interval * 1000), 100)}ms", "-o", str(staging),
@@ -289,29 +289,24 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time) -> int
         while not stop.is_set():
             now = clock()
             for unit in followers.values():
-                if unit.process is None:
-                    if now >= unit.restart_at:
-                        start(unit, now)
-                    continue
-                code = unit.process.exited()
+                code = unit.process.exited() if unit.process is not None else None
                 if code is not None:
                     waiting = unit.state.state == "waiting" and code == 0
                     if not waiting:
                         unit.failures += 1
                         unit.state.restarts += 1
                         unit.note_error(f"litestream restore -f exited with {code}", now)
-                        unit.state.state = "down"
+                        unit.state.state, unit.published, unit.absent = "down", False, False
                     unit.process, unit.restart_at = None, now + (WAITING_SECONDS if waiting else unit.backoff())
-                    if not waiting:
-                        unit.absent = False
-                        continue
-                if unit.following and not unit.published:
+                if unit.process is None and now >= unit.restart_at:
+                    start(unit, now)
+                if unit.process is not None and unit.following and not unit.published:
                     publish(staging_path(unit.name), paths[unit.name])
                     with unit.lock:
                         unit.published = True
                         unit.state.state = "following"
                         unit.state.applied_at = unit.state.applied_at or now
-                if unit.published or unit.absent:
+                if unit.published or unit.absent:  # following, or nothing to follow: current unless errors go on
                     with unit.lock:
                         if now - unit.restart_at > 3 * interval + 2:
                             unit.failures = 0

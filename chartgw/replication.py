@@ -117,7 +117,9 @@ def litestream_config(files: list[Replicated], url: str | None = None) -> str:
     sync = _duration(config.get(config.REPLICA_SYNC_SECONDS))
     lines = ["# Written by chartgw from the CHARTGW_REPLICA_* settings; rewritten on every start.", "dbs:"]
     for file in files:
-        lines += [f"  - path: {_scalar(str(file.path.resolve()))}", "    replica:"]
+        # The WAL is looked at four times a second (a stat, locally): a commit leaves at the next sync, not up to
+        # a second later (Litestream's default monitor interval is 1 s).
+        lines += [f"  - path: {_scalar(str(file.path.resolve()))}", "    monitor-interval: 250ms", "    replica:"]
         if parts.scheme == "file":
             lines += ["      type: file", f"      path: {_scalar(parts.path.rstrip('/') + '/' + file.name)}"]
         else:

@@ -204,8 +204,9 @@ class Commits:
                 self.seen[newest], self.last = time.monotonic(), newest
             time.sleep(0.02)
 
-    def open_window(self) -> None:
-        self.windows.append([time.monotonic(), float("inf")])
+    def open_window(self, lead: float = 5.0) -> None:
+        """From `lead` seconds ago: commits made just before a reader went down or the store shut are in flight."""
+        self.windows.append([time.monotonic() - lead, float("inf")])
 
     def close_window(self) -> None:
         self.windows[-1][1] = time.monotonic()
@@ -483,6 +484,8 @@ def kill_the_writer(writer: Path, env: dict[str, str], procs: list[subprocess.Po
 
 
 def store_unreachable(store: Gate, writer: Path, readers: list[Node], pollers: list[Poller]) -> None:
+    before = [(n.name, f) for n in readers for f in replication(n)["files"] if f["lag_seconds"] is None or f["lag_seconds"] > 2]
+    print("lagging before the store shut:", before)
     store.close()
     shut = newest_commit(writer)
     waited = wait_until(lambda: all(replication(n)["status"] == "degraded" for n in readers), 30,
