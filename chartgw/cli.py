@@ -287,7 +287,7 @@ def cmd_nginx(args: argparse.Namespace) -> int:
 
     tier = nginx.Tier(readers=config.comma_list(args.readers), writer=args.writer, listen=args.listen,
                       state_dir=args.state_dir, pid=args.pid, error_log=args.error_log,
-                      access_log=args.access_log)
+                      access_log=args.access_log, user=args.user)
     try:
         print(nginx.render(tier, arguments=shlex.join(sys.argv[2:])), end="")
     except ValueError as exc:
@@ -430,6 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
     tier.add_argument("--pid", default="/run/nginx-chartgw.pid")
     tier.add_argument("--error-log", default="/var/log/nginx/chartgw-error.log")
     tier.add_argument("--access-log", default="off", help="a path, or off (default)")
+    tier.add_argument("--user", help="the user nginx's workers run as when started by root (default: nginx's, nobody)")
     tier.set_defaults(func=cmd_nginx)
 
     replicate = commands.add_parser("replicate", help="the writer: Litestream ships every group file, the index and "
