@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
 from starlette.routing import Route as StarletteRoute
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from chartgw import config
 from chartgw.access import AccessTable, ApiKeyMiddleware, KeyChecker, KeyStore, RateLimiter
@@ -30,6 +30,7 @@ from chartgw.openapi import build_document
 from chartgw.refresh import on_replica
 from chartgw.replication import replication_route, usage_path
 from chartgw.responses import FETCH_LOGS_ROUTE
+from chartgw.settings import Settings, current, using
 
 
 class EndpointInfo(msgspec.Struct):
@@ -170,12 +171,38 @@ def access_table(declared: Sequence[tuple[Group, Route]]) -> AccessTable:
     return AccessTable(public)
 
 
+class SettingsScope:
+    """Outermost ASGI layer: the app's own settings are in force while it answers (what `config.get` reads in
+    handlers), so apps built with different settings can share a process."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.settings = settings
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with using(self.settings):
+            await self.app(scope, receive, send)
+
+
 def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None = None,
-              clock: Clock = utc_now, limiter: RateLimiter | None = None) -> Starlette:
-    """The gateway over `groups` (default: all); `clock` is what responses take as now (ages, staleness)."""
-    groups = list(groups if groups is not None else GROUPS)
-    cache = ResponseCache(max_bytes=config.get(config.CACHE_MAX_MB) * 1024 * 1024)
-    read_only = config.get(config.READ_ONLY)
+              clock: Clock = utc_now, limiter: RateLimiter | None = None, settings: Settings | None = None) -> Starlette:
+    """The gateway over `groups` (default: all) with `settings` (default: the process's, resolved at start-up);
+    `clock` is what responses take as now (ages, staleness)."""
+    settings = settings or current()
+    with using(settings):
+        return _build_app(list(groups if groups is not None else GROUPS), checker, clock, limiter, settings)
+
+
+def build_replica_app() -> Starlette:
+    """`chartgw serve --read-only`'s factory (each worker process calls it): the gateway with CHARTGW_READ_ONLY in
+    force whatever the environment says."""
+    return build_app(settings=current().with_values({config.READ_ONLY.variable: "1"}))
+
+
+def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, limiter: RateLimiter | None,
+               settings: Settings) -> Starlette:
+    cache = ResponseCache(max_bytes=settings.get(config.CACHE_MAX_MB) * 1024 * 1024)
+    read_only = settings.get(config.READ_ONLY)
     datas = {g.name: GroupData(g.name, clock, read_only) for g in groups}
     documents: dict[str, DocumentBuilder] = {}
     declared = declared_routes(groups, documents)
@@ -196,12 +223,13 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
             await data.reader.close()
 
     table = access_table(declared)
-    checker = checker or KeyChecker(plain_keys=[*config.get(config.API_KEYS)])
+    checker = checker or KeyChecker(plain_keys=[*settings.get(config.API_KEYS)])
     # A replica counts its keys' requests in a node-local file: it never writes a replicated one.
-    limiter = limiter or RateLimiter(config.get(config.RATE_LIMIT_PER_MINUTE), KeyStore(usage_path=usage_path()))
+    limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore(usage_path=usage_path()))
     app = Starlette(
         routes=routes,
         middleware=[
+            Middleware(SettingsScope, settings=settings),
             Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),
             Middleware(ApiKeyMiddleware, table=table, checker=checker, limiter=limiter),
         ],

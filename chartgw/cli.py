@@ -16,10 +16,12 @@ from typing import Any
 from chartgw import config
 from chartgw.clock import fixed, utc_now
 from chartgw.config import SettingError
+from chartgw.context import Context
 from chartgw.crawl import EXIT_BUSY, CrawlBusy, CrawlError, Outcome, crawl_lock
 from chartgw.group import Group, GroupCommand, after_crawl, crawl_group, retention
 from chartgw.groups import GROUPS
 from chartgw.params import InvalidParams
+from chartgw.settings import Settings, SettingsFileError, current, install
 from chartgw.upstreams import origin_setting
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -40,12 +42,44 @@ def all_settings() -> list[tuple[str, config.Setting[Any]]]:
     return table
 
 
+def settings_problems(settings: Settings, group: Group | None = None) -> list[str]:
+    """One line per setting whose value cannot be used: every setting, or the platform's and `group`'s own
+    (what a crawl or command of that group reads), and a retention naming no group."""
+    if group is None:
+        declared = [setting for _, setting in all_settings()]
+    else:
+        declared = [*config.SETTINGS, *group.settings, *(origin_setting(name) for name in group.upstreams)]
+    problems = settings.problems(declared)
+    if config.RETENTION_DAYS.variable not in " ".join(problems):
+        try:
+            retention(group or GROUPS[0])
+        except SettingError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def refuse_bad_settings(verb: str, settings: Settings, group: Group | None = None) -> bool:
+    """Print one line per bad setting (`chartgw VERB: CHARTGW_X: why`) and say whether there was any."""
+    problems = settings_problems(settings, group)
+    for line in problems:
+        print(f"chartgw {verb}: {line}", file=sys.stderr)
+    return bool(problems)
+
+
 def cmd_settings(args: argparse.Namespace) -> int:
-    """Print every setting with its current value (`*` marks a value set in the environment)."""
-    for owner, setting in all_settings():
-        value = setting.raw()
+    """Print every setting with its value in force (`*` marks one that is set); with --check, only the bad
+    values, one line each, and exit 2 when there is any."""
+    settings = current()
+    declared = all_settings()
+    if args.check:
+        bad = refuse_bad_settings("settings", settings)
+        for name in settings.unknown(s for _, s in declared):
+            print(f"chartgw settings: {name}: not a setting of this version (ignored)", file=sys.stderr)
+        return 2 if bad else 0
+    for owner, setting in declared:
+        value = settings.raw(setting)
         shown = "(set)" if setting.secret and value else value or "(none)"
-        mark = "*" if value != setting.default else " "
+        mark = "*" if settings.is_set(setting) else " "
         print(f"{mark} {setting.variable:38} {shown:48} {owner}: {setting.help}")
     return 0
 
@@ -58,6 +92,8 @@ def _print_outcome(outcome: Outcome) -> None:
 
 def cmd_crawl(args: argparse.Namespace) -> int:
     group: Group = _group(args.group)
+    if refuse_bad_settings("crawl", current(), group):
+        return 2
     selection = {name: getattr(args, name) for name, _ in group.crawl_options}
     progress = _print_outcome if sys.stderr.isatty() and not args.json else None
     try:
@@ -98,13 +134,16 @@ def cmd_group_command(args: argparse.Namespace) -> int:
     command says otherwise (a long-running monitor)."""
     group = _group(args.group)
     command: GroupCommand = next(c for c in group.commands if c.verb == args.command)
+    if refuse_bad_settings(command.verb, current(), group):
+        return 2
     values = {arg.name: getattr(args, arg.name) for arg in command.args}
+    ctx = Context(settings=current(), interactive=sys.stderr.isatty() and not args.json)
     try:
         if command.lock:
             with crawl_lock(group.name, args.wait):
-                outcomes = command.run(values)
+                outcomes = command.run(ctx, values)
         else:
-            outcomes = command.run(values)
+            outcomes = command.run(ctx, values)
     except CrawlBusy as exc:
         print(f"chartgw {command.verb}: {exc}", file=sys.stderr)
         return EXIT_BUSY
@@ -117,16 +156,14 @@ def cmd_group_command(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    if refuse_bad_settings("serve", current()):
+        return 2
     from chartgw.server import LimitedHttpToolsProtocol
 
-    # --read-only is the setting, so every worker process (and chartgw.app) reads it.
-    with config.environment({config.READ_ONLY.variable: "1"} if args.read_only else {}):
-        return _run_uvicorn(args, uvicorn, LimitedHttpToolsProtocol)
-
-
-def _run_uvicorn(args: argparse.Namespace, uvicorn: Any, protocol: Any) -> int:
-    uvicorn.run("chartgw.app:build_app", factory=True, host=args.host, port=args.port, workers=args.workers,
-                access_log=args.access_log, log_level="info", http=protocol,
+    # --read-only names the factory, so every worker process builds the replica's app.
+    factory = "chartgw.app:build_replica_app" if args.read_only else "chartgw.app:build_app"
+    uvicorn.run(factory, factory=True, host=args.host, port=args.port, workers=args.workers,
+                access_log=args.access_log, log_level="info", http=LimitedHttpToolsProtocol,
                 limit_concurrency=args.limit_concurrency, timeout_keep_alive=5)
     return 0
 
@@ -442,7 +479,9 @@ def build_parser() -> argparse.ArgumentParser:
     follow.add_argument("--print-config", action="store_true", help="print Litestream's configuration and exit")
     follow.set_defaults(func=cmd_follow)
 
-    settings = commands.add_parser("settings", help="list every CHARTGW_* setting with its current value")
+    settings = commands.add_parser("settings", help="list every CHARTGW_* setting with its value in force")
+    settings.add_argument("--check", action="store_true",
+                          help="print only the values that cannot be used, one line each; exit 2 when there is any")
     settings.set_defaults(func=cmd_settings)
     return parser
 
@@ -456,7 +495,13 @@ def _writes(args: argparse.Namespace) -> bool:
             or (args.command == "keys" and args.keys_command in {"create", "rotate", "revoke"}))
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:
+    """Run the command with `settings`, by default resolved once from the environment (and CHARTGW_SETTINGS_FILE)."""
+    try:
+        install(settings or Settings.from_environment())
+    except SettingsFileError as exc:
+        print(f"chartgw: {exc}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     try:
         if _writes(args) and config.get(config.READ_ONLY):

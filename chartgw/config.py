@@ -1,14 +1,14 @@
-"""Settings read from the environment, so one process image serves tests, demo and production.
+"""The settings table: every `CHARTGW_*` setting declared once, with its parser.
 
 Every setting is declared once as a `Setting` (name, default, help, parser), in the style of
 Datasette's SETTINGS: the platform's here in `SETTINGS`, each group's beside the group (its
-`Group.settings`), each upstream's origin override by `declare_upstream`. `get` is the one way to
-read one; `chartgw settings` lists them all with their current values.
+`Group.settings`), each upstream's origin override by `declare_upstream`. Values come from the one
+`chartgw.settings.Settings` object resolved at start-up; `get` reads a setting from the Settings in
+force (the running app's or crawl's); `chartgw settings` lists them all.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from chartgw.countries import GLOBAL, country_code
+from chartgw.settings import PREFIX, SettingError, current, using
 
 __all__ = [
     "API_KEYS",
@@ -52,12 +53,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-PREFIX = "CHARTGW_"
 CHECKOUT_DATA_DIR = Path(__file__).resolve().parents[1] / "data"
-
-
-class SettingError(ValueError):
-    """A CHARTGW_* setting holds a value the code cannot use; the server answers 503 naming it."""
 
 
 @dataclass(frozen=True)
@@ -81,17 +77,10 @@ class Setting(Generic[T]):
     def variable(self) -> str:
         return PREFIX + self.name
 
-    def raw(self) -> str:
-        """The text in force: the variable, stripped, or the default when unset or blank."""
-        return os.environ.get(self.variable, "").strip() or self.default
-
 
 def get(setting: Setting[T]) -> T:
-    """The current value of `setting`, read on each call so a changed environment needs no restart."""
-    try:
-        return setting.parse(setting.raw())
-    except ValueError as exc:
-        raise SettingError(f"{setting.variable}: {exc}") from None
+    """The value of `setting` in the Settings in force (parsed once per Settings object)."""
+    return current().get(setting)
 
 
 # --- parsers ------------------------------------------------------------------------------------
@@ -274,18 +263,7 @@ def data_dir() -> Path:
 
 @contextmanager
 def environment(values: dict[str, str | None]) -> Iterator[None]:
-    """Set (or, for None, unset) environment variables for the duration, then restore them (demo seeding)."""
-    saved = {name: os.environ.get(name) for name in values}
-
-    def apply(settings: dict[str, str | None]) -> None:
-        for name, value in settings.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-    apply(values)
-    try:
+    """The settings in force with `values` set (None: unset) for the duration (demo seeding, replays, tests).
+    Nothing is written to the process environment."""
+    with using(current().with_values(values)):
         yield
-    finally:
-        apply(saved)

@@ -261,7 +261,7 @@ class Fetcher:
                                      "until the next run", 429)
                 return wait
         base = self.policy.backoff_seconds * 2 ** (attempt - 1)
-        return min(base + random.uniform(0, base), self.policy.max_wait_seconds)
+        return float(min(base + random.uniform(0, base), self.policy.max_wait_seconds))
 
 
 async def _read_capped(response: httpx.Response, limit: int, shown: str) -> bytes:

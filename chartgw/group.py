@@ -20,6 +20,7 @@ import httpx
 from chartgw import config
 from chartgw.clock import Clock, utc_now
 from chartgw.config import Setting
+from chartgw.context import Context
 from chartgw.crawl import CrawlTarget, Outcome, RetryPolicy, run_targets
 from chartgw.endpoints import Route
 
@@ -62,13 +63,14 @@ class CommandArg:
 @dataclass(frozen=True)
 class GroupCommand:
     """A verb of the CLI beyond `crawl` that a group offers (`chartgw import streaming FILE`,
-    `chartgw backfill video`). `run` gets the parsed arguments by name and returns one outcome per
-    target; the CLI holds the group's crawl lock around it and exits 1 when any failed."""
+    `chartgw backfill video`). `run` gets the command's context (settings, clock, transport, progress)
+    and the parsed arguments by name, and returns one outcome per target; the CLI holds the group's
+    crawl lock around it and exits 1 when any failed."""
 
     verb: str
     help: str
     args: tuple[CommandArg, ...]
-    run: Callable[[dict[str, Any]], list[Outcome]]
+    run: Callable[[Context, dict[str, Any]], list[Outcome]]
     lock: bool = True
     """Run under the group's crawl lock; False for a long-running component (a monitor) that must not
     hold the lock the scheduled crawls take."""
@@ -186,8 +188,9 @@ class Group:
     routes: tuple[Route, ...]
     upstreams: tuple[str, ...] = ()
     """The upstream names the group crawls (each a `CHARTGW_UPSTREAM_<NAME>` setting of the group)."""
-    targets: Callable[[dict[str, str | None]], Sequence[CrawlTarget]] | None = None
-    """The crawl targets for the CLI's selection options (e.g. {"site": ..., "chart_type": ...})."""
+    targets: Callable[[dict[str, str | None], datetime], Sequence[CrawlTarget]] | None = None
+    """The crawl targets for the CLI's selection options (e.g. {"site": ..., "chart_type": ...}) at the crawl's
+    time (what a marketplace's backoff is measured against)."""
     crawl_options: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """Selection options of `chartgw crawl GROUP` and their allowed values."""
     schedules: tuple[Schedule, ...] = ()
@@ -276,7 +279,7 @@ async def crawl_group(group: Group, selection: dict[str, str | None], *, now: Cl
     if group.discovery is not None:
         outcomes += await run_targets(group.name, group.discovery(), retention=retention(group), now=now,
                                       transport=transport, policy=policy, progress=progress, run_kind="discovery")
-    targets = group.targets(selection)
+    targets = group.targets(selection, now())
     outcomes += await run_targets(group.name, targets, retention=retention(group), now=now, transport=transport,
                                   policy=policy, progress=progress, run_options=selection)
     return outcomes

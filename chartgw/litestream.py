@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -36,6 +37,7 @@ from chartgw import config
 from chartgw.access import keys_db_path
 from chartgw.groups import GROUPS
 from chartgw.replication import FileState, NodeState, Replicated, litestream_config, node_dir, staging_path, write_state
+from chartgw.settings import current
 from chartgw.store import group_db_path
 
 __all__ = ["Process", "binary", "follow", "publish", "replicate", "replicated_files"]
@@ -51,8 +53,42 @@ _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
 
 
 def replicated_files() -> list[Replicated]:
-    """Every group's file (the artist-history index is the artist-history-api group's) and the key store."""
-    return [*(Replicated(g.name, group_db_path(g.name)) for g in GROUPS), Replicated("keys", keys_db_path())]
+    """Every group's file (the artist-history index is the artist-history-api group's), the key store, and the
+    writer's heartbeat."""
+    return [*(Replicated(g.name, group_db_path(g.name)) for g in GROUPS), Replicated("keys", keys_db_path()),
+            Replicated(HEARTBEAT, heartbeat_path())]
+
+
+HEARTBEAT = "heartbeat"
+HEARTBEAT_SECONDS = 2.0
+"""How often the writer's supervisor commits the time into the heartbeat file."""
+
+
+def heartbeat_path() -> Path:
+    """A node-local SQLite file of one row, the writer's clock: replicated like the others, so a reader that has
+    applied it knows how far behind the writer it is whether or not Litestream reports an error (a poll that
+    hangs on an unreachable store reports nothing)."""
+    return node_dir() / f"{HEARTBEAT}.sqlite"
+
+
+def beat(now: float) -> None:
+    """The writer's heartbeat: one small transaction of its own file (no group's data version moves)."""
+    path = heartbeat_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None, timeout=5)) as db:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE IF NOT EXISTS beat (id INTEGER PRIMARY KEY CHECK (id = 1), at REAL NOT NULL)")
+        db.execute("INSERT INTO beat (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at", (now,))
+
+
+def heard(path: Path) -> float | None:
+    """The writer's last heartbeat as this reader's copy holds it (a fresh read-only connection)."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1)) as db:
+            row = db.execute("SELECT at FROM beat WHERE id = 1").fetchone()
+    except sqlite3.Error:
+        return None
+    return float(row[0]) if row else None
 
 
 def binary() -> str:
@@ -88,8 +124,10 @@ class Process:
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
+        # The settings in force as its environment: the configuration names CHARTGW_REPLICA_S3_* for Litestream
+        # to expand, whether they came from the environment or a settings file.
         self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     preexec_fn=_die_with_parent)
+                                     preexec_fn=_die_with_parent, env=current().child_environment())
         threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
 
     def _read(self, proc: subprocess.Popen[str]) -> None:
@@ -163,6 +201,7 @@ def replicate(stop: threading.Event, clock: Callable[[], float] = time.time) -> 
     sync = config.get(config.REPLICA_SYNC_SECONDS)
     unit = Supervised("litestream")
     files: dict[str, int] = {}
+    beaten = float("-inf")
 
     def on_line(line: str) -> None:
         fields = log_fields(line)
@@ -172,6 +211,10 @@ def replicate(stop: threading.Event, clock: Callable[[], float] = time.time) -> 
     try:
         while not stop.is_set():
             now = clock()
+            if now - beaten >= HEARTBEAT_SECONDS:
+                with contextlib.suppress(sqlite3.Error):  # a busy disk delays a beat; the lag shows it
+                    beat(now)
+                    beaten = now
             present = _identities(every)
             if present != files:  # a file appeared or was replaced: Litestream starts over with it
                 files = present
@@ -311,6 +354,12 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time) -> int
                         if now - unit.restart_at > 3 * interval + 2:
                             unit.failures = 0
                         unit.current(now, 2 * interval + 2)
+            writer_at = heard(paths[HEARTBEAT]) if followers[HEARTBEAT].published else None
+            if writer_at is not None:  # no file is more current than the writer's last heartbeat this node applied
+                for unit in followers.values():
+                    with unit.lock:
+                        if unit.state.ok_at is not None:
+                            unit.state.ok_at = min(unit.state.ok_at, writer_at + HEARTBEAT_SECONDS)
             write_state(NodeState(role="reader", replica=_replica_label(), updated_at=now, pid=os.getpid(),
                                   files={name: unit.state for name, unit in followers.items()}))
             stop.wait(TICK_SECONDS)

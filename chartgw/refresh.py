@@ -16,6 +16,7 @@ from typing import Any
 from chartgw import config
 from chartgw.crawl import EXIT_BUSY
 from chartgw.endpoints import ApiError, Call, Route
+from chartgw.settings import current
 
 __all__ = ["admit_key", "admit_refresh", "crawl_in_subprocess", "on_replica"]
 
@@ -66,7 +67,8 @@ async def crawl_in_subprocess(group: str, options: dict[str, str | None]) -> lis
     for name, value in options.items():
         if value is not None:
             args += [f"--{name.replace('_', '-')}", value]
-    proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                                                env=current().child_environment())
     out, err = await proc.communicate()
     if proc.returncode == EXIT_BUSY:
         raise ApiError(409, f"Another crawl of {group} is running (cron or a refresh); try again shortly")

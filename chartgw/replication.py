@@ -131,7 +131,7 @@ def litestream_config(files: list[Replicated], url: str | None = None) -> str:
                 lines += [f"      endpoint: {_scalar(endpoint)}", "      force-path-style: true"]
             for key, setting in (("access-key-id", config.REPLICA_S3_ACCESS_KEY_ID),
                                  ("secret-access-key", config.REPLICA_S3_SECRET_ACCESS_KEY)):
-                if setting.raw():
+                if config.get(setting):
                     lines.append(f"      {key}: ${{{setting.variable}}}")
         lines.append(f"      sync-interval: {sync}")
     return "\n".join(lines) + "\n"

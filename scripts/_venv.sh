@@ -1,4 +1,4 @@
-# Sourced by the scripts: make sure .venv exists with the project installed (editable), then use it.
+# Sourced by the scripts: make sure .venv exists with the locked dependencies and the project (editable), then use it.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${PYTHON:-python3}"
@@ -7,8 +7,12 @@ stamp="$VENV/.chartgw-installed"
 if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
-if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT[test]"
+# The exact versions of requirements.lock (scripts/lock writes it from pyproject.toml's ranges), then the project
+# itself without resolving again.
+lock="$ROOT/requirements.lock"
+if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$lock" -nt "$stamp" ]; then
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$lock"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -e "$ROOT"
   touch "$stamp"
 fi
 export PATH="$VENV/bin:$PATH"

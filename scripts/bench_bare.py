@@ -151,7 +151,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         gw_run, bare_run, *rest = runs.split(",")
         gw = [WrkRun(f) for f in sorted(work.glob(f"{gw_run}.*.wrk"))]
         bare = [WrkRun(f) for f in sorted(work.glob(f"{bare_run}.*.wrk"))]
-        ratios = [g.rate / b.rate for g, b in zip(gw, bare) if g.rate and b.rate]
+        ratios = [g.rate / b.rate for g, b in zip(gw, bare, strict=False) if g.rate and b.rate]
         if not ratios:
             print(f"{label:46} (no result)")
             continue

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from chartgw.settings import install
+from tests.fixtures import TEST_SETTINGS
+
+install(TEST_SETTINGS)  # before any fixture: session data is seeded with the tests' settings too
 
 SHARED_UPSTREAM = Path(__file__).resolve().parents[1].parent / "shared" / "upstream"
 
@@ -18,10 +27,29 @@ def shared_upstream() -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _no_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Crawls in tests do not pause between requests or back off for real."""
-    monkeypatch.setenv("CHARTGW_CRAWL_DELAY_SECONDS", "0")
-    monkeypatch.setenv("CHARTGW_RETRY_BACKOFF_SECONDS", "0.01")
+def _own_settings() -> Iterator[None]:
+    """Every test starts from its own settings, never the caller's environment: the defaults, with crawls that
+    do not pause between requests or back off for real. A test changes them with `tests.fixtures.configure`."""
+    install(TEST_SETTINGS)
+    yield
+    install(TEST_SETTINGS)
+
+
+def shared_data(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
+    """A read-only data folder built once per test run: by the first pytest-xdist worker that asks, under a lock,
+    while the others wait for it (a run without workers simply builds it)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by the run's workers
+    path, done = root / name, root / f"{name}.built"
+    with (root / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(path, ignore_errors=True)
+            path.mkdir()
+            build(path)
+            done.touch()
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +57,7 @@ def korea_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data folder with every /korea-chart chart crawled from the samples. Read-only: copy it to change it."""
     from tests.fixtures import build_group_db
 
-    return build_group_db(tmp_path_factory.mktemp("korea-data"), "korea-chart")
+    return shared_data(tmp_path_factory, "korea-data", lambda path: build_group_db(path, "korea-chart"))
 
 
 @pytest.fixture(scope="session")
@@ -39,8 +67,9 @@ def all_groups_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from chartgw.groups import GROUPS
     from tests.fixtures import build_group_db
 
-    path = tmp_path_factory.mktemp("all-groups")
-    for group in GROUPS:
-        if group.name != "artist-history-api":
-            build_group_db(path, group)
-    return path
+    def build(path: Path) -> None:
+        for group in GROUPS:
+            if group.name != "artist-history-api":
+                build_group_db(path, group)
+
+    return shared_data(tmp_path_factory, "all-groups", build)

@@ -7,7 +7,6 @@ payloads on a local replay server (no network).
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import socket
 import threading
@@ -27,24 +26,35 @@ from chartgw.app import build_app
 from chartgw.config import environment
 from chartgw.demo import seeder
 from chartgw.group import Group
+from chartgw.settings import Settings, current, install
 
 TEST_KEY = "test-key-0123456789"
 KEY_HEADERS = {"X-API-Key": TEST_KEY}
 FIXED_NOW = datetime(2026, 11, 20, 5, 30, 0, tzinfo=UTC)  # 14:30 KST
 
 
+TEST_SETTINGS = Settings({"CRAWL_DELAY_SECONDS": "0", "RETRY_BACKOFF_SECONDS": "0.01"})
+"""What every test starts from (tests/conftest.py installs it): the defaults, with no pause between requests."""
+
+
+def configure(name: str, value: str | None) -> Settings:
+    """The rest of this test runs with setting `name` (`CHARTGW_X` or `X`) at `value` (None: its default)."""
+    settings = current().with_values({name: value})
+    install(settings)
+    return settings
+
+
+def child_env(**values: str) -> dict[str, str]:
+    """The environment for a chartgw child process of a test: the caller's variables but its CHARTGW_* ones,
+    then the settings in force, then `values` (names without the prefix)."""
+    return {**current().child_environment(), **{f"CHARTGW_{name}": value for name, value in values.items()}}
+
+
 @contextmanager
 def data_dir(path: Path) -> Iterator[Path]:
-    """Point CHARTGW_DATA_DIR at `path` for the duration."""
-    saved = os.environ.get("CHARTGW_DATA_DIR")
-    os.environ["CHARTGW_DATA_DIR"] = str(path)
-    try:
+    """The settings in force with CHARTGW_DATA_DIR at `path` for the duration."""
+    with environment({"CHARTGW_DATA_DIR": str(path)}):
         yield path
-    finally:
-        if saved is None:
-            os.environ.pop("CHARTGW_DATA_DIR", None)
-        else:
-            os.environ["CHARTGW_DATA_DIR"] = saved
 
 
 def build_group_db(path: Path, group: str | Group, now: datetime = FIXED_NOW) -> Path:
@@ -58,6 +68,15 @@ def build_group_db(path: Path, group: str | Group, now: datetime = FIXED_NOW) ->
     failed = [o for o in outcomes if o.status != "ok"]
     assert not failed, failed
     return path
+
+
+def group_data(source: Path, dest: Path, group: str) -> Path:
+    """A data folder holding only `group`'s files, copied from a built folder (the session's `all_groups_data`):
+    a test module's own data without seeding the group again."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for file in source.glob(f"{group}.*"):
+        shutil.copy2(file, dest / file.name)
+    return dest
 
 
 def copy_data(source: Path, dest: Path) -> Path:
@@ -106,7 +125,9 @@ def api_fixture(group: Group, data: str, settings: dict[str, str | None] | None 
     @pytest.fixture(scope="module")
     def api(request: pytest.FixtureRequest) -> Iterator[TestClient]:
         path = request.getfixturevalue(data)
-        with environment(settings or {}), data_dir(path), client(path, [group], now) as test_client:
+        with environment(settings or {}), data_dir(path):
+            test_client = client(path, [group], now)  # the app keeps the settings it was built with
+        with test_client:
             yield test_client
 
     return api

@@ -69,5 +69,9 @@ def record(path: Path) -> None:
 if __name__ == "__main__":
     import tempfile
 
+    from chartgw.settings import install
+    from tests.fixtures import TEST_SETTINGS
+
+    install(TEST_SETTINGS)  # the tests' settings, never the caller's environment
     with tempfile.TemporaryDirectory() as tmp:
         record(Path(tmp))

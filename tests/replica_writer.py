@@ -17,7 +17,7 @@ from chartgw.samples import korea as samples
 
 
 def main(pause: float) -> None:
-    chart = korea_chart.targets({"site": "portal-a", "chart_type": "realtime"})
+    chart = korea_chart.targets({"site": "portal-a", "chart_type": "realtime"}, utc_now())
     with replay_upstreams(samples.all_replies(utc_now())):
         while True:
             asyncio.run(run_targets(korea_chart.NAME, chart, retention=retention(korea_chart.GROUP), now=utc_now))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 import subprocess
@@ -19,7 +18,8 @@ from starlette.testclient import TestClient
 from chartgw.access import KeyChecker, KeyStore, RateLimiter, hash_key, keyed_digest
 from chartgw.app import GroupRoutes, access_table, build_app, declared_routes
 from chartgw.groups import GROUPS
-from tests.fixtures import KEY_HEADERS, client, copy_data
+from chartgw.settings import current
+from tests.fixtures import KEY_HEADERS, child_env, client, configure, copy_data
 
 # The spec: "Every group exposes a public root (GET /) and a public health endpoint", and schema
 # documents (openapi.json) are public where listed. Everything else is a data endpoint needing a key.
@@ -72,7 +72,7 @@ def test_requests_without_a_key_are_refused_on_every_keyed_route(korea_data: Pat
 
 
 def _cli(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CHARTGW_DATA_DIR": str(data)}
+    env = child_env(DATA_DIR=str(data))
     return subprocess.run([sys.executable, "-m", "chartgw", *args], env=env, capture_output=True, text=True, timeout=60)
 
 
@@ -151,8 +151,8 @@ def test_keys_create_refuses_an_empty_name_and_a_past_expiry(tmp_path: Path, arg
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     from chartgw import cli
 
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
-    assert cli.main(["keys", "create", *args]) == 2
+    configure("CHARTGW_DATA_DIR", str(tmp_path))
+    assert cli.main(["keys", "create", *args], current()) == 2
     assert capsys.readouterr().out == "" and KeyStore(tmp_path / "keys.sqlite").list() == []
 
 
@@ -191,12 +191,12 @@ def test_keys_create_takes_a_rate_and_keys_usage_lists_days(tmp_path: Path, monk
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     from chartgw import cli
 
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
-    assert cli.main(["keys", "create", "--name", "p", "--rate", "10/second"]) == 0
+    configure("CHARTGW_DATA_DIR", str(tmp_path))
+    assert cli.main(["keys", "create", "--name", "p", "--rate", "10/second"], current()) == 0
     key = capsys.readouterr().out.strip()
     assert KeyChecker(tmp_path / "keys.sqlite").grant(key).rate_per_minute == 600  # type: ignore[union-attr]
     KeyStore(tmp_path / "keys.sqlite").add_usage({(1, "2026-11-20"): [12, 2]})
-    assert cli.main(["keys", "usage", "--days", "100000"]) == 0
+    assert cli.main(["keys", "usage", "--days", "100000"], current()) == 0
     assert "2026-11-20        12       2  p" in capsys.readouterr().out
 
 
@@ -214,13 +214,13 @@ def test_keys_rotate_issues_a_successor_and_expires_the_old_key_after_the_grace(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from chartgw import cli
 
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
-    assert cli.main(["keys", "create", "--name", "partner", "--rate", "60"]) == 0
+    configure("CHARTGW_DATA_DIR", str(tmp_path))
+    assert cli.main(["keys", "create", "--name", "partner", "--rate", "60"], current()) == 0
     old = capsys.readouterr().out.strip()
-    assert cli.main(["keys", "rotate", "partner", "--grace-days", "2"]) == 0
+    assert cli.main(["keys", "rotate", "partner", "--grace-days", "2"], current()) == 0
     new = capsys.readouterr().out.strip()
     checker = KeyChecker(tmp_path / "keys.sqlite", recheck_seconds=0)
     old_grant, new_grant = checker.grant(old), checker.grant(new)
     assert old_grant is not None and new_grant is not None and new != old
     assert old_grant.expires_at is not None and new_grant.expires_at is None and new_grant.rate_per_minute == 60
-    assert cli.main(["keys", "rotate", "nobody"]) == 1
+    assert cli.main(["keys", "rotate", "nobody"], current()) == 1

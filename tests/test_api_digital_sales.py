@@ -20,7 +20,7 @@ from chartgw.replay import ReplayTransport, Reply, request_key
 from chartgw.samples import digital_sales as samples
 from chartgw.store import SnapshotReader, group_db_path
 from chartgw.upstreams.itunes import UPSTREAM, requests_for
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, configure, copy_data, data_dir
 
 NOW = FIXED_NOW
 SEEDED = ("us", "gb", "jp", "kr")
@@ -128,7 +128,7 @@ def test_health_is_public_and_ok(api: TestClient) -> None:
 
 def test_health_is_degraded_for_configured_countries_without_data(seeded: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CHARTGW_DIGITAL_SALES_COUNTRIES", raising=False)  # the default 8 countries
+    configure("CHARTGW_DIGITAL_SALES_COUNTRIES", None)  # the default 8 countries
     with client(seeded, [GROUP]) as fresh:
         body = fresh.get("/digital-sales/health").json()
         assert body["status"] == "degraded" and len(body["targets"]) == 24
@@ -211,26 +211,26 @@ def test_openapi_lists_every_route(api: TestClient) -> None:
 
 
 def test_targets_follow_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_DIGITAL_SALES_COUNTRIES", "us,GB")
-    monkeypatch.setenv("CHARTGW_DIGITAL_SALES_FEED_LIMIT", "25")
-    keys = [(t.key, t.requests[0].path, t.expected_rows) for t in targets({"combo": "top-albums", "country": None})]
+    configure("CHARTGW_DIGITAL_SALES_COUNTRIES", "us,GB")
+    configure("CHARTGW_DIGITAL_SALES_FEED_LIMIT", "25")
+    keys = [(t.key, t.requests[0].path, t.expected_rows) for t in targets({"combo": "top-albums", "country": None}, FIXED_NOW)]
     assert keys == [("top-albums/us", "/us/rss/topalbums/limit=25/json", None),
                     ("top-albums/gb", "/gb/rss/topalbums/limit=25/json", None)]
-    assert len(targets({})) == 6
+    assert len(targets({}, FIXED_NOW)) == 6
     with pytest.raises(InvalidParams):
-        targets({"combo": None, "country": "jp"})
+        targets({"combo": None, "country": "jp"}, FIXED_NOW)
     for bad in ("0", "201", "ten"):
-        monkeypatch.setenv("CHARTGW_DIGITAL_SALES_FEED_LIMIT", bad)
+        configure("CHARTGW_DIGITAL_SALES_FEED_LIMIT", bad)
         with pytest.raises(ValueError, match="FEED_LIMIT"):
-            targets({})
+            targets({}, FIXED_NOW)
     assert GROUP.schedules[0].cron == "25 */3 * * *" and GROUP.upstreams == ("ITUNES",)
 
 
 # --- crawls against a private copy ------------------------------------------------------------
 
 def _crawl_us_songs(path: Path, reply: Reply, monkeypatch: pytest.MonkeyPatch, limit: int = 100) -> Outcome:
-    monkeypatch.setenv("CHARTGW_DIGITAL_SALES_COUNTRIES", "us")
-    monkeypatch.setenv("CHARTGW_DIGITAL_SALES_FEED_LIMIT", str(limit))
+    configure("CHARTGW_DIGITAL_SALES_COUNTRIES", "us")
+    configure("CHARTGW_DIGITAL_SALES_FEED_LIMIT", str(limit))
     (request,) = requests_for("us", "topsongs", limit)
     transport = ReplayTransport({UPSTREAM: {request_key(request): reply}})
     with data_dir(path):
@@ -269,12 +269,12 @@ FEED = _feed_body(100)
 def test_a_failed_crawl_keeps_the_last_good_snapshot(seeded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       reply: Reply, status: int, error: str) -> None:
     path = copy_data(seeded, tmp_path / "data")
-    monkeypatch.setenv("CHARTGW_DIGITAL_SALES_COUNTRIES", ",".join(SEEDED))
+    configure("CHARTGW_DIGITAL_SALES_COUNTRIES", ",".join(SEEDED))
     with client(path, [GROUP]) as before_client:
         before = get(before_client, "/digital-sales/top-songs/us/latest").json()
     outcome = _crawl_us_songs(path, reply, monkeypatch)
     assert outcome.status == "failed" and outcome.http_status == status and error in (outcome.error or "")
-    monkeypatch.setenv("CHARTGW_DIGITAL_SALES_COUNTRIES", ",".join(SEEDED))
+    configure("CHARTGW_DIGITAL_SALES_COUNTRIES", ",".join(SEEDED))
     with client(path, [GROUP]) as after_client:
         assert get(after_client, "/digital-sales/top-songs/us/latest").json() == before
     (log,) = _failed_log(path)

@@ -18,6 +18,7 @@ from starlette.testclient import TestClient
 import chartgw.crawl
 from chartgw.clock import fixed
 from chartgw.config import environment
+from chartgw.context import Context
 from chartgw.crawl import Outcome
 from chartgw.group import crawl_group, group_policy
 from chartgw.groups.dj_rankings import GROUP, LIST, PLAN, backfill, targets
@@ -26,7 +27,7 @@ from chartgw.samples import dj_rankings as samples
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, group_db_path
 from chartgw.upstreams import djmag, musicbrainz
 from chartgw.upstreams.djmag import DjRankEntry
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 YEARS = samples.sample_years()  # 2021..2025
@@ -44,8 +45,8 @@ def kept_djs() -> dict[str, samples.SampleDj]:
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_group_db(tmp_path_factory.mktemp("dj-rankings"), GROUP, NOW)
+def seeded(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return group_data(all_groups_data, tmp_path_factory.mktemp("dj-rankings"), GROUP.name)
 
 
 @pytest.fixture(scope="module")
@@ -278,7 +279,7 @@ def test_health_degrades_as_the_data_ages_and_without_data(seeded: Path, tmp_pat
 
 
 def test_a_bad_setting_is_a_503_naming_it(seeded: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_DJ_RANKINGS_YEARS", "0")
+    configure("CHARTGW_DJ_RANKINGS_YEARS", "0")
     with client(seeded, [GROUP]) as fresh:
         response = fresh.get("/dj-rankings/health")
         assert response.status_code == 503 and "CHARTGW_DJ_RANKINGS_YEARS" in response.json()["detail"]
@@ -334,9 +335,9 @@ def test_schedules_crawl_options_and_targets(seeded: Path) -> None:
         ("50 4 * * *", ("--part", "details"))]
     assert GROUP.crawl_options == (("part", ("list", "details")),) and GROUP.upstreams == ("DJMAG", "MUSICBRAINZ")
     with data_dir(seeded):
-        assert [t.key for t in targets({"part": "list"})] == ["list"]
+        assert [t.key for t in targets({"part": "list"}, FIXED_NOW)] == ["list"]
         # the last crawl's plan: the second pages of the discographies longer than one
-        assert {t.key.split("/")[0] for t in targets({"part": "details"})} == {"discography"}
+        assert {t.key.split("/")[0] for t in targets({"part": "details"}, FIXED_NOW)} == {"discography"}
     assert LIST.make("2025") == "list/2025"
 
 
@@ -452,9 +453,9 @@ def test_musicbrainz_is_asked_one_request_a_second_with_a_descriptive_user_agent
         await real_sleep(0)
 
     monkeypatch.setattr(chartgw.crawl.asyncio, "sleep", no_wait)
-    monkeypatch.setenv("CHARTGW_MUSICBRAINZ_CONTACT", "dj-rankings@example.net")
-    with data_dir(path), replay_upstreams(samples.all_replies(NOW)) as servers:
-        monkeypatch.setenv("CHARTGW_CRAWL_DELAY_SECONDS", "0.2")  # pacing on (replay servers turn it off)
+    configure("CHARTGW_MUSICBRAINZ_CONTACT", "dj-rankings@example.net")
+    with data_dir(path), replay_upstreams(samples.all_replies(NOW)) as servers, \
+            environment({"CHARTGW_CRAWL_DELAY_SECONDS": "0.2"}):  # pacing on (replay servers turn it off)
         outcomes = asyncio.run(crawl_group(GROUP, {"part": "details"}, now=fixed(NOW + timedelta(days=8))))
     assert all(o.status == "ok" for o in outcomes)
     seen = servers[musicbrainz.UPSTREAM].seen + servers[djmag.UPSTREAM].seen
@@ -527,4 +528,4 @@ def test_the_backfill_command_refuses_bad_years(values: dict[str, Any], message:
     (command,) = GROUP.commands
     assert command.verb == "backfill" and [a.name for a in command.args] == ["since", "until"]
     with pytest.raises(ValueError, match=re.escape(message)):
-        command.run(values)
+        command.run(Context(clock=fixed(FIXED_NOW)), values)

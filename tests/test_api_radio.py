@@ -27,7 +27,7 @@ from chartgw.replay import ReplayServer, replay_upstreams
 from chartgw.samples import radio as samples
 from chartgw.store import group_db_path
 from chartgw.upstreams import radio_browser as rb
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 
@@ -38,8 +38,8 @@ KEYED = ("/stations", "/current", "/history", "/tracks", "/summary", "/fetch-log
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_group_db(tmp_path_factory.mktemp("radio"), GROUP, NOW)
+def seeded(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return group_data(all_groups_data, tmp_path_factory.mktemp("radio"), GROUP.name)
 
 
 @pytest.fixture(scope="module")
@@ -382,10 +382,10 @@ def test_a_station_listed_again_is_active_again(seeded: Path, tmp_path: Path) ->
 def test_directory_limit_and_configured_lists(seeded: Path) -> None:
     with environment({"CHARTGW_RADIO_COUNTRIES": "de,kr", "CHARTGW_RADIO_TAGS": "Dance, 80s/90s",
                       "CHARTGW_RADIO_DIRECTORY_LIMIT": "7"}):
-        chosen = radio.targets({})
+        chosen = radio.targets({}, FIXED_NOW)
         assert [t.key for t in chosen] == ["directory/de", "directory/kr", "directory-tag/dance", "directory-tag/80s-90s"]
     with environment({"CHARTGW_RADIO_COUNTRIES": "xx"}), pytest.raises(ValueError):
-        radio.targets({})
+        radio.targets({}, FIXED_NOW)
 
 
 # --- the monitor command -------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from chartgw.clock import fixed
+from chartgw.context import Context
 from chartgw.crawl import Outcome
 from chartgw.group import crawl_group
 from chartgw.groups import ranking_charts
@@ -36,7 +37,7 @@ from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import billboard as samples
 from chartgw.upstreams import billboard
 from chartgw.upstreams.billboard import DEFAULT_SLUGS
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW  # Friday 2026-11-20: the newest chart out is dated Saturday 2026-11-21 (published Tuesday 11-17)
 LATEST = date(2026, 11, 21)
@@ -47,8 +48,8 @@ P = "/ranking-charts"
 
 
 @pytest.fixture(scope="module")
-def charts_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_group_db(tmp_path_factory.mktemp("ranking-charts-data"), GROUP, NOW)
+def charts_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return group_data(all_groups_data, tmp_path_factory.mktemp("ranking-charts-data"), GROUP.name)
 
 
 @pytest.fixture(scope="module")
@@ -372,20 +373,20 @@ def test_empty_store_answers_404_not_500(tmp_path: Path) -> None:
 
 
 def test_configured_charts_come_from_the_setting(charts_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_RANKING_CHARTS", "artist-100, hot-100")
-    assert [t.key for t in targets({"chart": None})] == ["artist-100", "hot-100"]
+    configure("CHARTGW_RANKING_CHARTS", "artist-100, hot-100")
+    assert [t.key for t in targets({"chart": None}, FIXED_NOW)] == ["artist-100", "hot-100"]
     with client(charts_data, [GROUP]) as c:
         listed = get(c, "/charts")["charts"]
         assert [(x["slug"], x["configured"]) for x in listed[:3]] == [
             ("artist-100", True), ("hot-100", True), ("billboard-200", False)]
         assert [s["target"] for s in c.get(P + "/health").json()["targets"]] == ["artist-100", "hot-100"]
-    monkeypatch.setenv("CHARTGW_RANKING_CHARTS", "hot-100,top-gear")
+    configure("CHARTGW_RANKING_CHARTS", "hot-100,top-gear")
     with pytest.raises(ValueError, match="CHARTGW_RANKING_CHARTS: unknown chart slug.s. top-gear"):
-        targets({"chart": None})
+        targets({"chart": None}, FIXED_NOW)
 
 
 def test_a_bad_setting_is_a_503_naming_it(charts_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_RANKING_CHARTS", "hot-100,top-gear")
+    configure("CHARTGW_RANKING_CHARTS", "hot-100,top-gear")
     with client(charts_data, [GROUP]) as c:
         response = c.get(P + "/charts", headers=KEY_HEADERS)
     assert response.status_code == 503 and "CHARTGW_RANKING_CHARTS" in response.json()["detail"]
@@ -621,10 +622,9 @@ def test_backfill_command_is_silent_off_a_terminal(tmp_path: Path, monkeypatch: 
     assert command.verb == "backfill"
     assert [(a.name, a.required, a.choices) for a in command.args] == [
         ("chart", True, DEFAULT_SLUGS), ("since", True, None), ("until", False, None)]
-    monkeypatch.setattr(ranking_charts, "utc_now", fixed(NOW))
     replies = samples.week_replies("hot-country-songs", date(2026, 11, 7), 3)
     with data_dir(tmp_path), replay_upstreams({billboard.UPSTREAM: replies}):
-        outcomes = command.run({"chart": "hot-country-songs", "since": date(2026, 11, 5), "until": None})
+        outcomes = command.run(Context(clock=fixed(NOW)), {"chart": "hot-country-songs", "since": date(2026, 11, 5), "until": None})
     assert [(o.target, o.rows) for o in outcomes] == [("hot-country-songs@2026-11-21", 50),
                                                       ("hot-country-songs@2026-11-14", 50),
                                                       ("hot-country-songs@2026-11-07", 50)]
@@ -632,15 +632,15 @@ def test_backfill_command_is_silent_off_a_terminal(tmp_path: Path, monkeypatch: 
 
 
 def test_backfill_pauses_between_weeks_with_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_CRAWL_DELAY_SECONDS", "0.2")
-    monkeypatch.setenv("CHARTGW_RANKING_CHARTS_BACKFILL_DELAY_SECONDS", "3")
+    configure("CHARTGW_CRAWL_DELAY_SECONDS", "0.2")
+    configure("CHARTGW_RANKING_CHARTS_BACKFILL_DELAY_SECONDS", "3")
     monkeypatch.setattr(ranking_charts, "held_dates", lambda slug: set())
     monkeypatch.setattr(ranking_charts, "run_targets", _fake_run_targets)
     asyncio.run(backfill("hot-100", date(2026, 11, 1), date(2026, 11, 14), now=fixed(NOW)))
     assert _captured["policy"].delay_seconds == 3 and _captured["policy"].per_upstream == 1
     assert _captured["policy"].jitter == 0.5 and _captured["run_kind"] == "backfill"
     assert _captured["keys"] == ["hot-100@2026-11-14", "hot-100@2026-11-07"]
-    monkeypatch.setenv("CHARTGW_CRAWL_DELAY_SECONDS", "0")  # replay servers: no pause at all
+    configure("CHARTGW_CRAWL_DELAY_SECONDS", "0")  # replay servers: no pause at all
     asyncio.run(backfill("hot-100", date(2026, 11, 1), date(2026, 11, 14), now=fixed(NOW)))
     assert _captured["policy"].delay_seconds == 0
 
@@ -690,10 +690,10 @@ def test_import_real_dumps_under_their_own_dates(shared_upstream: Path, tmp_path
     _, command = GROUP.commands
     assert (command.verb, [a.name for a in command.args]) == ("import", ["file", "chart"])
     with data_dir(tmp_path):
-        outcomes = command.run({"file": str(shared_upstream / DUMPS / "1979-08-04-hot-100.json"), "chart": None})
-        outcomes += command.run({"file": str(shared_upstream / DUMPS / "2016-02-13-output.json"), "chart": "hot-100"})
-        outcomes += command.run({"file": str(shared_upstream / DUMPS / "2014-08-02-artist-100.json"), "chart": None})
-        again = command.run({"file": str(shared_upstream / DUMPS / "1979-08-04-hot-100.json"), "chart": None})
+        outcomes = command.run(Context(clock=fixed(NOW)), {"file": str(shared_upstream / DUMPS / "1979-08-04-hot-100.json"), "chart": None})
+        outcomes += command.run(Context(clock=fixed(NOW)), {"file": str(shared_upstream / DUMPS / "2016-02-13-output.json"), "chart": "hot-100"})
+        outcomes += command.run(Context(clock=fixed(NOW)), {"file": str(shared_upstream / DUMPS / "2014-08-02-artist-100.json"), "chart": None})
+        again = command.run(Context(clock=fixed(NOW)), {"file": str(shared_upstream / DUMPS / "1979-08-04-hot-100.json"), "chart": None})
     assert [(o.target, o.status, o.rows) for o in outcomes] == [
         ("hot-100@1979-08-04", "ok", 100), ("hot-100@2016-02-13", "ok", 100), ("artist-100@2014-08-02", "ok", 100)]
     assert [(o.status, o.rows) for o in again] == [("ok", None)]  # the same week again stores nothing new
@@ -718,20 +718,20 @@ def test_import_refuses_what_it_cannot_serve(shared_upstream: Path, tmp_path: Pa
     _, command = GROUP.commands
     with data_dir(tmp_path):
         with pytest.raises(ValueError, match="'traditional-jazz-albums' chart, which is not served here"):
-            command.run({"file": str(shared_upstream / DUMPS / "2006-08-05-traditional-jazz-albums.json"), "chart": None})
+            command.run(Context(clock=fixed(NOW)), {"file": str(shared_upstream / DUMPS / "2006-08-05-traditional-jazz-albums.json"), "chart": None})
         with pytest.raises(ValueError, match="asked for 'billboard-200', the dump is 'hot-100'"):
-            command.run({"file": str(shared_upstream / DUMPS / "1979-08-04-hot-100.json"), "chart": "billboard-200"})
+            command.run(Context(clock=fixed(NOW)), {"file": str(shared_upstream / DUMPS / "1979-08-04-hot-100.json"), "chart": "billboard-200"})
         short = tmp_path / "short.json"
         short.write_bytes(samples.render_billboard_py_json("hot-100", date(2026, 11, 21), size=99))
         with pytest.raises(ValueError, match="short page, 99 of 100 rows"):
-            command.run({"file": str(short), "chart": None})
+            command.run(Context(clock=fixed(NOW)), {"file": str(short), "chart": None})
     assert not (tmp_path / "ranking-charts.sqlite").exists() or _snapshot_count(tmp_path) == 0
 
 
 def test_crawl_targets_and_schedules() -> None:
-    assert [t.key for t in targets({"chart": "artist-100"})] == ["artist-100"]
-    assert [t.key for t in targets({"chart": None})] == list(DEFAULT_SLUGS)
-    (request,) = targets({"chart": "hot-100"})[0].requests
+    assert [t.key for t in targets({"chart": "artist-100"}, FIXED_NOW)] == ["artist-100"]
+    assert [t.key for t in targets({"chart": None}, FIXED_NOW)] == list(DEFAULT_SLUGS)
+    (request,) = targets({"chart": "hot-100"}, FIXED_NOW)[0].requests
     assert (request.upstream, request.path) == ("BILLBOARD", "/charts/hot-100/")
     assert GROUP.crawl_options == (("chart", DEFAULT_SLUGS),)
     assert [(s.cron, s.timezone) for s in GROUP.schedules] == [("0 14 * * 2", "America/New_York"),

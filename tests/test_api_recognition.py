@@ -21,7 +21,7 @@ from chartgw.replay import ReplayTransport, Reply, request_key
 from chartgw.samples import global_rows
 from chartgw.samples import recognition as samples
 from chartgw.upstreams import shazam
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 TODAY = NOW.astimezone(KST).date()
@@ -29,8 +29,8 @@ YESTERDAY = TODAY - timedelta(days=1)
 
 
 @pytest.fixture(scope="module")
-def recognition_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_group_db(tmp_path_factory.mktemp("recognition-data"), "recognition", NOW)
+def recognition_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return group_data(all_groups_data, tmp_path_factory.mktemp("recognition-data"), "recognition")
 
 
 api = api_fixture(GROUP, "recognition_data")
@@ -293,7 +293,7 @@ def test_the_crawl_asks_for_each_located_track_json_once(recognition_data: Path,
     """Discovery stores where each chart's track JSON is; the chart targets ask for it after the CSV."""
     path = copy_data(recognition_data, tmp_path / "data")
     with data_dir(path):
-        crawl = {t.key: t for t in targets({})}
+        crawl = {t.key: t for t in targets({}, FIXED_NOW)}
     assert len(crawl) == 275 and all(len(t.requests) == 1 for t in crawl.values())
     located = {key: t.optional[0] for key, t in crawl.items() if t.optional}
     assert len(located) == 71 + 19 + 124  # every Top 200, country genre and city; no viral or world genre chart
@@ -382,7 +382,7 @@ def test_a_new_chart_without_a_snapshot_yet_is_404_saying_so(recognition_data: P
 
 def test_no_catalogue_yet(tmp_path: Path) -> None:
     with data_dir(tmp_path), pytest.raises(CrawlError, match="no chart catalogue stored yet"):
-        targets({})
+        targets({}, FIXED_NOW)
     with client(tmp_path, [GROUP]) as api:
         assert get(api, "/recognition/charts").json() == {"detail": "No chart catalogue has been discovered yet"}
         assert get(api, "/recognition/top-200/world/latest").status_code == 404

@@ -26,7 +26,7 @@ from chartgw.samples import amazon as samples
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry, group_db_path
 from chartgw.upstreams import amazon
 from chartgw.upstreams.amazon import RetailEntry
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 DAYS = [(NOW - timedelta(days=4 - d)).date().isoformat() for d in range(5)]
@@ -42,9 +42,9 @@ def get(api: TestClient, url: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def physical_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def physical_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo seed with the default settings: 4 marketplaces, every category with a known path, 5 days."""
-    return build_group_db(tmp_path_factory.mktemp("retail-physical"), PHYSICAL, NOW)
+    return group_data(all_groups_data, tmp_path_factory.mktemp("retail-physical"), PHYSICAL.name)
 
 
 @pytest.fixture(scope="module")
@@ -54,15 +54,15 @@ def physical(physical_data: Path) -> Iterator[TestClient]:
 
 
 @pytest.fixture(scope="module")
-def digital(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    path = build_group_db(tmp_path_factory.mktemp("retail-digital"), DIGITAL, NOW)
+def digital(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    path = group_data(all_groups_data, tmp_path_factory.mktemp("retail-digital"), DIGITAL.name)
     with client(path, [DIGITAL]) as c:
         yield c
 
 
 @pytest.fixture(scope="module")
-def music(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    path = build_group_db(tmp_path_factory.mktemp("retail-music"), MUSIC, NOW)
+def music(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    path = group_data(all_groups_data, tmp_path_factory.mktemp("retail-music"), MUSIC.name)
     with client(path, [MUSIC]) as c:
         yield c
 
@@ -425,34 +425,32 @@ def test_entry_mapping_reads_market_artist_title_and_asin() -> None:
 # --- settings and targets ---------------------------------------------------------------------------------------
 
 def test_targets_follow_the_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("CHARTGW_RETAIL_MARKETS", "DE,us")
-    monkeypatch.setenv("CHARTGW_RETAIL_PHYSICAL_CATEGORIES", "vinyl,rock")
-    assert [t.key for t in retail_physical.targets({})] == ["de/vinyl", "us/rock"]
-    assert [t.key for t in retail_physical.targets({"market": "us", "category": "jazz"})] == ["us/jazz"]
+    configure("CHARTGW_DATA_DIR", str(tmp_path))
+    configure("CHARTGW_RETAIL_MARKETS", "DE,us")
+    configure("CHARTGW_RETAIL_PHYSICAL_CATEGORIES", "vinyl,rock")
+    assert [t.key for t in retail_physical.targets({}, FIXED_NOW)] == ["de/vinyl", "us/rock"]
+    assert [t.key for t in retail_physical.targets({"market": "us", "category": "jazz"}, FIXED_NOW)] == ["us/jazz"]
     with pytest.raises(InvalidParams):
-        retail_physical.targets({"market": "jp"})
+        retail_physical.targets({"market": "jp"}, FIXED_NOW)
     with pytest.raises(ValueError, match="no known path for category 'jazz'"):
-        retail_physical.targets({"market": "de", "category": "jazz"})
-    first, second = retail_physical.targets({"market": "us"})[0].requests
+        retail_physical.targets({"market": "de", "category": "jazz"}, FIXED_NOW)
+    first, second = retail_physical.targets({"market": "us"}, FIXED_NOW)[0].requests
     assert (first.path, first.params, second.params) == ("/gp/bestsellers/music/40/", (), (("pg", "2"),))
-    monkeypatch.setenv("CHARTGW_RETAIL_DIGITAL_SOURCES", "landing,digital-songs")
-    assert [t.key for t in retail_digital.targets({})] == ["de/landing", "de/digital-songs", "us/landing",
+    configure("CHARTGW_RETAIL_DIGITAL_SOURCES", "landing,digital-songs")
+    assert [t.key for t in retail_digital.targets({}, FIXED_NOW)] == ["de/landing", "de/digital-songs", "us/landing",
                                                              "us/digital-songs"]
-    assert [t.key for t in retail_music.targets({"market": "de"})] == ["de/top-songs"]
+    assert [t.key for t in retail_music.targets({"market": "de"}, FIXED_NOW)] == ["de/top-songs"]
     assert PHYSICAL.delay_seconds is not None
-    checks = (("CHARTGW_RETAIL_MARKETS", "us,br", lambda: retail_music.targets({})),
-              ("CHARTGW_RETAIL_PHYSICAL_CATEGORIES", "polka", lambda: retail_physical.targets({})),
-              ("CHARTGW_RETAIL_HEADERS", "no colon here", lambda: retail_music.targets({})),
-              ("CHARTGW_RETAIL_HEADERS", "Accept: x", lambda: retail_music.targets({})),
+    checks = (("CHARTGW_RETAIL_MARKETS", "us,br", lambda: retail_music.targets({}, FIXED_NOW)),
+              ("CHARTGW_RETAIL_PHYSICAL_CATEGORIES", "polka", lambda: retail_physical.targets({}, FIXED_NOW)),
+              ("CHARTGW_RETAIL_HEADERS", "no colon here", lambda: retail_music.targets({}, FIXED_NOW)),
+              ("CHARTGW_RETAIL_HEADERS", "Accept: x", lambda: retail_music.targets({}, FIXED_NOW)),
               ("CHARTGW_RETAIL_DELAY_SECONDS", "-1", PHYSICAL.delay_seconds),
-              ("CHARTGW_RETAIL_BACKOFF_HOURS", "0", lambda: retail_music.targets({})),
-              ("CHARTGW_RETAIL_DIGITAL_SOURCES", "toys", lambda: retail_digital.targets({})))
+              ("CHARTGW_RETAIL_BACKOFF_HOURS", "0", lambda: retail_music.targets({}, FIXED_NOW)),
+              ("CHARTGW_RETAIL_DIGITAL_SOURCES", "toys", lambda: retail_digital.targets({}, FIXED_NOW)))
     for name, bad, call in checks:
-        with monkeypatch.context() as mp:
-            mp.setenv(name, bad)
-            with pytest.raises(SettingError, match=name):
-                call()
+        with environment({name: bad}), pytest.raises(SettingError, match=name):
+            call()
 
 
 # --- crawls: refusals, the gate, the last good snapshot, backoff --------------------------------------------------
@@ -466,7 +464,6 @@ def _tables(variant: int, overrides: dict[str, dict[ReplayKey, Reply]] | None = 
 
 def _crawl(path: Path, at: datetime, tables: dict[str, dict[ReplayKey, Reply]], monkeypatch: pytest.MonkeyPatch,
            group: Group = PHYSICAL) -> tuple[list[Outcome], dict[str, list[ReplayKey]]]:
-    monkeypatch.setattr(retail, "crawl_clock", fixed(at))
     with data_dir(path), replay_upstreams(tables) as servers:
         outcomes = asyncio.run(crawl_group(group, {}, now=fixed(at)))
     return outcomes, {name: [key for key, _ in server.seen] for name, server in servers.items()}
@@ -475,7 +472,7 @@ def _crawl(path: Path, at: datetime, tables: dict[str, dict[ReplayKey, Reply]], 
 @pytest.fixture
 def small(small_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name, value in SMALL.items():
-        monkeypatch.setenv(name, value)
+        configure(name, value)
     return copy_data(small_data, tmp_path / "data")
 
 
@@ -566,8 +563,8 @@ def test_a_broken_page_fails_that_list_only_and_keeps_the_last_good_snapshot(
 
 def test_a_refused_landing_page_stops_retail_digital_in_that_marketplace(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_RETAIL_MARKETS", "us,jp")
-    monkeypatch.setenv("CHARTGW_RETAIL_DIGITAL_SOURCES", "landing,digital-songs")
+    configure("CHARTGW_RETAIL_MARKETS", "us,jp")
+    configure("CHARTGW_RETAIL_DIGITAL_SOURCES", "landing,digital-songs")
     path = build_group_db(tmp_path / "data", DIGITAL, NOW)
     at = NOW + timedelta(days=1)
     with client(path, [DIGITAL], now=at) as api:
@@ -643,8 +640,7 @@ def test_streaks_cap_and_ignore_skipped_targets() -> None:
 
 
 def test_custom_headers_are_sent_with_the_marketplace_language(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_RETAIL_HEADERS", "User-Agent: TestBrowser/1.0|Accept: text/html|Accept-Language: xx")
-    monkeypatch.setattr(retail, "crawl_clock", fixed(NOW + timedelta(days=1)))
+    configure("CHARTGW_RETAIL_HEADERS", "User-Agent: TestBrowser/1.0|Accept: text/html|Accept-Language: xx")
     with data_dir(small), replay_upstreams(_tables(5)) as servers:
         asyncio.run(crawl_group(PHYSICAL, {"market": "gb"}, now=fixed(NOW + timedelta(days=1))))
     headers = servers["AMAZON_GB"].seen[0][1]
@@ -656,8 +652,8 @@ def test_custom_headers_are_sent_with_the_marketplace_language(small: Path, monk
 def test_landing_page_of_the_real_capture_becomes_chart_keys(shared_upstream: Path, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """The real amazon.in capture crawled as /retail-digital's landing source: one chart per carousel."""
-    monkeypatch.setenv("CHARTGW_RETAIL_MARKETS", "in")
-    monkeypatch.setenv("CHARTGW_RETAIL_DIGITAL_SOURCES", "landing")
+    configure("CHARTGW_RETAIL_MARKETS", "in")
+    configure("CHARTGW_RETAIL_DIGITAL_SOURCES", "landing")
     body = (shared_upstream / "amazon/amazon-in-bestsellers-2024.html").read_bytes()
     tables = {"AMAZON_IN": {request_key(amazon.landing_request("in")): Reply(body)}}
     (outcome,), _ = _crawl(tmp_path, NOW, tables, monkeypatch, DIGITAL)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,9 @@ from chartgw.groups import short_video as sv
 from chartgw.groups.short_video import GROUP, TOKEN_SETTING, targets
 from chartgw.replay import BODY, ReplayKey, Reply, replay_key
 from chartgw.samples import short_video as samples
+from chartgw.settings import current
 from chartgw.store import SnapshotReader, group_db_path
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, group_data
 
 NOW = FIXED_NOW
 YESTERDAY = (NOW - timedelta(days=1)).date()
@@ -32,9 +32,9 @@ TOKEN_ENV: dict[str, str | None] = {TOKEN_SETTING.variable: samples.SAMPLE_REFRE
 
 
 @pytest.fixture(scope="module")
-def video_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def video_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo seed: daily charts of 3 days and weekly charts of 3 weeks, 150 rows each (two pages)."""
-    return build_group_db(tmp_path_factory.mktemp("short-video"), GROUP, NOW)
+    return group_data(all_groups_data, tmp_path_factory.mktemp("short-video"), GROUP.name)
 
 
 api = api_fixture(GROUP, "video_data")
@@ -233,8 +233,8 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeChartmetric:
         table.update(samples.chart_replies(code2, "daily", YESTERDAY, 5, 210))
     chartmetric = FakeChartmetric(table)
     monkeypatch.setattr(sv, "http_client", lambda: httpx.Client(transport=httpx.MockTransport(chartmetric)))
-    monkeypatch.setenv("CHARTGW_UPSTREAM_CHARTMETRIC", "http://chartmetric.invalid")
-    monkeypatch.setenv(TOKEN_SETTING.variable, samples.SAMPLE_REFRESH_TOKEN)
+    configure("CHARTGW_UPSTREAM_CHARTMETRIC", "http://chartmetric.invalid")
+    configure(TOKEN_SETTING.variable, samples.SAMPLE_REFRESH_TOKEN)
     return chartmetric
 
 
@@ -243,9 +243,9 @@ def crawl(selection: dict[str, str | None], at: Any = NOW) -> list[Any]:
 
 
 @pytest.fixture
-def fresh(tmp_path: Path) -> Iterator[Path]:
-    with data_dir(tmp_path):
-        yield tmp_path
+def fresh(tmp_path: Path) -> Path:
+    configure("CHARTGW_DATA_DIR", str(tmp_path))
+    return tmp_path
 
 
 def test_the_crawl_pages_until_the_charts_length(fake: FakeChartmetric, fresh: Path) -> None:
@@ -272,7 +272,7 @@ def test_the_access_token_is_kept_until_it_expires(fake: FakeChartmetric, fresh:
 def test_a_changed_refresh_token_never_reuses_the_kept_access_token(fake: FakeChartmetric, fresh: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     crawl({"code2": "us", "interval": "daily"})
-    monkeypatch.setenv(TOKEN_SETTING.variable, "another-key")
+    configure(TOKEN_SETTING.variable, "another-key")
     outcomes = crawl({"code2": "us", "interval": "daily"}, NOW + timedelta(minutes=1))
     assert outcomes[0].status == "failed" and "token exchange refused" in (outcomes[0].error or "")
     assert "CHARTGW_CHARTMETRIC_REFRESH_TOKEN" in (outcomes[0].error or "")
@@ -334,25 +334,25 @@ def test_a_failed_crawl_keeps_the_last_good_snapshot(fake: FakeChartmetric, fres
 
 def test_without_a_token_the_crawl_stops_naming_the_setting(monkeypatch: pytest.MonkeyPatch, fresh: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.delenv(TOKEN_SETTING.variable, raising=False)
+    configure(TOKEN_SETTING.variable, None)
     with pytest.raises(config.SettingError, match="CHARTGW_CHARTMETRIC_REFRESH_TOKEN"):
-        targets({})
+        targets({}, FIXED_NOW)
     monkeypatch.setattr(cli, "GROUPS", (*GROUPS, GROUP) if GROUP not in GROUPS else GROUPS)
-    assert cli.main(["crawl", "short-video", "--interval", "daily"]) == 1
+    assert cli.main(["crawl", "short-video", "--interval", "daily"], current()) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "CHARTGW_CHARTMETRIC_REFRESH_TOKEN" in err[0]
     assert not (fresh / "short-video.sqlite").exists() or _latest_id("us/daily") is None
 
 
 def test_targets_follow_the_settings_and_the_selection(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(TOKEN_SETTING.variable, "x")
-    monkeypatch.setenv("CHARTGW_SHORT_VIDEO_COUNTRIES", "global,KR")
-    monkeypatch.setenv("CHARTGW_SHORT_VIDEO_INTERVALS", "weekly")
-    assert [t.key for t in targets({})] == ["global/weekly", "kr/weekly"]
-    assert [t.key for t in targets({"code2": "nz", "interval": "daily"})] == ["nz/daily"]
-    monkeypatch.setenv("CHARTGW_SHORT_VIDEO_INTERVALS", "hourly")
+    configure(TOKEN_SETTING.variable, "x")
+    configure("CHARTGW_SHORT_VIDEO_COUNTRIES", "global,KR")
+    configure("CHARTGW_SHORT_VIDEO_INTERVALS", "weekly")
+    assert [t.key for t in targets({}, FIXED_NOW)] == ["global/weekly", "kr/weekly"]
+    assert [t.key for t in targets({"code2": "nz", "interval": "daily"}, FIXED_NOW)] == ["nz/daily"]
+    configure("CHARTGW_SHORT_VIDEO_INTERVALS", "hourly")
     with pytest.raises(config.SettingError, match="CHARTGW_SHORT_VIDEO_INTERVALS"):
-        targets({})
+        targets({}, FIXED_NOW)
 
 
 def test_the_chart_asked_is_yesterdays() -> None:

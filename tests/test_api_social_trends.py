@@ -22,9 +22,10 @@ from chartgw.groups.social_trends import GROUP, parse_refresh_body, refresh, tar
 from chartgw.params import InvalidParams
 from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import social_trends as samples
+from chartgw.settings import current
 from chartgw.store import SnapshotReader, group_db_path
 from chartgw.upstreams.x_trends import LOCATIONS, LOCATIONS_BY_SLUG, TRENDS24, X_API, trends24_request, v1_request
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 STAMP = NOW.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -32,9 +33,9 @@ X_API_ENV: dict[str, str | None] = {"CHARTGW_X_BEARER_TOKEN": samples.SAMPLE_TOK
 
 
 @pytest.fixture(scope="module")
-def trends_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def trends_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo seed: three crawls of every location through the X API v1.1, an hour apart."""
-    return build_group_db(tmp_path_factory.mktemp("social-trends"), GROUP, NOW)
+    return group_data(all_groups_data, tmp_path_factory.mktemp("social-trends"), GROUP.name)
 
 
 api = api_fixture(GROUP, "trends_data")
@@ -145,9 +146,9 @@ def test_before_any_crawl_health_is_degraded_and_trends_are_404(tmp_path: Path) 
 
 
 @pytest.fixture
-def fresh(tmp_path: Path) -> Iterator[Path]:
-    with data_dir(tmp_path):
-        yield tmp_path
+def fresh(tmp_path: Path) -> Path:
+    configure("CHARTGW_DATA_DIR", str(tmp_path))
+    return tmp_path
 
 
 def latest_entries(target: str) -> tuple[int | None, list[bytes]]:
@@ -183,25 +184,25 @@ def test_every_source_reads_the_same_list(fresh: Path, source: str, version: str
 
 def test_the_x_api_without_a_token_stops_the_crawl_naming_the_setting(fresh: Path, monkeypatch: pytest.MonkeyPatch,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("CHARTGW_TRENDS_SOURCE", "x-api")
-    monkeypatch.delenv("CHARTGW_X_BEARER_TOKEN", raising=False)
+    configure("CHARTGW_TRENDS_SOURCE", "x-api")
+    configure("CHARTGW_X_BEARER_TOKEN", None)
     with pytest.raises(config.SettingError, match="CHARTGW_X_BEARER_TOKEN"):
-        targets({"location": "us"})
+        targets({"location": "us"}, FIXED_NOW)
     monkeypatch.setattr(cli, "GROUPS", (*GROUPS, GROUP) if GROUP not in GROUPS else GROUPS)
-    assert cli.main(["crawl", "social-trends", "--location", "us"]) == 1
+    assert cli.main(["crawl", "social-trends", "--location", "us"], current()) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "CHARTGW_X_BEARER_TOKEN" in err[0]
 
 
 def test_targets_follow_the_locations_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_SOCIAL_TRENDS_LOCATIONS", "worldwide, JP,london")
-    monkeypatch.delenv("CHARTGW_X_BEARER_TOKEN", raising=False)
-    assert [t.key for t in targets({})] == ["trends/worldwide", "trends/jp", "trends/london"]
-    assert targets({})[2].requests == (trends24_request(LOCATIONS_BY_SLUG["london"]),)
-    assert [t.key for t in targets({"location": "osaka"})] == ["trends/osaka"]
-    monkeypatch.setenv("CHARTGW_SOCIAL_TRENDS_LOCATIONS", "atlantis")
+    configure("CHARTGW_SOCIAL_TRENDS_LOCATIONS", "worldwide, JP,london")
+    configure("CHARTGW_X_BEARER_TOKEN", None)
+    assert [t.key for t in targets({}, FIXED_NOW)] == ["trends/worldwide", "trends/jp", "trends/london"]
+    assert targets({}, FIXED_NOW)[2].requests == (trends24_request(LOCATIONS_BY_SLUG["london"]),)
+    assert [t.key for t in targets({"location": "osaka"}, FIXED_NOW)] == ["trends/osaka"]
+    configure("CHARTGW_SOCIAL_TRENDS_LOCATIONS", "atlantis")
     with pytest.raises(config.SettingError, match="CHARTGW_SOCIAL_TRENDS_LOCATIONS"):
-        targets({})
+        targets({}, FIXED_NOW)
 
 
 @pytest.mark.parametrize("status,body,reason", [

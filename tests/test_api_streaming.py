@@ -11,7 +11,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from chartgw import cli
+from chartgw.clock import fixed
 from chartgw.config import environment
+from chartgw.context import Context
 from chartgw.crawl import Outcome
 from chartgw.group import crawl_group
 from chartgw.groups import streaming
@@ -19,8 +21,9 @@ from chartgw.groups.streaming import GROUP, import_csv
 from chartgw.params import InvalidParams
 from chartgw.replay import ReplayTransport, Reply, request_key
 from chartgw.samples import streaming as samples
+from chartgw.settings import current
 from chartgw.upstreams import spotify
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 COUNTRIES = ("global", "us", "kr")
@@ -31,10 +34,9 @@ WEEKLY = samples.chart_date("regional-weekly", NOW.date())
 
 
 @pytest.fixture(scope="module")
-def streaming_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def streaming_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo seed: a legacy CSV import, then token crawls of 3 countries two days back, one day back and now."""
-    with environment({"CHARTGW_CRAWL_DELAY_SECONDS": "0"}):
-        return build_group_db(tmp_path_factory.mktemp("streaming-data"), "streaming", NOW)
+    return group_data(all_groups_data, tmp_path_factory.mktemp("streaming-data"), "streaming")
 
 
 api = api_fixture(GROUP, "streaming_data", TOKEN_ENV)
@@ -91,7 +93,7 @@ def test_latest_is_the_newest_chart_date_even_after_an_older_import(api: TestCli
     csv_file = tmp_path / "regional-global-daily-2020-01-01.csv"
     csv_file.write_bytes(samples.render_legacy_csv("regional-daily", "global", samples.chart_rows("regional-daily", "x")))
     with data_dir(path):
-        (outcome,) = import_csv({"file": str(csv_file)})
+        (outcome,) = import_csv(Context(clock=fixed(NOW)), {"file": str(csv_file)})
     assert outcome.status == "ok"
     with environment(TOKEN_ENV), client(path, [GROUP]) as c:
         assert get(c, "/streaming/latest?limit=1")["chart_date"] == DAILY
@@ -358,15 +360,15 @@ def test_without_a_token_only_the_public_overview_is_crawled(tmp_path: Path) -> 
 
 def test_without_a_token_other_selections_say_why(tmp_path: Path) -> None:
     with environment(PUBLIC_ENV), pytest.raises(InvalidParams) as raised:
-        streaming.targets({"chart_type": "viral-daily", "country": None})
+        streaming.targets({"chart_type": "viral-daily", "country": None}, NOW)
     assert "without CHARTGW_SPOTIFY_TOKEN" in raised.value.errors[0]["msg"]
 
 
 def test_token_crawl_covers_every_chart_type_and_configured_country() -> None:
     with environment({"CHARTGW_SPOTIFY_TOKEN": "x", "CHARTGW_STREAMING_COUNTRIES": None}):
-        keys = [t.key for t in streaming.targets({})]
+        keys = [t.key for t in streaming.targets({}, NOW)]
         assert len(keys) == 3 * 8 and "viral-daily/br" in keys and "regional-weekly/kr" in keys
-        assert [t.expected_rows for t in streaming.targets({"country": "jp"})] == [200, 200, 50]
+        assert [t.expected_rows for t in streaming.targets({"country": "jp"}, NOW)] == [200, 200, 50]
 
 
 # --- CSV import ---------------------------------------------------------------------------------------------------
@@ -374,7 +376,7 @@ def test_token_crawl_covers_every_chart_type_and_configured_country() -> None:
 
 def _import(path: Path, file: Path, **options: str) -> list[Outcome]:
     with data_dir(path):
-        return import_csv({"file": str(file), "country": None, "chart_type": None, "date": None, **options})
+        return import_csv(Context(clock=fixed(NOW)), {"file": str(file), "country": None, "chart_type": None, "date": None, **options})
 
 
 def test_import_the_real_downloads(shared_upstream: Path, tmp_path: Path) -> None:
@@ -440,9 +442,9 @@ def test_cli_import_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     bad = tmp_path / "notes.csv"
     bad.write_text("just some text\n")
     with data_dir(tmp_path / "data"):
-        assert cli.main(["import", "streaming", str(good), "--json"]) == 0
+        assert cli.main(["import", "streaming", str(good), "--json"], current()) == 0
         assert cli.main(["import", "streaming", str(bad), "--country", "us", "--chart-type", "regional-daily",
-                         "--date", "2026-10-01"]) == 2
+                         "--date", "2026-10-01"], current()) == 2
     assert "no header row" in capsys.readouterr().err
 
 
@@ -457,5 +459,5 @@ def test_cli_crawl_without_a_token_refuses_other_charts(tmp_path: Path, monkeypa
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(cli, "GROUPS", (GROUP,))
     with data_dir(tmp_path), environment(PUBLIC_ENV):
-        assert cli.main(["crawl", "streaming", "--chart-type", "viral-daily"]) == 2
+        assert cli.main(["crawl", "streaming", "--chart-type", "viral-daily"], current()) == 2
     assert "without CHARTGW_SPOTIFY_TOKEN only regional-weekly/global" in capsys.readouterr().err

@@ -17,7 +17,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from chartgw import cli
+from chartgw.clock import fixed
 from chartgw.config import environment
+from chartgw.context import Context
 from chartgw.crawl import Outcome
 from chartgw.group import crawl_group
 from chartgw.groups import uk_charts
@@ -32,9 +34,10 @@ from chartgw.groups.uk_charts import (
 )
 from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import officialcharts as samples
+from chartgw.settings import current
 from chartgw.upstreams import officialcharts
 from chartgw.upstreams.officialcharts import UPSTREAM, requests_for
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW  # Friday 2026-11-20 05:30 UTC: the week of 2026-11-20 is not out yet
 LATEST = date(2026, 11, 13)
@@ -43,8 +46,8 @@ WEEKS = [(LATEST - timedelta(weeks=n)).isoformat() for n in range(6)]  # newest 
 
 
 @pytest.fixture(scope="module")
-def uk_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_group_db(tmp_path_factory.mktemp("uk-charts"), GROUP, NOW)
+def uk_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return group_data(all_groups_data, tmp_path_factory.mktemp("uk-charts"), GROUP.name)
 
 
 @pytest.fixture(scope="module")
@@ -279,17 +282,17 @@ def test_empty_store_answers_404_not_500(tmp_path: Path) -> None:
 
 
 def test_a_bad_chart_setting_is_a_503_naming_it(uk_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_UK_CHARTS", "singles,hot-100")
+    configure("CHARTGW_UK_CHARTS", "singles,hot-100")
     with client(uk_data, [GROUP]) as api:
         response = api.get("/uk-charts/health")
         assert response.status_code == 503 and "CHARTGW_UK_CHARTS: unknown chart key(s) hot-100" in response.json()["detail"]
 
 
 def test_configured_charts_follow_the_setting(uk_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_UK_CHARTS", "Albums, singles")
+    configure("CHARTGW_UK_CHARTS", "Albums, singles")
     assert configured_charts() == ("albums", "singles")
-    assert [t.key for t in targets({"chart": None})] == ["albums", "singles"]
-    assert [t.key for t in targets({"chart": "singles-top-40"})] == ["singles-top-40"]
+    assert [t.key for t in targets({"chart": None}, FIXED_NOW)] == ["albums", "singles"]
+    assert [t.key for t in targets({"chart": "singles-top-40"}, FIXED_NOW)] == ["singles-top-40"]
     with client(uk_data, [GROUP]) as api:
         health = api.get("/uk-charts/health").json()
         assert health["chart_count"] == 2 and [c["chart_key"] for c in health["charts"]] == ["albums", "singles"]
@@ -549,7 +552,7 @@ def test_the_backfill_command_is_silent_off_a_terminal(tmp_path: Path, capsys: p
                                                            ("until", None)]
     table = samples.chart_replies("singles", LATEST, weeks=2)
     with data_dir(tmp_path), replay_upstreams({UPSTREAM: table}):
-        outcomes = command.run({"chart": "singles", "since": LATEST - timedelta(weeks=1), "until": LATEST})
+        outcomes = command.run(Context(clock=fixed(FIXED_NOW)), {"chart": "singles", "since": LATEST - timedelta(weeks=1), "until": LATEST})
     assert [o.status for o in outcomes] == ["ok", "ok"]
     assert capsys.readouterr().err == ""
 
@@ -568,15 +571,15 @@ def test_the_cli_verbs_crawl_and_backfill(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(cli, "GROUPS", (GROUP,))
     table = samples.all_replies(LATEST, weeks=3, keys=("singles", "albums"))
     with data_dir(tmp_path), replay_upstreams({UPSTREAM: table}):
-        assert cli.main(["crawl", "uk-charts", "--chart", "albums", "--at", "2026-11-20T05:30:00"]) == 0
-        assert cli.main(["backfill", "uk-charts", "--chart", "albums", "--since", "2026-10-31", "--until", "2026-11-13", "--json"]) == 0
+        assert cli.main(["crawl", "uk-charts", "--chart", "albums", "--at", "2026-11-20T05:30:00"], current()) == 0
+        assert cli.main(["backfill", "uk-charts", "--chart", "albums", "--since", "2026-10-31", "--until", "2026-11-13", "--json"], current()) == 0
         outcomes = json.loads(capsys.readouterr().out)
         assert [(o["target"], o["status"]) for o in outcomes] == [("albums@2026-11-06", "ok"), ("albums@2026-10-30", "ok")]
-        assert cli.main(["backfill", "uk-charts", "--chart", "albums", "--since", "2026-10-31", "--until", "2026-11-13"]) == 0  # all held
+        assert cli.main(["backfill", "uk-charts", "--chart", "albums", "--since", "2026-10-31", "--until", "2026-11-13"], current()) == 0  # all held
         with pytest.raises(SystemExit):
-            cli.main(["backfill", "uk-charts", "--chart", "hot-100"])
+            cli.main(["backfill", "uk-charts", "--chart", "hot-100"], current())
         with pytest.raises(SystemExit):
-            cli.main(["backfill", "uk-charts", "--since", "31/10/2026"])
+            cli.main(["backfill", "uk-charts", "--since", "31/10/2026"], current())
     assert _snapshot_count(tmp_path, "albums") == 3
     tab = cli.crontab(Path("/srv/chartgw"))
     assert "CRON_TZ=Europe/London\n# UK charts: every configured chart's new week" in tab
@@ -606,7 +609,7 @@ def test_the_backfill_delay_setting_is_used_against_real_upstreams(monkeypatch: 
         await real_sleep(0)
 
     monkeypatch.setattr(asyncio, "sleep", sleep)
-    monkeypatch.setenv("CHARTGW_UK_CHARTS_BACKFILL_DELAY_SECONDS", "0.5")
+    configure("CHARTGW_UK_CHARTS_BACKFILL_DELAY_SECONDS", "0.5")
     table = samples.chart_replies("singles", LATEST, weeks=1)
     with data_dir(tmp_path), replay_upstreams({UPSTREAM: table}), environment({"CHARTGW_CRAWL_DELAY_SECONDS": "0.2"}):
         outcomes = asyncio.run(backfill("singles", LATEST, now=lambda: NOW))

@@ -26,7 +26,7 @@ from chartgw.samples import global_rows
 from chartgw.samples import video as samples
 from chartgw.upstreams import youtube
 from chartgw.upstreams.youtube import latest_week_end, past_week_ends
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 TODAY = NOW.date()
@@ -36,8 +36,8 @@ BACKFILLED = past_week_ends(TODAY, samples.BACKFILL_WEEKS)
 
 
 @pytest.fixture(scope="module")
-def video_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_group_db(tmp_path_factory.mktemp("video-data"), "video", NOW)
+def video_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return group_data(all_groups_data, tmp_path_factory.mktemp("video-data"), "video")
 
 
 api = api_fixture(GROUP, "video_data")
@@ -361,14 +361,14 @@ def test_latest_week_end_is_the_last_thursday_before_today(today: date, expected
 
 
 def test_catalogue_follows_the_configured_countries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_VIDEO_COUNTRIES", "global, FR")
+    configure("CHARTGW_VIDEO_COUNTRIES", "global, FR")
     assert [c.target for c in catalogue()] == [
         "top-songs/weekly/global", "top-songs/weekly/fr", "top-videos/weekly/global", "top-videos/weekly/fr",
         "top-artists/weekly/global", "top-artists/weekly/fr", "trending/daily/fr", "shorts/weekly/global",
         "shorts/daily/global"]
-    assert [t.key for t in targets({"chart_type": "trending", "period": None, "country": None})] == ["trending/daily/fr"]
+    assert [t.key for t in targets({"chart_type": "trending", "period": None, "country": None}, FIXED_NOW)] == ["trending/daily/fr"]
     with pytest.raises(InvalidParams):
-        targets({"chart_type": "trending", "period": None, "country": "global"})
-    monkeypatch.setenv("CHARTGW_VIDEO_COUNTRIES", "global,atlantis")
+        targets({"chart_type": "trending", "period": None, "country": "global"}, FIXED_NOW)
+    configure("CHARTGW_VIDEO_COUNTRIES", "global,atlantis")
     with pytest.raises(ValueError, match="CHARTGW_VIDEO_COUNTRIES"):
         catalogue()

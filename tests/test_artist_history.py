@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from chartgw import artist_history as index
 from chartgw.clock import fixed
+from chartgw.context import Context
 from chartgw.groups import GROUPS
 from chartgw.groups import artist_history as ah
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
@@ -238,8 +239,8 @@ def test_index_command_and_seeder(all_groups_data: Path, tmp_path: Path) -> None
         # the demo resolves Genius ids of its most charted tracks from sample answers
         assert lyrics.status == "ok" and lyrics.target.startswith(f"lyrics: {ah.DEMO_LYRICS_TRACKS} matched")
         command = next(c for c in ah.GROUP.commands if c.verb == "index")
-        assert all(o.rows == 0 for o in command.run({"rebuild": "no"}))
-        assert sum(o.rows or 0 for o in command.run({"rebuild": "yes"})) == sum(o.rows or 0 for o in outcomes)
+        assert all(o.rows == 0 for o in command.run(Context(clock=fixed(FIXED_NOW)), {"rebuild": "no"}))
+        assert sum(o.rows or 0 for o in command.run(Context(clock=fixed(FIXED_NOW)), {"rebuild": "yes"})) == sum(o.rows or 0 for o in outcomes)
     with client(path, [ah.GROUP]) as api:
         logs = get(api, f"{API}/fetch-logs")
     assert logs["count"] == len([o for o in outcomes if o.snapshot_id]) and logs["entries"][0]["status"] == "ok"
@@ -461,11 +462,12 @@ def test_names_learned_from_shared_ids_and_the_alias_file(all_groups_data: Path,
         learned = get(live, HISTORY, name="JISOO")
         assert {r["artist"] for r in learned["rows"]} == {"Jisoo", "지수"}
         assert get(live, HISTORY, name_local="지수")["rows"] == learned["rows"]
-        with environment({"CHARTGW_ARTIST_HISTORY_ALIASES_FILE": str(aliases)}):
-            assert "지지직스" in get(live, HISTORY, name="Zzyzx Band")["query"]["keys"]["name"]
-        with environment({"CHARTGW_ARTIST_HISTORY_ALIASES_FILE": str(tmp_path / "missing.txt")}):
-            response = live.get(HISTORY, params={"name": "Zzyzx"}, headers=KEY_HEADERS)
-            assert response.status_code == 503 and "CHARTGW_ARTIST_HISTORY_ALIASES_FILE" in response.json()["detail"]
+    with environment({"CHARTGW_ARTIST_HISTORY_ALIASES_FILE": str(aliases)}), client(path, [ah.GROUP]) as live:
+        assert "지지직스" in get(live, HISTORY, name="Zzyzx Band")["query"]["keys"]["name"]
+    with environment({"CHARTGW_ARTIST_HISTORY_ALIASES_FILE": str(tmp_path / "missing.txt")}), \
+            client(path, [ah.GROUP]) as live:
+        response = live.get(HISTORY, params={"name": "Zzyzx"}, headers=KEY_HEADERS)
+        assert response.status_code == 503 and "CHARTGW_ARTIST_HISTORY_ALIASES_FILE" in response.json()["detail"]
 
 
 def _plot(api: TestClient, **params: Any) -> ET.Element:

@@ -18,6 +18,7 @@ from chartgw import artist_history as index
 from chartgw.cli import main
 from chartgw.clock import fixed
 from chartgw.config import environment
+from chartgw.context import Context
 from chartgw.groups import GROUPS
 from chartgw.groups import artist_history as ah
 from chartgw.groups import artist_lyrics as lyrics
@@ -93,8 +94,8 @@ class Genius:
 def _run(genius_api: Genius, sleeps: list[float] | None = None, now: Any = FIXED_NOW,
          settings: dict[str, str | None] | None = None) -> Any:
     with environment({"CHARTGW_GENIUS_TOKEN": TOKEN, **(settings or {})}):
-        return lyrics.run_enrich({"what": "lyrics", "limit": 100}, transport=genius_api.transport,
-                                 sleep=(sleeps.append if sleeps is not None else lambda s: None), now=fixed(now))
+        return lyrics.run_enrich(Context(clock=fixed(now)), {"what": "lyrics", "limit": 100}, transport=genius_api.transport,
+                                 sleep=(sleeps.append if sleeps is not None else lambda s: None))
 
 
 def _lookups(path: Path) -> dict[str, tuple[Any, ...]]:
@@ -173,7 +174,7 @@ def test_a_killed_run_keeps_what_it_committed(indexed: Path) -> None:
 
     api = Genius(_answers(None))
     with environment({"CHARTGW_GENIUS_TOKEN": TOKEN}), pytest.raises(KeyboardInterrupt):
-        lyrics.run_enrich({"what": "lyrics", "limit": 100}, transport=api.transport, sleep=killed, now=fixed(FIXED_NOW))
+        lyrics.run_enrich(Context(clock=fixed(FIXED_NOW)), {"what": "lyrics", "limit": 100}, transport=api.transport, sleep=killed)
     assert len(_lookups(indexed)) == 1 and len(api.asked) == 1
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -32,7 +31,7 @@ from chartgw.records import KoreaEntry
 from chartgw.replay import ReplayKey, ReplayServer, Reply, answer_key, replay_key
 from chartgw.samples import sample_rows
 from chartgw.samples.korea import all_replies, site_replies
-from tests.fixtures import FIXED_NOW, copy_data
+from tests.fixtures import FIXED_NOW, child_env, configure, copy_data
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GROUP_NAME = GROUP.name
@@ -48,7 +47,7 @@ Step = int | tuple[int, dict[str, str]] | type[httpx.TransportError]
 @pytest.fixture
 def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty data folder the in-process crawls write to."""
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path / "data"))
+    configure("CHARTGW_DATA_DIR", str(tmp_path / "data"))
     return tmp_path / "data"
 
 
@@ -56,7 +55,7 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def seeded(korea_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private copy of the seeded data folder, every chart with a good snapshot."""
     path = copy_data(korea_data, tmp_path / "seeded")
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(path))
+    configure("CHARTGW_DATA_DIR", str(path))
     return path
 
 
@@ -130,7 +129,7 @@ def _crawl(target_list: Sequence[CrawlTarget], transport: httpx.AsyncBaseTranspo
 
 
 def _melon_realtime() -> list[CrawlTarget]:
-    return targets({"site": "portal-a", "chart_type": "realtime"})
+    return targets({"site": "portal-a", "chart_type": "realtime"}, FIXED_NOW)
 
 
 def _melon_body(variant: int = 1, size: int = 100) -> bytes:
@@ -252,7 +251,7 @@ def test_an_undecodable_response_is_a_failed_fetch(data: Path) -> None:
             return httpx.Response(200, content=b"not gzip at all", headers={"content-encoding": "gzip"})
         return await flo.handle_async_request(request)
 
-    melon, flo_all_age = _crawl(_melon_realtime() + targets({"site": "portal-d", "chart_type": "all_age"}),
+    melon, flo_all_age = _crawl(_melon_realtime() + targets({"site": "portal-d", "chart_type": "all_age"}, FIXED_NOW),
                                 httpx.MockTransport(handler))
     reason = f"{MELON_URL}: DecodingError: Error -3 while decompressing data: incorrect header check"
     assert (melon.status, melon.http_status, melon.error) == ("failed", None, reason)
@@ -290,7 +289,7 @@ def test_error_page_is_a_failed_fetch_and_the_last_good_snapshot_stays(seeded: P
     current = {t: _latest(seeded, t) for t in (f"{site}/{chart_type}", FLO_ALL_AGE)}
     replies = {key: Reply(body.encode(), 200, reply.content_type)
                for key, reply in site_replies(site, "all_age" if site == "portal-d" else chart_type, FIXED_NOW).items()}
-    (outcome,) = _crawl(targets({"site": site, "chart_type": chart_type}), _serving(replies))
+    (outcome,) = _crawl(targets({"site": site, "chart_type": chart_type}, FIXED_NOW), _serving(replies))
     assert (outcome.status, outcome.http_status, outcome.snapshot_id, outcome.error) == ("failed", 200, None, reason)
     assert _last_log(seeded)[2:5] == ("failed", 200, None) and _last_log(seeded)[6] == reason
     assert {t: _latest(seeded, t) for t in current} == current
@@ -303,7 +302,7 @@ def _flo(moment: datetime, variant: int) -> httpx.MockTransport:
 
 
 def _observe(moment: datetime, variant: int) -> None:
-    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "all_age"}), _flo(moment, variant), now=moment)
+    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "all_age"}, FIXED_NOW), _flo(moment, variant), now=moment)
     assert outcome.status == "ok", outcome
 
 
@@ -339,7 +338,7 @@ def test_rising_without_an_observation_an_hour_back_keeps_the_observation_and_lo
     now = FIXED_NOW
     _observe(now - timedelta(minutes=80), 0)
     _observe(now - timedelta(minutes=40), 1)
-    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "rising"}), _flo(now, 2), now=now)
+    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "rising"}, FIXED_NOW), _flo(now, 2), now=now)
     assert (outcome.target, outcome.status, outcome.rows, outcome.snapshot_id, outcome.http_status, outcome.error) == (
         "portal-d/rising", "failed", None, None, 200, NO_EARLIER)
     assert _query(data, "SELECT target, fetched_at, row_count FROM snapshots ORDER BY id") == [
@@ -354,7 +353,7 @@ def test_rising_uses_the_observation_nearest_an_hour_back(data: Path) -> None:
     now = FIXED_NOW
     for minutes, variant in ((74, 0), (61, 1), (46, 2)):
         _observe(now - timedelta(minutes=minutes), variant)
-    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "rising"}), _flo(now, 3), now=now)
+    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "rising"}, FIXED_NOW), _flo(now, 3), now=now)
     assert outcome.status == "ok" and outcome.error is None
     snaps = _query(data, "SELECT id, target, chart_date, chart_hour, fetched_at, source, row_count FROM snapshots"
                          " WHERE id > 3 ORDER BY id")
@@ -385,7 +384,7 @@ def test_rising_hourly_compares_the_previous_full_kst_hour(data: Path) -> None:
     for moment, variant in ((utc(3, 50), 0), (utc(3, 56), 1), (utc(4, 20), 2), (utc(4, 59, 30), 3), (utc(5, 5), 4)):
         _observe(moment, variant)
     assert FIXED_NOW.astimezone(KST).strftime("%H:%M") == "14:30"
-    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "rising_hourly"}), _flo(FIXED_NOW, 0))
+    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "rising_hourly"}, FIXED_NOW), _flo(FIXED_NOW, 0))
     assert (outcome.status, outcome.http_status, outcome.error) == ("ok", None, None)
     sid, target, chart_date, chart_hour, fetched_at, source = _query(
         data, "SELECT id, target, chart_date, chart_hour, fetched_at, source FROM snapshots ORDER BY id DESC LIMIT 1")[0]
@@ -402,7 +401,7 @@ def test_rising_hourly_needs_45_minutes_of_the_hour(data: Path) -> None:
     for moment, variant in ((datetime(2026, 11, 20, 4, 20, tzinfo=UTC), 0),
                             (datetime(2026, 11, 20, 4, 59, 30, tzinfo=UTC), 1)):
         _observe(moment, variant)
-    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "rising_hourly"}), _flo(FIXED_NOW, 0))
+    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "rising_hourly"}, FIXED_NOW), _flo(FIXED_NOW, 0))
     reason = "rising_hourly not published: FLO observations of 2026-11-20 13:00 KST do not span 45 minutes"
     assert (outcome.status, outcome.error) == ("failed", reason)
     assert _query(data, "SELECT count(*) FROM snapshots WHERE target = 'portal-d/rising_hourly'") == [(0,)]
@@ -435,8 +434,8 @@ def test_crawl_lock_refuses_a_second_crawl_of_the_same_group(data: Path) -> None
 
 
 def _cli(folder: Path, *args: str, **upstreams: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, CHARTGW_DATA_DIR=str(folder), CHARTGW_CRAWL_DELAY_SECONDS="0",
-               CHARTGW_RETRY_BACKOFF_SECONDS="0.01", PYTHONPATH=str(REPO_ROOT))
+    env = dict(child_env(DATA_DIR=str(folder), CRAWL_DELAY_SECONDS="0", RETRY_BACKOFF_SECONDS="0.01"),
+               PYTHONPATH=str(REPO_ROOT))
     env.update({f"CHARTGW_UPSTREAM_{name}": origin for name, origin in upstreams.items()})
     return subprocess.run([sys.executable, "-m", "chartgw", "crawl", GROUP_NAME, *args], env=env, cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=60)
@@ -567,7 +566,7 @@ def test_the_deadline_counts_from_the_request_not_the_queue(data: Path) -> None:
         reply = table[answer_key(request.method, str(request.url.raw_path, "ascii"), "", b"")]
         return httpx.Response(200, content=reply.body, headers={"content-type": reply.content_type})
 
-    chosen = [t for t in targets({"site": "portal-a"}) if t.key != "portal-a/hot100_d30"]  # four charts
+    chosen = [t for t in targets({"site": "portal-a"}, FIXED_NOW) if t.key != "portal-a/hot100_d30"]  # four charts
     policy = RetryPolicy(per_upstream=1, delay_seconds=0, target_deadline_seconds=0.5)
     outcomes = _crawl(chosen, httpx.MockTransport(slow), policy=policy)
     assert [o.status for o in outcomes] == ["ok"] * 4, [o.error for o in outcomes]

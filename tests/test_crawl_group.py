@@ -15,11 +15,14 @@ import msgspec
 import pytest
 
 from chartgw import cli
+from chartgw.context import Context
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, crawl_lock, import_builds, run_targets
 from chartgw.group import CommandArg, Group, GroupCommand, crawl_group
 from chartgw.records import stored_entry
+from chartgw.settings import current
 from chartgw.store import NewSnapshot, SnapshotWriter, group_db_path
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest
+from tests.fixtures import configure
 
 NOW = datetime(2026, 11, 20, 5, 30, 0, tzinfo=UTC)
 NAME = "tiny"
@@ -33,8 +36,8 @@ class Item(msgspec.Struct):
 
 @pytest.fixture
 def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("CHARTGW_UPSTREAM_MELON", "http://upstream.test")
+    configure("CHARTGW_DATA_DIR", str(tmp_path))
+    configure("CHARTGW_UPSTREAM_MELON", "http://upstream.test")
     return tmp_path
 
 
@@ -60,7 +63,7 @@ def _catalogue_target() -> CrawlTarget:
                        lambda fetched, ctx: [_snapshot("catalogue", fetched[0].body.decode().splitlines(), ctx.now)])
 
 
-def _targets_from_catalogue(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def _targets_from_catalogue(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     with SnapshotWriter(group_db_path(NAME)) as store:
         names = [msgspec.json.decode(r)["title"] for r in store.latest_records("catalogue")]
     return [_chart(name) for name in names]
@@ -127,7 +130,7 @@ def test_the_cli_offers_each_group_command_under_its_verb(data: Path, monkeypatc
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     seen: list[dict[str, Any]] = []
 
-    def run(values: dict[str, Any]) -> list[Outcome]:
+    def run(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
         seen.append(values)
         if values["file"] == "missing.csv":
             raise FileNotFoundError("missing.csv: no such file")
@@ -137,20 +140,20 @@ def test_the_cli_offers_each_group_command_under_its_verb(data: Path, monkeypatc
                                                      CommandArg("weeks", "how many", type=int, default=8)), run)
     tiny = Group(NAME, "Tiny", "A test group", (), commands=(command,))
     monkeypatch.setattr(cli, "GROUPS", (tiny,))
-    assert cli.main(["import", NAME, "chart.csv", "--weeks", "3", "--json"]) == 0
+    assert cli.main(["import", NAME, "chart.csv", "--weeks", "3", "--json"], current()) == 0
     assert seen == [{"file": "chart.csv", "weeks": 3}]
     assert json.loads(capsys.readouterr().out)[0]["status"] == "ok"
-    assert cli.main(["import", NAME, "missing.csv"]) == 2
+    assert cli.main(["import", NAME, "missing.csv"], current()) == 2
     assert "no such file" in capsys.readouterr().err
 
 
 def test_a_command_outside_the_lock_runs_while_a_crawl_holds_it(data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A long-running command (`lock=False`, the radio monitor) does not wait for, nor take, the crawl lock."""
     ran: list[str] = []
-    monitor = GroupCommand("monitor", "watch", (), lambda values: ran.append("ran") or [], lock=False, at_boot=True)
+    monitor = GroupCommand("monitor", "watch", (), lambda ctx, values: ran.append("ran") or [], lock=False, at_boot=True)
     tiny = Group(name="tiny", title="t", description="d", routes=(), targets=lambda s: [], commands=(monitor,))
     monkeypatch.setattr(cli, "GROUPS", (tiny,))
     with crawl_lock("tiny"):
-        assert cli.main(["monitor", "tiny"]) == 0
+        assert cli.main(["monitor", "tiny"], current()) == 0
     assert ran == ["ran"]
     assert "@reboot" in cli.crontab(Path("/srv/chartgw")) and "monitor tiny" in cli.crontab(Path("/srv/chartgw"))

@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 from chartgw.cache import ResponseCache
 from chartgw.endpoints import Call, EndpointApp, GroupData, Route
 from chartgw.params import InvalidParams, Param, literal_error, parse_query, validate
+from tests.fixtures import configure
 
 LIMIT = Param("limit", kind="int", default=100, ge=1, le=200)
 SITE = Param("site", "path", kind="choice", choices=("portal-a", "portal-b", "portal-c"))
@@ -28,7 +29,7 @@ async def echo(call: Call) -> dict[str, object]:
 @pytest.fixture
 def client(tmp_path, monkeypatch) -> TestClient:
     """A tiny app with one declared route, like FastAPI's `/k/{site}/charts/{chart_type}`."""
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
+    configure("CHARTGW_DATA_DIR", str(tmp_path))
     route = Route("/k/{site}/charts/{chart_type}", echo, (SITE, Param("chart_type", "path"), LIMIT, NEED), cache_ttl=0)
     app = Starlette(routes=[StarletteRoute(route.path, EndpointApp(route, GroupData("t"), ResponseCache()))])
     return TestClient(app)
@@ -150,8 +151,8 @@ def test_booleans_take_pydantics_words_only() -> None:
 def test_a_misconfigured_setting_is_a_503_naming_it_not_a_500(tmp_path, monkeypatch) -> None:
     from chartgw import config
 
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("CHARTGW_SOME_COUNTRIES", "us,zz")
+    configure("CHARTGW_DATA_DIR", str(tmp_path))
+    configure("CHARTGW_SOME_COUNTRIES", "us,zz")
 
     setting = config.Setting("SOME_COUNTRIES", "us", "a test setting", config.countries)
 

@@ -17,25 +17,29 @@ import pytest
 
 from chartgw import config
 from chartgw.cli import all_settings
+from chartgw.clock import fixed
 from chartgw.countries import COUNTRIES, GLOBAL
 from chartgw.endpoints import Call, Route
 from chartgw.entries import all_entry_types
 from chartgw.group import EntryMapping, Group
 from chartgw.groups import GROUPS
 from chartgw.params import Param
+from chartgw.settings import current
 from chartgw.targets import TargetKey
+from tests.fixtures import configure
 
 PACKAGE = Path(__file__).resolve().parents[1] / "chartgw"
 CONFIGURATION_DOC = PACKAGE.parent / "docs" / "configuration.md"
 
 # Lowest first. A module imports only from its own layer or below; groups never import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("chartgw.clock", "chartgw.countries", "chartgw.text"),
+    ("chartgw.clock", "chartgw.countries", "chartgw.text", "chartgw.settings"),
     ("chartgw.config",),
     ("chartgw.store", "chartgw.params", "chartgw.cache", "chartgw.replication"),
     ("chartgw.records", "chartgw.targets"),
     ("chartgw.upstreams",),
     ("chartgw.replay", "chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi"),
+    ("chartgw.context",),
     ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history", "chartgw.fastlane"),
     ("chartgw.samples",),
     ("chartgw.groups.",),
@@ -151,10 +155,11 @@ def test_the_configuration_reference_lists_exactly_the_declared_settings() -> No
     assert set(declared) - set(listed) == set(), "docs/configuration.md misses settings"
 
 
-def test_settings_are_read_only_through_the_settings_table() -> None:
+def test_the_environment_is_read_only_by_the_settings_object() -> None:
     for path in PACKAGE.rglob("*.py"):
-        if path.name != "config.py":
-            assert "os.environ" not in path.read_text(), f"{path} reads the environment directly"
+        if path.relative_to(PACKAGE).as_posix() != "settings.py":
+            text = path.read_text()
+            assert "os.environ" not in text and "getenv" not in text, f"{path} reads the environment directly"
 
 
 def test_every_group_names_its_public_entry_types() -> None:
@@ -210,8 +215,8 @@ def test_chartgw_storage_reports_every_group(korea_data: Path, monkeypatch: pyte
                                              capsys: pytest.CaptureFixture[str]) -> None:
     from chartgw import cli
 
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(korea_data))
-    assert cli.main(["storage", "--json"]) == 0
+    configure("CHARTGW_DATA_DIR", str(korea_data))
+    assert cli.main(["storage", "--json"], current()) == 0
     rows = {row["group"]: row for row in json.loads(capsys.readouterr().out)}
     assert set(rows) == {g.name for g in GROUPS}
     korea = rows["korea-chart"]
@@ -224,29 +229,28 @@ def test_retention_days_setting_adds_to_and_replaces_a_groups_own(monkeypatch: p
     from chartgw.groups import radio
 
     assert retention(radio.GROUP) == radio.GROUP.retention_days
-    monkeypatch.setenv("CHARTGW_RETENTION_DAYS", "radio:plays/=800, radio=90, korea-chart=7")
+    configure("CHARTGW_RETENTION_DAYS", "radio:plays/=800, radio=90, korea-chart=7")
     assert retention(radio.GROUP) == {"directory": 30, "servers": 30, "plays/": 800, "": 90}
-    monkeypatch.setenv("CHARTGW_RETENTION_DAYS", "radoi=90")
+    configure("CHARTGW_RETENTION_DAYS", "radoi=90")
     with pytest.raises(config.SettingError, match="no group named radoi"):
         retention(radio.GROUP)
     for bad in ("radio", "radio=0", "radio=forever", "=5"):
-        monkeypatch.setenv("CHARTGW_RETENTION_DAYS", bad)
+        configure("CHARTGW_RETENTION_DAYS", bad)
         with pytest.raises(config.SettingError, match="GROUP=DAYS"):
             retention(radio.GROUP)
 
 
 def test_a_crawl_prunes_by_the_operators_retention(korea_data: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from chartgw.clock import fixed
     from chartgw.group import crawl_group
     from chartgw.groups import korea_chart
     from chartgw.replay import replay_upstreams
     from chartgw.samples.korea import site_replies
-    from tests.fixtures import FIXED_NOW, copy_data
+    from tests.fixtures import FIXED_NOW, configure, copy_data
 
     data = copy_data(korea_data, tmp_path / "data")
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(data))
-    monkeypatch.setenv("CHARTGW_RETENTION_DAYS", "korea-chart:portal-a=5")
+    configure("CHARTGW_DATA_DIR", str(data))
+    configure("CHARTGW_RETENTION_DAYS", "korea-chart:portal-a=5")
     later = FIXED_NOW + timedelta(days=10)
 
     def snapshots() -> dict[str, int]:
@@ -269,16 +273,51 @@ def test_chartgw_storage_shows_the_retention_and_a_bad_setting_in_one_line(
         korea_data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from chartgw import cli
 
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(korea_data))
-    monkeypatch.setenv("CHARTGW_RETENTION_DAYS", "korea-chart=30")
-    assert cli.main(["storage", "--json"]) == 0
+    configure("CHARTGW_DATA_DIR", str(korea_data))
+    configure("CHARTGW_RETENTION_DAYS", "korea-chart=30")
+    assert cli.main(["storage", "--json"], current()) == 0
     korea = {row["group"]: row for row in json.loads(capsys.readouterr().out)}["korea-chart"]
     assert korea["retention_days"][""] == 30 and korea["unbounded_targets"] == 0
-    monkeypatch.setenv("CHARTGW_RETENTION_DAYS", "")
-    assert cli.main(["storage", "--json"]) == 0
+    configure("CHARTGW_RETENTION_DAYS", "")
+    assert cli.main(["storage", "--json"], current()) == 0
     korea = {row["group"]: row for row in json.loads(capsys.readouterr().out)}["korea-chart"]
     assert korea["unbounded_targets"] > 5  # every chart but FLO's observations and rising is kept for ever
-    monkeypatch.setenv("CHARTGW_RETENTION_DAYS", "korea=30")
-    assert cli.main(["storage"]) == 2
+    configure("CHARTGW_RETENTION_DAYS", "korea=30")
+    assert cli.main(["storage"], current()) == 2
     err = capsys.readouterr().err
     assert err.strip() == "chartgw: CHARTGW_RETENTION_DAYS: no group named korea"
+
+
+CLOCK_NAME = re.compile(r"(?:^|_)(?:now|clock|today|time|utc_now)$")
+
+
+def test_no_test_patches_a_module_clock_and_no_module_keeps_a_clock_hook() -> None:
+    """A default bound at import never sees a patch of the module's clock: commands take their clock from their
+    Context, crawls and apps from their arguments. So no test patches a module's clock attribute, and no module
+    holds a clock in a global for others to set."""
+    patches = re.compile(r"""monkeypatch\.setattr\(\s*[\w.]+\s*,\s*["'](\w+)["']""")
+    for path in sorted((PACKAGE.parent / "tests").glob("*.py")):
+        for name in patches.findall(path.read_text()):
+            assert not CLOCK_NAME.search(name), f"{path.name} patches a module clock ({name}); pass a clock instead"
+    hook = re.compile(r"^(\w+)\s*(?::\s*Clock\s*)?=\s*(?:utc_now|fixed\(|datetime\.now)", re.M)
+    for path in PACKAGE.rglob("*.py"):
+        assert not hook.findall(path.read_text()), f"{path} keeps a module-level clock"
+
+
+def test_the_lock_file_pins_every_dependency_within_its_range() -> None:
+    """requirements.lock (scripts/lock) holds an exact version of each runtime and test dependency that
+    pyproject.toml's range admits; the scripts and CI install from it."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
+    pinned = dict(re.findall(r"^([A-Za-z0-9_.-]+)==([^\s;]+)", (PACKAGE.parent / "requirements.lock").read_text(), re.M))
+    pinned = {name.lower().replace("_", "-"): version for name, version in pinned.items()}
+    for line in [*project["dependencies"], *project["optional-dependencies"]["test"],
+                 *project["optional-dependencies"]["replica"]]:
+        requirement = Requirement(line)
+        name = requirement.name.lower().replace("_", "-")
+        assert name in pinned, f"requirements.lock misses {name}: run scripts/lock"
+        assert requirement.specifier.contains(pinned[name], prereleases=True), \
+            f"requirements.lock pins {name}=={pinned[name]} outside {requirement.specifier}: run scripts/lock"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -14,14 +15,26 @@ from chartgw.endpoints import ApiError, Call, GroupData
 from chartgw.refresh import admit_refresh
 from chartgw.replay import Reply, replay_upstreams
 from chartgw.samples.korea import site_replies
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data, data_dir
 
 
 @pytest.fixture
-def api(korea_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
-    data = copy_data(korea_data, tmp_path / "data")
-    monkeypatch.setenv("CHARTGW_DATA_DIR", str(data))
+def data(korea_data: Path, tmp_path: Path) -> Path:
+    path = copy_data(korea_data, tmp_path / "data")
+    configure("CHARTGW_DATA_DIR", str(path))
+    return path
+
+
+@pytest.fixture
+def api(data: Path) -> Iterator[TestClient]:
     with client(data) as c:
+        yield c
+
+
+@contextmanager
+def replayed(data: Path, replies: dict[str, dict]) -> Iterator[TestClient]:
+    """A client on an app built with Melon replayed: the refresh's child crawl runs with the app's settings."""
+    with replay_upstreams(replies), client(data) as c:
         yield c
 
 
@@ -29,29 +42,29 @@ def _melon_replies(variant: int) -> dict[str, dict]:
     return {"MELON": site_replies("portal-a", "realtime", FIXED_NOW, variant)}
 
 
-def test_refresh_one_chart_commits_a_new_snapshot(api: TestClient) -> None:
-    before = api.get("/korea-chart/portal-a/charts/realtime?limit=100", headers=KEY_HEADERS).json()
-    with replay_upstreams(_melon_replies(1)):
+def test_refresh_one_chart_commits_a_new_snapshot(data: Path) -> None:
+    with replayed(data, _melon_replies(1)) as api:
+        before = api.get("/korea-chart/portal-a/charts/realtime?limit=100", headers=KEY_HEADERS).json()
         response = api.post("/korea-chart/refresh?site=portal-a&chart_type=realtime", headers=KEY_HEADERS)
-    assert response.status_code == 200, response.text
-    body = response.json()
-    assert body["status"] == "ok"
-    assert [(o["target"], o["status"], o["rows"]) for o in body["outcomes"]] == [("portal-a/realtime", "ok", 100)]
-    after = api.get("/korea-chart/portal-a/charts/realtime?limit=100", headers=KEY_HEADERS).json()
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["status"] == "ok"
+        assert [(o["target"], o["status"], o["rows"]) for o in body["outcomes"]] == [("portal-a/realtime", "ok", 100)]
+        after = api.get("/korea-chart/portal-a/charts/realtime?limit=100", headers=KEY_HEADERS).json()
     assert after["snapshot"]["id"] == body["outcomes"][0]["snapshot_id"] > before["snapshot"]["id"]
     assert [e["title"] for e in after["entries"]] != [e["title"] for e in before["entries"]]
 
 
-def test_refresh_failure_reports_and_keeps_the_last_good_snapshot(api: TestClient) -> None:
-    before = api.get("/korea-chart/portal-a/charts/realtime", headers=KEY_HEADERS).json()
+def test_refresh_failure_reports_and_keeps_the_last_good_snapshot(data: Path) -> None:
     broken = {"MELON": {k: Reply(b"<html><title>error</title></html>", 503) for k in _melon_replies(1)["MELON"]}}
-    with replay_upstreams(broken):
+    with replayed(data, broken) as api:
+        before = api.get("/korea-chart/portal-a/charts/realtime", headers=KEY_HEADERS).json()
         response = api.post("/korea-chart/refresh?site=portal-a&chart_type=realtime", headers=KEY_HEADERS)
-    assert response.status_code == 502  # every target failed: the upstream's fault, with each reason
-    body = response.json()["detail"]
-    assert body["message"] == "Every target of the refresh failed; the last good snapshots still serve"
-    assert body["outcomes"][0]["http_status"] == 503 and "503" in body["outcomes"][0]["error"]
-    assert api.get("/korea-chart/portal-a/charts/realtime", headers=KEY_HEADERS).json() == before
+        assert response.status_code == 502  # every target failed: the upstream's fault, with each reason
+        body = response.json()["detail"]
+        assert body["message"] == "Every target of the refresh failed; the last good snapshots still serve"
+        assert body["outcomes"][0]["http_status"] == 503 and "503" in body["outcomes"][0]["error"]
+        assert api.get("/korea-chart/portal-a/charts/realtime", headers=KEY_HEADERS).json() == before
 
 
 def test_refresh_while_another_crawl_runs_is_409(api: TestClient, tmp_path: Path) -> None:
@@ -67,8 +80,8 @@ def test_refresh_validates_and_needs_a_key(api: TestClient) -> None:
     assert api.get("/korea-chart/refresh", headers=KEY_HEADERS).status_code == 405
 
 
-def test_a_second_refresh_of_the_same_chart_within_the_interval_is_429(api: TestClient) -> None:
-    with replay_upstreams(_melon_replies(1)):
+def test_a_second_refresh_of_the_same_chart_within_the_interval_is_429(data: Path) -> None:
+    with replayed(data, _melon_replies(1)) as api:
         first = api.post("/korea-chart/refresh?site=portal-a&chart_type=realtime", headers=KEY_HEADERS)
         again = api.post("/korea-chart/refresh?site=portal-a&chart_type=realtime", headers=KEY_HEADERS)
     assert first.status_code == 200
@@ -76,10 +89,9 @@ def test_a_second_refresh_of_the_same_chart_within_the_interval_is_429(api: Test
     assert re.fullmatch(r"This was refreshed \d+s ago; refresh it again in \d+s", again.json()["detail"])
 
 
-def test_a_key_past_its_refresh_budget_is_429_whatever_the_target(api: TestClient,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_REFRESHES_PER_KEY_PER_HOUR", "1")
-    with replay_upstreams(_melon_replies(1)):
+def test_a_key_past_its_refresh_budget_is_429_whatever_the_target(data: Path) -> None:
+    configure("CHARTGW_REFRESHES_PER_KEY_PER_HOUR", "1")
+    with replayed(data, _melon_replies(1)) as api:
         first = api.post("/korea-chart/refresh?site=portal-a&chart_type=realtime", headers=KEY_HEADERS)
         other = api.post("/korea-chart/refresh?site=portal-a&chart_type=daily", headers=KEY_HEADERS)
     assert first.status_code == 200
@@ -92,8 +104,8 @@ def _call(data: GroupData, key_id: int | None) -> Call:
 
 
 def test_the_key_budget_is_a_sliding_hour_per_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHARTGW_REFRESHES_PER_KEY_PER_HOUR", "2")
-    monkeypatch.setenv("CHARTGW_REFRESH_INTERVAL_SECONDS", "60")
+    configure("CHARTGW_REFRESHES_PER_KEY_PER_HOUR", "2")
+    configure("CHARTGW_REFRESH_INTERVAL_SECONDS", "60")
     with data_dir(tmp_path):
         data = GroupData("korea-chart")
     now = [1000.0]
@@ -110,6 +122,6 @@ def test_the_key_budget_is_a_sliding_hour_per_key(tmp_path: Path, monkeypatch: p
     admit_refresh(_call(data, 8), "c", clock)  # another key has its own budget
     now[0] = 1000.0 + 3600
     admit_refresh(_call(data, 7), "d", clock)  # the first refresh left the hour
-    monkeypatch.setenv("CHARTGW_REFRESHES_PER_KEY_PER_HOUR", "0")
+    configure("CHARTGW_REFRESHES_PER_KEY_PER_HOUR", "0")
     for target in "efgh":
         admit_refresh(_call(data, 7), target, clock)  # 0 = no per-key limit

@@ -164,7 +164,7 @@ def env_for(data: Path, replica: str, endpoint: str | None = None) -> dict[str, 
     # AWS_CA_BUNDLE makes Litestream 0.5.17's S3 client fail to start ("unable to add custom RootCAs HTTPClient").
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHARTGW_") and k != "AWS_CA_BUNDLE"}
     env.update({"CHARTGW_DATA_DIR": str(data), "CHARTGW_REPLICA_URL": replica, "CHARTGW_RATE_LIMIT_PER_MINUTE": "0",
-                "CHARTGW_REPLICA_LAG_DEGRADED_SECONDS": "4", "CHARTGW_CRAWL_DELAY_SECONDS": "0",
+                "CHARTGW_REPLICA_LAG_DEGRADED_SECONDS": "8", "CHARTGW_CRAWL_DELAY_SECONDS": "0",
                 "PYTHONPATH": str(ROOT)})
     if endpoint:
         env.update({"CHARTGW_REPLICA_S3_ENDPOINT": endpoint, "CHARTGW_REPLICA_S3_ACCESS_KEY_ID": "test",
@@ -331,6 +331,7 @@ def make_reader(name: str, root: Path, writer: Path, env: dict[str, str]) -> Nod
 def test_two_readers_behind_nginx_follow_a_writer_through_s3(tools: None, store: Gate, tmp_path: Path) -> None:
     writer = tmp_path / "writer"
     key = seed_writer(writer)
+    seeded = newest_commit(writer)
     endpoint = f"http://127.0.0.1:{store.port}"
     writer_env = env_for(writer, "s3://chartgw/e2e", endpoint)
     writer_procs = start_writer(writer, writer_env)
@@ -344,6 +345,7 @@ def test_two_readers_behind_nginx_follow_a_writer_through_s3(tools: None, store:
             wait_for_port(node.port, 30)
             wait_until(lambda n=node: httpx.get(n.url + CHART, headers={"X-API-Key": key}).status_code == 200, 60,
                        f"reader {node.name} serving")
+        wait_until(lambda: newest_commit(writer) > seeded, 30, "the writer's crawler committing")
         pollers = [Poller(node, key) for node in readers]
         commits = Commits(writer)
         with running_nginx(tmp_path / "nginx", nginx.Tier(readers=[f"127.0.0.1:{n.port}" for n in readers])) as port:
@@ -361,7 +363,7 @@ def test_two_readers_behind_nginx_follow_a_writer_through_s3(tools: None, store:
             commits.close_window()
             wait_until(lambda: len(commits.measured()) >= COMMITS, 120, f"{COMMITS} commits measured")
             final = max(commits.seen)
-            wait_until(lambda: all(p.served_by(final) is not None for p in pollers), 10, "the last commit served")
+            wait_until(lambda: all(p.served_by(final) is not None for p in pollers), 30, "the last commit served")
             commits.stopped.set()
             latencies = commits.latencies(pollers, final)
             print(f"commit -> served by both readers, {len(latencies)} commits: p50 {percentile(latencies, 50):.2f}s "
@@ -450,10 +452,19 @@ def restart_a_reader(readers: list[Node], pollers: list[Poller], port: int, key:
     readers[0].kill()
     time.sleep(2)
     readers[0].start()
+    target = newest_commit(writer)  # what the writer had committed when the reader came back
+
+    def served() -> int:
+        answer = httpx.get(readers[0].url + CHART, headers={"X-API-Key": key})
+        return check_whole(answer.json()) if answer.status_code == 200 else 0
+
     wait_for_port(readers[0].port, 30)
-    caught_up = wait_until(lambda: httpx.get(readers[0].url + CHART, headers={"X-API-Key": key}).status_code == 200
-                           and check_whole(httpx.get(readers[0].url + CHART, headers={"X-API-Key": key}).json())
-                           >= newest_commit(writer) - 3, 30, "the restarted reader catching up")
+    try:
+        caught_up = wait_until(lambda: served() >= target, 60, "the restarted reader catching up")
+    except AssertionError:
+        print("target", target, "served", served(), [f for f in replication(readers[0])["files"]
+                                                      if f["file"] in ("korea-chart", "keys", "heartbeat")])
+        raise
     print(f"reader a restarted after kill -9: serving the writer's snapshots again {caught_up:.1f}s after its restart")
     done.set()
     thread.join(20)
@@ -519,7 +530,8 @@ def test_a_file_replica_carries_snapshots_and_keys(tools: None, tmp_path: Path) 
     try:
         reader.start()
         wait_for_port(reader.port, 30)
-        wait_until(lambda: newest_commit(writer) > 0, 30, "a commit on the writer")
+        seeded = newest_commit(writer)
+        wait_until(lambda: newest_commit(writer) > seeded, 30, "a commit of the writer's crawler")
         final = newest_commit(writer)
 
         def served() -> int:
@@ -530,7 +542,8 @@ def test_a_file_replica_carries_snapshots_and_keys(tools: None, tmp_path: Path) 
         print(f"\nfile replica: commit served by the reader after {took:.1f}s")
         state = replication(reader)
         assert state["role"] == "reader" and state["status"] == "ok", state
-        assert {f["file"] for f in state["files"]} >= {"korea-chart", "keys"}
+        assert {f["file"] for f in state["files"]} >= {"korea-chart", "keys", "heartbeat"}
+        assert all(f["lag_seconds"] is not None and f["lag_seconds"] <= 8 for f in state["files"]), state
         refresh = httpx.post(reader.url + "/korea-chart/refresh?site=portal-a&chart_type=realtime",
                              headers={"X-API-Key": key})
         assert refresh.status_code == 503 and "read-only replica" in refresh.json()["detail"]

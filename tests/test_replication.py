@@ -22,7 +22,7 @@ from chartgw.access import KeyChecker, KeyStore, RateLimiter
 from chartgw.app import build_app
 from chartgw.cli import main
 from chartgw.config import SettingError, environment
-from chartgw.litestream import log_fields, publish, replicated_files
+from chartgw.litestream import beat, heard, heartbeat_path, log_fields, publish, replicated_files
 from chartgw.replication import FileState, FollowedReader, NodeState, litestream_config, node_status, write_state
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, copy_data, data_dir
 
@@ -45,7 +45,8 @@ def test_litestream_config_for_s3_names_credentials_but_never_holds_them(folder:
     assert '      bucket: "bucket"' in text and '      endpoint: "http://127.0.0.1:9000"' in text
     assert "      force-path-style: true" in text and "      sync-interval: 500ms" in text
     assert "${CHARTGW_REPLICA_S3_SECRET_ACCESS_KEY}" in text and "s3cr3t" not in text and "AKIDEXAMPLE" not in text
-    assert text.count("  - path: ") == len(replicated_files()) == 16  # every group file (the index among them), keys
+    assert text.count("  - path: ") == len(replicated_files()) == 17  # every group file (the index among them), keys,
+    assert f'  - path: "{folder.resolve()}/node/heartbeat.sqlite"' in text  # and the writer's heartbeat
 
 
 def test_litestream_config_for_a_folder(folder: Path) -> None:
@@ -93,6 +94,15 @@ def test_a_supervisor_that_stopped_writing_its_state_is_down(folder: Path) -> No
     status = node_status(FIXED_NOW)
     assert status.status == "degraded"
     assert status.files[0].state == "down (chartgw replicate is not running)" and status.files[0].lag_seconds == 20
+
+
+def test_the_heartbeat_is_one_row_of_the_writers_clock(folder: Path) -> None:
+    assert heard(heartbeat_path()) is None
+    beat(NOW - 10)
+    beat(NOW)
+    assert heard(heartbeat_path()) == NOW
+    with sqlite3.connect(heartbeat_path()) as db:
+        assert db.execute("SELECT count(*) FROM beat").fetchone()[0] == 1
 
 
 def test_litestream_log_lines() -> None:

@@ -5,7 +5,6 @@ off with a 408 once its time is up. Every refusal is JSON."""
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from chartgw.server import MAX_HEAD_BYTES, MAX_URL_BYTES
+from tests.fixtures import child_env
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -29,8 +29,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     port = _free_port()
-    env = {**os.environ, "CHARTGW_DATA_DIR": str(tmp_path_factory.mktemp("serve")),
-           "CHARTGW_REQUEST_HEAD_TIMEOUT_SECONDS": "1"}
+    env = child_env(DATA_DIR=str(tmp_path_factory.mktemp("serve")), REQUEST_HEAD_TIMEOUT_SECONDS="1")
     proc = subprocess.Popen([sys.executable, "-m", "chartgw", "serve", "--port", str(port)], env=env, cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

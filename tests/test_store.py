@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import signal
 import sqlite3
@@ -28,7 +27,7 @@ import pytest
 from chartgw.replay import ReplayServer
 from chartgw.samples.korea import all_replies
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotReader, SnapshotRow, SnapshotWriter, StoredEntry
-from tests.fixtures import build_group_db, copy_data
+from tests.fixtures import build_group_db, child_env, copy_data
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GROUP_FILE = "korea-chart.sqlite"
@@ -226,8 +225,8 @@ def test_retention_prunes_old_snapshots_of_matching_targets_but_never_a_newest(t
 # --- the kill tests -----------------------------------------------------------------------------
 
 def _child_env(data: Path, **upstreams: str) -> dict[str, str]:
-    env = dict(os.environ, CHARTGW_DATA_DIR=str(data), CHARTGW_CRAWL_DELAY_SECONDS="0",
-               CHARTGW_RETRY_BACKOFF_SECONDS="0.01", PYTHONPATH=str(REPO_ROOT))
+    env = dict(child_env(DATA_DIR=str(data), CRAWL_DELAY_SECONDS="0", RETRY_BACKOFF_SECONDS="0.01"),
+               PYTHONPATH=str(REPO_ROOT))
     env.update({f"CHARTGW_UPSTREAM_{name}": origin for name, origin in upstreams.items()})
     return env
 

@@ -14,6 +14,7 @@ from chartgw.replay import Reply, replaying, request_key
 from chartgw.samples import radio as samples
 from chartgw.upstreams import UpstreamFormatError, radio_browser
 from chartgw.upstreams.radio_browser import Server, Station
+from tests.fixtures import configure
 
 CAPTURES = "radio/radio-browser-json-{}-2022-11.json"
 
@@ -167,10 +168,10 @@ def test_server_origins_order(shared_upstream: Path) -> None:
 
 def test_configured_origins_follow_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     servers = [Server(name="de1.api.radio-browser.info", ip=None), Server(name="nl1.api.radio-browser.info", ip=None)]
-    monkeypatch.delenv("CHARTGW_UPSTREAM_RADIO_BROWSER", raising=False)
+    configure("CHARTGW_UPSTREAM_RADIO_BROWSER", None)
     assert radio_browser.configured_origins(servers, seed=None) == [
         "https://de1.api.radio-browser.info", "https://nl1.api.radio-browser.info", "https://all.api.radio-browser.info"]
-    monkeypatch.setenv("CHARTGW_UPSTREAM_RADIO_BROWSER", "http://127.0.0.1:8123")
+    configure("CHARTGW_UPSTREAM_RADIO_BROWSER", "http://127.0.0.1:8123")
     assert radio_browser.configured_origins(servers) == ["http://127.0.0.1:8123"]
 
 

@@ -34,6 +34,7 @@ import msgspec
 
 from chartgw import artist_history as index
 from chartgw.clock import fixed
+from chartgw.context import Context
 from chartgw.countries import COUNTRIES, GLOBAL, country_code
 from chartgw.crawl import Outcome
 from chartgw.endpoints import ApiError, Call, Route
@@ -827,9 +828,9 @@ def _outcomes(results: list[index.IndexResult]) -> list[Outcome]:
             for r in results]
 
 
-def run_index(values: dict[str, Any]) -> list[Outcome]:
+def run_index(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     """`chartgw index artist-history-api [--rebuild yes]`."""
-    results = index.rebuild() if values.get("rebuild") == "yes" else index.index_all()
+    results = index.rebuild(now=ctx.clock) if values.get("rebuild") == "yes" else index.index_all(now=ctx.clock)
     return _outcomes(results)
 
 

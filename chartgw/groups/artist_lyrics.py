@@ -23,6 +23,7 @@ import httpx
 from chartgw import artist_history as index
 from chartgw import config
 from chartgw.clock import Clock, utc_now
+from chartgw.context import Context
 from chartgw.crawl import Outcome, crawl_lock, request_url
 from chartgw.store import iso
 from chartgw.text import artist_aliases
@@ -101,8 +102,8 @@ def enrich(db: sqlite3.Connection, token: str, *, limit: int = DEFAULT_LIMIT, de
     return matched, missed, None
 
 
-def run_enrich(values: dict[str, Any], *, transport: httpx.BaseTransport | None = None,
-               sleep: Callable[[float], object] = time.sleep, now: Clock = utc_now) -> list[Outcome]:
+def run_enrich(ctx: Context, values: dict[str, Any], *, transport: httpx.BaseTransport | None = None,
+               sleep: Callable[[float], object] = time.sleep) -> list[Outcome]:
     """`chartgw enrich artist-history-api lyrics [--limit N]`: exits 1 with one line when no token is set."""
     token = config.get(TOKEN)
     if not token:
@@ -113,7 +114,7 @@ def run_enrich(values: dict[str, Any], *, transport: httpx.BaseTransport | None 
         try:
             matched, missed, stopped = enrich(db, token, limit=values.get("limit") or DEFAULT_LIMIT,
                                               delay=config.get(DELAY_SECONDS), miss_days=config.get(MISS_DAYS),
-                                              now=now, transport=transport, sleep=sleep)
+                                              now=ctx.clock, transport=transport, sleep=sleep)
         finally:
             db.close()
     return [Outcome(f"lyrics: {matched} matched, {missed} missed", "failed" if stopped else "ok", matched + missed,

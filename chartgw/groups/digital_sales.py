@@ -121,7 +121,7 @@ def _target(combo: Combo, country: str, limit: int) -> CrawlTarget:
                        partial(_build, combo, country), None, min_rows=min(limit, MIN_FEED_ROWS))
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     combo, country = selection.get("combo"), selection.get("country")
     configured = countries()
     if country is not None and country not in configured:

@@ -30,6 +30,7 @@ import msgspec
 
 from chartgw import config
 from chartgw.clock import Clock, fixed, utc_now
+from chartgw.context import Context
 from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, run_targets
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, group_policy, retention
@@ -417,7 +418,7 @@ def stored_plan() -> list[PlanItem]:
         return [_decode_plan(record) for record in store.latest_records(PLAN)]
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     """`list`: the latest poll; `details`: the plan the discovery pass just stored; neither: both."""
     part = selection.get("part")
     chosen = [list_target()] if part in (None, "list") else []
@@ -449,8 +450,8 @@ async def backfill(since: int, until: int | None = None, *, now: Clock = utc_now
                              policy=group_policy(GROUP), run_kind="backfill", run_options={"years": years})
 
 
-def _backfill_command(values: dict[str, Any]) -> list[Outcome]:
-    return asyncio.run(backfill(values["since"], values["until"]))
+def _backfill_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
+    return asyncio.run(backfill(values["since"], values["until"], now=ctx.clock, transport=ctx.transport))
 
 
 # --- the index the endpoints read ------------------------------------------------------------------------

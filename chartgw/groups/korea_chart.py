@@ -118,13 +118,15 @@ def _genie_feed() -> str:
 def _requests(site: Site, chart_type: str) -> list[Any]:
     if site.upstream is genie and _genie_feed() == "app":
         return genie.requests_for_app(chart_type)
-    return site.upstream.requests_for(chart_type)
+    requests: list[Any] = site.upstream.requests_for(chart_type)
+    return requests
 
 
 def _parse(site: Site, chart_type: str, bodies: list[bytes]) -> ParsedChart:
     if site.upstream is genie and _genie_feed() == "app":
         return genie.parse_app(chart_type, bodies)
-    return site.upstream.parse(chart_type, bodies)
+    parsed: ParsedChart = site.upstream.parse(chart_type, bodies)
+    return parsed
 
 
 def _build_chart(site: Site, chart_type: str, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
@@ -214,7 +216,7 @@ def selection_errors(site: str | None, chart_type: str | None, where: str = "que
     return []
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     site, chart_type = selection.get("site"), selection.get("chart_type")
     errors = selection_errors(site, chart_type)
     if errors:
@@ -474,14 +476,14 @@ async def seed(now: datetime) -> list[Outcome]:
     """FLO observed at a few earlier moments (the crawl clock set back: rising needs an observation an
     hour earlier), then every chart of every site now."""
     outcomes: list[Outcome] = []
-    flo_targets = targets({"site": "portal-d", "chart_type": "all_age"})
+    flo_targets = targets({"site": "portal-d", "chart_type": "all_age"}, now)
     with replay_upstreams(samples.all_replies(now)) as servers:
         flo_server = servers[flo.UPSTREAM]
         for variant, moment in enumerate(flo_observation_times(now)):
             flo_server.replies.update(samples.site_replies("portal-d", "all_age", moment, variant))
             outcomes += await run_targets(NAME, flo_targets, retention=retention(GROUP), now=fixed(moment))
         flo_server.replies.update(samples.site_replies("portal-d", "all_age", now, 3))
-        everything = [t for t in targets({}) if t.key != FLO_CHART]
+        everything = [t for t in targets({}, now) if t.key != FLO_CHART]
         outcomes += await run_targets(NAME, everything, retention=retention(GROUP), now=fixed(now))
     return outcomes
 

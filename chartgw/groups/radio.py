@@ -30,6 +30,7 @@ import msgspec
 
 from chartgw import config
 from chartgw.clock import Clock, fixed, utc_now
+from chartgw.context import Context
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, retention
@@ -154,7 +155,7 @@ def discovery() -> list[CrawlTarget]:
     return [CrawlTarget(SERVERS_TARGET, (rb.servers_request(),), _build_servers, None)]
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     limit = config.get(DIRECTORY_LIMIT_SETTING)
     chosen = [(country_target(cc), rb.stations_by_country_request(cc, limit)) for cc in countries()]
     chosen += [(tag_target(t), rb.stations_by_tag_request(t, limit)) for t in tags()]
@@ -595,7 +596,7 @@ ROUTES: tuple[Route, ...] = (
 # --- the monitor command -------------------------------------------------------------------------------
 
 
-def monitor_command(values: dict[str, Any]) -> list[Outcome]:
+def monitor_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     """`chartgw monitor radio`: runs until SIGINT/SIGTERM (or `--run-for` seconds), outside the group's
     crawl lock (`GroupCommand.lock=False`): a monitor that runs for months must not hold the lock the daily
     directory crawl takes. `--mode demo` watches local sample streams instead (what scripts/serve starts)."""
@@ -603,7 +604,7 @@ def monitor_command(values: dict[str, Any]) -> list[Outcome]:
         report = asyncio.run(run_live_demo(values.get("run_for")))
         return [Outcome("monitor", "ok", report.plays, None, None, 0,
                         None if not report.errors else f"station errors: {report.errors}")]
-    return asyncio.run(run_monitor(values.get("run_for")))
+    return asyncio.run(run_monitor(values.get("run_for"), clock=ctx.clock))
 
 
 async def run_monitor(run_for: float | None = None, *, clock: Clock = utc_now) -> list[Outcome]:

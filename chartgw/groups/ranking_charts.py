@@ -30,6 +30,7 @@ import msgspec
 
 from chartgw import config
 from chartgw.clock import Clock, fixed, utc_now
+from chartgw.context import Context
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, RetryPolicy, import_builds, run_targets
 from chartgw.endpoints import ApiError, Call, Route, not_found
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, retention
@@ -178,7 +179,7 @@ def _target(slug: str, week: date | None = None) -> CrawlTarget:
                        billboard.refusal)
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     """The latest week of the selected chart, or of every configured chart."""
     chart = selection.get("chart")
     return [_target(slug) for slug in ([chart] if chart else configured())]
@@ -247,11 +248,12 @@ def iso_date(text: str) -> date:
     return date.fromisoformat(text)
 
 
-def _backfill_command(values: dict[str, Any]) -> list[Outcome]:
+def _backfill_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     """`chartgw backfill ranking-charts --chart SLUG --since DATE [--until DATE]`: a progress bar on a terminal only."""
-    stream = sys.stderr if sys.stderr.isatty() else None
+    stream = sys.stderr if ctx.interactive else None
     try:
-        outcomes = asyncio.run(backfill(values["chart"], values["since"], values.get("until"), progress_to=stream))
+        outcomes = asyncio.run(backfill(values["chart"], values["since"], values.get("until"), now=ctx.clock,
+                                        transport=ctx.transport, progress_to=stream))
         if not outcomes and stream is not None:
             print(f"chartgw backfill: every week of {values['chart']} in that range is held already", file=stream)
         return outcomes
@@ -260,7 +262,7 @@ def _backfill_command(values: dict[str, Any]) -> list[Outcome]:
         raise SystemExit(130) from None
 
 
-def import_dump(values: dict[str, Any], now: Clock = utc_now) -> list[Outcome]:
+def import_dump(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     """`chartgw import ranking-charts FILE.json [--chart SLUG]`: one week from a billboard.py `ChartData.json()` dump,
     committed as a crawl commits (checks, fetch log, a recorded "import" run), under the dump's own date.
 
@@ -286,7 +288,7 @@ def import_dump(values: dict[str, Any], now: Clock = utc_now) -> list[Outcome]:
                             entries=entries)]
 
     options = {"file": path.name, "chart": slug, "chart_date": week.chart_date, "layout": week.layout}
-    return import_builds(NAME, [(f"{slug}@{week.chart_date}", build)], source, now=now, options=options)
+    return import_builds(NAME, [(f"{slug}@{week.chart_date}", build)], source, now=ctx.clock, options=options)
 
 
 # --- responses ------------------------------------------------------------------------------------------------

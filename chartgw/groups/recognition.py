@@ -144,7 +144,7 @@ def stored_catalogue() -> tuple[list[CatalogueEntry], dict[str, TrackList]]:
                 {t.path: t for t in lists})
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     """One target per chart of the latest stored catalogue (of `chart_kind` when selected)."""
     catalogue, track_lists = stored_catalogue()
     if not catalogue:

@@ -24,7 +24,7 @@ from typing import Any, cast
 import msgspec
 
 from chartgw import config
-from chartgw.clock import Clock, fixed, utc_now
+from chartgw.clock import fixed
 from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome
 from chartgw.endpoints import ApiError, Call, not_found
 from chartgw.group import Group, crawl_group
@@ -101,11 +101,6 @@ def delay_seconds() -> float:
 
 def base_headers() -> tuple[tuple[str, str], ...]:
     return config.get(HEADERS_SETTING)
-
-
-crawl_clock: Clock = utc_now
-"""What "now" is when a crawl decides whether a marketplace is backing off. `Group.targets` is not given the
-crawl's clock, so the seeder and tests set this one (see the report's platform note)."""
 
 
 def check_market(market: str | None) -> None:
@@ -433,11 +428,10 @@ def backoff_hours() -> tuple[int, int]:
     return config.get(BACKOFF_SETTING), config.get(BACKOFF_MAX_SETTING)
 
 
-def open_gate(group: str, wanted: Sequence[str]) -> MarketGate:
+def open_gate(group: str, wanted: Sequence[str], now: datetime) -> MarketGate:
     """A new crawl's gate: marketplaces still inside their backoff window are closed from the start."""
     gate = MarketGate()
     base, cap = backoff_hours()
-    now = crawl_clock()
     for market, streak in stored_streaks(group, wanted).items():
         until = streak.retry_after(base, cap)
         if until is not None and now < until:
@@ -597,20 +591,14 @@ async def seed_days(group: Group, replies: Callable[[int], dict[str, dict[Replay
                     days: int = DEMO_DAYS) -> list[Outcome]:
     """`days` daily crawls of `group` through its real crawler, on replay servers answering with `replies(variant)`
     (one table per upstream), the last at `now`; each day's lists move on from the day before."""
-    global crawl_clock
     outcomes: list[Outcome] = []
-    saved = crawl_clock
     with replay_upstreams(replies(0)) as servers:
-        try:
-            for day in range(days):
-                moment = now - timedelta(days=days - 1 - day)
-                for name, table in replies(day).items():
-                    servers[name].replies.clear()
-                    servers[name].replies.update(table)
-                crawl_clock = fixed(moment)
-                outcomes += await crawl_group(group, {}, now=fixed(moment))
-        finally:
-            crawl_clock = saved
+        for day in range(days):
+            moment = now - timedelta(days=days - 1 - day)
+            for name, table in replies(day).items():
+                servers[name].replies.clear()
+                servers[name].replies.update(table)
+            outcomes += await crawl_group(group, {}, now=fixed(moment))
     return outcomes
 
 

@@ -63,10 +63,10 @@ def configured_lists() -> list[str]:
     return [retail.target_of(m, s) for m, s in configured() if s != retail.LANDING]
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     market, source = selection.get("market"), selection.get("source")
     retail.check_market(market)
-    gate = retail.open_gate(NAME, retail.markets())
+    gate = retail.open_gate(NAME, retail.markets(), now)
     chosen = [(m, s) for m, s in configured() if market in (None, m) and source in (None, s)]
     return [retail.landing_target(m, gate) if s == retail.LANDING else retail.grid_target(GROUP_KIND, m, s, gate)
             for m, s in chosen]

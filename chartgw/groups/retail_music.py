@@ -34,10 +34,10 @@ def configured_targets() -> list[str]:
     return [retail.target_of(market, CHART) for market in configured()]
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     market = selection.get("market")
     retail.check_market(market)
-    gate = retail.open_gate(NAME, retail.markets())
+    gate = retail.open_gate(NAME, retail.markets(), now)
     return [retail.grid_target(GROUP_KIND, m, CHART, gate) for m in configured() if market in (None, m)]
 
 

@@ -50,7 +50,7 @@ def configured_targets() -> list[str]:
 
 # --- crawl --------------------------------------------------------------------------------------------------
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     market, slug = selection.get("market"), selection.get("category")
     retail.check_market(market)
     chosen = [(m, s) for m, s in configured() if market in (None, m) and slug in (None, s)]
@@ -60,7 +60,7 @@ def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
                   and m in amazon.category(GROUP_KIND, slug).paths]
         if not chosen:
             raise ValueError(f"no known path for category {slug!r} in {market or ', '.join(retail.markets())}")
-    gate = retail.open_gate(NAME, retail.markets())
+    gate = retail.open_gate(NAME, retail.markets(), now)
     return [retail.grid_target(GROUP_KIND, m, s, gate) for m, s in chosen]
 
 

@@ -270,7 +270,7 @@ def _build(code2: str, interval: str, fetched: list[Fetched], ctx: CrawlContext)
                         raw_type="application/json")]
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     refresh_token()  # no token: the crawl stops here with one line naming the setting
     code2, interval = selection.get("code2"), selection.get("interval")
     # A chart named on the command line is crawled even when the settings do not list it.

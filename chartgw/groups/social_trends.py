@@ -177,7 +177,7 @@ def location_target(where: Location) -> CrawlTarget:
                        partial(_build, where, "trends24"), None, trends24_refusal)
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     slug = selection.get("location")
     slugs = (slug,) if slug else crawled()
     return [location_target(LOCATIONS_BY_SLUG[s]) for s in slugs]

@@ -21,7 +21,8 @@ from typing import Any
 import msgspec
 
 from chartgw import config
-from chartgw.clock import Clock, fixed, utc_now
+from chartgw.clock import fixed
+from chartgw.context import Context
 from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
 from chartgw.endpoints import ApiError, Call, Route, not_found
@@ -38,6 +39,7 @@ from chartgw.responses import (
     snapshot_meta,
     stored_record,
 )
+from chartgw.samples import global_rows
 from chartgw.samples import streaming as samples
 from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, StoredEntry, glob_escape
 from chartgw.targets import TargetKey
@@ -118,7 +120,7 @@ def _public_only(name: str) -> dict[str, Any]:
                    "can be crawled"}
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     """Every chart type x configured country with a token; only the public overview's chart without one."""
     chart_type, country = selection.get("chart_type"), selection.get("country")
     country = country_code(country) if country else None
@@ -168,7 +170,7 @@ def _check_layout(parsed: spotify.CsvChart, chart_type: str, file_name: str) -> 
         raise ValueError(f"{file_name} counts {parsed.recurrence} periods on chart, so it is not a {chart_type} chart")
 
 
-def import_csv(values: dict[str, Any], now: Clock = utc_now) -> list[Outcome]:
+def import_csv(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     """`chartgw import streaming FILE.csv [--country] [--chart-type] [--date]`: one dated snapshot from a
     charts.spotify.com or spotifycharts.com download, committed as a crawl commits (checks, fetch log, run).
 
@@ -194,7 +196,7 @@ def import_csv(values: dict[str, Any], now: Clock = utc_now) -> list[Outcome]:
 
     options = {"file": path.name, "chart_type": chart_type, "country": country, "date": chart_date,
                "layout": parsed.layout}
-    return import_builds(NAME, [(f"{target}@{chart_date}", build)], source, now=now, options=options)
+    return import_builds(NAME, [(f"{target}@{chart_date}", build)], source, now=ctx.clock, options=options)
 
 
 # --- responses ----------------------------------------------------------------------------------
@@ -454,10 +456,10 @@ async def seed(now: datetime) -> list[Outcome]:
     with config.environment(settings), replay_upstreams({spotify.UPSTREAM: {}}) as servers, TemporaryDirectory() as tmp:
         two_days_ago = (now - timedelta(days=2)).date()
         older = date.fromisoformat(samples.chart_date("regional-daily", two_days_ago)) - timedelta(days=7)
-        rows = samples.global_rows("spotify/legacy/regional-daily/global", 0, 200)
+        rows = global_rows("spotify/legacy/regional-daily/global", 0, 200)
         path = Path(tmp) / f"regional-global-daily-{older.isoformat()}.csv"
         path.write_bytes(samples.render_legacy_csv("regional-daily", GLOBAL, rows))
-        outcomes += import_csv({"file": str(path)}, now=fixed(now - timedelta(days=3)))
+        outcomes += import_csv(Context(clock=fixed(now - timedelta(days=3))), {"file": str(path)})
         server = servers[spotify.UPSTREAM]
         newest_week = date.fromisoformat(samples.chart_date("regional-weekly", now.date()))
         for variant, days_back in enumerate((2, 1, 0)):

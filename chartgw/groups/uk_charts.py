@@ -34,6 +34,7 @@ import msgspec
 
 from chartgw import config
 from chartgw.clock import Clock, fixed, utc_now
+from chartgw.context import Context
 from chartgw.crawl import (
     CrawlContext,
     CrawlError,
@@ -221,7 +222,7 @@ def _target(key: str) -> CrawlTarget:
                        refusal=officialcharts.refusal)
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     """The latest week of every configured chart, or of the one chart asked for (`--chart`, any known key)."""
     chart = selection.get("chart")
     return [_target(key) for key in ((chart,) if chart else configured_charts())]
@@ -355,12 +356,13 @@ def _terminal_progress(chart: str) -> Progress:
     return show
 
 
-def _backfill_command(values: dict[str, Any]) -> list[Outcome]:
+def _backfill_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     """`chartgw backfill uk-charts --chart KEY [--since D] [--until D]`: a progress line on a terminal, silent under cron."""
     chart = values["chart"]
-    progress = _terminal_progress(chart) if sys.stderr.isatty() else None
+    progress = _terminal_progress(chart) if ctx.interactive else None
     try:
-        return asyncio.run(backfill(chart, values["since"] or FIRST_CHART_WEEK, values.get("until"), progress=progress))
+        return asyncio.run(backfill(chart, values["since"] or FIRST_CHART_WEEK, values.get("until"), now=ctx.clock,
+                                    transport=ctx.transport, progress=progress))
     finally:
         if progress is not None:
             print(file=sys.stderr)

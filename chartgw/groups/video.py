@@ -21,6 +21,7 @@ import msgspec
 
 from chartgw import config
 from chartgw.clock import Clock, fixed, utc_now
+from chartgw.context import Context
 from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, RetryPolicy, run_targets
 from chartgw.endpoints import Call, Route, not_found
@@ -158,7 +159,7 @@ def _target(chart: Chart) -> CrawlTarget:
     return CrawlTarget(chart.target, (request,), partial(_build, chart, None), chart.expected_rows)
 
 
-def targets(selection: dict[str, str | None]) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
     chart_type, period, country = (selection.get(k) for k in ("chart_type", "period", "country"))
     chosen = [c for c in catalogue() if chart_type in (None, c.chart_type) and period in (None, c.period)
               and country in (None, c.country)]
@@ -193,8 +194,8 @@ async def backfill(weeks: int, period: str = "weekly", *, now: Clock = utc_now,
                              policy=RetryPolicy(per_upstream=PER_UPSTREAM), run_kind="backfill", run_options=options)
 
 
-def _backfill_command(values: dict[str, Any]) -> list[Outcome]:
-    return asyncio.run(backfill(values["weeks"], values["period"]))
+def _backfill_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
+    return asyncio.run(backfill(values["weeks"], values["period"], now=ctx.clock, transport=ctx.transport))
 
 
 # --- reads --------------------------------------------------------------------------------------

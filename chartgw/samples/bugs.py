@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from html import escape
+from typing import Any
 
 from chartgw.samples import SampleRow
 from chartgw.samples.bodies import html_page
@@ -58,7 +59,7 @@ _BODY = """<div id="container">
 """
 
 
-def _change(row: SampleRow) -> str:
+def _change(row: SampleRow[Any]) -> str:
     change = row.rank_change
     if change is None:
         return '<p class="change new"><em>NEW</em><span>신규 진입</span></p>'
@@ -74,7 +75,7 @@ def _image(album_id: str) -> str:
     return f"https://image.bugsm.co.kr/album/images/50/{int(album_id) // 100}/{album_id}.jpg?version=20260101000000.0"
 
 
-def _row(row: SampleRow) -> str:
+def _row(row: SampleRow[Any]) -> str:
     song = row.song
     tid, aid = song.song_id, song.album_id
     title, album = escape(song.title), escape(song.album)
@@ -150,7 +151,7 @@ def _row(row: SampleRow) -> str:
 """
 
 
-def render(chart_type: str, rows: list[SampleRow], when: datetime) -> list[bytes]:
+def render(chart_type: str, rows: list[SampleRow[Any]], when: datetime) -> list[bytes]:
     """The one chart page of `bugs.requests_for(chart_type)`, stamped with `when` (KST)."""
     name = _NAMES[chart_type]
     stamp = when.strftime("%Y.%m.%d %H:00" if chart_type == "realtime" else "%Y.%m.%d")

@@ -9,6 +9,7 @@ the album id zero-padded to 10 digits, split from the right into 3/3/2/2 digits)
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from chartgw.samples import SampleRow
 from chartgw.samples.bodies import api_id, json_body, stable_hex, stable_number
@@ -30,14 +31,14 @@ def image_url(album_id: str, size: int) -> str:
     )
 
 
-def render(chart_type: str, rows: list[SampleRow], when: datetime) -> list[bytes]:
+def render(chart_type: str, rows: list[SampleRow[Any]], when: datetime) -> list[bytes]:
     """One payload for the single request; `when` is unused because the payload states no chart time."""
     check_chart_type("flo", chart_type, CHART_TYPES)
     payload = {"code": OK_CODE, "data": {"name": "FLO 차트", "trackList": [_item(row) for row in rows]}}
     return [json_body(payload)]
 
 
-def _item(row: SampleRow) -> dict[str, object]:
+def _item(row: SampleRow[Any]) -> dict[str, object]:
     """One trackList item; `representationArtist` repeats only the first of `artistList`."""
     song = row.song
     artists = [{"id": api_id(i), "name": n} for i, n in zip(song.artist_ids, song.artists, strict=True)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from html import escape
+from typing import Any
 
 from chartgw.samples import SampleRow
 from chartgw.samples.bodies import html_page, stable_number
@@ -64,7 +65,7 @@ def artist_text(artists: tuple[str, ...] | list[str]) -> str:
     return ARTIST_JOIN.join(artists)
 
 
-def _rank_marker(row: SampleRow) -> str:
+def _rank_marker(row: SampleRow[Any]) -> str:
     change = row.rank_change
     if change is None:
         inner = '<span class="rank-new">new<span class="hide">신규</span></span>'
@@ -87,7 +88,7 @@ def _cover(album_id: str) -> str:
     )
 
 
-def _row(row: SampleRow) -> str:
+def _row(row: SampleRow[Any]) -> str:
     song = row.song
     sid, aid = song.song_id, song.album_id
     title = escape(song.title)
@@ -145,7 +146,7 @@ def _row(row: SampleRow) -> str:
 """
 
 
-def render(chart_type: str, rows: list[SampleRow], when: datetime) -> list[bytes]:
+def render(chart_type: str, rows: list[SampleRow[Any]], when: datetime) -> list[bytes]:
     """One top200 page per request of `genie.requests_for` (rows 1-50, 51-100)."""
     requests = genie.requests_for(chart_type)
     bodies: list[bytes] = []
@@ -169,7 +170,7 @@ def app_quote(text: str) -> str:
     )
 
 
-def _app_item(row: SampleRow) -> dict[str, str]:
+def _app_item(row: SampleRow[Any]) -> dict[str, str]:
     """A DataSet.DATA element with the captured item's keys, all strings."""
     song = row.song
     image = app_quote("https:" + _cover(song.album_id))
@@ -203,7 +204,7 @@ def _app_item(row: SampleRow) -> dict[str, str]:
     }
 
 
-def render_app(chart_type: str, rows: list[SampleRow], when: datetime) -> list[bytes]:
+def render_app(chart_type: str, rows: list[SampleRow[Any]], when: datetime) -> list[bytes]:
     """One app JSON body per request of `genie.requests_for_app`, in the Result/PageInfo/DataSet envelope."""
     bodies: list[bytes] = []
     for index, _request in enumerate(genie.requests_for_app(chart_type)):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from types import ModuleType
+from typing import Any
 
 from chartgw.crawl import KST
 from chartgw.replay import ReplayKey, Reply, request_key
@@ -15,7 +16,7 @@ from chartgw.upstreams import genie as genie_site
 from chartgw.upstreams import melon as melon_site
 from chartgw.upstreams import vibe as vibe_site
 
-Renderer = Callable[[str, list[SampleRow], datetime], list[bytes]]
+Renderer = Callable[[str, list[SampleRow[Any]], datetime], list[bytes]]
 
 # Site -> (its upstream module, how the sample songs are spelled, renderer, content type). Genie and VIBE
 # have no captured 2026 spellings of their own, so they borrow Melon's and FLO's.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from html import escape
+from typing import Any
 from urllib.parse import urlencode
 
 from chartgw.samples import SampleRow
@@ -36,7 +37,7 @@ TABS = (
 )
 
 
-def render(chart_type: str, rows: list[SampleRow], when: datetime) -> list[bytes]:
+def render(chart_type: str, rows: list[SampleRow[Any]], when: datetime) -> list[bytes]:
     """The one page requests_for(chart_type) fetches, stating `when` as its chart date (and hour for
     the hourly realtime/HOT100 charts)."""
     (request,) = requests_for(chart_type)
@@ -179,7 +180,7 @@ def image_url(album_id: str) -> str:
     )
 
 
-def _row(row: SampleRow) -> str:
+def _row(row: SampleRow[Any]) -> str:
     song = row.song
     lst = "lst50" if row.rank <= 50 else "lst100"
     sid, aid = song.song_id, song.album_id

@@ -30,19 +30,19 @@ def image_url(album_id: str, when: datetime) -> str:
     return f"https://musicmeta-phinf.pstatic.net/album/{folder}/{album_id}.jpg?type=r500Fll&v={when:%Y%m%d%H%M%S}"
 
 
-def render(chart_type: str, rows: list[SampleRow], when: datetime) -> list[bytes]:
+def render(chart_type: str, rows: list[SampleRow[Any]], when: datetime) -> list[bytes]:
     """The JSON answer (what `Accept: application/json` gets); `chart.date` is `when` in epoch ms."""
     return [json_body({"response": {"result": {"chart": _chart(chart_type, rows, when)}}})]
 
 
-def render_xml(chart_type: str, rows: list[SampleRow], when: datetime) -> list[bytes]:
+def render_xml(chart_type: str, rows: list[SampleRow[Any]], when: datetime) -> list[bytes]:
     """The XML answer the same URL gives without `Accept: application/json`."""
     root = ET.Element("response")
     _to_xml(ET.SubElement(root, "result"), "chart", _chart(chart_type, rows, when))
     return [b'<?xml version="1.0" encoding="UTF-8"?>' + ET.tostring(root, encoding="unicode").encode("utf-8")]
 
 
-def _chart(chart_type: str, rows: list[SampleRow], when: datetime) -> dict[str, Any]:
+def _chart(chart_type: str, rows: list[SampleRow[Any]], when: datetime) -> dict[str, Any]:
     check_chart_type("vibe", chart_type, CHART_TYPES)
     return {
         "title": TITLES[chart_type],
@@ -52,7 +52,7 @@ def _chart(chart_type: str, rows: list[SampleRow], when: datetime) -> dict[str, 
     }
 
 
-def _track(row: SampleRow, when: datetime) -> dict[str, Any]:
+def _track(row: SampleRow[Any], when: datetime) -> dict[str, Any]:
     """One track; a new entry has rankVariation 0 and isNew true, as the API marks it."""
     song = row.song
     artists = [

@@ -111,7 +111,8 @@ def label(node: object) -> str | None:
 def attributes(node: object) -> dict[str, Any]:
     """`node.attributes`, or {} when the value has none."""
     if isinstance(node, dict) and isinstance(node.get("attributes"), dict):
-        return node["attributes"]
+        found: dict[str, Any] = node["attributes"]
+        return found
     return {}
 
 

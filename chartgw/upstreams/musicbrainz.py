@@ -188,8 +188,10 @@ def _best(name: str, total: int, candidates: list[ArtistCandidate]) -> ArtistMat
     if not candidates:
         return ArtistMatch(query=name, artist=None, reason="no artists found", total=total, candidates=[])
     ranked = sorted(candidates, key=lambda c: -c.score)
-    for reason, test in (("name", lambda c: name_key(c.name) == wanted),
-                         ("alias", lambda c: any(name_key(a) == wanted for a in c.aliases))):
+    tests: tuple[tuple[str, Callable[[ArtistCandidate], bool]], ...] = (
+        ("name", lambda c: name_key(c.name) == wanted),
+        ("alias", lambda c: any(name_key(a) == wanted for a in c.aliases)))
+    for reason, test in tests:
         for candidate in ranked:
             if test(candidate) and candidate.score >= MIN_SCORE:
                 return ArtistMatch(query=name, artist=candidate, reason=reason, total=total, candidates=candidates)
