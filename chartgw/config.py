@@ -233,7 +233,7 @@ REPLICA_S3_SECRET_ACCESS_KEY = Setting(
     "REPLICA_S3_SECRET_ACCESS_KEY", "", "S3 secret access key; empty = Litestream's default (AWS_SECRET_ACCESS_KEY)",
     text, secret=True)
 REPLICA_SYNC_SECONDS = Setting(
-    "REPLICA_SYNC_SECONDS", "1", "how often the writer's Litestream ships new transactions to the replica", seconds)
+    "REPLICA_SYNC_SECONDS", "0.5", "how often the writer's Litestream ships new transactions to the replica", seconds)
 REPLICA_FOLLOW_SECONDS = Setting(
     "REPLICA_FOLLOW_SECONDS", "1", "how often a reader's Litestream polls the replica for new transactions", seconds)
 REPLICA_LAG_DEGRADED_SECONDS = Setting(

@@ -44,8 +44,10 @@ __all__ = ["Process", "binary", "follow", "publish", "replicate", "replicated_fi
 
 TICK_SECONDS = 0.5
 BACKOFF_SECONDS = (1.0, 2.0, 5.0, 10.0, 30.0)
-WAITING_SECONDS = 10.0
-"""How often a reader asks again for a file the writer has not replicated yet (a group never crawled)."""
+WAITING_SECONDS = (2.0, 5.0, 10.0, 30.0, 60.0)
+"""How soon a reader asks again for a file the replica does not hold yet: soon at first (the writer's first upload
+may be on its way), then once a minute (a group never crawled; each ask lists the replica, requests an object store
+may charge for)."""
 PENDING_BYTE = 0x40000000
 SHARED_FIRST = PENDING_BYTE + 2
 SHARED_SIZE = 510
@@ -282,6 +284,8 @@ class Follower(Supervised):
     following: bool = False
     absent: bool = False
     """The replica has no such file (the writer never made it): nothing to follow, so nothing lags."""
+    asked: int = 0
+    """Asks in a row that found no such file."""
 
 
 def _clear_staging(name: str) -> Path:
@@ -340,7 +344,9 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time) -> int
                         unit.state.restarts += 1
                         unit.note_error(f"litestream restore -f exited with {code}", now)
                         unit.state.state, unit.published, unit.absent = "down", False, False
-                    unit.process, unit.restart_at = None, now + (WAITING_SECONDS if waiting else unit.backoff())
+                    unit.asked = unit.asked + 1 if waiting else 0
+                    wait = WAITING_SECONDS[min(unit.asked, len(WAITING_SECONDS)) - 1] if waiting else unit.backoff()
+                    unit.process, unit.restart_at = None, now + wait
                 if unit.process is None and now >= unit.restart_at:
                     start(unit, now)
                 if unit.process is not None and unit.following and not unit.published:

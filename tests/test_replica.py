@@ -163,6 +163,8 @@ class Node:
 def env_for(data: Path, replica: str, endpoint: str | None = None) -> dict[str, str]:
     # AWS_CA_BUNDLE makes Litestream 0.5.17's S3 client fail to start ("unable to add custom RootCAs HTTPClient").
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHARTGW_") and k != "AWS_CA_BUNDLE"}
+    # The default 1 s sync and follow intervals: shorter ones poll moto's one process with 9 LISTs per file and
+    # poll (see docs/replication.md) faster than it answers on a busy box.
     env.update({"CHARTGW_DATA_DIR": str(data), "CHARTGW_REPLICA_URL": replica, "CHARTGW_RATE_LIMIT_PER_MINUTE": "0",
                 "CHARTGW_REPLICA_LAG_DEGRADED_SECONDS": "8", "CHARTGW_CRAWL_DELAY_SECONDS": "0",
                 "PYTHONPATH": str(ROOT)})

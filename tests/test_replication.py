@@ -51,7 +51,7 @@ def test_litestream_config_for_s3_names_credentials_but_never_holds_them(folder:
 
 def test_litestream_config_for_a_folder(folder: Path) -> None:
     text = litestream_config(replicated_files()[:1], "file:///srv/replica")
-    assert text.endswith('    replica:\n      type: file\n      path: "/srv/replica/streaming"\n      sync-interval: 1000ms\n')
+    assert text.endswith('    replica:\n      type: file\n      path: "/srv/replica/streaming"\n      sync-interval: 500ms\n')
 
 
 @pytest.mark.parametrize("url", ["s3://", "http://bucket/x", "file://relative/path", "s3://bucket/x?endpoint=y"])
