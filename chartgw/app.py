@@ -17,11 +17,12 @@ from starlette.routing import Route as StarletteRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from chartgw import config
-from chartgw.access import AccessTable, ApiKeyMiddleware, KeyChecker, KeyStore, RateLimiter
+from chartgw.access import AccessTable, ApiKeyMiddleware, Gate, KeyChecker, KeyStore, RateLimiter
 from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
 from chartgw.endpoints import Call, EndpointApp, GroupData, Route
 from chartgw.fastlane import FastLane
+from chartgw.feed import DIFF_ROUTE, ChangeHub, changes_routes
 from chartgw.front import FrontDoor
 from chartgw.group import Group
 from chartgw.groups import GROUPS
@@ -52,10 +53,10 @@ DocumentBuilder = Callable[[], dict[str, Any]]
 
 
 def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = None) -> list[Route]:
-    """The group's own routes plus what every group has: its public root, its OpenAPI document and the
-    log of its crawl attempts. The document is built anew for each data version (the route's cache keeps
-    it), so what it declares from the data (a discovered catalogue's values) is current; `documents`
-    receives the group's builder."""
+    """The group's own routes plus what every group has: its public root, its OpenAPI document, the
+    log of its crawl attempts and the diff between two snapshots of a chart. The document is built anew for each
+    data version (the route's cache keeps it), so what it declares from the data (a discovered catalogue's values)
+    is current; `documents` receives the group's builder."""
     own = list(group.routes)
     root_info: list[EndpointInfo] = []
 
@@ -74,6 +75,7 @@ def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = 
         Route("/openapi.json", openapi, public=True, errors=(), summary="This OpenAPI document",
               response=dict[str, Any]),
         FETCH_LOGS_ROUTE,
+        DIFF_ROUTE,
         *own,
     ]
     assert len({(r.method, r.path) for r in routes}) == len(routes), f"{group.name} declares a platform route itself"
@@ -212,31 +214,42 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
         by_group.setdefault(group.name, []).append(StarletteRoute(
             f"/{group.name}{route.path}", EndpointApp(on_replica(route) if read_only else route, datas[group.name], cache),
             methods=[route.method]))
-    # The groups' routes first: every chart request is matched there; the front door's two paths after.
+    # The change feed at the root, over every group's file (its routes read them through the hub, not `feed`).
+    hub = ChangeHub(datas)
+    feed = GroupData("changes", clock)
+    root_routes = changes_routes(hub)
+    documents[""] = lambda: build_document("", "chartgw change feed", "Every group's changes", root_routes)
+    # The groups' routes first: every chart request is matched there; the front door's paths after.
     routes = [GroupRoutes(by_group), StarletteRoute("/", door.page, methods=["GET"]),
-              StarletteRoute("/openapi.json", door.openapi, methods=["GET"]), replication_route(clock)]
+              StarletteRoute("/openapi.json", door.openapi, methods=["GET"]),
+              *(StarletteRoute(r.path, EndpointApp(r, feed, cache), methods=[r.method]) for r in root_routes),
+              replication_route(clock)]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
+        await hub.close()
         for data in datas.values():
             await data.reader.close()
 
-    table = access_table(declared)
     checker = checker or KeyChecker(plain_keys=[*settings.get(config.API_KEYS)])
     # A replica counts its keys' requests in a node-local file: it never writes a replicated one.
     limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore(usage_path=usage_path()))
+    gate = Gate(access_table(declared), checker, limiter)  # one way in: the key middleware's and the fast lane's
     app = Starlette(
         routes=routes,
         middleware=[
             Middleware(SettingsScope, settings=settings),
             Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),
-            Middleware(ApiKeyMiddleware, table=table, checker=checker, limiter=limiter),
+            Middleware(ApiKeyMiddleware, gate=gate),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
         lifespan=lifespan,
     )
     app.router.redirect_slashes = False  # GroupRoutes redirects with a relative Location instead
-    # The same cache, keys and limiter, for repeats the server answers before the app (chartgw.server).
-    app.state.fast_lane = FastLane(cache, table, checker, limiter, legacy_names(g.name for g in groups))
+    app.state.change_hub = hub
+    # The same cache and gate, for repeats the server answers before the app (chartgw.server), and the settings
+    # the server's limits are read from.
+    app.state.fast_lane = FastLane(cache, gate, legacy_names(g.name for g in groups))
+    app.state.settings = settings
     return app

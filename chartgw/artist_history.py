@@ -92,8 +92,9 @@ every batch, are copied into the file a few times instead of after every commit.
 CACHE_KIB = 64 * 1024
 """SQLite page cache of an incremental run."""
 
-SCHEMA_VERSION = 4
-"""`PRAGMA user_version` of the layout below; a file of an earlier one is dropped and built again."""
+SCHEMA_VERSION = 5
+"""`PRAGMA user_version` of the layout below; a file of an earlier one is dropped and built again (5: track keys
+fold version marks, `chartgw.text.title_key`)."""
 DEFERRED_INDEXES = ("CREATE UNIQUE INDEX IF NOT EXISTS tracks_by_key ON tracks (track_key);"
                     "CREATE UNIQUE INDEX IF NOT EXISTS artists_by_key ON artists (key);"
                     "CREATE UNIQUE INDEX IF NOT EXISTS variants_by_key ON variants (variant_key);"
@@ -341,6 +342,7 @@ def open_index(path: Path | None = None) -> sqlite3.Connection:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     db.executescript(SCHEMA + DEFERRED_INDEXES)
     if migrated:
+        rekey_lookups(db)
         db.execute(_LYRICS_ARTISTS)
     db.execute("INSERT OR IGNORE INTO meta VALUES ('cursor_secret', ?)", (os.urandom(16).hex(),))
     db.execute("INSERT OR IGNORE INTO meta VALUES ('next_row_id', '1')")
@@ -570,6 +572,7 @@ def rebuild(groups: Iterable[Group] | None = None, *, now: Clock = utc_now, path
         db = open_index(path)
         try:
             db.executemany("INSERT INTO lyrics_lookups VALUES (?, ?, ?, ?, ?, ?)", lookups)
+            rekey_lookups(db)
             db.execute(_LYRICS_ARTISTS)
         finally:
             db.close()
@@ -1087,6 +1090,15 @@ class LyricsTrack(NamedTuple):
     artist: str
     """The primary (first credited) artist as shown."""
     rows: int
+
+
+def rekey_lookups(db: sqlite3.Connection) -> None:
+    """Genius lookups kept from an index of an earlier layout, keyed by the track keys of now (a lookup whose new
+    key one already holds stays under its old one, unused), so a rebuild asks Genius nothing it asked before."""
+    for key, title, artist in db.execute("SELECT track_key, title, artist_key FROM lyrics_lookups").fetchall():
+        new = f"{title_key(title)}|{artist}"
+        if new != key:
+            db.execute("UPDATE OR IGNORE lyrics_lookups SET track_key = ? WHERE track_key = ?", (new, key))
 
 
 def lyrics_candidates(db: sqlite3.Connection, asked_before: str, limit: int) -> list[LyricsTrack]:

@@ -22,17 +22,24 @@ from chartgw.settings import PREFIX, SettingError, current, using
 __all__ = [
     "API_KEYS",
     "CACHE_MAX_MB",
+    "CHANGES_HEARTBEAT_SECONDS",
+    "CHANGES_MAX_STREAMS",
+    "CHANGES_MAX_WAITERS",
+    "CHANGES_POLL_SECONDS",
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
+    "IDLE_TIMEOUT_SECONDS",
     "RATE_LIMIT_PER_MINUTE",
     "READ_ONLY",
     "REFRESHES_PER_KEY_PER_HOUR",
     "REFRESH_INTERVAL_SECONDS",
     "REPLICATION_SETTINGS",
     "REPLICA_URL",
+    "REQUEST_BODY_TIMEOUT_SECONDS",
     "REQUEST_HEAD_TIMEOUT_SECONDS",
     "RETENTION_DAYS",
     "RETRY_BACKOFF_SECONDS",
+    "SEND_TIMEOUT_SECONDS",
     "SETTINGS",
     "Setting",
     "SettingError",
@@ -45,6 +52,7 @@ __all__ = [
     "flag",
     "get",
     "origin",
+    "poll_seconds",
     "seconds",
     "storefronts",
     "subset",
@@ -94,6 +102,14 @@ def seconds(value: str) -> float:
     number = float(value)
     if not 0 <= number < 86400:
         raise ValueError(f"must be a number of seconds from 0, got {value!r}")
+    return number
+
+
+def poll_seconds(value: str) -> float:
+    """A polling interval: never 0, which would be a busy loop."""
+    number = float(value)
+    if not 0.05 <= number <= 10:
+        raise ValueError(f"must be 0.05 to 10 seconds, got {value!r}")
     return number
 
 
@@ -207,6 +223,15 @@ RATE_LIMIT_PER_MINUTE = Setting(
 REQUEST_HEAD_TIMEOUT_SECONDS = Setting(
     "REQUEST_HEAD_TIMEOUT_SECONDS", "10", "seconds a client has to send a request's line and headers before the "
     "server answers 408 and closes the connection", seconds)
+REQUEST_BODY_TIMEOUT_SECONDS = Setting(
+    "REQUEST_BODY_TIMEOUT_SECONDS", "10", "seconds a client has to send a request's whole body once its head is in; "
+    "past it the server answers 408 (or, when it has answered already, just closes the connection)", seconds)
+IDLE_TIMEOUT_SECONDS = Setting(
+    "IDLE_TIMEOUT_SECONDS", "5", "whole seconds a keep-alive connection may stay open with nothing sent or being "
+    "answered", bounded_int(1, 3600))
+SEND_TIMEOUT_SECONDS = Setting(
+    "SEND_TIMEOUT_SECONDS", "30", "seconds a connection may leave its answers unread (no byte taken) before the "
+    "server drops it and them", seconds)
 REFRESH_INTERVAL_SECONDS = Setting(
     "REFRESH_INTERVAL_SECONDS", "60", "least seconds between two POST refreshes of the same target (scheduled crawls "
     "do not count)", seconds)
@@ -217,6 +242,19 @@ RETENTION_DAYS = Setting(
     "RETENTION_DAYS", "", "days of snapshots kept, per group (`digital-sales=90`) or per target prefix of a group "
     "(`radio:plays/=400`), comma-separated; added to or replacing the group's own retentions (the newest snapshot "
     "of a target is always kept)", retention_overrides)
+CHANGES_POLL_SECONDS = Setting(
+    "CHANGES_POLL_SECONDS", "0.25", "while a long poll or a stream of the change feed waits, how often each group "
+    "file's PRAGMA data_version is read (the longest a change waits to be answered)", poll_seconds)
+CHANGES_MAX_WAITERS = Setting(
+    "CHANGES_MAX_WAITERS", "1000", "long polls of GET /changes (wait > 0) one server process holds at once; past it a "
+    "503 with Retry-After", bounded_int(1, 1_000_000))
+CHANGES_MAX_STREAMS = Setting(
+    "CHANGES_MAX_STREAMS", "5000", "GET /changes/stream connections one server process holds at once; past it a 503 "
+    "with Retry-After (each stream is also a request in progress for `chartgw serve --limit-concurrency`)",
+    bounded_int(1, 1_000_000))
+CHANGES_HEARTBEAT_SECONDS = Setting(
+    "CHANGES_HEARTBEAT_SECONDS", "15", "seconds between the comment lines an idle change stream sends (keeps proxies "
+    "from closing it)", bounded_int(1, 3600))
 # Read replicas (docs/replication.md): `chartgw replicate` on the writer, `chartgw follow` and `serve --read-only` on
 # each reader.
 REPLICA_URL = Setting(
@@ -247,8 +285,11 @@ REPLICATION_SETTINGS = (REPLICA_URL, REPLICA_S3_ENDPOINT, REPLICA_S3_REGION, REP
                         REPLICA_S3_SECRET_ACCESS_KEY, REPLICA_SYNC_SECONDS, REPLICA_FOLLOW_SECONDS,
                         REPLICA_LAG_DEGRADED_SECONDS, READ_ONLY, WRITER_URL)
 SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB,
-                                      RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
-                                      REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS, *REPLICATION_SETTINGS)
+                                      RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REQUEST_BODY_TIMEOUT_SECONDS,
+                                      IDLE_TIMEOUT_SECONDS, SEND_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
+                                      REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS, CHANGES_POLL_SECONDS,
+                                      CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS, CHANGES_HEARTBEAT_SECONDS,
+                                      *REPLICATION_SETTINGS)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

@@ -34,6 +34,7 @@ __all__ = [
     "GroupData",
     "Handler",
     "Route",
+    "Streaming",
     "not_found",
 ]
 
@@ -117,6 +118,15 @@ class Call:
 Handler = Callable[[Call], Awaitable[Any]]
 
 
+class Streaming:
+    """What an uncached route's handler returns to answer the request itself (an event stream): an ASGI app,
+    called with the request once the parameters passed. An `ApiError` or `InvalidParams` it raises before it
+    starts its response is answered as any handler's."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
 class Route:
     """One endpoint of a group, relative to the group's prefix."""
@@ -145,8 +155,8 @@ async def read_body(receive: Receive) -> bytes:
     size = 0
     while True:
         message = await receive()
-        if message["type"] != "http.request":
-            break
+        if message["type"] != "http.request":  # the client left (or was cut off) before its body was whole
+            raise ApiError(400, "The request body did not arrive whole")
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > MAX_BODY_BYTES:
@@ -174,7 +184,11 @@ class EndpointApp:
                 params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
                 sent = await read_body(receive) if route.method == "POST" else b""
                 call = Call(params, self.data, self.data.clock(), sent, scope.get(KEY_ID_SCOPE))
-                body = self._body(await route.handler(call))
+                result = await route.handler(call)
+                if isinstance(result, Streaming):
+                    await result(scope, receive, send)
+                    return
+                body = self._body(result)
                 await self._send(scope, send, 200, body, [(b"cache-control", b"no-store")], route.media_type)
                 return
             # A remembered raw request maps straight to its canonical entry: a poll of the same URL costs

@@ -16,6 +16,7 @@ from starlette.responses import HTMLResponse, Response
 from chartgw.endpoints import Call, GroupData
 from chartgw.group import Group
 from chartgw.responses import HealthHead
+from chartgw.store import ChangeRow
 
 __all__ = ["FrontDoor"]
 
@@ -42,6 +43,8 @@ class GroupStatus(msgspec.Struct):
     days: list[DayOutcomes]
     """Crawl attempts per UTC day over the last week, oldest first."""
     links: dict[str, str]
+    last_change: str | None = None
+    """The group's latest change record in one line (when, chart, what changed); null before the first."""
 
 
 class FrontPage(msgspec.Struct):
@@ -81,11 +84,13 @@ class FrontDoor:
         log = await data.reader.fetch_log(None, 1)
         last = log[0] if log else None
         days = await data.reader.outcomes_by_day((now - timedelta(days=DAYS - 1)).date().isoformat())
+        change = await data.reader.latest_change()
         return GroupStatus(
             group.name, group.title, status, len(targets), sum(targets),
             last[2] if last else None, (last[4] if last[4] == "ok" else f"failed: {last[8]}") if last else None,
             [DayOutcomes(*d) for d in days],
-            {"root": f"/{group.name}/", "health": f"/{group.name}/health", "openapi": f"/{group.name}/openapi.json"})
+            {"root": f"/{group.name}/", "health": f"/{group.name}/health", "openapi": f"/{group.name}/openapi.json"},
+            change_line(group, change) if change is not None else None)
 
     async def page(self, request: Request) -> Response:
         page = await self.status()
@@ -105,6 +110,36 @@ class FrontDoor:
         return Response(self._document, media_type="application/json")
 
 
+class _Summary(msgspec.Struct):
+    """What the status page reads of a change summary (chartgw.changes.ChangeSummary)."""
+
+    changed: bool
+    entries_in: int
+    entries_out: int
+    moved: int
+    new_number_one: bool
+    number_one: dict[str, Any] | None
+
+
+def change_line(group: Group, change: ChangeRow) -> str:
+    """A change record in one line: "2026-11-20T05:30:00Z portal-a/realtime: 3 in, 3 out, 12 moved; new #1 Song - Artist"."""
+    summary = msgspec.json.decode(change.summary, type=_Summary)
+    what = (f"{summary.entries_in} in, {summary.entries_out} out, {summary.moved} moved" if summary.changed
+            else "no change")
+    top = summary.number_one.get("entry") if summary.number_one and summary.new_number_one else None
+    if isinstance(top, dict):
+        what += f"; new #1 {_entry_name(group, change.target, top)}"
+    return f"{change.committed_at} {change.target}: {what}"
+
+
+def _entry_name(group: Group, target: str, record: dict[str, Any]) -> str:
+    """An entry as people name it: title and artist through the group's entry mapping, else its title or name."""
+    mapped = group.entries.read(target, record) if group.entries is not None else None
+    if mapped is not None:
+        return f"{mapped.title} - {mapped.artist}" if mapped.title else mapped.artist
+    return str(record.get("title") or record.get("name") or record.get("artist") or "?")
+
+
 def _stale_flags(head: Any) -> list[bool]:
     """The stale flag of each target a group's health lists (under whatever name its response gives them)."""
     if not isinstance(head, msgspec.Struct):
@@ -117,8 +152,9 @@ def _stale_flags(head: Any) -> list[bool]:
 
 
 def joined_document(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Every group's document as one: paths under the group's prefix; a component whose name two groups
-    use for different schemas is renamed after its group (`VideoHealthResponse`) and its refs follow."""
+    """Every group's document as one: paths under the group's prefix (a document named "" is the gateway's own
+    root paths, the change feed's); a component whose name two groups use for different schemas is renamed after
+    its group (`VideoHealthResponse`) and its refs follow."""
     paths: dict[str, Any] = {}
     schemas: dict[str, Any] = {}
     for name, document in documents.items():
@@ -135,9 +171,9 @@ def joined_document(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
         for path, operations in document.get("paths", {}).items():
             renamed = _renamed(operations, renames)
             for operation in renamed.values():  # operation ids are unique across the joined document
-                if isinstance(operation, dict) and "operationId" in operation:
+                if name and isinstance(operation, dict) and "operationId" in operation:
                     operation["operationId"] = name.replace("-", "_") + "_" + operation["operationId"]
-            paths[f"/{name}{path}"] = renamed
+            paths[f"/{name}{path}" if name else path] = renamed
     first = next(iter(documents.values()), {})
     return {
         "openapi": first.get("openapi", "3.1.0"),
@@ -149,7 +185,7 @@ def joined_document(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def _group_prefix(name: str) -> str:
-    return "".join(part.capitalize() for part in name.split("-"))
+    return "".join(part.capitalize() for part in (name or "root").split("-"))
 
 
 def _renamed(value: Any, renames: dict[str, str]) -> Any:
@@ -182,6 +218,7 @@ def render_html(page: FrontPage, today: date) -> str:
             f"<td class=status>{group.status}</td>"
             f"<td class=targets>{group.targets - group.stale} of {group.targets} fresh</td>"
             f"<td class=crawl>{html.escape(group.last_crawl or '-')}<div class=last>{last}</div></td>"
+            f"<td class=change>{html.escape(group.last_change or 'none yet')}</td>"
             f"<td class=outcomes><svg width='{DAYS * 12}' height='24' role='img'"
             f" aria-label='crawl outcomes, last {DAYS} days'>{bars}</svg></td>"
             f"<td class=links><a href='{links['health']}'>health</a> <a href='{links['openapi']}'>openapi</a></td></tr>")
@@ -191,13 +228,16 @@ def render_html(page: FrontPage, today: date) -> str:
 <style>
 body{{font:14px system-ui,sans-serif;margin:2em;color:#222}} table{{border-collapse:collapse}}
 td,th{{padding:.4em .8em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}}
-.title,.last{{color:#666;font-size:12px}} .ok .status,#status.ok{{color:#176f2c}} .degraded .status,#status.degraded{{color:#a33}}
+.title,.last,.change{{color:#666;font-size:12px}}
+.ok .status,#status.ok{{color:#176f2c}} .degraded .status,#status.degraded{{color:#a33}}
 </style></head>
 <body><h1>chartgw <span id=status class={page.status}>{page.status}</span></h1>
-<p>Every group, its freshness against its cadence and its crawls over the last {DAYS} days
-(green: attempts that committed, red: failed, grey: none). JSON: send <code>Accept: application/json</code>.
+<p>Every group, its freshness against its cadence, its latest change (all of them: <code>GET /changes</code>) and its
+crawls over the last {DAYS} days (green: attempts that committed, red: failed, grey: none).
+JSON: send <code>Accept: application/json</code>.
 All groups in one document: <a href="{page.openapi}">{page.openapi}</a>.</p>
-<table id=groups><thead><tr><th>group</th><th>status</th><th>targets</th><th>last crawl</th><th>last {DAYS} days</th><th></th>
+<table id=groups><thead><tr><th>group</th><th>status</th><th>targets</th><th>last crawl</th><th>latest change</th>
+<th>last {DAYS} days</th><th></th>
 </tr></thead>
 <tbody>{"".join(rows)}</tbody></table></body></html>
 """

@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite
+import msgspec
 
-from chartgw import config
+from chartgw import changes, config
 from chartgw.clock import Clock, utc_now
 
 __all__ = [
     "FETCH_LOG_SCHEMA",
+    "ChangeRow",
     "FetchLogRow",
     "NewSnapshot",
     "RunRow",
@@ -94,7 +96,20 @@ CREATE TABLE IF NOT EXISTS crawl_runs (
     detail BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS crawl_runs_by_kind ON crawl_runs (kind, id);
+CREATE TABLE IF NOT EXISTS changes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    snapshot_id INTEGER NOT NULL,
+    previous_snapshot_id INTEGER,
+    target TEXT NOT NULL,
+    chart_date TEXT NOT NULL,
+    chart_hour INTEGER,
+    committed_at TEXT NOT NULL,
+    summary BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS changes_by_snapshot ON changes (snapshot_id);
 """
+# `changes` is the feed (chartgw.changes): one row per committed snapshot, written in its transaction. Its ids
+# never repeat (AUTOINCREMENT), and pruning snapshots keeps it: each summary stands alone.
 # Columns added after a file may already exist: (table, column, declaration).
 MIGRATIONS = (("entries", "search_key", "TEXT"),)
 
@@ -102,6 +117,11 @@ MIGRATIONS = (("entries", "search_key", "TEXT"),)
 NEWEST = "chart_date DESC, chart_hour DESC, id DESC"
 
 RUN_COLUMNS = "id, kind, started_at, finished_at, targets, ok, detail"
+
+PREVIOUS = ("SELECT id FROM snapshots WHERE target = ?1 AND (chart_date, coalesce(chart_hour, -1), id) < (?2, ?3, ?4)"
+            " ORDER BY chart_date DESC, coalesce(chart_hour, -1) DESC, id DESC LIMIT 1")
+"""The snapshot before (target, chart date, hour or -1, id) in the order of NEWEST: what a change compares with."""
+ENTRY_KEYS = "SELECT rank, title_key, artist_key, item_id, record FROM entries WHERE snapshot_id = ? ORDER BY position"
 
 
 def group_db_path(group: str) -> Path:
@@ -150,6 +170,23 @@ class StoredEntry:
     record: bytes
     search_key: str = ""
     """Folded title and artists separated by "|" for substring search; "" = title_key|artist_key."""
+
+
+@dataclass(frozen=True)
+class ChangeRow:
+    """One change record: a committed snapshot and its summary against the previous one of its target."""
+
+    id: int
+    snapshot_id: int
+    previous_snapshot_id: int | None
+    target: str
+    chart_date: str
+    chart_hour: int | None
+    committed_at: str
+    summary: bytes
+    """The encoded `chartgw.changes.ChangeSummary`, served as stored."""
+
+    COLUMNS = "id, snapshot_id, previous_snapshot_id, target, chart_date, chart_hour, committed_at, summary"
 
 
 @dataclass
@@ -277,6 +314,7 @@ class SnapshotWriter:
                 )
                 if snap.raw is not None:
                     db.execute("INSERT INTO raw_payloads VALUES (?, ?, ?)", (snapshot_id, snap.raw_type, snap.raw))
+                self._record_change(snapshot_id, snap)
             self._insert_log(log)
             db.execute("COMMIT")
         except BaseException:
@@ -285,6 +323,38 @@ class SnapshotWriter:
         self._prune()
         self._checkpoint()
         return ids
+
+    def _record_change(self, snapshot_id: int, snap: NewSnapshot) -> None:
+        """The change record of a snapshot just inserted, in its transaction: its diff against the previous
+        snapshot of its target (by chart time), summarised."""
+        db = self.db
+        hour = -1 if snap.chart_hour is None else snap.chart_hour
+        found = db.execute(PREVIOUS, (snap.target, snap.chart_date, hour, snapshot_id)).fetchone()
+        previous = int(found[0]) if found else None
+        before = list(map(changes.Row._make, db.execute(ENTRY_KEYS, (previous,)))) if previous else []
+        lines = changes.diff(before, snap.entries)
+        back = self._seen_before(snap.target, previous, changes.entered(lines)) if previous else set()
+        summary = msgspec.json.encode(changes.summarize(lines, previous is None, back))
+        db.execute("INSERT INTO changes (snapshot_id, previous_snapshot_id, target, chart_date, chart_hour, committed_at,"
+                   " summary) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   (snapshot_id, previous, snap.target, snap.chart_date, snap.chart_hour, iso(self.now()), summary))
+
+    def _seen_before(self, target: str, previous: int, who: list[changes.Identity]) -> set[changes.Identity]:
+        """Those of `who` that are in a snapshot of `target` before `previous` (by chart time): re-entries."""
+        date, hour = self.db.execute("SELECT chart_date, coalesce(chart_hour, -1) FROM snapshots WHERE id = ?",
+                                     (previous,)).fetchone()
+        # Entries first (CROSS JOIN keeps that order): an entry new to a chart has few earlier rows in the file,
+        # while a chart may have thousands of earlier snapshots.
+        earlier = ("SELECT 1 FROM entries e CROSS JOIN snapshots s ON s.id = e.snapshot_id WHERE {match} AND s.target = ?"
+                   " AND (s.chart_date, coalesce(s.chart_hour, -1), s.id) < (?, ?, ?) LIMIT 1")
+        by_item = earlier.format(match="e.item_id = ?")
+        by_names = earlier.format(match="e.title_key = ? AND e.artist_key = ? AND coalesce(e.item_id, '') = ''")
+        seen = set()
+        for one in who:
+            sql, keys = (by_item, (one.item_id,)) if one.item_id else (by_names, (one.title_key, one.artist_key))
+            if self.db.execute(sql, (*keys, target, date, hour, previous)).fetchone():
+                seen.add(one)
+        return seen
 
     def _checkpoint(self, wait_ms: int = 200) -> None:
         """Fold the WAL back and truncate it, waiting only briefly for readers.
@@ -478,16 +548,17 @@ class SnapshotReader:
             [*globs, like, limit])
         return [(SnapshotRow(*row[:7]), row[7], row[8]) for row in rows]
 
-    async def history(self, title_key: str, artist_needle: str, pattern: str | None,
+    async def history(self, title_glob: str, artist_needle: str, pattern: str | None,
                       ) -> list[tuple[SnapshotRow, int, bytes]]:
-        """Every appearance of a title (by title_key) credited to an artist whose key contains
-        `artist_needle`, in snapshots of targets matching `pattern`: oldest chart date first."""
+        """Every appearance of a title (its title_key matching GLOB `title_glob`: a key, or a key's prefix) credited
+        to an artist whose key contains `artist_needle`, in snapshots of targets matching `pattern`: oldest chart
+        date first."""
         where, params = (" AND s.target GLOB ?", [pattern]) if pattern else ("", [])
         columns = ", ".join(f"s.{c.strip()}" for c in SnapshotRow.COLUMNS.split(","))
         rows = await self.fetchall(
             f"SELECT {columns}, e.rank, e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id"
-            f" WHERE e.title_key = ? AND instr(substr(e.search_key, instr(e.search_key, '|')), ?) > 0{where}"
-            " ORDER BY s.chart_date, s.target, s.id", [title_key, artist_needle, *params])
+            f" WHERE e.title_key GLOB ? AND instr(substr(e.search_key, instr(e.search_key, '|')), ?) > 0{where}"
+            " ORDER BY s.chart_date, s.target, s.id", [title_glob, artist_needle, *params])
         return [(SnapshotRow(*row[:7]), row[7], row[8]) for row in rows]
 
     async def runs(self, kind: str, limit: int) -> list[RunRow]:
@@ -519,3 +590,30 @@ class SnapshotReader:
         return [tuple(r) for r in await self.fetchall(
             "SELECT id, target, started_at, duration_ms, status, http_status, rows, url, error FROM fetch_log"
             f" {where} ORDER BY id DESC LIMIT ?", [*params, limit])]
+
+    # --- the change feed (chartgw.changes, chartgw.feed) ---
+
+    async def changes_after(self, after: int, targets: Sequence[str], limit: int) -> tuple[list[ChangeRow], int]:
+        """Change records with ids above `after` (of `targets` only, when any), oldest first, at most `limit`;
+        and the file's newest change id in the same read (0 without any), so a reader knows what it has seen."""
+        where = f" AND target IN ({','.join('?' * len(targets))})" if targets else ""
+        rows = await self.fetchall(
+            f"WITH top AS (SELECT coalesce(max(id), 0) AS newest FROM changes) SELECT top.newest, c.* FROM top LEFT JOIN"
+            f" (SELECT {ChangeRow.COLUMNS} FROM changes WHERE id > ?{where} ORDER BY id LIMIT ?) c ON 1 ORDER BY c.id",
+            [after, *targets, limit])
+        newest = int(rows[0][0]) if rows else 0
+        return [ChangeRow(*row[1:]) for row in rows if row[1] is not None], newest
+
+    async def latest_change(self) -> ChangeRow | None:
+        rows = await self.fetchall(f"SELECT {ChangeRow.COLUMNS} FROM changes ORDER BY id DESC LIMIT 1")
+        return ChangeRow(*rows[0]) if rows else None
+
+    async def previous_snapshot(self, row: SnapshotRow) -> SnapshotRow | None:
+        """The snapshot of `row`'s target before it by chart time: what its change record compares it with."""
+        found = await self.fetchall(PREVIOUS, (row.target, row.chart_date, -1 if row.chart_hour is None else row.chart_hour,
+                                               row.id))
+        return next(iter(await self.snapshots_with_ids([found[0][0]])), None) if found else None
+
+    async def entry_rows(self, snapshot_id: int) -> list[changes.Row]:
+        """A snapshot's entries with their identity columns, in chart order."""
+        return [changes.Row._make(row) for row in await self.fetchall(ENTRY_KEYS, (snapshot_id,))]

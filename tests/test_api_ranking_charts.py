@@ -21,18 +21,12 @@ from starlette.testclient import TestClient
 from chartgw.clock import fixed
 from chartgw.context import Context
 from chartgw.crawl import Outcome
+from chartgw.demo.ranking_charts import DEMO_WEEKS, demo_replies
 from chartgw.group import crawl_group
 from chartgw.groups import ranking_charts
-from chartgw.groups.ranking_charts import (
-    DEMO_WEEKS,
-    GROUP,
-    backfill,
-    credited_artists,
-    newest_published,
-    targets,
-    weeks_back,
-    year_before,
-)
+from chartgw.groups.ranking_charts import GROUP, backfill
+from chartgw.groups.ranking_charts.charts import newest_published, weeks_back, weeks_between, year_before
+from chartgw.groups.ranking_charts.crawl import credited_artists, targets
 from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import billboard as samples
 from chartgw.upstreams import billboard
@@ -96,7 +90,7 @@ def test_weeks_back_crosses_the_1962_change_from_mondays() -> None:
     assert weeks_back(date(1962, 1, 13), 1) == date(1962, 1, 6)
     assert weeks_back(date(1962, 1, 13), 2) == date(1961, 12, 25)
     assert weeks_back(date(1962, 1, 13), 3) == date(1961, 12, 18)
-    assert ranking_charts.weeks_between(date(1961, 12, 18), date(1962, 1, 13)) == 3
+    assert weeks_between(date(1961, 12, 18), date(1962, 1, 13)) == 3
 
 
 def test_credits_split_into_artists() -> None:
@@ -267,12 +261,19 @@ def test_year_ago_is_the_same_week_a_year_earlier(api: TestClient) -> None:
     assert rows_of(body["entries"]) == expected_rows("hot-100", DEMO_WEEKS + 1)[:5]
 
 
-def test_unknown_or_missing_preset_is_a_422_listing_the_presets(api: TestClient) -> None:
+def test_unknown_preset_is_a_422_listing_the_presets(api: TestClient) -> None:
     expected = "'top-10', 'top-40', 'debuts', 're-entries', 'gainers' or 'year-ago'"
     assert error(api, "/charts/hot-100/preset?preset=top-20", 422) == [{
         "type": "literal_error", "loc": ["query", "preset"], "msg": f"Input should be {expected}", "input": "top-20",
         "ctx": {"expected": expected}}]
-    assert error(api, "/charts/hot-100/preset", 422)[0]["type"] == "missing"
+
+
+def test_preset_is_optional_and_defaults_to_the_top_10(api: TestClient) -> None:
+    """The spec lists `preset` without (R): absent, it is the documented default, top-10."""
+    body = get(api, "/charts/hot-100/preset")
+    assert body == get(api, "/charts/hot-100/preset?preset=top-10")
+    assert (body["preset"], body["count"], [e["rank"] for e in body["entries"]]) == ("top-10", 10, list(range(1, 11)))
+    assert get(api, "/charts/hot-100/preset?limit=3")["count"] == 3
 
 
 def test_openapi_lists_every_route_and_the_preset_enum(api: TestClient) -> None:
@@ -281,6 +282,8 @@ def test_openapi_lists_every_route_and_the_preset_enum(api: TestClient) -> None:
     params = document["paths"]["/charts/{chart_slug}/preset"]["get"]["parameters"]
     preset = next(p for p in params if p["name"] == "preset")
     assert preset["schema"]["enum"] == ["top-10", "top-40", "debuts", "re-entries", "gainers", "year-ago"]
+    assert preset["required"] is False and preset["schema"]["default"] == "top-10"
+    assert preset["description"].endswith("top-10 when absent")
 
 
 # --- search ---------------------------------------------------------------------------------------------------
@@ -464,7 +467,7 @@ def test_a_new_week_becomes_the_latest(charts_data: Path, tmp_path: Path) -> Non
 def test_an_unchanged_week_stores_nothing_new(charts_data: Path, tmp_path: Path) -> None:
     path = copy_data(charts_data, tmp_path / "data")
     before = _snapshot_count(path)
-    replies = ranking_charts.demo_replies(DEFAULT_SLUGS, LATEST, DEMO_WEEKS)
+    replies = demo_replies(DEFAULT_SLUGS, LATEST, DEMO_WEEKS)
     outcomes, seen = _crawl(path, replies, {"chart": None})
     assert [o.target for o in outcomes] == list(DEFAULT_SLUGS) and len(seen) == len(DEFAULT_SLUGS)
     assert all(o.status == "ok" and o.rows is None for o in outcomes)

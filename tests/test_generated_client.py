@@ -203,3 +203,28 @@ def test_readme_shows_a_generated_client_sending_the_key(served: str, generated:
     exec(compile(source, "docs/clients.md", "exec"), namespace)
     assert namespace["chart"].country == "kr" and namespace["chart"].entries
     assert namespace["again"].status_code == 304 and namespace["again"].parsed is None
+
+
+def test_generated_client_sends_every_value_of_an_array_parameter(served: str, generated: types.ModuleType) -> None:
+    """The artist-history ids are arrays in the document, so the generated function takes a list and sends the
+    parameter once per value (`?isrc=A&isrc=B`): the gateway answers for both, as for `?isrc=A,B`."""
+    import httpx
+
+    module = importlib.import_module(f"{PACKAGE}.api.default.artist_history_api_get_artist_history")
+    hints = typing.get_type_hints(module.sync_detailed)
+    assert list[str] in typing.get_args(hints["isrc"]) and list[int] in typing.get_args(hints["analytics_track"])
+    api = generated.AuthenticatedClient(base_url=served, token=TEST_KEY, auth_header_name="X-API-Key", prefix="",
+                                        raise_on_unexpected_status=True)
+    with api:
+        everything = module.sync_detailed(client=api, name=ARTIST, limit=50000).parsed
+        isrcs = sorted({r.isrc for r in everything.rows if isinstance(r.isrc, str)})[:2]
+        tracks = sorted({int(r.analytics_track) for r in everything.rows if isinstance(r.analytics_track, str)})[:2]
+        assert len(isrcs) == len(tracks) == 2
+        both = module.sync_detailed(client=api, isrc=isrcs, analytics_track=tracks, limit=50000)
+    assert both.status_code == 200
+    assert both.parsed.query.ids.to_dict() == {"isrc": isrcs, "analytics_track": [str(t) for t in tracks]}
+    found = {r.isrc for r in both.parsed.rows} | {r.analytics_track for r in both.parsed.rows}
+    assert set(isrcs) <= found and {str(t) for t in tracks} <= found
+    comma = httpx.get(f"{served}/artist-history-api/artist-history", headers={"X-API-Key": TEST_KEY},
+                      params={"isrc": ",".join(isrcs), "analytics_track": ",".join(map(str, tracks)), "limit": 50000})
+    assert json.loads(both.content) == comma.json()

@@ -15,14 +15,13 @@ from datetime import datetime
 import msgspec
 
 from chartgw import config
-from chartgw.crawl import CrawlTarget, Outcome
+from chartgw.crawl import CrawlTarget
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import EntryMapping, Group, Schedule
 from chartgw.groups import retail
 from chartgw.params import Param
-from chartgw.replay import ReplayKey, Reply
 from chartgw.responses import (
-    BUNDLE_ROWS,
+    BUNDLE_LIMIT,
     RunInfo,
     SnapshotMeta,
     health_route,
@@ -31,7 +30,6 @@ from chartgw.responses import (
     snapshot_meta,
     snapshots_route,
 )
-from chartgw.samples import amazon as samples
 from chartgw.store import SnapshotRow
 from chartgw.upstreams import amazon
 from chartgw.upstreams.amazon import RetailEntry
@@ -167,7 +165,7 @@ async def feed(call: Call) -> FeedResponse:
     charts = []
     for row in await _latest_rows(call):
         market, chart = retail.split_target(row.target)
-        records = await reader.records(row.id, BUNDLE_ROWS)
+        records = await reader.records(row.id, call.params["limit"])
         charts.append(FeedChart(retail.key_of(row.target), market, chart, await retail.snapshot_name(reader, row.id),
                                 snapshot_meta(row, retail.CADENCE_SECONDS, call.now), len(records),
                                 records_array(records)))
@@ -220,8 +218,9 @@ ROUTES: tuple[Route, ...] = (
     snapshots_route(retail.cadence_of, "Stored snapshots of every chart, newest first"),
     Route("/latest", latest, response=LatestResponse,
           summary="The latest crawl run and every chart's latest snapshot summary"),
-    Route("/charts.json", feed, response=FeedResponse,
-          summary="The raw feed: every chart's latest rows as received (with the verbatim texts)"),
+    Route("/charts.json", feed, (BUNDLE_LIMIT,), response=FeedResponse,
+          summary="The raw feed: every chart's latest rows as received (with the verbatim texts), 100 rows each "
+                  "unless limit says fewer"),
     Route("/charts", charts, errors=(), response=ChartsResponse,
           summary="Chart keys with marketplace, category, source and snapshot coverage"),
     Route("/charts/{chart_key}/latest", chart_latest, (
@@ -229,24 +228,6 @@ ROUTES: tuple[Route, ...] = (
         Param("limit", kind="int", default=100, ge=1, le=100, description="Rows to return, from rank 1"),
     ), response=retail.ChartResponse, summary="The latest snapshot of one chart"),
 )
-
-
-# --- demo ---------------------------------------------------------------------------------------------------
-
-def replies(variant: int) -> dict[str, dict[ReplayKey, Reply]]:
-    tables: dict[str, dict[ReplayKey, Reply]] = {}
-    for market, source in configured():
-        table = tables.setdefault(amazon.MARKETPLACES[market].upstream, {})
-        if source == retail.LANDING:
-            table.update(samples.landing_replies(market, variant))
-        else:
-            table.update(samples.grid_replies(market, GROUP_KIND, source, variant))
-    return tables
-
-
-async def seed(now: datetime) -> list[Outcome]:
-    """Five daily crawls of every configured source, the last at `now`."""
-    return await retail.seed_days(GROUP, replies, now)
 
 
 GROUP = Group(
@@ -266,7 +247,6 @@ GROUP = Group(
     per_upstream=1,
     delay_seconds=retail.delay_seconds,
     settings=(*retail.SETTINGS, SOURCES_SETTING),
-    seeder=seed,
     # Landing carousels repeat the top 20 of lists crawled whole, and may be any department (books, toys):
     # the artist-history index reads the Digital Music lists only.
     entries=EntryMapping(market="target:0", artists=None, ids={"asin": "asin"}, skip_targets=("*/landing-*",)),

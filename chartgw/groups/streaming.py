@@ -12,24 +12,21 @@ newest chart date (the store's reading), so an import of an older chart never re
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from functools import partial
 from pathlib import Path
-from tempfile import TemporaryDirectory
 from typing import Any
 
 import msgspec
 
 from chartgw import config
-from chartgw.clock import fixed
 from chartgw.context import Context
 from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
 from chartgw.endpoints import ApiError, Call, Route, not_found
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group
-from chartgw.params import LETTER_OR_DIGIT, InvalidParams, Param, accepts, search_term
+from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule
+from chartgw.params import LETTER_OR_DIGIT, InvalidParams, Param, accepts, limit_param, search_term
 from chartgw.records import stored_entry
-from chartgw.replay import replay_upstreams
 from chartgw.responses import (
     HealthHead,
     SnapshotMeta,
@@ -39,8 +36,6 @@ from chartgw.responses import (
     snapshot_meta,
     stored_record,
 )
-from chartgw.samples import global_rows
-from chartgw.samples import streaming as samples
 from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, StoredEntry, glob_escape
 from chartgw.targets import TargetKey
 from chartgw.text import compact, title_key
@@ -261,6 +256,9 @@ class Appearance(msgspec.Struct):
     rank: int
     streams: int | None
     """Null on viral charts, the public overview and legacy viral imports."""
+    title: str
+    """The title as that chart printed it ("Seven (feat. Latto) (Explicit Ver.)"): versions of the song are one
+    history."""
 
 
 class HistoryResponse(msgspec.Struct):
@@ -270,7 +268,7 @@ class HistoryResponse(msgspec.Struct):
     chart_type: str | None
     count: int
     appearances: list[Appearance]
-    """Oldest chart date first; one per chart (country, chart type, date)."""
+    """Oldest chart date first; one per chart (country, chart type, date): the best ranked version that day."""
 
 
 class HealthResponse(HealthHead):
@@ -281,11 +279,12 @@ class HealthResponse(HealthHead):
     targets: list[TargetStatus]
 
 
-class _RankStreams(msgspec.Struct):
+class _TitleStreams(msgspec.Struct):
+    title: str
     streams: int | None = None
 
 
-_decode_streams = msgspec.json.Decoder(_RankStreams).decode
+_decode_title_streams = msgspec.json.Decoder(_TitleStreams).decode
 
 
 # --- handlers -----------------------------------------------------------------------------------
@@ -331,7 +330,8 @@ async def dates(call: Call) -> DatesResponse:
     found = await call.data.reader.dates(target_key(chart_type, country))
     if not found:
         raise await _no_chart(call.data.reader, country, chart_type)
-    return DatesResponse(country, chart_type, len(found), found)
+    shown = found[:call.params["limit"]] if call.params["limit"] is not None else found
+    return DatesResponse(country, chart_type, len(shown), shown)
 
 
 async def countries(call: Call) -> CountriesResponse:
@@ -382,12 +382,23 @@ async def search(call: Call) -> SearchResponse:
 
 
 async def history(call: Call) -> HistoryResponse:
+    """Every chart appearance of the song `title` names (`title_key`: featuring credits and version marks folded),
+    the best ranked of its versions per chart. Entries are found by key prefix, so a key stored before version
+    marks were folded ("sevenexplicitver") is found too, then kept only when its title names the song now."""
     artist, title, country, chart_type = (call.params[k] for k in ("artist", "title", "country", "chart_type"))
-    rows = await call.data.reader.history(title_key(title), compact(artist), _pattern(chart_type, country))
-    appearances = []
+    song = title_key(title)
+    rows = await call.data.reader.history(glob_escape(song) + "*", compact(artist), _pattern(chart_type, country))
+    best: dict[tuple[str, str], Appearance] = {}
     for row, rank, record in _one_snapshot_per_chart(rows):
+        entry = _decode_title_streams(record)
+        if title_key(entry.title) != song:
+            continue
         seen_type, seen_country = split_target(row.target)
-        appearances.append(Appearance(seen_country, seen_type, row.chart_date, rank, _decode_streams(record).streams))
+        seen = best.get((row.target, row.chart_date))
+        if seen is None or rank < seen.rank:
+            best[(row.target, row.chart_date)] = Appearance(seen_country, seen_type, row.chart_date, rank, entry.streams,
+                                                            entry.title)
+    appearances = list(best.values())  # rows come oldest chart date first, then by target
     if not appearances:
         raise not_found(f"'{title}' by '{artist}' is on no stored chart"
                         + (f" of {_pattern(chart_type, country).replace('*', 'any')}" if country or chart_type else ""))
@@ -426,7 +437,8 @@ ROUTES: tuple[Route, ...] = (
     Route("/chart", chart, (COUNTRY, CHART_TYPE, Param("chart_date", kind="date", required=True,
                                                        description="Chart date, YYYY-MM-DD"), LIMIT),
           response=ChartResponse, summary="The chart of a country and chart type on a date"),
-    Route("/dates", dates, (COUNTRY, CHART_TYPE), response=DatesResponse,
+    Route("/dates", dates, (COUNTRY, CHART_TYPE, limit_param("Dates to return, newest first", 5000, None)),
+          response=DatesResponse,
           summary="Chart dates stored for a country and chart type, newest first"),
     Route("/search", search, (
         Param("q", required=True, min_length=1, check=search_term,
@@ -438,38 +450,11 @@ ROUTES: tuple[Route, ...] = (
         Param("artist", required=True, min_length=1, check=search_term,
               description="An artist credited on the track (contained, normalised)"),
         Param("title", required=True, min_length=1, check=_title,
-              description="The track title (normalised; featuring credits ignored)"),
+              description="The track title, normalised: featuring credits and version marks ignored (\"Seven\" finds "
+                          "\"Seven (feat. Latto) (Explicit Ver.)\"; see chartgw.text.title_key)"),
         ANY_COUNTRY, ANY_CHART_TYPE,
     ), response=HistoryResponse, summary="Every chart appearance of a track: date, rank and streams, oldest first"),
 )
-
-# --- demo -------------------------------------------------------------------------------------
-
-async def seed(now: datetime) -> list[Outcome]:
-    """Demo data: a legacy-layout CSV import of an older daily chart, then token crawls of every chart type of
-    3 countries at two earlier days (the crawl clock set back, earlier chart dates; weekly charts a week
-    apart each) and now."""
-    settings: dict[str, str | None] = {TOKEN_SETTING.variable: samples.DEMO_TOKEN,
-                                       COUNTRIES_SETTING.variable: samples.DEMO_COUNTRIES}
-    countries = tuple(samples.DEMO_COUNTRIES.split(","))
-    outcomes: list[Outcome] = []
-    with config.environment(settings), replay_upstreams({spotify.UPSTREAM: {}}) as servers, TemporaryDirectory() as tmp:
-        two_days_ago = (now - timedelta(days=2)).date()
-        older = date.fromisoformat(samples.chart_date("regional-daily", two_days_ago)) - timedelta(days=7)
-        rows = global_rows("spotify/legacy/regional-daily/global", 0, 200)
-        path = Path(tmp) / f"regional-global-daily-{older.isoformat()}.csv"
-        path.write_bytes(samples.render_legacy_csv("regional-daily", GLOBAL, rows))
-        outcomes += import_csv(Context(clock=fixed(now - timedelta(days=3))), {"file": str(path)})
-        server = servers[spotify.UPSTREAM]
-        newest_week = date.fromisoformat(samples.chart_date("regional-weekly", now.date()))
-        for variant, days_back in enumerate((2, 1, 0)):
-            moment = now - timedelta(days=days_back)
-            weekly = (newest_week - timedelta(weeks=days_back)).isoformat()
-            server.replies.clear()
-            daily = samples.chart_date("regional-daily", moment.date())
-            server.replies.update(samples.chart_replies(daily, weekly, variant, countries, samples.DEMO_TOKEN))
-            outcomes += await crawl_group(GROUP, {}, now=fixed(moment))
-    return outcomes
 
 
 GROUP = Group(
@@ -492,6 +477,5 @@ GROUP = Group(
         CommandArg("date", "chart date YYYY-MM-DD; default: from the file name"),
     ), run=import_csv),),
     settings=(COUNTRIES_SETTING, TOKEN_SETTING),
-    seeder=seed,
     entries=EntryMapping(market="target:1", ids={"streaming_track_id": "track_id"}),
 )

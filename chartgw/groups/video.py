@@ -20,17 +20,16 @@ import httpx
 import msgspec
 
 from chartgw import config
-from chartgw.clock import Clock, fixed, utc_now
+from chartgw.clock import Clock, utc_now
 from chartgw.context import Context
 from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, RetryPolicy, run_targets
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, retention
+from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
 from chartgw.params import InvalidParams, Param
 from chartgw.records import stored_entry
-from chartgw.replay import replay_upstreams
 from chartgw.responses import (
-    BUNDLE_ROWS,
+    BUNDLE_LIMIT,
     PULL_JSON_ROUTE,
     BundledChart,
     RunInfo,
@@ -43,7 +42,6 @@ from chartgw.responses import (
     snapshot_meta,
     snapshots_route,
 )
-from chartgw.samples import video as samples
 from chartgw.store import NewSnapshot, StoredEntry, glob_escape
 from chartgw.targets import TargetKey
 from chartgw.upstreams import UpstreamFormatError, youtube
@@ -315,7 +313,7 @@ async def country_latest(call: Call) -> CountryLatestResponse:
     if not rows:
         why = "yet" if code in countries() else f"({code} is not in CHARTGW_VIDEO_COUNTRIES)"
         raise not_found(f"No video chart of {country_name(code)} {why}")
-    charts = await chart_bundle(reader, rows, BUNDLE_ROWS, cadence_of, call.now)
+    charts = await chart_bundle(reader, rows, call.params["limit"], cadence_of, call.now)
     return CountryLatestResponse(code, country_name(code), len(charts), charts)
 
 
@@ -375,7 +373,8 @@ ROUTES: tuple[Route, ...] = (
     health_route(NAME, lambda: {c.target: c.cadence_seconds for c in catalogue()},
                  "Every catalogue chart's latest snapshot, with age and a stale flag"),
     snapshots_route(cadence_of, "Stored snapshots of every chart, newest first"),
-    latest_pull_route(None, cadence_of, "The latest pull: its run and every chart's newest snapshot (100 rows each)"),
+    latest_pull_route(None, cadence_of, "The latest pull: its run and every chart's newest snapshot "
+                                        "(100 rows each unless limit says fewer)"),
     PULL_JSON_ROUTE,
     Route("/countries", countries_list, errors=(), response=CountriesResponse,
           summary="Configured countries and countries with data, with their charts and latest dates"),
@@ -391,20 +390,11 @@ ROUTES: tuple[Route, ...] = (
     Route("/shorts/backfills/latest", latest_backfill, response=RunInfo, summary="The newest shorts backfill run"),
     Route("/shorts/global/{period}/{date}", shorts_chart, (PERIOD, DATE, CHART_LIMIT),
           response=SongChartResponse, summary="The global shorts chart of one end date"),
-    Route("/{country}/latest", country_latest, (COUNTRY,), response=CountryLatestResponse,
-          summary="Every chart of one country, newest snapshot each (100 rows each)"),
+    Route("/{country}/latest", country_latest, (COUNTRY, BUNDLE_LIMIT), response=CountryLatestResponse,
+          summary="Every chart of one country, newest snapshot each (100 rows each unless limit says fewer)"),
 )
 
 PER_UPSTREAM = 2
-
-# --- demo -------------------------------------------------------------------------------------
-
-async def seed(now: datetime) -> list[Outcome]:
-    """A backfill of the past 4 weeks of shorts, then a pull of every catalogue chart, both at `now`."""
-    with replay_upstreams({youtube.UPSTREAM: samples.replies(catalogue(), now)}):
-        outcomes = await backfill(samples.BACKFILL_WEEKS, now=fixed(now))
-        outcomes += await crawl_group(GROUP, {}, now=fixed(now))
-    return outcomes
 
 
 GROUP = Group(
@@ -424,6 +414,5 @@ GROUP = Group(
         CommandArg("period", "chart period", choices=("weekly",), default="weekly"),
     ), _backfill_command),),
     settings=(COUNTRIES_SETTING,),
-    seeder=seed,
     entries=EntryMapping(market="target:2", artist=("artist", "name"), ids={"video_id": "video_id"}),
 )
