@@ -111,10 +111,14 @@ class NameTaken(ValueError):
 
 
 class KeyStore:
-    """Key management for the CLI: create, list, revoke. Each call is its own short transaction."""
+    """Key management for the CLI: create, list, revoke. Each call is its own short transaction.
 
-    def __init__(self, path: Path | None = None) -> None:
+    With `usage_path` (a read replica's node-local file), request counts are kept there and the key file is only
+    read: a replica never writes a replicated file."""
+
+    def __init__(self, path: Path | None = None, usage_path: Path | None = None) -> None:
         self.path = path or keys_db_path()
+        self.usage_path = usage_path
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -155,23 +159,38 @@ class KeyStore:
                           " AND (expires_at IS NULL OR expires_at > ?) ORDER BY id",
                           (name, iso(datetime.now(UTC)))).fetchall()
 
+    def _usage_db(self) -> sqlite3.Connection:
+        """Where request counts are kept: the key file, or the node-local usage file beside the key file attached
+        read-only (for the key names)."""
+        if self.usage_path is None:
+            return self._connect()
+        db = connect(self.usage_path)
+        migrate(db, [table for table in KEY_TABLES if table.name == "key_usage"])
+        if self.path.exists():
+            db.execute("ATTACH DATABASE ? AS keys", (f"file:{self.path}?mode=ro",))
+        else:
+            db.execute("CREATE TEMP TABLE api_keys (id INTEGER PRIMARY KEY, name TEXT)")
+        return db
+
     def usage(self, since_day: str) -> list[tuple[int, str, str, int, int]]:
         """(key id, key name, day, requests, refused with 429) per key and day from `since_day`, newest first."""
-        with self._connect() as db:
+        with contextlib.closing(self._usage_db()) as db, db:
             return [tuple(row) for row in db.execute(
                 "SELECT u.key_id, coalesce(k.name, 'CHARTGW_API_KEYS'), u.day, u.requests, u.limited FROM key_usage u"
                 " LEFT JOIN api_keys k ON k.id = u.key_id WHERE u.day >= ? ORDER BY u.day DESC, u.key_id", (since_day,))]
 
     def add_usage(self, counts: dict[tuple[int, str], list[int]]) -> None:
         """Add request counts (key id, day) -> [requests, limited] to the stored ones, in one transaction."""
-        with self._connect() as db:
+        with contextlib.closing(self._usage_db()) as db, db:
             db.executemany(
                 "INSERT INTO key_usage (key_id, day, requests, limited) VALUES (?, ?, ?, ?) ON CONFLICT (key_id, day)"
                 " DO UPDATE SET requests = requests + excluded.requests, limited = limited + excluded.limited",
                 [(key_id, day, n, limited) for (key_id, day), (n, limited) in counts.items()])
 
     def list(self) -> list[KeyInfo]:
-        with self._connect() as db:
+        replica = self.usage_path is not None and self.path.exists()
+        db = connect(self.path, readonly=True) if replica else self._connect()
+        with contextlib.closing(db):
             return [KeyInfo(*row) for row in db.execute(
                 "SELECT id, name, created_at, expires_at, revoked_at, rate_per_minute,"
                 " (SELECT max(day) FROM key_usage u WHERE u.key_id = k.id AND u.requests > 0) FROM api_keys k ORDER BY id")]

@@ -31,6 +31,8 @@ from chartgw.groups import GROUPS
 from chartgw.legacy import LegacyPrefixMiddleware, legacy_names
 from chartgw.observe import REQUEST_ID_SCOPE, Observability, ObserveMiddleware, RouteLabels
 from chartgw.openapi import build_document
+from chartgw.refresh import on_replica
+from chartgw.replication import replication_route, usage_path
 from chartgw.responses import FETCH_LOGS_ROUTE
 from chartgw.settings import Settings, current, using
 
@@ -173,7 +175,7 @@ def declared_routes(groups: Sequence[Group], documents: dict[str, DocumentBuilde
 def access_table(declared: Sequence[tuple[Group, Route]], extra: Iterable[str] = ()) -> AccessTable:
     """Public: the routes declared public (roots, health, schema documents) and `extra` paths; all else needs a
     key."""
-    public: set[str] = {"/", "/openapi.json", *extra}  # the front door: the status page and the joined document
+    public: set[str] = {"/", "/openapi.json", "/replication", *extra}  # the front door, joined document, replication
     for group, route in declared:
         if route.public:
             public.add(f"/{group.name}{route.path}")
@@ -204,17 +206,25 @@ def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None 
         return _build_app(list(groups if groups is not None else GROUPS), checker, clock, limiter, settings)
 
 
+def build_replica_app() -> Starlette:
+    """`chartgw serve --read-only`'s factory (each worker process calls it): the gateway with CHARTGW_READ_ONLY in
+    force whatever the environment says."""
+    return build_app(settings=current().with_values({config.READ_ONLY.variable: "1"}))
+
+
 def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, limiter: RateLimiter | None,
                settings: Settings) -> Starlette:
     cache = ResponseCache(max_bytes=settings.get(config.CACHE_MAX_MB) * 1024 * 1024)
-    datas = {g.name: GroupData(g.name, clock) for g in groups}
+    read_only = settings.get(config.READ_ONLY)
+    datas = {g.name: GroupData(g.name, clock, read_only) for g in groups}
     documents: dict[str, DocumentBuilder] = {}
     declared = declared_routes(groups, documents)
     door = FrontDoor(groups, datas, documents)
     by_group: dict[str, list[StarletteRoute]] = {}
     for group, route in declared:
         by_group.setdefault(group.name, []).append(StarletteRoute(
-            f"/{group.name}{route.path}", EndpointApp(route, datas[group.name], cache), methods=[route.method]))
+            f"/{group.name}{route.path}", EndpointApp(on_replica(route) if read_only else route, datas[group.name], cache),
+            methods=[route.method]))
     seen = Observability([g.name for g in groups], clock, settings)
     group_routes = GroupRoutes(by_group)
     # The change feed at the root, over every group's file (its routes read them through the hub, not `feed`).
@@ -226,7 +236,7 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     routes = [group_routes, StarletteRoute("/", door.page, methods=["GET"]),
               StarletteRoute("/openapi.json", door.openapi, methods=["GET"]),
               *(StarletteRoute(r.path, EndpointApp(r, feed, cache), methods=[r.method]) for r in root_routes),
-              *apidocs.docs_routes(), *seen.routes]
+              *apidocs.docs_routes(), *seen.routes, replication_route(clock)]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -241,7 +251,8 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     labels = RouteLabels([g.name for g in groups], {path: path for path in front | {r.path for r in root_routes}},
                          group_routes.route_for, GroupRoutes.ROUTE)
     checker = checker or KeyChecker(plain_keys=[*settings.get(config.API_KEYS)])
-    limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore())
+    # A replica counts its keys' requests in a node-local file: it never writes a replicated one.
+    limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore(usage_path=usage_path()))
     gate = Gate(access_table(declared, front), checker, limiter)  # one way in: the key middleware's and the fast lane's
     cors_origins = settings.get(config.CORS_ORIGINS)
     policy = CorsPolicy(cors_origins) if cors_origins else None

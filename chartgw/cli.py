@@ -180,8 +180,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if soft != hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     # uvicorn shuts down gracefully on SIGTERM or SIGINT, then raises the signal again: a clean stop, exit 0.
+    # --read-only names the factory, so every worker process builds the replica's app.
+    factory = "chartgw.app:build_replica_app" if args.read_only else "chartgw.app:build_app"
     with exported(logged), worker_files(args.workers), contextlib.suppress(KeyboardInterrupt):
-        uvicorn.run("chartgw.app:build_app", factory=True, host=args.host, port=args.port, workers=args.workers,
+        uvicorn.run(factory, factory=True, host=args.host, port=args.port, workers=args.workers,
                     access_log=False, log_level="info", http=LimitedHttpToolsProtocol,
                     limit_concurrency=args.limit_concurrency, timeout_keep_alive=settings.get(config.IDLE_TIMEOUT_SECONDS))
     return 0
@@ -225,8 +227,9 @@ def _positive_days(value: str) -> int:
 
 def cmd_keys(args: argparse.Namespace) -> int:
     from chartgw.access import KeyStore, NameTaken
+    from chartgw.replication import usage_path
 
-    store = KeyStore()
+    store = KeyStore(usage_path=usage_path())  # a replica: the keys read-only, its own request counts
     if args.keys_command == "create":
         if not args.name.strip():
             print("chartgw keys create: --name must name the key's holder", file=sys.stderr)
@@ -364,6 +367,64 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_nginx(args: argparse.Namespace) -> int:
+    """`chartgw nginx --readers HOST:PORT,...`: print the nginx.conf of an nginx tier in front of the readers."""
+    from chartgw import nginx
+
+    tier = nginx.Tier(readers=config.comma_list(args.readers), writer=args.writer, listen=args.listen,
+                      state_dir=args.state_dir, pid=args.pid, error_log=args.error_log,
+                      access_log=args.access_log, user=args.user)
+    try:
+        print(nginx.render(tier, arguments=shlex.join(sys.argv[2:])), end="")
+    except ValueError as exc:
+        print(f"chartgw nginx: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _supervise(run: Any) -> int:
+    """Run a replication supervisor until SIGTERM or SIGINT."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda *_: stop.set())
+    return int(run(stop))
+
+
+def cmd_replicate(args: argparse.Namespace) -> int:
+    """`chartgw replicate`: the writer's Litestream, supervised (docs/replication.md)."""
+    from chartgw import litestream, replication
+
+    try:
+        if args.print_config:
+            print(replication.litestream_config([f for f in litestream.replicated_files() if f.path.exists()]), end="")
+            return 0
+        return _supervise(litestream.replicate)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"chartgw replicate: {exc}", file=sys.stderr)
+        return 2
+
+
+def cmd_follow(args: argparse.Namespace) -> int:
+    """`chartgw follow`: a reader's Litestream follow of every replicated file, supervised."""
+    from chartgw import litestream, replication
+    from chartgw.access import SECRET_FILE
+
+    try:
+        if args.print_config:
+            print(replication.litestream_config(litestream.replicated_files()), end="")
+            return 0
+        if not (config.data_dir() / SECRET_FILE).exists():
+            print(f"chartgw follow: no {config.data_dir() / SECRET_FILE}: copy the writer's (keys are checked under it)",
+                  file=sys.stderr)
+        return _supervise(litestream.follow)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"chartgw follow: {exc}", file=sys.stderr)
+        return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="chartgw", description="Music chart aggregation gateway")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -377,6 +438,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--limit-concurrency", type=int, default=1000, metavar="N",
                        help="requests in progress in the app per worker before a 503 (default 1000); connections "
                             "do not count (docs/hardening.md)")
+    serve.add_argument("--read-only", action="store_true",
+                       help="a read replica: serve the files chartgw follow keeps current, write none of them "
+                            f"(sets {config.READ_ONLY.variable}=1)")
     serve.set_defaults(func=cmd_serve)
 
     crawl = commands.add_parser("crawl", help="crawl a group's upstreams and commit snapshots")
@@ -449,6 +513,28 @@ def build_parser() -> argparse.ArgumentParser:
     storage.add_argument("--json", action="store_true")
     storage.set_defaults(func=cmd_storage)
 
+    tier = commands.add_parser("nginx", help="print an nginx.conf for an nginx tier in front of read replicas")
+    tier.add_argument("--readers", required=True, metavar="HOST:PORT,...", help="the readers (chartgw serve --read-only)")
+    tier.add_argument("--writer", metavar="HOST:PORT", help="the writer: POST refreshes go there (default: the readers, "
+                                                             "which answer 503 naming it)")
+    tier.add_argument("--listen", default="80", help="nginx's listen address (default 80)")
+    tier.add_argument("--state-dir", default="/var/lib/nginx",
+                      help="an existing folder for nginx's cache of public pages and its temporary files")
+    tier.add_argument("--pid", default="/run/nginx-chartgw.pid")
+    tier.add_argument("--error-log", default="/var/log/nginx/chartgw-error.log")
+    tier.add_argument("--access-log", default="off", help="a path, or off (default)")
+    tier.add_argument("--user", help="the user nginx's workers run as when started by root (default: nginx's, nobody)")
+    tier.set_defaults(func=cmd_nginx)
+
+    replicate = commands.add_parser("replicate", help="the writer: Litestream ships every group file, the index and "
+                                                      "the key store to CHARTGW_REPLICA_URL (supervised)")
+    replicate.add_argument("--print-config", action="store_true", help="print Litestream's configuration and exit")
+    replicate.set_defaults(func=cmd_replicate)
+    follow = commands.add_parser("follow", help="a reader: restore every file from CHARTGW_REPLICA_URL and keep "
+                                                "following it (supervised); serve them with serve --read-only")
+    follow.add_argument("--print-config", action="store_true", help="print Litestream's configuration and exit")
+    follow.set_defaults(func=cmd_follow)
+
     settings = commands.add_parser("settings", help="list every CHARTGW_* setting with its value in force")
     settings.add_argument("--check", action="store_true",
                           help="print only the values that cannot be used, one line each; exit 2 when there is any")
@@ -498,6 +584,13 @@ def _stopped_by_sigterm() -> Iterator[None]:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         sys.unraisablehook = hook
+WRITING_COMMANDS = frozenset({"crawl", "demo", "replicate", "cron"})
+"""Commands that write replicated files (with every group command and keys create/rotate/revoke)."""
+
+
+def _writes(args: argparse.Namespace) -> bool:
+    return (args.command in WRITING_COMMANDS or args.func is cmd_group_command
+            or (args.command == "keys" and args.keys_command in {"create", "rotate", "revoke"}))
 
 
 def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:
@@ -510,6 +603,10 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
     try:
         with _stopped_by_sigterm():
             args = build_parser().parse_args(argv)
+            if _writes(args) and config.get(config.READ_ONLY):
+                print(f"chartgw {args.command}: this node is a read replica ({config.READ_ONLY.variable}=1): run it on "
+                      "the writer", file=sys.stderr)
+                return 2
             status = int(args.func(args))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         return status

@@ -34,8 +34,11 @@ __all__ = [
     "IDLE_TIMEOUT_SECONDS",
     "METRICS",
     "RATE_LIMIT_PER_MINUTE",
+    "READ_ONLY",
     "REFRESHES_PER_KEY_PER_HOUR",
     "REFRESH_INTERVAL_SECONDS",
+    "REPLICATION_SETTINGS",
+    "REPLICA_URL",
     "REQUEST_BODY_TIMEOUT_SECONDS",
     "REQUEST_HEAD_TIMEOUT_SECONDS",
     "RETENTION_DAYS",
@@ -50,6 +53,7 @@ __all__ = [
     "countries",
     "data_dir",
     "environment",
+    "flag",
     "folder",
     "get",
     "metrics_place",
@@ -183,6 +187,23 @@ def retention_overrides(value: str) -> tuple[tuple[str, str, float], ...]:
     return tuple(found)
 
 
+def flag(value: str) -> bool:
+    """1/0, true/false, yes/no, on/off."""
+    lowered = value.lower()
+    if lowered not in {"1", "0", "true", "false", "yes", "no", "on", "off"}:
+        raise ValueError(f"must be 1 or 0 (true/false, yes/no, on/off), got {value!r}")
+    return lowered in {"1", "true", "yes", "on"}
+
+
+def replica_url(value: str) -> str:
+    """`s3://BUCKET/PREFIX` or `file:///ABSOLUTE/PATH` (or empty: no replication)."""
+    parts = urlsplit(value)
+    if value and not ((parts.scheme == "s3" and parts.netloc and not parts.query)
+                      or (parts.scheme == "file" and not parts.netloc and parts.path.startswith("/"))):
+        raise ValueError(f"must be s3://BUCKET/PREFIX or file:///ABSOLUTE/PATH, got {value!r}")
+    return value.rstrip("/")
+
+
 def origin(value: str) -> str:
     parts = urlsplit(value)
     if not parts.scheme or not parts.netloc:
@@ -284,12 +305,41 @@ METRICS = Setting(
 ACCESS_LOG = Setting(
     "ACCESS_LOG", "off", "`on`: one JSON line per answer on standard output (what `chartgw serve --access-log` "
     "turns on)", choice("off", "on"))
+# Read replicas (docs/replication.md): `chartgw replicate` on the writer, `chartgw follow` and `serve --read-only` on
+# each reader.
+REPLICA_URL = Setting(
+    "REPLICA_URL", "", "where Litestream keeps the replica of every group file, the artist-history index and the key "
+    "store: `s3://BUCKET/PREFIX` or `file:///PATH`; empty = no replication", replica_url)
+REPLICA_S3_ENDPOINT = Setting(
+    "REPLICA_S3_ENDPOINT", "", "an S3-compatible service's URL (`http://127.0.0.1:9000`, MinIO, R2, B2...); empty = "
+    "AWS S3", text)
+REPLICA_S3_REGION = Setting("REPLICA_S3_REGION", "us-east-1", "the bucket's region", text)
+REPLICA_S3_ACCESS_KEY_ID = Setting(
+    "REPLICA_S3_ACCESS_KEY_ID", "", "S3 access key id; empty = Litestream's default (AWS_ACCESS_KEY_ID, an instance "
+    "role)", text, secret=True)
+REPLICA_S3_SECRET_ACCESS_KEY = Setting(
+    "REPLICA_S3_SECRET_ACCESS_KEY", "", "S3 secret access key; empty = Litestream's default (AWS_SECRET_ACCESS_KEY)",
+    text, secret=True)
+REPLICA_SYNC_SECONDS = Setting(
+    "REPLICA_SYNC_SECONDS", "0.5", "how often the writer's Litestream ships new transactions to the replica", seconds)
+REPLICA_FOLLOW_SECONDS = Setting(
+    "REPLICA_FOLLOW_SECONDS", "1", "how often a reader's Litestream polls the replica for new transactions", seconds)
+REPLICA_LAG_DEGRADED_SECONDS = Setting(
+    "REPLICA_LAG_DEGRADED_SECONDS", "30", "replication lag of a file past which /replication and the group's /health "
+    "say degraded", seconds)
+READ_ONLY = Setting(
+    "READ_ONLY", "0", "1 on a reader: `chartgw serve` serves the followed files read-only (no crawls, POST refreshes "
+    "answer 503, key usage counted in a node-local file); `chartgw serve --read-only` sets it", flag)
+WRITER_URL = Setting("WRITER_URL", "", "the writer's URL, which a reader's 503 to a POST refresh names", text)
+REPLICATION_SETTINGS = (REPLICA_URL, REPLICA_S3_ENDPOINT, REPLICA_S3_REGION, REPLICA_S3_ACCESS_KEY_ID,
+                        REPLICA_S3_SECRET_ACCESS_KEY, REPLICA_SYNC_SECONDS, REPLICA_FOLLOW_SECONDS,
+                        REPLICA_LAG_DEGRADED_SECONDS, READ_ONLY, WRITER_URL)
 SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB,
                                       RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REQUEST_BODY_TIMEOUT_SECONDS,
                                       IDLE_TIMEOUT_SECONDS, SEND_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
                                       REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS, CHANGES_POLL_SECONDS,
                                       CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS, CHANGES_HEARTBEAT_SECONDS, CORS_ORIGINS,
-                                      METRICS, ACCESS_LOG)
+                                      METRICS, ACCESS_LOG, *REPLICATION_SETTINGS)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

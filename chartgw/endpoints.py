@@ -24,6 +24,7 @@ from chartgw.cache import CachedBody, ResponseCache, etag_matches, make_body
 from chartgw.clock import Clock, utc_now
 from chartgw.config import SettingError
 from chartgw.params import InvalidParams, Param, parse_query, validate
+from chartgw.replication import FollowedReader
 from chartgw.store import SnapshotReader, group_db_path
 
 __all__ = [
@@ -46,6 +47,8 @@ MAX_BODY_BYTES = 64 * 1024
 THREAD_BODY_BYTES = 256 * 1024
 """A response body this large is digested and compressed in a worker thread (a cache miss only)."""
 FRESHNESS_SECONDS = 1.0
+REPLICA_FRESHNESS_SECONDS = 0.25
+"""A read replica re-reads its versions sooner: a commit has already spent a sync and a follow poll on its way."""
 _encode = msgspec.json.Encoder().encode
 
 
@@ -70,11 +73,13 @@ class GroupData:
     `PRAGMA data_version`, not one per request.
     """
 
-    def __init__(self, group: str, clock: Clock = utc_now) -> None:
+    def __init__(self, group: str, clock: Clock = utc_now, read_only: bool = False) -> None:
         self.group = group
         self.clock = clock
         """What "now" is for ages and staleness in responses (injected in tests)."""
-        self.reader = SnapshotReader(group_db_path(group))
+        self.reader = FollowedReader(group_db_path(group), group) if read_only else SnapshotReader(group_db_path(group))
+        """On a read replica, the file `chartgw follow` keeps current (chartgw.replication)."""
+        self.freshness = REPLICA_FRESHNESS_SECONDS if read_only else FRESHNESS_SECONDS
         self.version = 0
         self.refreshed: dict[Hashable, float] = {}
         """When each target was last refreshed through the API (monotonic seconds), for the refresh throttle."""
@@ -90,11 +95,11 @@ class GroupData:
     def settled_version(self) -> int | None:
         """The version, when it was read within the last `FRESHNESS_SECONDS` (what may be served without
         awaiting a re-read: the server's fast lane), else None."""
-        return self.version if time.monotonic() - self._checked < FRESHNESS_SECONDS else None
+        return self.version if time.monotonic() - self._checked < self.freshness else None
 
     async def current_version(self) -> int:
         now = time.monotonic()
-        if now - self._checked >= FRESHNESS_SECONDS:
+        if now - self._checked >= self.freshness:
             self._checked = now
             seen = await self.reader.data_version()
             if seen != self._seen or seen is None:

@@ -4,6 +4,7 @@ isolated from the server, under the same per-group lock, answering what it commi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 import sys
@@ -14,10 +15,10 @@ from typing import Any
 
 from chartgw import config
 from chartgw.crawl import EXIT_BUSY
-from chartgw.endpoints import ApiError, Call
+from chartgw.endpoints import ApiError, Call, Route
 from chartgw.settings import current
 
-__all__ = ["admit_key", "admit_refresh", "crawl_in_subprocess"]
+__all__ = ["admit_key", "admit_refresh", "crawl_in_subprocess", "on_replica"]
 
 HOUR = 3600.0
 
@@ -77,3 +78,17 @@ async def crawl_in_subprocess(group: str, options: dict[str, str | None]) -> lis
         reason = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
         raise ApiError(502, f"The crawl process failed: {reason[0]}") from None
     return list(outcomes)
+
+
+def on_replica(route: Route) -> Route:
+    """`route` as a read replica serves it: a POST (a refresh, which crawls) answers 503 naming the writer once its
+    request is valid; every other route is unchanged."""
+    if route.method != "POST":
+        return route
+
+    async def refuse(call: Call) -> Any:
+        writer = config.get(config.WRITER_URL)
+        raise ApiError(503, "This gateway is a read-only replica: refreshes run on the writer"
+                            + (f" ({writer})" if writer else ""))
+
+    return dataclasses.replace(route, handler=refuse, errors=tuple(sorted({*route.errors, 503})))

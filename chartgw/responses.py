@@ -12,6 +12,7 @@ import msgspec
 
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.params import Param, limit_param
+from chartgw.replication import lagging
 from chartgw.store import RunRow, SnapshotReader, SnapshotRow, parse_iso
 
 __all__ = [
@@ -222,6 +223,8 @@ def health_route(service: str, cadences: Callable[[], dict[str, int]], summary: 
     async def health(call: Call) -> HealthHead:
         statuses = await target_statuses(call.data.reader, cadences(), call.now, pattern)
         status = health_status(statuses)
+        if status == "ok" and lagging(call.data.group, call.now):  # this node's copy lags the writer's (/replication)
+            status = "degraded"
         if describe is None:
             return HealthResponse(status, service, statuses)
         return await describe(call, status, statuses)

@@ -39,7 +39,7 @@ CONFIGURATION_DOC = PACKAGE.parent / "docs" / "configuration.md"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.clock", "chartgw.countries", "chartgw.text", "chartgw.progress", "chartgw.settings", "chartgw.changes"),
     ("chartgw.config",),
-    ("chartgw.store", "chartgw.params", "chartgw.cache"),
+    ("chartgw.store", "chartgw.params", "chartgw.cache", "chartgw.replication"),
     ("chartgw.records", "chartgw.targets"),
     ("chartgw.upstreams",),
     ("chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi", "chartgw.accesslog",
@@ -346,7 +346,8 @@ def test_the_lock_file_pins_every_dependency_within_its_range() -> None:
     project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
     pinned = dict(re.findall(r"^([A-Za-z0-9_.-]+)==([^\s;]+)", (PACKAGE.parent / "requirements.lock").read_text(), re.M))
     pinned = {name.lower().replace("_", "-"): version for name, version in pinned.items()}
-    for line in [*project["dependencies"], *project["optional-dependencies"]["test"]]:
+    for line in [*project["dependencies"], *project["optional-dependencies"]["test"],
+                 *project["optional-dependencies"]["replica"]]:
         requirement = Requirement(line)
         name = requirement.name.lower().replace("_", "-")
         assert name in pinned, f"requirements.lock misses {name}: run scripts/lock"

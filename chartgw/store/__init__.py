@@ -380,6 +380,9 @@ class SnapshotReader:
     one declared statement.
     """
 
+    mmap_bytes = 0
+    """Read pages through a memory map this large (0: SQLite's page cache)."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self._db: aiosqlite.Connection | None = None
@@ -388,7 +391,7 @@ class SnapshotReader:
         if self._db is None:
             if not self.path.exists():
                 return None
-            self._db = await connect_async(self.path)
+            self._db = await connect_async(self.path, mmap_bytes=self.mmap_bytes)
         return self._db
 
     async def close(self) -> None:

@@ -54,10 +54,14 @@ def connect_memory() -> sqlite3.Connection:
     return sqlite3.connect(":memory:")
 
 
-async def connect_async(path: Path, *, timeout: float = 5.0) -> aiosqlite.Connection:
+async def connect_async(path: Path, *, timeout: float = 5.0, mmap_bytes: int = 0) -> aiosqlite.Connection:
     """A read-only connection for the server: each statement runs on the connection's thread, never on the
-    event loop. Fails with `sqlite3.OperationalError` when the file does not exist."""
-    return await aiosqlite.connect(readonly_uri(path), uri=True, timeout=timeout)
+    event loop. Fails with `sqlite3.OperationalError` when the file does not exist. With `mmap_bytes`, pages are
+    read through a memory map of that size (a file written behind SQLite's back: `chartgw.replication`)."""
+    db = await aiosqlite.connect(readonly_uri(path), uri=True, timeout=timeout)
+    if mmap_bytes:
+        await db.execute(f"PRAGMA mmap_size={int(mmap_bytes)}")
+    return db
 
 
 @contextmanager

@@ -1,0 +1,28 @@
+"""The writer's crawler in tests/test_replica.py, run as `python -m tests.replica_writer PAUSE`: the cron code path
+(`run_targets`, the crawl runner) crawling one /korea-chart chart from the bundled samples, replayed on 127.0.0.1,
+again and again with PAUSE seconds between, until it is killed (the test kills it with -9 mid-crawl)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+
+from chartgw.clock import utc_now
+from chartgw.crawl import run_targets
+from chartgw.group import retention
+from chartgw.groups import korea_chart
+from chartgw.replay import replay_upstreams
+from chartgw.samples import korea as samples
+
+
+def main(pause: float) -> None:
+    chart = korea_chart.targets({"site": "portal-a", "chart_type": "realtime"}, utc_now())
+    with replay_upstreams(samples.all_replies(utc_now())):
+        while True:
+            asyncio.run(run_targets(korea_chart.NAME, chart, retention=retention(korea_chart.GROUP), now=utc_now))
+            time.sleep(pause)
+
+
+if __name__ == "__main__":
+    main(float(sys.argv[1]))

@@ -1,0 +1,275 @@
+"""Read replicas without Litestream: its configuration from the settings, the node state and lag the health reads,
+the server's reader of a file written behind SQLite's back (as Litestream's follow writes it), publishing a
+restored file, and what a read-only gateway and CLI refuse. The whole thing with Litestream and nginx is
+tests/test_replica.py."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from starlette.testclient import TestClient
+
+from chartgw import config, replication
+from chartgw.access import KeyChecker, KeyStore, RateLimiter
+from chartgw.app import build_app
+from chartgw.cli import main
+from chartgw.config import SettingError, environment
+from chartgw.litestream import beat, heard, heartbeat_path, log_fields, publish, replicated_files
+from chartgw.replication import FileState, FollowedReader, NodeState, litestream_config, node_status, write_state
+from chartgw.store import Query
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, copy_data, data_dir
+
+NOW = FIXED_NOW.timestamp()
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Iterator[Path]:
+    with data_dir(tmp_path):
+        yield tmp_path
+
+
+def test_litestream_config_for_s3_names_credentials_but_never_holds_them(folder: Path) -> None:
+    with environment({"CHARTGW_REPLICA_URL": "s3://bucket/some/prefix/", "CHARTGW_REPLICA_S3_ENDPOINT": "http://127.0.0.1:9000",
+                      "CHARTGW_REPLICA_S3_ACCESS_KEY_ID": "AKIDEXAMPLE", "CHARTGW_REPLICA_S3_SECRET_ACCESS_KEY": "s3cr3t",
+                      "CHARTGW_REPLICA_SYNC_SECONDS": "0.5"}):
+        text = litestream_config(replicated_files())
+    assert f'  - path: "{folder.resolve()}/korea-chart.sqlite"' in text
+    assert '      path: "some/prefix/korea-chart"' in text and '      path: "some/prefix/keys"' in text
+    assert '      bucket: "bucket"' in text and '      endpoint: "http://127.0.0.1:9000"' in text
+    assert "      force-path-style: true" in text and "      sync-interval: 500ms" in text
+    assert "${CHARTGW_REPLICA_S3_SECRET_ACCESS_KEY}" in text and "s3cr3t" not in text and "AKIDEXAMPLE" not in text
+    assert text.count("  - path: ") == len(replicated_files()) == 17  # every group file (the index among them), keys,
+    assert f'  - path: "{folder.resolve()}/node/heartbeat.sqlite"' in text  # and the writer's heartbeat
+
+
+def test_litestream_config_for_a_folder(folder: Path) -> None:
+    text = litestream_config(replicated_files()[:1], "file:///srv/replica")
+    assert text.endswith('    replica:\n      type: file\n      path: "/srv/replica/streaming"\n      sync-interval: 500ms\n')
+
+
+@pytest.mark.parametrize("url", ["s3://", "http://bucket/x", "file://relative/path", "s3://bucket/x?endpoint=y"])
+def test_a_replica_url_the_code_cannot_use_fails_naming_the_setting(url: str) -> None:
+    with environment({"CHARTGW_REPLICA_URL": url}), pytest.raises(SettingError, match="CHARTGW_REPLICA_URL"):
+        config.get(config.REPLICA_URL)
+
+
+def test_replicate_without_a_replica_url_says_which_setting(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with environment({"CHARTGW_REPLICA_URL": None}):
+        assert main(["replicate", "--print-config"]) == 2
+    assert "CHARTGW_REPLICA_URL" in capsys.readouterr().err
+
+
+def state(role: str, updated_at: float, **files: FileState) -> NodeState:
+    return NodeState(role=role, replica="s3://b/p", updated_at=updated_at, pid=1, files=files)
+
+
+def test_node_status_is_off_on_a_single_box(folder: Path) -> None:
+    status = node_status(FIXED_NOW)
+    assert (status.status, status.role, status.files) == ("off", "single", [])
+    assert not replication.lagging("korea-chart", FIXED_NOW)
+
+
+def test_lag_past_the_setting_is_degraded_and_degrades_that_group_only(folder: Path) -> None:
+    write_state(state("reader", NOW, **{
+        "korea-chart": FileState(state="following", ok_at=NOW - 45, txid="00000000000000a1", applied_at=NOW - 60),
+        "streaming": FileState(state="following", ok_at=NOW - 1)}))
+    status = node_status(FIXED_NOW)
+    assert status.status == "degraded" and status.role == "reader"
+    lags = {f.file: (f.lag_seconds, f.applied_at) for f in status.files}
+    assert lags == {"korea-chart": (45, "2026-11-20T05:29:00Z"), "streaming": (1, None)}
+    assert replication.lagging("korea-chart", FIXED_NOW) and not replication.lagging("streaming", FIXED_NOW)
+    with environment({"CHARTGW_REPLICA_LAG_DEGRADED_SECONDS": "60"}):
+        assert node_status(FIXED_NOW).status == "ok"
+
+
+def test_a_supervisor_that_stopped_writing_its_state_is_down(folder: Path) -> None:
+    write_state(state("writer", NOW - 20, streaming=FileState(state="replicating", ok_at=NOW - 20)))
+    status = node_status(FIXED_NOW)
+    assert status.status == "degraded"
+    assert status.files[0].state == "down (chartgw replicate is not running)" and status.files[0].lag_seconds == 20
+
+
+def test_the_heartbeat_is_one_row_of_the_writers_clock(folder: Path) -> None:
+    assert heard(heartbeat_path()) is None
+    beat(NOW - 10)
+    beat(NOW)
+    assert heard(heartbeat_path()) == NOW
+    with sqlite3.connect(heartbeat_path()) as db:
+        assert db.execute("SELECT count(*) FROM beat").fetchone()[0] == 1
+
+
+def test_litestream_log_lines() -> None:
+    line = ('time=2026-11-25T13:25:04.154Z level=INFO msg="follow: applied updates" replica=file '
+            'from_txid=0000000000000002 to_txid=0000000000000003')
+    assert log_fields(line)["msg"] == "follow: applied updates" and log_fields(line)["to_txid"] == "0000000000000003"
+    assert log_fields('level=ERROR msg="follow: error" err="dial tcp: \\"x\\" refused"')["err"] == 'dial tcp: "x" refused'
+    assert log_fields("Error: cannot open store: s3: boom") == {"level": "ERROR", "msg": "cannot open store: s3: boom"}
+
+
+# --- a file written behind SQLite's back ------------------------------------------------------------------
+
+
+def followed(path: Path) -> bytes:
+    """A key file as `chartgw follow` leaves it on a reader (rollback-journal mode, no WAL), and its bytes."""
+    gc.collect()  # the KeyStore's connections gone
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("PRAGMA journal_mode=DELETE")
+    return path.read_bytes()
+
+
+def _db(path: Path, value: str, rows: int = 400) -> None:
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=DELETE")
+    db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+    db.executemany("INSERT INTO t (v) VALUES (?)", [(f"{value}-{i}-" + "x" * 100,) for i in range(rows)])
+    db.close()
+
+
+def _apply_behind_sqlite(served: Path, new: Path) -> int:
+    """Copy every page but page 1 that differs in `new` into `served` in place, as Litestream's follow writes a
+    transaction that did not touch page 1: the change counter stays, SQLite's own change detection sees nothing."""
+    size = 4096
+    old_bytes, new_bytes = served.read_bytes(), new.read_bytes()
+    assert len(old_bytes) == len(new_bytes)
+    changed = 0
+    fd = os.open(served, os.O_RDWR)
+    try:
+        for offset in range(size, len(new_bytes), size):
+            if old_bytes[offset:offset + size] != new_bytes[offset:offset + size]:
+                os.pwrite(fd, new_bytes[offset:offset + size], offset)
+                changed += 1
+    finally:
+        os.close(fd)
+    return changed
+
+
+def test_the_followed_reader_sees_pages_written_behind_sqlite_and_moves_its_version(folder: Path) -> None:
+    served, newer = folder / "korea-chart.sqlite", folder / "newer.sqlite"
+    _db(served, "old")
+    shutil.copy(served, newer)
+    with sqlite3.connect(newer) as db:
+        db.execute("UPDATE t SET v = replace(v, 'old', 'new') WHERE id = 300")  # one leaf page, not page 1
+    # Keep page 1 byte for byte (a change counter bump would hide the problem this reader solves).
+    fd = os.open(newer, os.O_RDWR)
+    os.pwrite(fd, served.read_bytes()[:4096], 0)
+    os.close(fd)
+    sidecar = replication.sidecar("korea-chart")
+    sidecar.parent.mkdir(parents=True)
+    sidecar.write_text("0000000000000001\n")
+
+    async def scenario() -> None:
+        plain, followed = replication.SnapshotReader(served), FollowedReader(served, "korea-chart")
+        query = Query("row 300", "SELECT v FROM t WHERE id = 300")
+        for reader in (plain, followed):
+            assert (await reader.fetchall(query))[0][0].startswith("old-")
+        version = await followed.data_version()
+        assert _apply_behind_sqlite(served, newer) >= 1
+        assert (await plain.fetchall(query))[0][0].startswith("old-")  # a page cache: the old row, silently
+        assert (await followed.fetchall(query))[0][0].startswith("new-")  # a memory map: the file as it is
+        assert await followed.data_version() == version  # nothing told it yet...
+        sidecar.write_text("0000000000000002\n")  # ...until Litestream rewrites its -txid file
+        assert await followed.data_version() == version + 1
+        # A fresh restore renamed over the file: reopened, its rows read, the version moves.
+        replaced = folder / "replaced.sqlite"
+        _db(replaced, "fresh", rows=3)
+        os.replace(replaced, served)
+        assert await followed.data_version() == version + 2
+        assert (await followed.fetchall(Query("rows", "SELECT count(*) FROM t")))[0][0] == 3
+        await plain.close()
+        await followed.close()
+
+    anyio.run(scenario)
+
+
+def test_publish_switches_a_restored_file_to_rollback_mode_and_renames_it(folder: Path) -> None:
+    staging, path = folder / "node" / "staging" / "x.sqlite", folder / "x.sqlite"
+    staging.parent.mkdir(parents=True)
+    db = sqlite3.connect(staging)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("CREATE TABLE t (v)")
+    db.execute("INSERT INTO t VALUES (1)")
+    db.commit()
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    for companion in ("-wal", "-shm"):
+        Path(f"{staging}{companion}").unlink(missing_ok=True)
+    assert staging.read_bytes()[18:20] == b"\x02\x02"
+    publish(staging, path)
+    assert not staging.exists() and path.read_bytes()[18:20] == b"\x01\x01"
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as ro:
+        assert ro.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+        assert ro.execute("SELECT v FROM t").fetchone()[0] == 1
+    assert not Path(f"{path}-wal").exists()
+
+
+# --- a read-only gateway --------------------------------------------------------------------------------------
+
+
+def test_a_read_only_gateway_serves_refuses_refreshes_and_counts_usage_in_a_node_file(
+        korea_data: Path, tmp_path: Path) -> None:
+    data = copy_data(korea_data, tmp_path / "reader")
+    KeyStore(data / "keys.sqlite").create("someone")
+    keys_before = followed(data / "keys.sqlite")
+    settings = {"CHARTGW_READ_ONLY": "1", "CHARTGW_WRITER_URL": "https://writer.example:8000"}
+    with environment(settings), data_dir(data):
+        limiter = RateLimiter(100, KeyStore(usage_path=replication.usage_path()))
+        app = build_app(checker=KeyChecker(data / "keys.sqlite", [TEST_KEY]), clock=lambda: FIXED_NOW, limiter=limiter)
+        with TestClient(app) as api:
+            assert api.get("/korea-chart/portal-a/charts/realtime", headers=KEY_HEADERS).status_code == 200
+            refused = api.post("/korea-chart/refresh?site=portal-a&chart_type=realtime", headers=KEY_HEADERS)
+            assert refused.status_code == 503
+            assert refused.json() == {"detail": "This gateway is a read-only replica: refreshes run on the writer "
+                                                "(https://writer.example:8000)"}
+            assert api.post("/korea-chart/refresh?site=nowhere", headers=KEY_HEADERS).status_code == 422
+            status = api.get("/replication")
+            assert status.json()["role"] == "single" and status.headers["cache-control"] == "no-store"
+            limiter.flush()
+    assert (data / "keys.sqlite").read_bytes() == keys_before  # no replicated file written
+    assert sorted(p.name for p in data.iterdir() if "keys" in p.name) == ["keys.sqlite"]
+    with sqlite3.connect(data / "node" / "usage.sqlite") as db:
+        assert db.execute("SELECT sum(requests) FROM key_usage").fetchone()[0] == 3  # every keyed request above
+
+
+def test_a_reader_lists_keys_and_its_usage_and_refuses_to_write(korea_data: Path, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    data = copy_data(korea_data, tmp_path / "reader")
+    key_id, _ = KeyStore(data / "keys.sqlite").create("partner-a")
+    keys_before = followed(data / "keys.sqlite")
+    with data_dir(data), environment({"CHARTGW_READ_ONLY": "1"}):
+        day = FIXED_NOW.strftime("%Y-%m-%d")
+        KeyStore(usage_path=replication.usage_path()).add_usage({(key_id, day): [7, 2]})
+        assert main(["keys", "list"]) == 0 and "partner-a" in capsys.readouterr().out
+        assert main(["keys", "usage", "--days", "4000"]) == 0
+        assert f"{key_id:>4}  {day} {7:>9} {2:>7}  partner-a" in capsys.readouterr().out
+        for argv in (["keys", "create", "--name", "x"], ["keys", "revoke", "1"], ["crawl", "korea-chart"],
+                     ["demo", "--if-empty"], ["backfill", "video"], ["replicate"]):
+            assert main(argv) == 2, argv
+            assert "read replica (CHARTGW_READ_ONLY=1)" in capsys.readouterr().err
+    assert (data / "keys.sqlite").read_bytes() == keys_before
+
+
+def test_a_group_health_says_degraded_when_its_file_lags(korea_data: Path, tmp_path: Path) -> None:
+    data = copy_data(korea_data, tmp_path / "reader")
+
+    def ask(path: str) -> dict[str, object]:
+        app = build_app(checker=KeyChecker(data / "keys.sqlite", [TEST_KEY]), clock=lambda: FIXED_NOW,
+                        limiter=RateLimiter(0))
+        with TestClient(app) as api:
+            return dict(api.get(path).json())
+
+    with data_dir(data):
+        assert ask("/korea-chart/health")["status"] == "ok"
+        write_state(state("reader", NOW, **{"korea-chart": FileState(state="following", ok_at=NOW - 600)}))
+        assert ask("/korea-chart/health")["status"] == "degraded"
+        body = ask("/replication")
+    assert body["status"] == "degraded" and body["role"] == "reader"
+    assert body["files"] == [{"file": "korea-chart", "state": "following", "lag_seconds": 600, "txid": None,
+                              "applied_at": None, "restarts": 0, "error": None}]
