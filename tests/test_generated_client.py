@@ -30,6 +30,7 @@ import pytest
 
 from chartgw import artist_history as index
 from chartgw.clock import fixed
+from chartgw.groups import GROUPS
 from tests.fixtures import FIXED_NOW, TEST_KEY, client, copy_data, data_dir, serving
 
 CLIENTS_DOC = Path(__file__).resolve().parents[1] / "docs" / "clients.md"
@@ -124,8 +125,8 @@ def generated(served: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 def _operations(package: types.ModuleType, skip_paths: Collection[str] = ()) -> dict[str, types.ModuleType]:
     """Every generated GET operation module, by operation id, but those of `skip_paths`."""
-    folder = Path(package.__file__).parent / "api" / "default"  # type: ignore[arg-type]
-    modules = {p.stem: importlib.import_module(f"{PACKAGE}.api.default.{p.stem}") for p in folder.glob("*.py")
+    folder = Path(package.__file__).parent / "api"  # type: ignore[arg-type]
+    modules = {p.stem: importlib.import_module(f"{PACKAGE}.api.{p.parent.name}.{p.stem}") for p in folder.glob("*/*.py")
                if p.stem != "__init__"}
     return {name: module for name, module in modules.items() if '"method": "get"' in (source := inspect.getsource(module))
             and not any(f'"url": "{path}"' in source for path in skip_paths)}
@@ -171,7 +172,9 @@ def test_generated_client_calls_every_get_endpoint_and_its_conditional_get(
         served: str, generated: types.ModuleType) -> None:
     streams = _event_streams(served)
     assert streams == {"/changes/stream"}
-    operations = _operations(generated, streams)
+    # Each group's /diff needs two snapshot ids of one target (tests/test_changes.py calls it with real ones).
+    diffs = {f"/{group.name}/diff" for group in GROUPS}
+    operations = _operations(generated, streams | diffs)
     assert len(operations) >= 140 and set(CALLS) <= set(operations), sorted(set(CALLS) - set(operations))
     api = generated.AuthenticatedClient(base_url=served, token=TEST_KEY, auth_header_name="X-API-Key", prefix="",
                                         raise_on_unexpected_status=True)
@@ -222,7 +225,7 @@ def test_generated_client_sends_every_value_of_an_array_parameter(served: str, g
     parameter once per value (`?isrc=A&isrc=B`): the gateway answers for both, as for `?isrc=A,B`."""
     import httpx
 
-    module = importlib.import_module(f"{PACKAGE}.api.default.artist_history_api_get_artist_history")
+    module = importlib.import_module(f"{PACKAGE}.api.artist_history_api.artist_history_api_get_artist_history")
     hints = typing.get_type_hints(module.sync_detailed)
     assert list[str] in typing.get_args(hints["isrc"]) and list[int] in typing.get_args(hints["analytics_track"])
     api = generated.AuthenticatedClient(base_url=served, token=TEST_KEY, auth_header_name="X-API-Key", prefix="",
