@@ -471,7 +471,12 @@ runs (Python prints "Exception ignored" and goes on): until the command has stop
 often (SIGALRM), so it lands in the command's own code."""
 
 
+_stopping: list[bool] = []
+"""Set once SIGTERM arrived: the command is unwinding."""
+
+
 def _stop(signum: int, frame: object) -> None:
+    _stopping.append(True)
     signal.setitimer(signal.ITIMER_REAL, RAISE_AGAIN_SECONDS)
     raise Stopped()
 
@@ -486,8 +491,11 @@ def _stopped_by_sigterm() -> Iterator[None]:
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGALRM)}
     hook = sys.unraisablehook
 
-    def quiet(unraisable: Any) -> None:  # a lost Stopped is no news (it is raised again): no "Exception ignored"
-        if not isinstance(unraisable.exc_value, Stopped):
+    def quiet(unraisable: Any) -> None:
+        """A lost Stopped is no news (it is raised again): no "Exception ignored". Nor is what a finaliser of an
+        object the stop cut short says while the command unwinds (an event loop stopped inside its own
+        constructor cannot close: asyncio.run interrupted at its start)."""
+        if not isinstance(unraisable.exc_value, Stopped) and not _stopping:
             hook(unraisable)
 
     sys.unraisablehook = quiet
