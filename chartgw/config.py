@@ -28,6 +28,10 @@ __all__ = [
     "CHANGES_POLL_SECONDS",
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
+    "HOOKS_HTTP_HOSTS",
+    "HOOKS_PER_KEY",
+    "HOOKS_PRIVATE_ADDRESSES",
+    "HOOKS_TIMEOUT_SECONDS",
     "RATE_LIMIT_PER_MINUTE",
     "REFRESHES_PER_KEY_PER_HOUR",
     "REFRESH_INTERVAL_SECONDS",
@@ -221,10 +225,22 @@ CHANGES_MAX_STREAMS = Setting(
 CHANGES_HEARTBEAT_SECONDS = Setting(
     "CHANGES_HEARTBEAT_SECONDS", "15", "seconds between the comment lines an idle change stream sends (keeps proxies "
     "from closing it)", bounded_int(1, 3600))
+HOOKS_HTTP_HOSTS = Setting(
+    "HOOKS_HTTP_HOSTS", "", "hosts a webhook URL may name with plain http, comma-separated (every other hook must be "
+    "https)", comma_list)
+HOOKS_PRIVATE_ADDRESSES = Setting(
+    "HOOKS_PRIVATE_ADDRESSES", "deny", "`allow` lets webhooks reach private, loopback and link-local addresses (tests, "
+    "an operator's own receivers); by default a hook whose host is or resolves to one is refused",
+    choice("deny", "allow"))
+HOOKS_TIMEOUT_SECONDS = Setting(
+    "HOOKS_TIMEOUT_SECONDS", "10", "seconds one webhook delivery attempt may take (connect, send, answer) before it "
+    "counts as failed", bounded_int(1, 300))
+HOOKS_PER_KEY = Setting("HOOKS_PER_KEY", "20", "webhooks one API key may register", bounded_int(1, 10_000))
 SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB,
                                       RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
                                       REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS, CHANGES_POLL_SECONDS,
-                                      CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS, CHANGES_HEARTBEAT_SECONDS)
+                                      CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS, CHANGES_HEARTBEAT_SECONDS,
+                                      HOOKS_HTTP_HOSTS, HOOKS_PRIVATE_ADDRESSES, HOOKS_TIMEOUT_SECONDS, HOOKS_PER_KEY)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

@@ -41,11 +41,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.replay", "chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi"),
     ("chartgw.context",),
     ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history", "chartgw.fastlane",
-     "chartgw.feed"),
+     "chartgw.feed", "chartgw.hooks"),
     ("chartgw.samples",),
     ("chartgw.groups.",),
     ("chartgw.groups",),
-    ("chartgw.entries", "chartgw.front", "chartgw.app", "chartgw.demo", "chartgw.cli", "chartgw.__main__", "chartgw"),
+    ("chartgw.entries", "chartgw.front", "chartgw.deliver", "chartgw.app", "chartgw.demo", "chartgw.cli", "chartgw.__main__", "chartgw"),
 )
 
 
