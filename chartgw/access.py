@@ -78,6 +78,17 @@ def server_secret(folder: Path) -> bytes:
     return path.read_bytes()
 
 
+def secure_key_files(path: Path) -> None:
+    """Makes the key file `path`, its -wal and -shm files and the server secret beside it readable and writable
+    by their owner only, whatever mode they had (a copied or restored file keeps its old one). Every key
+    command does this before it opens the file, and `chartgw serve` before it starts."""
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"),
+                 path.with_name(SECRET_FILE)):
+        with contextlib.suppress(FileNotFoundError):
+            if file.stat().st_mode & 0o777 != 0o600:
+                file.chmod(0o600)
+
+
 def keyed_digest(key: str, secret: bytes) -> str:
     return HMAC_PREFIX + hmac.new(secret, key.encode("utf-8"), hashlib.sha256).hexdigest()
 
@@ -108,6 +119,7 @@ class KeyStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if not self.path.exists():
             self.path.touch(mode=0o600)  # created readable by the owner only, before any key is written
+        secure_key_files(self.path)  # and kept so, whatever mode a copied or restored file came with
         db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
         db.execute("PRAGMA journal_mode=WAL")
         db.executescript(KEYS_SCHEMA)
@@ -115,9 +127,7 @@ class KeyStore:
         for column, declaration in KEY_MIGRATIONS:
             if column not in columns:
                 db.execute(f"ALTER TABLE api_keys ADD COLUMN {column} {declaration}")
-        for companion in (self.path.with_name(self.path.name + "-wal"), self.path.with_name(self.path.name + "-shm")):
-            if companion.exists():
-                companion.chmod(0o600)
+        secure_key_files(self.path)  # the -wal and -shm files SQLite has just made with the umask's mode
         return db
 
     def create(self, name: str, expires_at: datetime | None = None, rate_per_minute: int | None = None,
@@ -320,41 +330,76 @@ class AccessTable:
         return path in self.public_paths
 
 
-class ApiKeyMiddleware:
-    """Plain ASGI: answers 401 with a JSON body before the request reaches a route, and 429 past the key's
-    rate; keyed responses carry X-RateLimit-Limit, -Remaining and -Reset."""
+Reply = tuple[int, list[tuple[bytes, bytes]], bytes]
+"""An answer as the server writes it: status, headers (lowercase names), body."""
+OWS = b" \t"
+"""HTTP's optional whitespace around a field value (RFC 9110, 5.5): a key is the value without it."""
 
-    def __init__(self, app: ASGIApp, table: AccessTable, checker: KeyChecker, limiter: RateLimiter | None = None) -> None:
-        self.app = app
+
+class Admission(NamedTuple):
+    """What the gate decided for one request: a refusal to send as it is, or the caller's key id (None on a
+    public path) and the rate headers its answer carries."""
+
+    refusal: Reply | None
+    key_id: int | None
+    rate: list[tuple[bytes, bytes]]
+
+
+PUBLIC = Admission(None, None, [])
+
+
+class Gate:
+    """The one way in: the access table, the key check and the rate limit, asked in that order by the key
+    middleware (every request the app answers) and by the server's fast lane (the repeats it answers), so
+    both refuse alike, byte for byte, and count against the same rate."""
+
+    def __init__(self, table: AccessTable, checker: KeyChecker, limiter: RateLimiter | None = None) -> None:
         self.table = table
         self.checker = checker
         self.limiter = limiter
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.table.is_public(scope["path"]):
-            await self.app(scope, receive, send)
-            return
-        key = next((v for k, v in scope["headers"] if k == KEY_HEADER), None)
+    def admit(self, path: str, headers: Iterable[tuple[bytes, bytes]]) -> Admission:
+        """The decision for a request of `path` (after any legacy prefix is rewritten) with `headers`
+        (lowercase names, as the server parsed them)."""
+        if self.table.is_public(path):
+            return PUBLIC
+        key = next((value for name, value in headers if name == KEY_HEADER), None)
         if key is None:
-            await _unauthorized(send, "Missing API key: send it in the X-API-Key header")
-            return
-        grant = self.checker.grant(key.decode("latin-1"))
+            return Admission(unauthorized("Missing API key: send it in the X-API-Key header"), None, [])
+        grant = self.checker.grant(key.strip(OWS).decode("latin-1"))
         if grant is None:
-            await _unauthorized(send, "Invalid, revoked or expired API key")
-            return
-        scope[KEY_ID_SCOPE] = grant.key_id
+            return Admission(unauthorized("Invalid, revoked or expired API key"), None, [])
         if self.limiter is None:
-            await self.app(scope, receive, send)
-            return
+            return Admission(None, grant.key_id, [])
         allowed, limit, remaining, reset = self.limiter.take(grant)
-        if limit == 0:
+        if not limit:
+            return Admission(None, grant.key_id, [])
+        rate = rate_headers(limit, remaining, reset)
+        return Admission(None if allowed else too_many(limit, reset, rate), grant.key_id, rate)
+
+
+class ApiKeyMiddleware:
+    """Plain ASGI: answers 401 with a JSON body before the request reaches a route, and 429 past the key's
+    rate; keyed responses carry X-RateLimit-Limit, -Remaining and -Reset. The decision is the gate's."""
+
+    def __init__(self, app: ASGIApp, gate: Gate) -> None:
+        self.app = app
+        self.gate = gate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        rate = rate_headers(limit, remaining, reset)
-        if not allowed:
-            status, headers, body = too_many(limit, reset, rate)
+        refusal, key_id, rate = self.gate.admit(scope["path"], scope["headers"])
+        if refusal is not None:
+            status, headers, body = refusal
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
+            return
+        if key_id is not None:
+            scope[KEY_ID_SCOPE] = key_id
+        if not rate:
+            await self.app(scope, receive, send)
             return
 
         async def send_with_rate(message: Message) -> None:
@@ -374,23 +419,15 @@ def rate_headers(limit: int, remaining: int, reset: int) -> list[tuple[bytes, by
             (b"x-ratelimit-reset", b"%d" % reset)]
 
 
-def too_many(limit: int, reset: int, rate: list[tuple[bytes, bytes]]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    """The 429 past a key's rate (status, headers, body), from the middleware or the server's fast lane."""
+def too_many(limit: int, reset: int, rate: list[tuple[bytes, bytes]]) -> Reply:
+    """The 429 past a key's rate."""
     body = b'{"detail":"Rate limit of %d requests per minute reached; retry in %d s"}' % (limit, reset)
     return 429, [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)),
                  (b"retry-after", b"%d" % reset), (b"cache-control", b"no-store"), *rate], body
 
 
-async def _unauthorized(send: Send, detail: str) -> None:
+def unauthorized(detail: str) -> Reply:
+    """The 401 of a missing or unknown key."""
     body = b'{"detail":"' + detail.encode() + b'"}'
-    await send({
-        "type": "http.response.start",
-        "status": 401,
-        "headers": [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"www-authenticate", b'ApiKey header="X-API-Key"'),
-            (b"cache-control", b"no-store"),
-        ],
-    })
-    await send({"type": "http.response.body", "body": body})
+    return 401, [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)),
+                 (b"www-authenticate", b'ApiKey header="X-API-Key"'), (b"cache-control", b"no-store")], body

@@ -17,7 +17,7 @@ from starlette.routing import Route as StarletteRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from chartgw import config
-from chartgw.access import AccessTable, ApiKeyMiddleware, KeyChecker, KeyStore, RateLimiter
+from chartgw.access import AccessTable, ApiKeyMiddleware, Gate, KeyChecker, KeyStore, RateLimiter
 from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
 from chartgw.endpoints import Call, EndpointApp, GroupData, Route
@@ -222,21 +222,23 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
         for data in datas.values():
             await data.reader.close()
 
-    table = access_table(declared)
     checker = checker or KeyChecker(plain_keys=[*settings.get(config.API_KEYS)])
     limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore())
+    gate = Gate(access_table(declared), checker, limiter)  # one way in: the key middleware's and the fast lane's
     app = Starlette(
         routes=routes,
         middleware=[
             Middleware(SettingsScope, settings=settings),
             Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),
-            Middleware(ApiKeyMiddleware, table=table, checker=checker, limiter=limiter),
+            Middleware(ApiKeyMiddleware, gate=gate),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
         lifespan=lifespan,
     )
     app.router.redirect_slashes = False  # GroupRoutes redirects with a relative Location instead
     app.state.change_hub = hub
-    # The same cache, keys and limiter, for repeats the server answers before the app (chartgw.server).
-    app.state.fast_lane = FastLane(cache, table, checker, limiter, legacy_names(g.name for g in groups))
+    # The same cache and gate, for repeats the server answers before the app (chartgw.server), and the settings
+    # the server's limits are read from.
+    app.state.fast_lane = FastLane(cache, gate, legacy_names(g.name for g in groups))
+    app.state.settings = settings
     return app

@@ -154,15 +154,24 @@ def cmd_group_command(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    import resource
+
     import uvicorn
+
+    from chartgw.access import keys_db_path, secure_key_files
 
     if refuse_bad_settings("serve", current()):
         return 2
     from chartgw.server import LimitedHttpToolsProtocol
 
+    secure_key_files(keys_db_path())
+    # Connections are bounded by time limits (docs/hardening.md), not by the default 1024 descriptors.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     uvicorn.run("chartgw.app:build_app", factory=True, host=args.host, port=args.port, workers=args.workers,
                 access_log=args.access_log, log_level="info", http=LimitedHttpToolsProtocol,
-                limit_concurrency=args.limit_concurrency, timeout_keep_alive=5)
+                limit_concurrency=args.limit_concurrency, timeout_keep_alive=config.get(config.IDLE_TIMEOUT_SECONDS))
     return 0
 
 
@@ -351,6 +360,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     if args.keep_fresh:
         return demo.keep_fresh(args.keep_fresh)
+    if args.radio_monitor:
+        return demo.radio_monitor()
     names = demo.groups_without_data() if args.if_empty else [g.name for g in demo.seeded_groups()]
     if names:
         outcomes = demo.seed(names)
@@ -375,7 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, default=1)
     serve.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
     serve.add_argument("--limit-concurrency", type=int, default=1000, metavar="N",
-                       help="connections and requests in progress per worker before a 503 (default 1000)")
+                       help="requests in progress in the app per worker before a 503 (default 1000); connections "
+                            "do not count (docs/hardening.md)")
     serve.set_defaults(func=cmd_serve)
 
     crawl = commands.add_parser("crawl", help="crawl a group's upstreams and commit snapshots")
@@ -457,6 +469,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--keep-fresh", type=float, metavar="SECONDS",
                       help="run until stopped, crawling the bundled samples again every SECONDS (what scripts/serve "
                            "runs beside the server, so the demo's health stays ok)")
+    demo.add_argument("--radio-monitor", action="store_true",
+                      help="run the radio monitor on local sample streams until stopped (what scripts/serve runs beside "
+                           "the server, so /radio/current changes)")
     demo.set_defaults(func=cmd_demo)
 
     storage = commands.add_parser("storage", help="each group's file size, snapshots, growth per year and retention")

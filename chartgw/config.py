@@ -32,12 +32,15 @@ __all__ = [
     "HOOKS_PER_KEY",
     "HOOKS_PRIVATE_ADDRESSES",
     "HOOKS_TIMEOUT_SECONDS",
+    "IDLE_TIMEOUT_SECONDS",
     "RATE_LIMIT_PER_MINUTE",
     "REFRESHES_PER_KEY_PER_HOUR",
     "REFRESH_INTERVAL_SECONDS",
+    "REQUEST_BODY_TIMEOUT_SECONDS",
     "REQUEST_HEAD_TIMEOUT_SECONDS",
     "RETENTION_DAYS",
     "RETRY_BACKOFF_SECONDS",
+    "SEND_TIMEOUT_SECONDS",
     "SETTINGS",
     "Setting",
     "SettingError",
@@ -203,6 +206,15 @@ RATE_LIMIT_PER_MINUTE = Setting(
 REQUEST_HEAD_TIMEOUT_SECONDS = Setting(
     "REQUEST_HEAD_TIMEOUT_SECONDS", "10", "seconds a client has to send a request's line and headers before the "
     "server answers 408 and closes the connection", seconds)
+REQUEST_BODY_TIMEOUT_SECONDS = Setting(
+    "REQUEST_BODY_TIMEOUT_SECONDS", "10", "seconds a client has to send a request's whole body once its head is in; "
+    "past it the server answers 408 (or, when it has answered already, just closes the connection)", seconds)
+IDLE_TIMEOUT_SECONDS = Setting(
+    "IDLE_TIMEOUT_SECONDS", "5", "whole seconds a keep-alive connection may stay open with nothing sent or being "
+    "answered", bounded_int(1, 3600))
+SEND_TIMEOUT_SECONDS = Setting(
+    "SEND_TIMEOUT_SECONDS", "30", "seconds a connection may leave its answers unread (no byte taken) before the "
+    "server drops it and them", seconds)
 REFRESH_INTERVAL_SECONDS = Setting(
     "REFRESH_INTERVAL_SECONDS", "60", "least seconds between two POST refreshes of the same target (scheduled crawls "
     "do not count)", seconds)
@@ -221,7 +233,8 @@ CHANGES_MAX_WAITERS = Setting(
     "503 with Retry-After", bounded_int(1, 1_000_000))
 CHANGES_MAX_STREAMS = Setting(
     "CHANGES_MAX_STREAMS", "5000", "GET /changes/stream connections one server process holds at once; past it a 503 "
-    "with Retry-After (`chartgw serve --limit-concurrency` caps all connections)", bounded_int(1, 1_000_000))
+    "with Retry-After (each stream is also a request in progress for `chartgw serve --limit-concurrency`)",
+    bounded_int(1, 1_000_000))
 CHANGES_HEARTBEAT_SECONDS = Setting(
     "CHANGES_HEARTBEAT_SECONDS", "15", "seconds between the comment lines an idle change stream sends (keeps proxies "
     "from closing it)", bounded_int(1, 3600))
@@ -237,7 +250,8 @@ HOOKS_TIMEOUT_SECONDS = Setting(
     "counts as failed", bounded_int(1, 300))
 HOOKS_PER_KEY = Setting("HOOKS_PER_KEY", "20", "webhooks one API key may register", bounded_int(1, 10_000))
 SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB,
-                                      RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
+                                      RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REQUEST_BODY_TIMEOUT_SECONDS,
+                                      IDLE_TIMEOUT_SECONDS, SEND_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
                                       REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS, CHANGES_POLL_SECONDS,
                                       CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS, CHANGES_HEARTBEAT_SECONDS,
                                       HOOKS_HTTP_HOSTS, HOOKS_PRIVATE_ADDRESSES, HOOKS_TIMEOUT_SECONDS, HOOKS_PER_KEY)

@@ -152,8 +152,8 @@ async def read_body(receive: Receive) -> bytes:
     size = 0
     while True:
         message = await receive()
-        if message["type"] != "http.request":
-            break
+        if message["type"] != "http.request":  # the client left (or was cut off) before its body was whole
+            raise ApiError(400, "The request body did not arrive whole")
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > MAX_BODY_BYTES:

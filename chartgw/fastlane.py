@@ -4,33 +4,27 @@ Partners poll the same URLs over and over, and most polls change nothing. Once a
 through the app (routed, validated, built), the response cache remembers its raw path and query and the
 endpoint that answered it. The server (`chartgw.server`) asks `FastLane.reply` as soon as a request's head
 is parsed; when the request is a repeat whose body is cached for the current data version, the reply is
-built from the same parts the app uses (the key check, the rate limiter, `EndpointApp.cached_reply`) and
-written without an ASGI task, scope or middleware pass. Anything else (a miss, a stale version, an unknown
-key, a public path or a legacy prefix not seen before) is None: the app answers it as always, so the lane
-never answers anything the app would answer differently.
+built from the same parts the app uses (the key middleware's `Gate`, `EndpointApp.cached_reply`) and
+written without an ASGI task, scope or middleware pass; a refusal of the gate (401, 429) is sent as the app
+sends it. Anything else (a miss, a stale version, a public path or a legacy prefix not seen before) is None:
+the app answers it as always, so the lane never answers anything the app would answer differently.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from chartgw.access import KEY_HEADER, AccessTable, KeyChecker, RateLimiter, rate_headers, too_many
+from chartgw.access import Gate, Reply
 from chartgw.cache import ResponseCache
 from chartgw.endpoints import EndpointApp
 from chartgw.legacy import rewrite
 
-__all__ = ["FastLane", "Reply", "find_lane"]
-
-Reply = tuple[int, list[tuple[bytes, bytes]], bytes]
+__all__ = ["FastLane", "Reply"]
 
 
 class FastLane:
-    def __init__(self, cache: ResponseCache, table: AccessTable, checker: KeyChecker, limiter: RateLimiter | None,
-                 legacy: dict[str, str]) -> None:
+    def __init__(self, cache: ResponseCache, gate: Gate, legacy: dict[str, str]) -> None:
         self.cache = cache
-        self.table = table
-        self.checker = checker
-        self.limiter = limiter
+        self.gate = gate
+        """The key middleware's gate: the lane admits (and refuses, and counts) exactly as the app does."""
         self.legacy = legacy
         """Legacy first path segments (`korea-chart-api`) to the current ones, as `LegacyPrefixMiddleware`."""
 
@@ -52,30 +46,9 @@ class FastLane:
         hit = self.cache.get(known.key, version) if version is not None else None
         if hit is None:
             return None
-        rate: list[tuple[bytes, bytes]] = []
-        if not self.table.is_public(path):
-            key = next((value for name, value in headers if name == KEY_HEADER), None)
-            grant = self.checker.grant(key.decode("latin-1")) if key is not None else None
-            if grant is None:
-                return None  # the app's 401, with its reason
-            if self.limiter is not None:
-                allowed, limit, remaining, reset = self.limiter.take(grant)
-                if limit:
-                    rate = rate_headers(limit, remaining, reset)
-                    if not allowed:
-                        return too_many(limit, reset, rate)
+        refusal, _, rate = self.gate.admit(path, headers)
+        if refusal is not None:
+            return refusal  # the app's 401 or 429, in its bytes
         status, sent, body = endpoint.cached_reply(hit, headers)
         sent.extend(rate)
         return status, sent, body
-
-
-def find_lane(app: Any) -> FastLane | None:
-    """The fast lane of the gateway app `app` is (or wraps, as uvicorn's proxy-headers middleware does)."""
-    for _ in range(8):
-        lane = getattr(getattr(app, "state", None), "fast_lane", None)
-        if isinstance(lane, FastLane):
-            return lane
-        app = getattr(app, "app", None)
-        if app is None:
-            return None
-    return None

@@ -1,5 +1,5 @@
-"""What a group of the spec declares: its routes, crawl targets, cadences, settings, CLI verbs, demo
-seeder and entry mapping, all in one `Group`. The list of groups is `chartgw.groups.GROUPS`.
+"""What a group of the spec declares: its routes, crawl targets, cadences, settings, CLI verbs and entry
+mapping, all in one `Group`. The list of groups is `chartgw.groups.GROUPS`; their demo data is `chartgw.demo`'s.
 
 Declarations are checked when built, the way Starlette asserts its routes: a mistake fails at import,
 not at the first request.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatch
@@ -25,14 +25,10 @@ from chartgw.crawl import CrawlTarget, Outcome, RetryPolicy, run_targets
 from chartgw.endpoints import Route
 
 __all__ = ["AFTER_CRAWL", "GROUP_NAMES", "CommandArg", "EntryMapping", "Group", "GroupCommand", "MappedEntry", "Schedule",
-           "Seeder", "after_crawl", "crawl_group", "retention"]
+           "after_crawl", "crawl_group", "retention"]
 
 _GROUP_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 _PATH_PARAM = re.compile(r"{([a-z_][a-z0-9_]*)}")
-
-Seeder = Callable[[datetime], Awaitable[list[Outcome]]]
-"""Fills the group's file with demo data: its real crawl over bundled samples on replay servers, at a time."""
-
 
 @dataclass(frozen=True)
 class Schedule:
@@ -207,8 +203,6 @@ class Group:
     commands: tuple[GroupCommand, ...] = ()
     settings: tuple[Setting[Any], ...] = ()
     """The group's own `CHARTGW_*` settings (the platform's are `chartgw.config.SETTINGS`)."""
-    seeder: Seeder | None = None
-    """Demo data for `chartgw demo` and `scripts/serve`."""
     entries: EntryMapping | None = None
     """How the artist-history index reads this group's entries; None = the group has no chart entries."""
 

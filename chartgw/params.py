@@ -9,10 +9,11 @@ and a fraction of only zeros is allowed ("5.0" is 5, "5." and "5.5" are not inte
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, timedelta
 from typing import Any, Literal, TypeVar
 from urllib.parse import parse_qsl
 
@@ -141,9 +142,11 @@ class Param:
         if not _INT.fullmatch(text):
             return None, {"type": "int_parsing", "loc": loc, "msg": MSG_INT, "input": raw}
         whole = text.partition(".")[0]
-        digits = whole.lstrip("+-").lstrip("0_")
+        digits = whole.lstrip("+-").lstrip("0_") or "0"  # leading zeros count for nothing, however many
         # Past Python's int() digit limit the value is beyond any bound anyway: compare it as +/- infinity.
-        value: float = int(whole) if len(digits) <= 4000 else (float("-inf") if whole.startswith("-") else float("inf"))
+        negative = whole.startswith("-")
+        value: float = ((-int(digits) if negative else int(digits)) if len(digits) <= 4000
+                        else float("-inf") if negative else float("inf"))
         if self.ge is not None and value < self.ge:
             return None, {"type": "greater_than_equal", "loc": loc,
                           "msg": f"Input should be greater than or equal to {self.ge}", "input": raw,
@@ -202,8 +205,15 @@ def _declared(keywords: dict[str, Any]) -> dict[str, Any]:
 
 
 _TIME = re.compile(r"(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(Z|z|[+-]\d{2}:?\d{2})?", re.ASCII)
-_DIGITS = re.compile(r"-?[0-9]+", re.ASCII)
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 MSG_DATE_INEXACT = "Datetimes provided to dates should have zero time - e.g. be exact dates"
+MS_WATERSHED = 20_000_000_000
+"""A timestamp whose absolute value is past this is in milliseconds, else in seconds (pydantic's rule)."""
+I64 = 2**63
+UNIX_0000 = -62_167_219_200  # 0000-01-01: the first second a timestamp may name
+UNIX_0001 = -62_135_596_800  # 0001-01-01: the first day a `datetime.date` holds
+UNIX_9999 = 253_402_300_799  # 9999-12-31T23:59:59: the last second
 
 
 def _date_error(loc: list[str], raw: str, error: str) -> tuple[None, dict[str, Any]]:
@@ -211,19 +221,62 @@ def _date_error(loc: list[str], raw: str, error: str) -> tuple[None, dict[str, A
                   "msg": f"Input should be a valid date or datetime, {error}", "input": raw, "ctx": {"error": error}}
 
 
+def _year_zero(loc: list[str], raw: str) -> tuple[None, dict[str, Any]]:
+    return None, {"type": "date_parsing", "loc": loc,
+                  "msg": "Input should be a valid date in the format YYYY-MM-DD, year 0 is out of range",
+                  "input": raw, "ctx": {"error": "year 0 is out of range"}}
+
+
+def _timestamp(raw: str) -> tuple[int, int] | None:
+    """A Unix timestamp read as pydantic (speedate) reads one: (seconds, microseconds), or None when `raw` is not
+    one. Integers are 64-bit (a longer number is no timestamp, whatever its digits); a decimal (with a ".") is a
+    double; past `MS_WATERSHED` either is milliseconds. Never an exception: no int() of thousands of digits,
+    no float overflow."""
+    if _INTEGER.fullmatch(raw):
+        digits = raw.lstrip("+-").lstrip("0") or "0"  # leading zeros count for nothing, however many
+        if len(digits) > 19:
+            return None
+        value = -int(digits) if raw[0] == "-" else int(digits)
+        if not -I64 <= value < I64:
+            return None
+        if value == -I64:  # its absolute value is no 64-bit integer: pydantic calls it too small
+            return UNIX_0000 - 1, 0
+        if abs(value) <= MS_WATERSHED:
+            return value, 0
+        seconds, millis = divmod(value, 1000)
+        return seconds, millis * 1000
+    if not _DECIMAL.fullmatch(raw):
+        return None
+    number = float(raw)  # a huge exponent is inf, never an error
+    if abs(number) > MS_WATERSHED:
+        number /= 1000
+    if math.isinf(number):  # what Rust's saturating casts make of it
+        return (I64 - 1, 0) if number > 0 else (-I64, 0)
+    seconds = max(-I64, min(I64 - 1, math.floor(number)))
+    micro = math.floor((number - seconds) * 1_000_000 + 0.5)  # rounded half away from zero, as Rust rounds
+    return seconds + micro // 1_000_000, micro % 1_000_000
+
+
+def _timestamp_date(raw: str, loc: list[str], seconds: int, micro: int) -> tuple[str | None, dict[str, Any] | None]:
+    if seconds < UNIX_0000:
+        return _date_error(loc, raw, "dates before 0000 are not supported as unix timestamps")
+    if seconds > UNIX_9999:
+        return _date_error(loc, raw, "dates after 9999 are not supported as unix timestamps")
+    if seconds % 86400 or micro:
+        return None, {"type": "date_from_datetime_inexact", "loc": loc, "msg": MSG_DATE_INEXACT, "input": raw}
+    if seconds < UNIX_0001:
+        return _year_zero(loc, raw)
+    return (date(1970, 1, 1) + timedelta(days=seconds // 86400)).isoformat(), None
+
+
 def _validate_date(raw: str, loc: list[str]) -> tuple[str | None, dict[str, Any] | None]:
     """A `datetime.date` query value read as pydantic reads one: "YYYY-MM-DD", or a date-time or Unix
-    timestamp whose time is exactly midnight; anything else gets pydantic's error text for it."""
+    timestamp whose time is exactly midnight; anything else gets pydantic's error text for it (a date out of
+    range included: never an exception, whatever the value)."""
     inexact = {"type": "date_from_datetime_inexact", "loc": loc, "msg": MSG_DATE_INEXACT, "input": raw}
-    if _DIGITS.fullmatch(raw):
-        seconds = int(raw)
-        if abs(seconds) > 20_000_000_000:  # pydantic reads large numbers as milliseconds
-            seconds, rest = divmod(seconds, 1000)
-            if rest:
-                return None, inexact
-        if seconds % 86400:
-            return None, inexact
-        return datetime.fromtimestamp(seconds, UTC).date().isoformat(), None
+    stamp = _timestamp(raw)
+    if stamp is not None:
+        return _timestamp_date(raw, loc, *stamp)
     if len(raw) < 10:
         return _date_error(loc, raw, "input is too short")
     for part, span in (("year", raw[0:4]), ("month", raw[5:7]), ("day", raw[8:10])):
@@ -233,9 +286,7 @@ def _validate_date(raw: str, loc: list[str]) -> tuple[str | None, dict[str, Any]
             return _date_error(loc, raw, "invalid date separator, expected `-`")
     year, month, day = int(raw[0:4]), int(raw[5:7]), int(raw[8:10])
     if year == 0:
-        return None, {"type": "date_parsing", "loc": loc,
-                      "msg": "Input should be a valid date in the format YYYY-MM-DD, year 0 is out of range",
-                      "input": raw, "ctx": {"error": "year 0 is out of range"}}
+        return _year_zero(loc, raw)
     if not 1 <= month <= 12:
         return _date_error(loc, raw, "month value is outside expected range of 1-12")
     try:
@@ -252,7 +303,8 @@ def _validate_date(raw: str, loc: list[str]) -> tuple[str | None, dict[str, Any]
     hour, minute, second, fraction, _ = time.groups()
     if int(hour) > 23:
         return _date_error(loc, raw, "hour value is outside expected range of 0-23")
-    if int(hour) or int(minute) or int(second or 0) or int(fraction or 0):
+    # Only microseconds count (pydantic ignores digits past the sixth): no int() of a fraction of any length.
+    if int(hour) or int(minute) or int(second or 0) or int(fraction[:6] if fraction else 0):
         return None, inexact
     return value.isoformat(), None
 

@@ -1,52 +1,115 @@
 """The HTTP server as `chartgw serve` runs it, with no proxy in front: uvicorn's httptools protocol with
-limits on what a client may send before the app sees a request.
+limits on what a client may send, leave unread or hold open (docs/hardening.md lists each one).
 
-- The request head (request line and headers) is capped: a URL that alone passes the cap is a 414, a
-  header block that does is a 431, and neither is read further.
-- A request head must arrive within `CHARTGW_REQUEST_HEAD_TIMEOUT_SECONDS` of the connection (or of the
-  previous request's end),
-  so connections that trickle bytes are closed with a 408 instead of being held open forever.
-- Connections beyond `chartgw serve --limit-concurrency` are answered 503 by uvicorn itself.
+- Each request head (request line and headers) is capped as it arrives, counted per request even when many
+  come in one read: a request line past `MAX_URL_BYTES` is a 414, a head past `MAX_HEAD_BYTES` a 431, and
+  neither is read further. Requests are fed to the parser one head (and one body) at a time, which is how a
+  head is told from the body before it.
+- Time limits, all on one timer per connection: a head must arrive within
+  `CHARTGW_REQUEST_HEAD_TIMEOUT_SECONDS` (408), a body within `CHARTGW_REQUEST_BODY_TIMEOUT_SECONDS` of its head
+  (408, or a plain close once the request was answered), a connection with nothing to do closes after the idle
+  (keep-alive) timeout, and one whose answers go unread for `CHARTGW_SEND_TIMEOUT_SECONDS` is dropped.
+- Unread answers cost bounded memory: while more than `BACKLOG_BYTES` of answers wait to be sent, no further
+  request is parsed (nor read); answers are written as the head and the cached body itself, never a joined copy.
+- `--limit-concurrency` counts requests in progress in the app, not connections: a thousand connections that
+  trickle heads or bodies, none of them admitted, do not make a keyed request wait or fail. Past it the
+  lane and the app alike answer 503.
 Every refusal is a JSON body, like every other error the gateway gives.
 
 A repeated GET of a cached body is answered from the head alone by the app's fast lane
-(`chartgw.fastlane`), written in the bytes uvicorn would write for the app's own answer. A connection
-that sends nothing after an answer is closed after the keep-alive timeout (`timeout_keep_alive`), by the
-same per-connection timer that watches heads.
+(`chartgw.fastlane`), written in the bytes uvicorn would write for the app's own answer: only for a request
+that declares no body (no Content-Length or Transfer-Encoding), and only once the parser has accepted all
+the bytes read with it (a read that ends in a refusal answers only the refusal, as the app path does).
+With `--access-log` the lane stays on: its answers and the app's are logged by one `AnswerLog`.
+
+This subclasses uvicorn's private `HttpToolsProtocol` (pinned in pyproject.toml to the minor version it was
+written against; tests/test_server.py fails naming the pin when the internals read here change): the lane's
+speed is answering without an ASGI task, which nothing public in uvicorn offers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import re
+import socket
+import struct
+import urllib.parse
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+import httptools
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol, RequestResponseCycle
 
 from chartgw import config
-from chartgw.fastlane import FastLane, Reply, find_lane
+from chartgw.access import Reply
+from chartgw.fastlane import FastLane
+from chartgw.settings import current
 
-__all__ = ["MAX_HEAD_BYTES", "MAX_URL_BYTES", "LimitedHttpToolsProtocol"]
+__all__ = ["BACKLOG_BYTES", "MAX_HEAD_BYTES", "MAX_URL_BYTES", "AnswerLog", "LimitedHttpToolsProtocol", "app_state",
+           "redact"]
 
 MAX_HEAD_BYTES = 32 * 1024
 """The request line and all headers together; browsers and clients send a few KB."""
 MAX_URL_BYTES = 8 * 1024
+BACKLOG_BYTES = 64 * 1024
+"""Answers waiting to be sent past which no further request of the connection is parsed."""
+MAX_STASH_BYTES = 1024 * 1024
+"""Requests read but not yet parsed (held while answers wait) past which the connection is dropped."""
+JOIN_MAX = 16 * 1024
+"""A lane answer's body up to this size is written joined to its head (one small copy, one buffer); a
+larger one is written after it as the cached object itself."""
+EMPTY_LINE = b"\r\n\r\n"
+
+
+class _Refused(Exception):
+    """Stops parsing: the connection has been answered (refused) and is closing."""
 
 
 class LimitedHttpToolsProtocol(HttpToolsProtocol):
-    """`HttpToolsProtocol` that counts the bytes of each request head and times its arrival."""
+    """`HttpToolsProtocol` that parses one request at a time, counts each head, times heads, bodies, idle
+    connections and unread answers, and lets the fast lane answer cached repeats."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._head_bytes = 0
+        settings = app_state(self.app, "settings") or current()  # the app's own, as its handlers read them
+        self._head_timeout = settings.get(config.REQUEST_HEAD_TIMEOUT_SECONDS)
+        self._body_timeout = settings.get(config.REQUEST_BODY_TIMEOUT_SECONDS)
+        self._send_timeout = settings.get(config.SEND_TIMEOUT_SECONDS)
+        self._in_progress_limit: int | None = self.limit_concurrency
+        self.limit_concurrency = None  # uvicorn's check counts connections: on_headers_complete counts requests in progress
+        lane = app_state(self.app, "fast_lane")
+        self._lane: FastLane | None = lane if isinstance(lane, FastLane) else None
+        self._log: AnswerLog | None = None
+        if self.access_log:  # one log for both paths: uvicorn's cycles would log the app's answers only
+            self._log = AnswerLog(self.access_logger)
+            self.access_log = False
+            self.app = self._log.around(self.app)
+        # The request being read.
         self._in_head = True
+        self._head_bytes = 0
         self._url_done = False
-        self._head_timer: asyncio.TimerHandle | None = None
-        self._head_started = 0.0
-        self._head_timeout = config.get(config.REQUEST_HEAD_TIMEOUT_SECONDS)
-        # Off when an access log is asked for: a request the lane answers would not be logged.
-        self._lane: FastLane | None = None if self.config.access_log else find_lane(self.app)
+        self._tail = b""
+        """The last bytes of the head (or chunked body) read so far: its empty line may span two reads."""
+        self._started = 0.0
+        """When the phase the timer watches began: the wait for a head (or the head), or the body."""
+        self._body_left: int | None = 0
+        """Bytes of the body still to come (its Content-Length); None for a chunked body."""
+        self._framed = False
         self._answered = False
-        """This request was answered by the fast lane: its body (if any) is not the app's to read."""
+        """This request was answered by the fast lane (or refused): its callbacks are not the app's."""
+        # The connection.
+        self._running: RequestResponseCycle | None = None
+        """The request the app is answering (uvicorn's `cycle` is the newest, perhaps queued behind it)."""
+        self._timer: asyncio.TimerHandle | None = None
+        self._pending: list[bytes] = []
+        """Lane answers of the bytes being parsed, written once the parser has accepted them all."""
+        self._pending_bytes = 0
+        self._stash = b""
+        """Bytes read but not parsed while answers wait to be sent (`BACKLOG_BYTES`)."""
+        self._unsent = 0
+        self._unsent_since = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # uvicorn's own signature
         super().connection_made(transport)
@@ -54,62 +117,180 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_timer()
+        self._pending, self._pending_bytes, self._stash = [], 0, b""
+        self._disconnect()
         super().connection_lost(exc)
 
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        self._running = cycle
+        super()._start_asgi_task(cycle, app)
+
+    def _drop(self) -> None:
+        """Closes the connection at once with a reset, discarding what it has not sent: the answers left here
+        and those the kernel holds (a plain close would keep sending them for minutes to a client that does
+        not read)."""
+        self._disconnect()
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.transport.abort()
+
+    def _disconnect(self) -> None:
+        """Tells every request of this connection still being answered that its client is gone, so the app's
+        later sends go nowhere (uvicorn tells only the newest, which may be one still queued)."""
+        for cycle in (self._running, self.cycle, *(queued for queued, _ in self.pipeline)):
+            if cycle is not None and not cycle.response_complete:
+                cycle.disconnected = True
+                cycle.message_event.set()
+
+    # Reading: one head, or one body, at a time.
+
     def data_received(self, data: bytes) -> None:
-        if self._in_head:
-            before = self._head_bytes
-            self._head_bytes += len(data)
-            if not self._url_done:
-                end = data.find(b"\n")
-                line = before + end if end >= 0 else self._head_bytes
-                if line > MAX_URL_BYTES:
-                    self._refuse(414, "The request URL is too long")
-                    return
-                self._url_done = end >= 0
-            if self._head_bytes > MAX_HEAD_BYTES:
-                self._refuse(431, "The request's header fields are too large")
+        self._unset_keepalive_if_required()
+        if self._stash:
+            data, self._stash = self._stash + data, b""
+            if len(data) > MAX_STASH_BYTES:
+                self._drop()  # pipelines far faster than it reads its answers: not a client we keep
                 return
-        super().data_received(data)
+        self._feed(data)
+
+    def _feed(self, data: bytes) -> None:
+        view = memoryview(data)
+        pos, end = 0, len(data)
+        try:
+            while pos < end:
+                if self._in_head:
+                    if not self._head_bytes and (self._pending_bytes > BACKLOG_BYTES or self.flow.write_paused):
+                        self._stash = data[pos:]  # parsed once the answers before it are taken (`resume_writing`)
+                        self._flush()
+                        self.flow.pause_reading()
+                        if not self.flow.write_paused:  # the socket took them all: no resume_writing will come
+                            self.loop.call_soon(self._resume)
+                        return
+                    stop = self._empty_line_end(data, pos)
+                    self._count_head(data, pos, stop)
+                elif self._body_left is None:  # chunked: up to an empty line (the last chunk's, or its trailers')
+                    stop = self._empty_line_end(data, pos)
+                else:  # up to the end of its Content-Length (all of it, should the parser see more body)
+                    left = self._body_left
+                    stop = min(end, pos + left) if left > 0 else end
+                    self._body_left = max(0, left - (stop - pos))
+                self.parser.feed_data(view[pos:stop])
+                pos = stop
+        except _Refused:
+            return
+        except httptools.HttpParserUpgrade:
+            self._flush()
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+            else:
+                self._unsupported_upgrade_warning()
+            return
+        except httptools.HttpParserError:
+            if not self.transport.is_closing():  # else a callback refused the request already
+                self.logger.warning("Invalid HTTP request received.")
+                self.send_400_response("Invalid HTTP request received.")
+            return
+        self._flush()
+
+    def _empty_line_end(self, data: bytes, pos: int) -> int:
+        """Where the empty line ending the head (or chunked body) being read ends in `data`, else its end."""
+        if self._tail:
+            joined = self._tail + data[pos:pos + 3]
+            found = joined.find(EMPTY_LINE)
+            if found >= 0:
+                stop = pos + found + 4 - len(self._tail)
+                self._tail = b""
+                return stop
+        found = data.find(EMPTY_LINE, pos)
+        if found >= 0:
+            self._tail = b""
+            return found + 4
+        self._tail = (self._tail + data[max(pos, len(data) - 3):])[-3:]
+        return len(data)
+
+    def _count_head(self, data: bytes, pos: int, stop: int) -> None:
+        if not self._url_done:
+            newline = data.find(b"\n", pos, stop)
+            line = self._head_bytes + (newline if newline >= 0 else stop) - pos
+            if line > MAX_URL_BYTES:
+                self._refuse(414, "The request URL is too long")
+            self._url_done = newline >= 0
+        self._head_bytes += stop - pos
+        if self._head_bytes > MAX_HEAD_BYTES:
+            self._refuse(431, "The request's header fields are too large")
+
+    # Parser callbacks.
+
+    def on_message_begin(self) -> None:
+        self._answered = False
+        super().on_message_begin()
 
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
         if len(self.url) > MAX_URL_BYTES:
             self._refuse(414, "The request URL is too long")
 
-    def on_message_begin(self) -> None:
-        self._answered = False
-        super().on_message_begin()
-
     def on_headers_complete(self) -> None:
         self._in_head = False
+        self._tail = b""
+        self._body_left = self._framing()
+        if self._body_left != 0:
+            self._started = self.loop.time()  # the body's time starts (a request without one is complete now)
+        if self.parser.should_upgrade():
+            super().on_headers_complete()
+            return
+        if self._in_progress_limit is not None and len(self.tasks) >= self._in_progress_limit:
+            self._answered = True
+            if self._log is not None:
+                path, _, query = self.url.partition(b"?")
+                self._log.answered(self.client, self.parser.get_method().decode("ascii"), path.decode("latin-1"),
+                                   query, self.parser.get_http_version(), 503)
+            self._refuse(503, "Service Unavailable: too many requests in progress, retry shortly")
         reply = self._fast_reply() if self._lane is not None else None
         if reply is None:
             super().on_headers_complete()
             return
         self._answered = True
-        status, headers, body = reply
-        self.transport.write(b"".join([STATUS_LINE[status], *[name + b": " + value + b"\r\n" for name, value in
-                                                               (*self.server_state.default_headers, *headers)],
-                                       b"\r\n", body]))
+        self._queue(reply)
         # What uvicorn's on_response_complete does, less arming a keep-alive timer per request: reading was
-        # never paused, nothing is queued (the lane answers only then), and this connection's head timer
-        # closes it once it has been idle for the keep-alive timeout (`_check_head`).
+        # never paused for it, nothing is queued (the lane answers only then), and this connection's timer
+        # closes it once it has been idle for the keep-alive timeout (`_tick`).
         self.server_state.total_requests += 1
 
+    def _framing(self) -> int | None:
+        """The length of the request's body (0 without one; None when chunked), noting whether it declared
+        any framing at all: a request that does is never the lane's, whatever the parser makes of it."""
+        length: int | None = 0
+        self._framed = False
+        for name, value in self.headers:
+            if name == b"content-length":
+                self._framed = True
+                if length is not None and value.strip().isdigit():
+                    length = int(value)
+            elif name == b"transfer-encoding":
+                self._framed = True
+                length = None
+        return length
+
     def _fast_reply(self) -> Reply | None:
-        """The fast lane's answer, for a plain keep-alive HTTP/1.1 GET that nothing else on the connection
-        is answering (no response in progress or queued, no write back-pressure); else None."""
+        """The fast lane's answer, for a plain keep-alive HTTP/1.1 GET with no body that nothing else on the
+        connection is answering (no response in progress or queued, no write back-pressure); else None."""
         parser = self.parser
         busy = self.cycle is not None and not self.cycle.response_complete
-        if (busy or self.pipeline or self.flow.write_paused or self.expect_100_continue or parser.get_method() != b"GET"
-                or parser.get_http_version() != "1.1" or not parser.should_keep_alive() or parser.should_upgrade()):
+        if (busy or self.pipeline or self._framed or self.flow.write_paused or self.expect_100_continue
+                or parser.get_method() != b"GET" or parser.get_http_version() != "1.1" or not parser.should_keep_alive()):
             return None
         raw_path, _, query = self.url.partition(b"?")
         if raw_path[:1] != b"/" or b"%" in raw_path or b"#" in self.url or self.root_path or not raw_path.isascii():
             return None  # absolute forms, fragments, unquoting and mounted paths: uvicorn's and the app's way
         assert self._lane is not None
-        return self._lane.reply(raw_path.decode("ascii"), query, self.headers)
+        path = raw_path.decode("ascii")
+        reply = self._lane.reply(path, query, self.headers)
+        if reply is not None and self._log is not None:
+            self._log.answered(self.client, "GET", path, query, "1.1", reply[0])
+        return reply
 
     def on_body(self, body: bytes) -> None:
         if not self._answered:
@@ -120,46 +301,192 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             super().on_message_complete()
         self._start_head()  # the next request on this connection gets its own budget and deadline
 
-    def _start_head(self) -> None:
-        self._head_bytes = 0
-        self._in_head = True
-        self._url_done = False
-        self._head_started = self.loop.time()
-        if self._head_timer is None:  # one timer a connection, not one a request: it checks and re-arms
-            self._head_timer = self.loop.call_later(self._idle_timeout(), self._check_head)
+    # Writing.
 
-    def _idle_timeout(self) -> float:
-        return min(self._head_timeout, self.timeout_keep_alive)
+    def _queue(self, reply: Reply) -> None:
+        """A lane answer, written by `_flush` once the parser has accepted every byte read with its request."""
+        status, headers, body = reply
+        parts = [STATUS_LINE[status], *[name + b": " + value + b"\r\n" for name, value in
+                                        (*self.server_state.default_headers, *headers)], b"\r\n"]
+        head = b"".join(parts)
+        if len(body) <= JOIN_MAX:
+            self._pending.append(head + body)
+        else:
+            self._pending += (head, body)
+        self._pending_bytes += len(head) + len(body)
+
+    def _flush(self) -> None:
+        if self._pending:
+            self.transport.writelines(self._pending)  # uvloop sends them with one writev, each buffer uncopied
+            self._pending, self._pending_bytes = [], 0
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        # Answers are piling up: watch whether the client takes them from now on, not from the next tick.
+        now = self.loop.time()
+        self._unsent, self._unsent_since = self.transport.get_write_buffer_size(), now
+        if self._timer is not None and self._timer.when() > now + self._send_timeout / 4:
+            self._timer.cancel()
+            self._timer = self.loop.call_later(self._send_timeout / 4, self._tick)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._stash:
+            self.loop.call_soon(self._resume)  # not from inside the transport's write path
+
+    def _resume(self) -> None:
+        if not self._stash or self.transport.is_closing() or self.flow.write_paused:
+            return
+        data, self._stash = self._stash, b""
+        self._feed(data)
+        if not self._stash and not self.pipeline:
+            self.flow.resume_reading()
+
+    def send_400_response(self, msg: str) -> None:
+        self._refuse(400, msg, stop=False)
+
+    def _refuse(self, status: int, detail: str, stop: bool = True) -> None:
+        """Answers `status` with a JSON body and closes the connection; with `stop`, raises `_Refused` to stop
+        parsing (from a callback or the reading loop). Answers of the lane to requests read with this one
+        are dropped, as the app's would be (its tasks would write to a closed connection)."""
+        self._stop_timer()
+        self._pending, self._pending_bytes, self._stash = [], 0, b""
+        self._disconnect()
+        if not self.transport.is_closing():
+            body = b'{"detail":"' + detail.encode() + b'"}'
+            self.transport.write(b"".join([
+                STATUS_LINE[status], *[name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers],
+                b"content-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % len(body), body]))
+            self.transport.close()
+        if stop:
+            raise _Refused
+
+    # The one timer of a connection.
+
+    def _start_head(self) -> None:
+        self._in_head = True
+        self._head_bytes = 0
+        self._url_done = False
+        self._tail = b""
+        self._started = self.loop.time()
+        if self._timer is None:  # one timer a connection, not one a request: it checks and re-arms
+            self._timer = self.loop.call_later(min(self._head_timeout, self.timeout_keep_alive), self._tick)
 
     def _stop_timer(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
-    def _check_head(self) -> None:
-        self._head_timer = None
-        if self.transport is None or self.transport.is_closing():
+    def _tick(self) -> None:
+        """Closes the connection whose time is up (see the module's docstring), else re-arms for the next limit."""
+        self._timer = None
+        transport = self.transport
+        if transport is None or transport.is_closing():
             return
-        waited = self.loop.time() - self._head_started
+        now = self.loop.time()
+        unsent = transport.get_write_buffer_size()
+        if unsent != self._unsent:  # progress: the client took some, or new answers (written once it had)
+            self._unsent, self._unsent_since = unsent, now
+        elif unsent and now - self._unsent_since >= self._send_timeout:
+            self._drop()
+            return
         busy = self.cycle is not None and not self.cycle.response_complete
-        # A connection that has sent nothing since its last answer is closed after the keep-alive timeout
-        # (answers of the fast lane arm no keep-alive timer of uvicorn's); a started head gets the head timeout.
-        limit = self._idle_timeout() if not self._head_bytes else self._head_timeout
-        if not self._in_head or busy or waited < limit:
-            self._head_timer = self.loop.call_later(max(limit - waited, 0.05) if self._in_head and not busy
-                                                    else self._idle_timeout(), self._check_head)
-            return
-        if self._head_bytes:
-            self._refuse(408, f"The request did not arrive within {self._head_timeout:g}s")
+        due: float | None
+        if not self._in_head:
+            due = self._started + self._body_timeout
+            if now >= due:
+                if self.cycle is not None and not self.cycle.response_started and not self._answered:
+                    self._refuse(408, f"The request body did not arrive within {self._body_timeout:g}s", stop=False)
+                else:
+                    transport.close()  # answered already: what is left of its body is not worth waiting for
+                return
+        elif busy:
+            due = None  # the app's time, not the client's
+        elif self._head_bytes:
+            due = self._started + self._head_timeout
+            if now >= due:
+                self._refuse(408, f"The request did not arrive within {self._head_timeout:g}s", stop=False)
+                return
+        elif unsent or self._stash:
+            due, self._started = None, now  # waiting for the client to read: idle from when it has
         else:
-            self.transport.close()  # a connection that sent nothing within the time
+            due = self._started + min(self._head_timeout, self.timeout_keep_alive)
+            if now >= due:
+                transport.close()  # a connection that sent nothing within the time
+                return
+        if unsent:  # looked at often enough to tell when the client last took a byte
+            stalled = min(self._unsent_since + self._send_timeout, now + self._send_timeout / 4)
+            due = stalled if due is None else min(due, stalled)
+        wait = due - now if due is not None else min(self._head_timeout, self.timeout_keep_alive)
+        self._timer = self.loop.call_later(max(wait, 0.05), self._tick)
 
-    def _refuse(self, status: int, detail: str) -> None:
-        self._stop_timer()
-        if self.transport is None or self.transport.is_closing():
+
+def app_state(app: Any, name: str) -> Any:
+    """`state.<name>` of the gateway app `app` is, or wraps (as uvicorn's proxy-headers middleware does); else None."""
+    for _ in range(8):
+        found = getattr(getattr(app, "state", None), name, None)
+        if found is not None:
+            return found
+        app = getattr(app, "app", None)
+        if app is None:
+            return None
+    return None
+
+
+SECRET_NAMES = frozenset({"apikey", "xapikey", "key", "token", "accesstoken", "apitoken", "authtoken", "auth",
+                          "authorization", "bearer", "secret", "password", "passwd", "sig", "signature"})
+"""Query parameter names (lowercase, without "-" and "_") whose values the access log never writes."""
+_KEYLIKE = re.compile(rb"cgw_[A-Za-z0-9_-]+")
+
+
+def redact(query: bytes) -> str:
+    """A query string fit for a log: the value of a parameter named like a secret (`api_key`, `token`, ...) and
+    anything shaped like a key of the key store (`cgw_...`) replaced by `[redacted]`. The gateway takes keys only
+    in the X-API-Key header, but clients do send them in URLs."""
+    pairs = []
+    for pair in query.split(b"&"):
+        name, equals, _ = pair.partition(b"=")
+        plain = urllib.parse.unquote_to_bytes(name).lower().replace(b"-", b"").replace(b"_", b"")
+        pairs.append(name + b"=[redacted]" if equals and plain.decode("latin-1") in SECRET_NAMES else pair)
+    return _KEYLIKE.sub(b"cgw_[redacted]", b"&".join(pairs)).decode("latin-1")
+
+
+class AnswerLog:
+    """One access-log line per answer, in uvicorn's format (`client - "METHOD target HTTP/v" status`), through
+    uvicorn's access logger. The one place answers are logged, whoever gave them: the lane calls `answered`,
+    and the app's answers reach it through `around`. No key is written (`redact`)."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self.logger = logger
+
+    def answered(self, client: tuple[str, int] | None, method: str, path: str, query: bytes, http_version: str,
+                 status: int) -> None:
+        target = urllib.parse.quote(path)
+        if query:
+            target += "?" + redact(query)
+        target = _KEYLIKE.sub(b"cgw_[redacted]", target.encode("latin-1")).decode("latin-1")
+        self.logger.info('%s - "%s %s HTTP/%s" %d', f"{client[0]}:{client[1]}" if client else "", method, target,
+                         http_version, status)
+
+    def around(self, app: ASGIApp) -> ASGIApp:
+        """`app`, with each HTTP answer it starts logged here."""
+        return _LoggedApp(app, self)
+
+
+class _LoggedApp:
+    def __init__(self, app: ASGIApp, log: AnswerLog) -> None:
+        self.app = app  # `app_state` looks through this
+        self.log = log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
             return
-        body = b'{"detail":"' + detail.encode() + b'"}'
-        self.transport.write(b"".join([
-            STATUS_LINE[status], b"content-type: application/json\r\n",
-            b"content-length: " + str(len(body)).encode() + b"\r\n", b"connection: close\r\n\r\n", body]))
-        self.transport.close()
+
+        async def logged(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                self.log.answered(scope.get("client"), scope["method"], scope["path"], scope["query_string"],
+                                  scope["http_version"], message["status"])
+            await send(message)
+
+        await self.app(scope, receive, logged)

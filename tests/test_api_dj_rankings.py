@@ -21,7 +21,9 @@ from chartgw.config import environment
 from chartgw.context import Context
 from chartgw.crawl import Outcome
 from chartgw.group import crawl_group, group_policy
-from chartgw.groups.dj_rankings import GROUP, LIST, PLAN, backfill, targets
+from chartgw.groups.dj_rankings import GROUP, backfill
+from chartgw.groups.dj_rankings.crawl import targets
+from chartgw.groups.dj_rankings.records import LIST, PLAN
 from chartgw.replay import ReplayServer, Reply, replay_upstreams, request_key
 from chartgw.samples import dj_rankings as samples
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, group_db_path
@@ -152,7 +154,7 @@ def test_a_rank_past_a_short_list_is_404(seeded: Path, tmp_path: Path) -> None:
     entries = [DjRankEntry(rank=r.rank, name=r.dj.name, name_from_slug=False, slug=r.dj.slug, country=None, genre=None,
                            image=None, change=None, url=djmag.dj_url(2010, r.rank, r.dj.slug))
                for r in samples.year_ranking(LATEST)[:20]]
-    from chartgw.groups.dj_rankings import stored_list_entry
+    from chartgw.groups.dj_rankings.records import stored_list_entry
 
     with data_dir(path), SnapshotWriter(group_db_path(GROUP.name)) as store:
         store.commit([NewSnapshot("list/2010", "2010-12-31", None, NOW, "import", [stored_list_entry(e) for e in entries])],

@@ -19,9 +19,9 @@ from starlette.testclient import TestClient
 
 from chartgw.config import environment
 from chartgw.crawl import CrawlContext
+from chartgw.demo import radio as demo
 from chartgw.group import crawl_group
-from chartgw.groups import radio
-from chartgw.groups.radio import GROUP
+from chartgw.groups.radio import GROUP, directory
 from chartgw.params import SEARCH_RULE
 from chartgw.replay import ReplayServer, replay_upstreams
 from chartgw.samples import radio as samples
@@ -59,7 +59,7 @@ def db(path: Path) -> sqlite3.Connection:
 
 
 def pool() -> list[samples.SampleStation]:
-    return radio.sample_pool()
+    return demo.sample_pool()
 
 
 def gone() -> samples.SampleStation:
@@ -80,7 +80,7 @@ def test_root_openapi_and_health_are_public(api: TestClient) -> None:
     assert api.get("/radio-api/openapi.json").json()["paths"]
     health = api.get("/radio/health").json()
     assert health["service"] == "radio"
-    assert {t["target"] for t in health["targets"]} == set(radio.directory_targets())
+    assert {t["target"] for t in health["targets"]} == set(directory.directory_targets())
     assert not any(t["stale"] for t in health["targets"])
     # The seeder's monitor has stopped: the data is there, the monitor is not running.
     assert health["monitor"]["running"] is False and health["monitor"]["stopped_at"] is not None
@@ -104,7 +104,7 @@ def test_stations_list_active_first_inactive_kept(api: TestClient) -> None:
     stations = body["stations"]
     assert [s["active"] for s in stations] == [True] * (len(pool()) - 1) + [False]
     last = stations[-1]
-    origin = ISO(radio.seed_times(NOW, pool())[0])
+    origin = ISO(demo.seed_times(NOW, pool())[0])
     assert last["station_id"] == gone().station_id and last["inactive_since"] == "2026-11-20T04:30:00Z"
     assert last["first_seen_at"] == last["last_seen_at"] == origin
     active = [s for s in stations if s["active"]]
@@ -160,7 +160,7 @@ def test_station_detail_with_monitoring_state(api: TestClient) -> None:
 
 
 def test_broken_station_backs_off_with_its_reason(api: TestClient) -> None:
-    broken = radio.unreachable(pool())
+    broken = demo.unreachable(pool())
     monitoring = get(api, f"/radio/stations/{broken.station_id}")["monitoring"]
     assert monitoring["monitored"] is True and monitoring["status"] == "backoff"
     assert monitoring["error_reason"] == "unreachable" and "ConnectError" in monitoring["last_error"]
@@ -188,7 +188,7 @@ def test_unknown_station_is_404(api: TestClient) -> None:
 
 def test_current_lists_every_heard_station(api: TestClient, seeded: Path) -> None:
     body = get(api, "/radio/current?limit=500")
-    heard = {s.station_id for s in pool()} - {gone().station_id, radio.unreachable(pool()).station_id}
+    heard = {s.station_id for s in pool()} - {gone().station_id, demo.unreachable(pool()).station_id}
     missing = heard - {p["station_id"] for p in body["plays"]}
     with db(seeded) as conn:
         states = [conn.execute("SELECT * FROM station_state WHERE station_id = ?", (s,)).fetchall() for s in missing]
@@ -219,7 +219,7 @@ def test_current_of_one_station(api: TestClient) -> None:
     body = get(api, f"/radio/current/{station.station_id}")
     assert body["station_name"] == station.name and body["monitored"] is True and body["silent_since"] is None
     assert body["current"]["station_id"] == station.station_id and body["current"]["ended_at"] is None
-    broken = get(api, f"/radio/current/{radio.unreachable(pool()).station_id}")
+    broken = get(api, f"/radio/current/{demo.unreachable(pool()).station_id}")
     assert broken["current"] is None and broken["monitoring"]["status"] == "backoff"
 
 
@@ -300,7 +300,7 @@ def test_plays_roll_up_as_hourly_entries_for_artist_history(seeded: Path) -> Non
                             " ORDER BY target").fetchall()
         record = conn.execute("SELECT e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id"
                               " WHERE s.target = 'plays/us' AND e.rank = 1").fetchone()[0]
-    assert {r[0] for r in rows} == {f"plays/{cc}" for cc in radio.countries()}
+    assert {r[0] for r in rows} == {f"plays/{cc}" for cc in directory.countries()}
     # Completed hours only: 05h three days ago (session one); today's 05h (session two) is not over yet.
     assert {(r[1], r[2]) for r in rows} == {("2026-11-17", 5)} and all(r[3] > 0 for r in rows)
     import json
@@ -323,7 +323,7 @@ def test_fetch_logs(api: TestClient) -> None:
 
 def _replies(variant: int = 0) -> dict[Any, Any]:
     urls = {s.station_id: f"http://127.0.0.1:9/{s.station_id}" for s in pool()}
-    return radio.demo_replies(pool(), urls, variant)
+    return demo.demo_replies(pool(), urls, variant)
 
 
 def test_directory_fails_over_to_the_next_server(seeded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -337,7 +337,7 @@ def test_directory_fails_over_to_the_next_server(seeded: Path, tmp_path: Path, m
             def origins(ctx: CrawlContext) -> list[str]:
                 return [down, broken.origin, live]
 
-            monkeypatch.setattr(radio, "directory_origins", origins)
+            monkeypatch.setattr(directory, "directory_origins", origins)
             outcomes = asyncio.run(crawl_group(GROUP, {}, now=lambda: NOW + timedelta(hours=1)))
     finally:
         broken.stop()
@@ -355,7 +355,7 @@ def test_failed_crawl_keeps_the_last_good_directory(seeded: Path, tmp_path: Path
         latest = conn.execute("SELECT max(id) FROM snapshots WHERE target = 'directory/us'").fetchone()[0]
     down = f"http://127.0.0.1:{samples.free_port()}"
     with replay_upstreams({rb.UPSTREAM: {}}), data_dir(data):  # the server list itself is a 404 too
-        monkeypatch.setattr(radio, "directory_origins", lambda ctx: [down])
+        monkeypatch.setattr(directory, "directory_origins", lambda ctx: [down])
         outcomes = asyncio.run(crawl_group(GROUP, {}, now=lambda: NOW + timedelta(days=1)))
         assert all(o.status == "failed" for o in outcomes)
         assert "every server failed" in next(o for o in outcomes if o.target == "directory/us").error
@@ -375,17 +375,17 @@ def test_a_station_listed_again_is_active_again(seeded: Path, tmp_path: Path) ->
     with sqlite3.connect(data / "radio.sqlite") as conn:
         row = conn.execute("SELECT active, inactive_since, first_seen_at FROM stations WHERE station_id = ?",
                            (gone().station_id,)).fetchone()
-        assert row == (1, None, ISO(radio.seed_times(NOW, pool())[0]))
+        assert row == (1, None, ISO(demo.seed_times(NOW, pool())[0]))
         assert conn.execute("SELECT count(*) FROM stations").fetchone()[0] == len(pool())
 
 
 def test_directory_limit_and_configured_lists(seeded: Path) -> None:
     with environment({"CHARTGW_RADIO_COUNTRIES": "de,kr", "CHARTGW_RADIO_TAGS": "Dance, 80s/90s",
                       "CHARTGW_RADIO_DIRECTORY_LIMIT": "7"}):
-        chosen = radio.targets({}, FIXED_NOW)
+        chosen = directory.targets({}, FIXED_NOW)
         assert [t.key for t in chosen] == ["directory/de", "directory/kr", "directory-tag/dance", "directory-tag/80s-90s"]
     with environment({"CHARTGW_RADIO_COUNTRIES": "xx"}), pytest.raises(ValueError):
-        radio.targets({}, FIXED_NOW)
+        directory.targets({}, FIXED_NOW)
 
 
 # --- the monitor command -------------------------------------------------------------------------------
@@ -394,6 +394,7 @@ def test_directory_limit_and_configured_lists(seeded: Path) -> None:
 CLI = """
 import sys
 from chartgw import cli
+from chartgw.demo import radio as demo
 from chartgw.groups import radio
 if radio.GROUP not in cli.GROUPS:  # until the group is registered in chartgw.groups
     cli.GROUPS = (*cli.GROUPS, radio.GROUP)
@@ -451,7 +452,7 @@ def test_seeding_again_refreshes_the_directory_only(seeded: Path, tmp_path: Path
     with sqlite3.connect(data / "radio.sqlite") as conn:
         plays = conn.execute("SELECT count(*) FROM plays").fetchone()[0]
     with data_dir(data):
-        outcomes = asyncio.run(GROUP.seeder(later)) if GROUP.seeder else []
+        outcomes = asyncio.run(demo.seed(later))
     assert outcomes and all(o.status == "ok" for o in outcomes)
     with sqlite3.connect(data / "radio.sqlite") as conn:
         assert conn.execute("SELECT count(*) FROM plays").fetchone()[0] == plays
@@ -460,4 +461,4 @@ def test_seeding_again_refreshes_the_directory_only(seeded: Path, tmp_path: Path
         conn.execute("INSERT INTO monitor_runs (pid, started_at, heartbeat_at, stations, plays) VALUES (1, ?, ?, 0, 0)",
                      (ISO(later), ISO(later)))
     with data_dir(data):
-        assert GROUP.seeder is not None and asyncio.run(GROUP.seeder(later + timedelta(seconds=30))) == []
+        assert asyncio.run(demo.seed(later + timedelta(seconds=30))) == []

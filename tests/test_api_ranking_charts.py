@@ -21,18 +21,12 @@ from starlette.testclient import TestClient
 from chartgw.clock import fixed
 from chartgw.context import Context
 from chartgw.crawl import Outcome
+from chartgw.demo.ranking_charts import DEMO_WEEKS, demo_replies
 from chartgw.group import crawl_group
 from chartgw.groups import ranking_charts
-from chartgw.groups.ranking_charts import (
-    DEMO_WEEKS,
-    GROUP,
-    backfill,
-    credited_artists,
-    newest_published,
-    targets,
-    weeks_back,
-    year_before,
-)
+from chartgw.groups.ranking_charts import GROUP, backfill
+from chartgw.groups.ranking_charts.charts import newest_published, weeks_back, weeks_between, year_before
+from chartgw.groups.ranking_charts.crawl import credited_artists, targets
 from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import billboard as samples
 from chartgw.upstreams import billboard
@@ -96,7 +90,7 @@ def test_weeks_back_crosses_the_1962_change_from_mondays() -> None:
     assert weeks_back(date(1962, 1, 13), 1) == date(1962, 1, 6)
     assert weeks_back(date(1962, 1, 13), 2) == date(1961, 12, 25)
     assert weeks_back(date(1962, 1, 13), 3) == date(1961, 12, 18)
-    assert ranking_charts.weeks_between(date(1961, 12, 18), date(1962, 1, 13)) == 3
+    assert weeks_between(date(1961, 12, 18), date(1962, 1, 13)) == 3
 
 
 def test_credits_split_into_artists() -> None:
@@ -464,7 +458,7 @@ def test_a_new_week_becomes_the_latest(charts_data: Path, tmp_path: Path) -> Non
 def test_an_unchanged_week_stores_nothing_new(charts_data: Path, tmp_path: Path) -> None:
     path = copy_data(charts_data, tmp_path / "data")
     before = _snapshot_count(path)
-    replies = ranking_charts.demo_replies(DEFAULT_SLUGS, LATEST, DEMO_WEEKS)
+    replies = demo_replies(DEFAULT_SLUGS, LATEST, DEMO_WEEKS)
     outcomes, seen = _crawl(path, replies, {"chart": None})
     assert [o.target for o in outcomes] == list(DEFAULT_SLUGS) and len(seen) == len(DEFAULT_SLUGS)
     assert all(o.status == "ok" and o.rows is None for o in outcomes)

@@ -18,6 +18,8 @@ from starlette.testclient import TestClient
 from chartgw.clock import fixed
 from chartgw.config import SettingError, environment
 from chartgw.crawl import Outcome
+from chartgw.demo import retail_digital as digital_demo
+from chartgw.demo import retail_physical as physical_demo
 from chartgw.group import Group, crawl_group
 from chartgw.groups import retail, retail_digital, retail_music, retail_physical
 from chartgw.params import InvalidParams
@@ -456,7 +458,7 @@ def test_targets_follow_the_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 # --- crawls: refusals, the gate, the last good snapshot, backoff --------------------------------------------------
 
 def _tables(variant: int, overrides: dict[str, dict[ReplayKey, Reply]] | None = None) -> dict[str, dict[ReplayKey, Reply]]:
-    tables = retail_physical.replies(variant)
+    tables = physical_demo.replies(variant)
     for upstream, table in (overrides or {}).items():
         tables[upstream] = {**tables[upstream], **table}
     return tables
@@ -569,7 +571,7 @@ def test_a_refused_landing_page_stops_retail_digital_in_that_marketplace(tmp_pat
     at = NOW + timedelta(days=1)
     with client(path, [DIGITAL], now=at) as api:
         before = get(api, "/retail-digital/charts/us-landing-digital-albums/latest").json()
-    tables = retail_digital.replies(5)
+    tables = digital_demo.replies(5)
     tables["AMAZON_US"][request_key(amazon.landing_request("us"))] = Reply(samples.render_robot_check("us"), 503)
     outcomes, seen = _crawl(path, at, tables, monkeypatch, DIGITAL)
     by_key = {o.target: o for o in outcomes}

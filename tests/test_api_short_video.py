@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from chartgw import cli, config
 from chartgw.clock import fixed
+from chartgw.demo.short_video import DEMO_SIZE
 from chartgw.group import crawl_group
 from chartgw.groups import GROUPS
 from chartgw.groups import short_video as sv
@@ -48,7 +49,7 @@ def get(api: TestClient, url: str) -> Any:
 
 
 def sample(code2: str | None, interval: str, variant: int) -> list[Any]:
-    return samples.chart_rows(code2, interval, variant, sv.DEMO_SIZE)
+    return samples.chart_rows(code2, interval, variant, DEMO_SIZE)
 
 
 # --- endpoints ------------------------------------------------------------------------------------

@@ -23,15 +23,9 @@ from chartgw.context import Context
 from chartgw.crawl import Outcome
 from chartgw.group import crawl_group
 from chartgw.groups import uk_charts
-from chartgw.groups.uk_charts import (
-    DEFAULT_CHARTS,
-    GROUP,
-    backfill,
-    configured_charts,
-    credited_artists,
-    latest_published_week,
-    targets,
-)
+from chartgw.groups.uk_charts import GROUP, backfill
+from chartgw.groups.uk_charts.charts import DEFAULT_CHARTS, configured_charts, credited_artists, latest_published_week
+from chartgw.groups.uk_charts.crawl import keyable, targets
 from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import officialcharts as samples
 from chartgw.settings import current
@@ -454,8 +448,8 @@ def test_a_title_of_symbols_only_is_stored_and_searchable(shared_upstream: Path,
     with client(tmp_path, [GROUP]) as api:
         (hit,) = get(api, "/uk-charts/search?q=equals").json()["hits"]
         assert (hit["rank"], hit["entry"]["title"], hit["entry"]["artist"]) == (81, "=", "ED SHEERAN")
-    assert uk_charts.keyable("=") == "EQUALS SIGN" and uk_charts.keyable("!!!") == (
-        "EXCLAMATION MARK EXCLAMATION MARK EXCLAMATION MARK") and uk_charts.keyable("ABBA") == "ABBA"
+    assert keyable("=") == "EQUALS SIGN" and keyable("!!!") == (
+        "EXCLAMATION MARK EXCLAMATION MARK EXCLAMATION MARK") and keyable("ABBA") == "ABBA"
 
 
 # --- backfill -------------------------------------------------------------------------------------

@@ -17,8 +17,10 @@ from starlette.testclient import TestClient
 from chartgw import artist_history as index
 from chartgw.clock import fixed
 from chartgw.context import Context
+from chartgw.demo import artist_history as ah_demo
 from chartgw.groups import GROUPS
 from chartgw.groups import artist_history as ah
+from chartgw.groups.artist_history.plot import PLOT_MAX_LINES
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir
 
@@ -234,10 +236,10 @@ def test_index_command_and_seeder(all_groups_data: Path, tmp_path: Path) -> None
 
     path = copy_data(all_groups_data, tmp_path / "data")
     with data_dir(path):
-        *outcomes, lyrics = asyncio.run(ah.seed(FIXED_NOW))
+        *outcomes, lyrics = asyncio.run(ah_demo.seed(FIXED_NOW))
         assert outcomes and all(o.status == "ok" for o in outcomes)
         # the demo resolves Genius ids of its most charted tracks from sample answers
-        assert lyrics.status == "ok" and lyrics.target.startswith(f"lyrics: {ah.DEMO_LYRICS_TRACKS} matched")
+        assert lyrics.status == "ok" and lyrics.target.startswith(f"lyrics: {ah_demo.DEMO_LYRICS_TRACKS} matched")
         command = next(c for c in ah.GROUP.commands if c.verb == "index")
         assert all(o.rows == 0 for o in command.run(Context(clock=fixed(FIXED_NOW)), {"rebuild": "no"}))
         assert sum(o.rows or 0 for o in command.run(Context(clock=fixed(FIXED_NOW)), {"rebuild": "yes"})) == sum(o.rows or 0 for o in outcomes)
@@ -490,8 +492,8 @@ def test_plot_draws_one_line_per_track_and_chart(api: TestClient) -> None:
     root = _plot(api, name="Taylor Swift", sources="streaming,uk-charts", limit=50000)
     assert root.tag == f"{{{SVG}}}svg" and "Chart history: Taylor Swift" in root.findtext(f"{{{SVG}}}title", "")
     paths = [p for p in root.iter(f"{{{SVG}}}path") if p.get("class") == "run"]
-    assert len(paths) == min(len(runs), ah.PLOT_MAX_LINES) and len(runs) > ah.PLOT_MAX_LINES
-    assert any(f"and {len(runs) - ah.PLOT_MAX_LINES} shorter runs" in (t.text or "") for t in root.iter(f"{{{SVG}}}text"))
+    assert len(paths) == min(len(runs), PLOT_MAX_LINES) and len(runs) > PLOT_MAX_LINES
+    assert any(f"and {len(runs) - PLOT_MAX_LINES} shorter runs" in (t.text or "") for t in root.iter(f"{{{SVG}}}text"))
     drawn = []
     for path in paths:
         label = path.findtext(f"{{{SVG}}}title", "")

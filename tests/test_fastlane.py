@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import http.client
+import logging
 import socket
 import time
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from starlette.testclient import TestClient
 
 from chartgw.access import KeyChecker, RateLimiter
 from chartgw.app import build_app
+from chartgw.config import environment
 from chartgw.fastlane import FastLane, Reply
 from chartgw.groups import korea_chart
 from chartgw.server import LimitedHttpToolsProtocol
@@ -48,11 +50,17 @@ class CountingLane:
         return answer
 
 
+def korea_app(korea_data: Path, limiter: RateLimiter) -> Any:
+    """The gateway over /korea-chart's demo data, accepting TEST_KEY, at FIXED_NOW."""
+    with data_dir(korea_data):
+        return build_app([korea_chart.GROUP], checker=KeyChecker(korea_data / "keys.sqlite", plain_keys=[TEST_KEY]),
+                         clock=lambda: FIXED_NOW, limiter=limiter)
+
+
 @pytest.fixture(scope="module")
 def served(korea_data: Path) -> Iterator[tuple[int, CountingLane]]:
     with data_dir(korea_data):
-        app = build_app([korea_chart.GROUP], checker=KeyChecker(korea_data / "keys.sqlite", plain_keys=[TEST_KEY]),
-                        clock=lambda: FIXED_NOW, limiter=RateLimiter(100_000))
+        app = korea_app(korea_data, RateLimiter(100_000))
         lane = CountingLane(app.state.fast_lane)
         with serving(app, http=LimitedHttpToolsProtocol, access_log=False, lifespan="off",
                      timeout_keep_alive=KEEP_ALIVE) as base:
@@ -138,16 +146,30 @@ def test_first_requests_other_methods_and_closing_connections_go_to_the_app(serv
     assert lane.answered == before
 
 
-def test_an_unknown_key_gets_the_apps_401_even_for_a_cached_url(served: tuple[int, CountingLane]) -> None:
+def test_an_unknown_key_gets_the_apps_401_from_the_lane_too(served: tuple[int, CountingLane]) -> None:
+    """The lane asks the key middleware's gate: a refusal is the app's 401, byte for byte."""
     port, lane = served
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     assert _get(conn, PATH).status == 200
-    before = lane.answered
-    refused = _get(conn, PATH, **{"X-API-Key": "not-a-key"})
+    fast, slow = _lane_and_app(port, lane, PATH, **{"X-API-Key": "not-a-key"})
+    assert fast.status == slow.status == 401 and fast.body == slow.body == b'{"detail":"Invalid, revoked or expired API key"}'
+    assert fast.stable() == slow.stable()
     conn.request("GET", PATH)
     missing = Answer(conn.getresponse())
-    assert (refused.status, missing.status) == (401, 401) and lane.answered == before
-    assert refused.body == b'{"detail":"Invalid, revoked or expired API key"}'
+    assert missing.status == 401 and missing.body.startswith(b'{"detail":"Missing API key')
+
+
+def test_a_key_with_surrounding_whitespace_is_the_key(served: tuple[int, CountingLane]) -> None:
+    """Optional whitespace around a field value is not part of it (RFC 9110): the lane and the app alike."""
+    port, lane = served
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    for padded in (TEST_KEY + " ", TEST_KEY + "\t", " \t" + TEST_KEY + " \t "):
+        lane.enabled = False
+        by_app = _get(conn, PATH, **{"X-API-Key": padded})
+        lane.enabled = True
+        answered = lane.answered
+        by_lane = _get(conn, PATH, **{"X-API-Key": padded})
+        assert by_app.status == by_lane.status == 200 and lane.answered == answered + 1, repr(padded)
 
 
 def test_pipelined_requests_are_answered_in_order(served: tuple[int, CountingLane]) -> None:
@@ -182,9 +204,7 @@ def test_a_connection_idle_after_a_lane_answer_closes_after_the_keep_alive_timeo
 
 
 def _app_and_lane(korea_data: Path, limiter: RateLimiter) -> tuple[TestClient, FastLane]:
-    with data_dir(korea_data):
-        app = build_app([korea_chart.GROUP], checker=KeyChecker(korea_data / "keys.sqlite", plain_keys=[TEST_KEY]),
-                        clock=lambda: FIXED_NOW, limiter=limiter)
+    app = korea_app(korea_data, limiter)
     return TestClient(app), app.state.fast_lane
 
 
@@ -219,3 +239,110 @@ def test_the_lane_passes_when_the_data_version_is_due_for_a_check(korea_data: Pa
         assert api.get(PATH, headers=KEY_HEADERS).status_code == 200
         assert lane.reply(PATH, b"", _headers()) is not None
         assert lane.reply("/korea-chart/health", b"", []) is None  # not asked yet: the app's
+
+
+def _answers(port: int, raw: bytes, wait: float = 1.5) -> bytes:
+    """What the server sends back to `raw` within `wait` seconds (or until it closes), less the VOLATILE lines."""
+    received = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as s:
+        s.sendall(raw)
+        deadline = time.monotonic() + wait
+        try:
+            while time.monotonic() < deadline and (chunk := s.recv(65536)):
+                received += chunk
+        except (TimeoutError, ConnectionResetError):
+            pass
+    return b"\r\n".join(line for line in received.split(b"\r\n") if line.split(b":")[0] not in VOLATILE)
+
+
+FRAMINGS = {
+    "chunk line zz": b"Transfer-Encoding: chunked\r\n\r\nzz\r\n",
+    "negative chunk size": b"Transfer-Encoding: chunked\r\n\r\n-1\r\n",
+    "hex prefix in chunk size": b"Transfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n0\r\n\r\n",
+    "chunk size overflow": b"Transfer-Encoding: chunked\r\n\r\nfffffffffffffffffffff\r\n",
+    "xchunked": b"Transfer-Encoding: xchunked\r\n\r\n",
+    "chunked, then identity": b"Transfer-Encoding: chunked, identity\r\n\r\n",
+    "chunked and a length": b"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n",
+    "short Content-Length": b"Content-Length: 10\r\n\r\nabc",
+    "Content-Length 1x": b"Content-Length: 1x\r\n\r\n1",
+    "two Content-Lengths": b"Content-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+    "negative Content-Length": b"Content-Length: -1\r\n\r\n",
+    "chunk data overrun": b"Transfer-Encoding: chunked\r\n\r\n5\r\nhelloXX0\r\n\r\n",
+}
+"""Request framings the app's parser refuses or must wait on (issue 19 found ten the lane answered anyway)."""
+
+
+@pytest.mark.parametrize("case", FRAMINGS)
+def test_the_lane_never_answers_a_request_with_a_body_or_odd_framing(served: tuple[int, CountingLane], case: str) -> None:
+    """A hot URL asked with a body's framing: the lane leaves it to the app (and its parser's verdict), so the
+    answer is byte for byte the one the app gives with the lane switched off."""
+    port, lane = served
+    raw = f"GET {PATH} HTTP/1.1\r\nHost: x\r\nX-API-Key: {TEST_KEY}\r\n".encode() + FRAMINGS[case]
+    _lane_and_app(port, lane, PATH)  # hot: a plain repeat is the lane's
+    answered = lane.answered
+    with_lane = _answers(port, raw)
+    lane.enabled = False
+    try:
+        without = _answers(port, raw)
+    finally:
+        lane.enabled = True
+    assert lane.answered == answered
+    assert with_lane == without
+    if b"HTTP/1.1 400" in with_lane:
+        assert with_lane.startswith(b"HTTP/1.1 400") and with_lane.endswith(b'{"detail":"Invalid HTTP request received."}')
+
+
+def test_past_the_concurrency_limit_the_lane_answers_the_apps_503(korea_data: Path) -> None:
+    """--limit-concurrency counts requests in progress: three idle connections do not make a 503 (issue 18
+    saw the app path give one), two requests held in the app do, for the lane's repeat and the app alike."""
+    with data_dir(korea_data), environment({"CHARTGW_REQUEST_BODY_TIMEOUT_SECONDS": "2"}):
+        app = korea_app(korea_data, RateLimiter(0))
+        lane = CountingLane(app.state.fast_lane)
+        with serving(app, http=LimitedHttpToolsProtocol, access_log=False, lifespan="off", limit_concurrency=2) as base:
+            port = int(base.rpartition(":")[2])
+            idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+            assert _lane_and_app(port, lane, PATH)[1].status == 200  # with the lane off: the app's own 200
+            held = []
+            for _ in range(2):  # keyed POSTs whose bodies never come: the app waits on them
+                s = socket.create_connection(("127.0.0.1", port), timeout=10)
+                s.sendall(f"POST /korea-chart/refresh?site=portal-a&chart_type=realtime HTTP/1.1\r\nHost: x\r\n"
+                          f"X-API-Key: {TEST_KEY}\r\nContent-Length: 10\r\n\r\n".encode())
+                held.append(s)
+            time.sleep(0.3)
+            by_lane = _get(http.client.HTTPConnection("127.0.0.1", port, timeout=10), PATH)
+            lane.enabled = False
+            try:
+                by_app = _get(http.client.HTTPConnection("127.0.0.1", port, timeout=10), PATH)
+            finally:
+                lane.enabled = True
+            assert by_lane.status == by_app.status == 503 and by_lane.body == by_app.body
+            assert by_lane.header(b"content-type") == b"application/json" and by_lane.body.startswith(b'{"detail":')
+            for s in held:  # cut off at the body timeout, without acting on half a body
+                assert s.recv(65536).startswith(b"HTTP/1.1 408")
+                s.close()
+            assert _get(http.client.HTTPConnection("127.0.0.1", port, timeout=10), PATH).status == 200
+            for s in idle:
+                s.close()
+
+
+def test_with_the_access_log_on_the_lane_answers_and_is_logged_as_the_app(korea_data: Path) -> None:
+    """`--access-log` no longer switches the lane off: its answers are logged through the same hook, in the
+    same line, as the app's."""
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    with data_dir(korea_data):
+        app = korea_app(korea_data, RateLimiter(0))
+        lane = CountingLane(app.state.fast_lane)
+        with serving(app, http=LimitedHttpToolsProtocol, access_log=True, log_level="info", lifespan="off") as base:
+            logging.getLogger("uvicorn.access").addHandler(keep := Keep())
+            try:
+                fast, slow = _lane_and_app(int(base.rpartition(":")[2]), lane, PATH + "?limit=4")
+            finally:
+                logging.getLogger("uvicorn.access").removeHandler(keep)
+    assert fast.status == slow.status == 200 and lane.answered == 1
+    lines = [record.args[1:] for record in records]  # type: ignore[index]  # (client, method, target, version, status)
+    assert lines == [("GET", PATH + "?limit=4", "1.1", 200)] * 3

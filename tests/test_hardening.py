@@ -15,6 +15,10 @@ from tests.fixtures import KEY_HEADERS, TEST_KEY, client
 
 def _raw(app: Any, method: str, path: str, query: bytes = b"") -> tuple[int, dict[bytes, bytes], bytes]:
     """One request straight into the ASGI app, with the path exactly as a server would pass it."""
+    return asyncio.run(_ask(app, method, path, query))
+
+
+async def _ask(app: Any, method: str, path: str, query: bytes = b"") -> tuple[int, dict[bytes, bytes], bytes]:
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
@@ -24,10 +28,10 @@ def _raw(app: Any, method: str, path: str, query: bytes = b"") -> tuple[int, dic
         sent.append(message)
 
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
-             "path": path, "raw_path": path.encode(), "query_string": query, "root_path": "",
+             "path": path, "raw_path": path.encode("utf-8", "surrogatepass"), "query_string": query, "root_path": "",
              "headers": [(b"host", b"evil.example"), (b"x-api-key", TEST_KEY.encode())],
              "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 8000)}
-    asyncio.run(app(scope, receive, send))
+    await app(scope, receive, send)
     start = next(m for m in sent if m["type"] == "http.response.start")
     body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
     return start["status"], dict(start["headers"]), body
@@ -82,3 +86,92 @@ def test_one_search_rule_everywhere(all_groups_data: Path) -> None:
                     assert error["msg"] == f"Value error, {SEARCH_RULE}"
                     checked += 1
     assert checked >= 5
+
+
+HOSTILE_VALUES = (
+    "9" * 5000, "-" + "9" * 5000, "0" * 5000 + "1", "259200000000000", "86400000000000000000000", "-9223372036854775809",
+    "-1", "1.0e400", "NaN", "2024-01-05T00:00:00." + "0" * 5000, "٣٠٠", "😀", "\u0000", "x" * 20_000,
+)
+"""Huge, negative, overflowing, non-ASCII and control values, each sent as every GET parameter of every group."""
+
+
+def _example(param: Any) -> str:
+    """A value of `param` a route accepts (or at least routes on), for the path parameters not being fuzzed."""
+    if param.choices:
+        return str(param.choices[0])
+    if param.choices_by is not None:
+        return next(iter(param.choices_by[1].values()))[0]
+    if param.default is not None:
+        return str(param.default).lower() if isinstance(param.default, bool) else str(param.default)
+    return {"int": "1", "date": "2026-11-20", "bool": "true"}.get(param.kind, "x")
+
+
+def _fuzzed_requests() -> list[tuple[str, str]]:
+    """(path, query) of every GET operation of every group with one parameter given one hostile value."""
+    from urllib.parse import quote
+
+    from chartgw.app import service_routes
+    from chartgw.groups import GROUPS
+
+    requests = []
+    for group in GROUPS:
+        for route in service_routes(group):
+            if route.method != "GET":
+                continue
+            for fuzzed in route.params:
+                for value in HOSTILE_VALUES:
+                    path = route.path
+                    for param in route.params:
+                        if param.where == "path":
+                            path = path.replace("{" + param.name + "}", value if param is fuzzed else _example(param))
+                    query = f"{fuzzed.name}={quote(value, safe='')}" if fuzzed.where == "query" else ""
+                    requests.append((f"/{group.name}{path}", query))
+    return requests
+
+
+def test_no_value_of_any_get_parameter_is_a_5xx(all_groups_data: Path) -> None:
+    """Every GET operation of every group, each of its parameters (path and query) given each hostile value,
+    the others left valid: never a 5xx, and a date out of range is FastAPI's 422. Straight into the ASGI app
+    (what uvicorn would pass it) in the test client's event loop, so the ~3,000 requests take seconds."""
+    requests = _fuzzed_requests()
+    with client(all_groups_data, raise_server_exceptions=False) as api:
+        app = api.app
+
+        async def ask_all() -> list[tuple[str, int, bytes]]:
+            answers = []
+            for path, query in requests:
+                status, _, body = await _ask(app, "GET", path, query.encode())
+                answers.append((f"{path}?{query}"[:120], status, body[:200]))
+            return answers
+
+        answers = api.portal.call(ask_all)  # type: ignore[union-attr]  # the client's own loop, as its requests
+        out_of_range = api.get("/uk-charts/singles/259200000000000", headers=KEY_HEADERS)
+    assert len(answers) > 2000
+    assert [answer for answer in answers if answer[1] >= 500] == []
+    assert out_of_range.status_code == 422
+    assert out_of_range.json()["detail"][0] == {
+        "type": "date_from_datetime_parsing", "loc": ["path", "week_start"],
+        "msg": "Input should be a valid date or datetime, dates after 9999 are not supported as unix timestamps",
+        "input": "259200000000000", "ctx": {"error": "dates after 9999 are not supported as unix timestamps"}}
+
+
+def test_key_commands_make_the_key_files_owner_only_whatever_their_mode(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A key file that already exists readable by anyone (copied, restored) is 0600 after any `keys` command."""
+    import os
+    import stat
+
+    from chartgw.cli import main
+    from tests.fixtures import data_dir
+
+    (tmp_path / "server-secret").write_bytes(os.urandom(32))
+    (tmp_path / "keys.sqlite").write_bytes(b"")
+    for name in ("server-secret", "keys.sqlite"):
+        (tmp_path / name).chmod(0o644)
+    with data_dir(tmp_path):
+        assert main(["keys", "list"]) == 0
+        assert main(["keys", "create", "--name", "partner"]) == 0
+    assert capsys.readouterr().out.count("cgw_") == 1
+    files = ["server-secret", "keys.sqlite", "keys.sqlite-wal", "keys.sqlite-shm"]
+    assert {name: oct(stat.S_IMODE((tmp_path / name).stat().st_mode)) for name in files if (tmp_path / name).exists()} \
+        == {name: "0o600" for name in files if (tmp_path / name).exists()}

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import importlib
 import json
 import re
 import sqlite3
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,6 +22,7 @@ from chartgw import config
 from chartgw.cli import all_settings
 from chartgw.clock import fixed
 from chartgw.countries import COUNTRIES, GLOBAL
+from chartgw.demo import SEEDERS
 from chartgw.endpoints import Call, Route
 from chartgw.entries import all_entry_types
 from chartgw.group import EntryMapping, Group
@@ -38,14 +42,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.store", "chartgw.params", "chartgw.cache"),
     ("chartgw.records", "chartgw.targets"),
     ("chartgw.upstreams",),
-    ("chartgw.replay", "chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi"),
+    ("chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi"),
     ("chartgw.context",),
     ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history", "chartgw.fastlane",
      "chartgw.feed", "chartgw.hooks"),
-    ("chartgw.samples",),
     ("chartgw.groups.",),
     ("chartgw.groups",),
-    ("chartgw.entries", "chartgw.front", "chartgw.deliver", "chartgw.app", "chartgw.demo", "chartgw.cli", "chartgw.__main__", "chartgw"),
+    ("chartgw.samples", "chartgw.replay"),  # the demo's: above the groups, so serving never loads them
+    ("chartgw.demo",),
+    ("chartgw.entries", "chartgw.front", "chartgw.deliver", "chartgw.app", "chartgw.cli", "chartgw.__main__", "chartgw"),
 )
 
 
@@ -75,22 +80,33 @@ def _imports() -> dict[str, set[str]]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("chartgw"):
                 for alias in node.names:
-                    full = f"{node.module}.{alias.name}"
-                    found.add(full if (PACKAGE.parent / (full.replace(".", "/") + ".py")).exists() else node.module)
+                    full = PACKAGE.parent / f"{node.module}.{alias.name}".replace(".", "/")
+                    is_module = full.with_suffix(".py").exists() or (full / "__init__.py").exists()
+                    found.add(f"{node.module}.{alias.name}" if is_module else node.module)
             elif isinstance(node, ast.Import):
                 found |= {a.name for a in node.names if a.name.startswith("chartgw")}
         graph[module] = found - {module}
     return graph
 
 
+def _group_module(module: str) -> str | None:
+    """The group module (or package) `module` is or belongs to, if any: shared helpers such as
+    `chartgw.groups.retail` declare no group and may be imported by groups."""
+    parts = module.split(".")
+    if parts[:2] != ["chartgw", "groups"] or len(parts) < 3:
+        return None
+    top = ".".join(parts[:3])
+    return top if getattr(importlib.import_module(top), "GROUP", None) in GROUPS else None
+
+
 def test_the_import_graph_has_no_circle_and_no_module_imports_from_above_its_layer() -> None:
     graph = _imports()
-    group_modules = {f"chartgw.groups.{g.name.replace('-', '_')}" for g in GROUPS}
     for module, imported in graph.items():
         for target in imported:
             assert _layer(target) <= _layer(module), f"{module} (layer {_layer(module)}) imports {target} from above"
-            if module in group_modules:
-                assert target not in group_modules, f"{module} reaches into another group's module {target}"
+            mine, theirs = _group_module(module), _group_module(target)
+            if mine is not None and theirs is not None:
+                assert mine == theirs, f"{module} reaches into another group's module {target}"
     state: dict[str, int] = {}
 
     def visit(module: str, path: list[str]) -> None:
@@ -104,6 +120,18 @@ def test_the_import_graph_has_no_circle_and_no_module_imports_from_above_its_lay
     for module in graph:
         if module not in state:
             visit(module, [])
+
+
+def test_importing_the_app_loads_no_sample_and_no_replay_server() -> None:
+    """The demo sits above the groups: serving imports no sample module, no replay server, no http.server."""
+    code = ("import sys, chartgw.app; print(sorted(m for m in sys.modules if m.startswith(('chartgw.samples', "
+            "'chartgw.replay', 'chartgw.demo', 'http.server'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_every_demo_seeder_belongs_to_a_registered_group() -> None:
+    assert set(SEEDERS) == {group.name for group in GROUPS}
 
 
 async def _nothing(call: Call) -> dict[str, str]:

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from chartgw.groups.radio_monitor import Monitor, Watched, commit_batch, open_db, play_writes, select_stations
+from chartgw.groups.radio.monitor import Monitor
+from chartgw.groups.radio.storage import Watched, commit_batch, open_db, play_writes, select_stations
 from chartgw.samples.radio import Mount, RadioStreamServer, Schedule, free_port
 from tests.fixtures import FIXED_NOW
 
@@ -238,7 +239,7 @@ KILL_WRITER = """
 import sys, itertools
 from datetime import datetime, timedelta, UTC
 from pathlib import Path
-from chartgw.groups.radio_monitor import open_db, commit_batch, play_writes, state_write
+from chartgw.groups.radio.storage import open_db, commit_batch, play_writes, state_write
 db = open_db(Path(sys.argv[1]))
 start = datetime(2026, 11, 20, tzinfo=UTC)
 for batch in itertools.count():

@@ -41,7 +41,8 @@ from chartgw import artist_history as index
 from chartgw.app import service_routes
 from chartgw.clock import fixed
 from chartgw.endpoints import Route
-from chartgw.groups import GROUPS, artist_history, korea_chart, recognition
+from chartgw.groups import GROUPS, korea_chart, recognition
+from chartgw.groups.artist_history.query import read_query
 from chartgw.params import InvalidParams, parse_query, validate
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir
 
@@ -64,7 +65,7 @@ def _raised(rule: Callable[[dict[str, Any]], Any], values: dict[str, Any]) -> li
 
 def _artist_rules(values: dict[str, Any]) -> list[dict[str, Any]]:
     """read_query's rules; past them, a cursor this server did not issue (an opaque token no schema can tell)."""
-    errors = _raised(artist_history.read_query, values)
+    errors = _raised(read_query, values)
     if not errors and values.get("cursor") is not None:
         return [{"type": "value_error", "loc": ["query", "cursor"]}]
     return errors

@@ -10,20 +10,18 @@ artist-history service joins on.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
 
 import msgspec
 
 from chartgw import config
-from chartgw.clock import fixed
 from chartgw.countries import COUNTRIES, country_code, country_name
-from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome
+from chartgw.crawl import CrawlContext, CrawlTarget, Fetched
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import EntryMapping, Group, Schedule, crawl_group
+from chartgw.group import EntryMapping, Group, Schedule
 from chartgw.params import InvalidParams, Param, literal_error
 from chartgw.records import stored_entry
-from chartgw.replay import replay_upstreams
 from chartgw.responses import (
     PULL_JSON_ROUTE,
     SnapshotMeta,
@@ -34,7 +32,6 @@ from chartgw.responses import (
     snapshot_meta,
     snapshots_route,
 )
-from chartgw.samples import digital_sales as samples
 from chartgw.store import NewSnapshot, StoredEntry
 from chartgw.targets import TargetKey
 from chartgw.upstreams import itunes
@@ -208,18 +205,6 @@ ROUTES: tuple[Route, ...] = (
     ), response=ComboChartResponse, summary="Latest chart of one combo in one country"),
 )
 
-# --- demo -------------------------------------------------------------------------------------
-
-async def seed(now: datetime) -> list[Outcome]:
-    """Two pulls of every combo x configured country: one a cadence ago (history for /snapshots), one now."""
-    earlier = now - timedelta(hours=3)
-    limit, configured = feed_limit(), countries()
-    with replay_upstreams({itunes.UPSTREAM: samples.all_replies(COMBOS, configured, limit, earlier, 0)}) as servers:
-        outcomes = await crawl_group(GROUP, {}, now=fixed(earlier))
-        servers[itunes.UPSTREAM].replies.update(samples.all_replies(COMBOS, configured, limit, now, 1))
-        outcomes += await crawl_group(GROUP, {}, now=fixed(now))
-    return outcomes
-
 
 GROUP = Group(
     name=NAME,
@@ -233,7 +218,6 @@ GROUP = Group(
     crawl_options=(("combo", COMBO_SLUGS), ("country", tuple(COUNTRIES))),
     schedules=(Schedule("25 */3 * * *", (), "UTC", "iTunes Store charts: every combo x configured country, 3-hourly"),),
     settings=(COUNTRIES_SETTING, FEED_LIMIT_SETTING),
-    seeder=seed,
     # The store id is a track's on the songs chart only (an album's or a video's elsewhere).
     entries=EntryMapping(market="target:1", ids={"download_store_track_id": "store_id"}, ids_targets=("top-songs/*",)),
 )

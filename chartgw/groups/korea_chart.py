@@ -24,16 +24,13 @@ from typing import Any
 import msgspec
 
 from chartgw import config
-from chartgw.clock import fixed
-from chartgw.crawl import KST, CrawlContext, CrawlTarget, Fetched, Outcome, PartialCrawl, run_targets
+from chartgw.crawl import KST, CrawlContext, CrawlTarget, Fetched, PartialCrawl
 from chartgw.endpoints import ApiError, Call, Route, not_found
-from chartgw.group import EntryMapping, Group, Schedule, retention
+from chartgw.group import EntryMapping, Group, Schedule
 from chartgw.params import InvalidParams, Param, literal_error, search_param
 from chartgw.records import KoreaEntry, ParsedChart, RankStatus, stored_entry
 from chartgw.refresh import admit_refresh, crawl_in_subprocess
-from chartgw.replay import replay_upstreams
 from chartgw.responses import HealthHead, SnapshotMeta, TargetStatus, health_route, records_array, snapshot_meta
-from chartgw.samples import korea as samples
 from chartgw.store import NewSnapshot, SnapshotRow, StoredEntry, iso, parse_iso
 from chartgw.targets import TargetKey
 from chartgw.text import ArtistAliases, artist_key, title_key
@@ -463,30 +460,6 @@ ROUTES: tuple[Route, ...] = (
         summary="Run the same crawl as cron for all sites and chart types, or the selected ones"),
 )
 
-# --- demo -------------------------------------------------------------------------------------
-
-def flo_observation_times(now: datetime) -> list[datetime]:
-    """Past moments that give `rising` an observation an hour back and `rising_hourly` a full previous hour."""
-    hour = now.astimezone(KST).replace(minute=0, second=0, microsecond=0)
-    return sorted({hour - timedelta(hours=1) + timedelta(seconds=30), hour - timedelta(minutes=4),
-                   now - timedelta(minutes=60)})
-
-
-async def seed(now: datetime) -> list[Outcome]:
-    """FLO observed at a few earlier moments (the crawl clock set back: rising needs an observation an
-    hour earlier), then every chart of every site now."""
-    outcomes: list[Outcome] = []
-    flo_targets = targets({"site": "portal-d", "chart_type": "all_age"}, now)
-    with replay_upstreams(samples.all_replies(now)) as servers:
-        flo_server = servers[flo.UPSTREAM]
-        for variant, moment in enumerate(flo_observation_times(now)):
-            flo_server.replies.update(samples.site_replies("portal-d", "all_age", moment, variant))
-            outcomes += await run_targets(NAME, flo_targets, retention=retention(GROUP), now=fixed(moment))
-        flo_server.replies.update(samples.site_replies("portal-d", "all_age", now, 3))
-        everything = [t for t in targets({}, now) if t.key != FLO_CHART]
-        outcomes += await run_targets(NAME, everything, retention=retention(GROUP), now=fixed(now))
-    return outcomes
-
 
 GROUP = Group(
     name=NAME,
@@ -508,7 +481,6 @@ GROUP = Group(
     ),
     retention_days={FLO_CHART: 3.0, "portal-d/rising": 3.0},
     settings=(GENIE_FEED_SETTING,),
-    seeder=seed,
     entries=EntryMapping(market="=kr", sub_daily_targets=tuple(TARGET.make(s.site, ct) for s in SITES.values()
                                                               for ct in s.hourly)),
 )

@@ -16,22 +16,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
 from typing import Any
 
 import msgspec
 
-from chartgw.clock import fixed
 from chartgw.countries import code_of_slug
-from chartgw.crawl import KST, CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome
+from chartgw.crawl import KST, CrawlContext, CrawlError, CrawlTarget, Fetched
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import EntryMapping, Group, Schedule, crawl_group
+from chartgw.group import EntryMapping, Group, Schedule
 from chartgw.params import InvalidParams, Param, Where, accepts, literal_error, search_param
 from chartgw.records import stored_entry
-from chartgw.replay import replay_upstreams
 from chartgw.responses import HealthHead, SnapshotMeta, age_seconds, records_array, snapshot_meta, stored_record
-from chartgw.samples import recognition as samples
 from chartgw.store import (
     FetchLogRow,
     NewSnapshot,
@@ -491,19 +488,6 @@ def market_code(target: str, record: dict[str, Any]) -> str:
     return code_of_slug(market) or market
 
 
-# --- demo -------------------------------------------------------------------------------------
-
-async def seed(now: datetime) -> list[Outcome]:
-    """Yesterday's Top 200s, then today's full crawl (discovery and all 275 charts)."""
-    today = now.astimezone(KST).date()
-    yesterday = now - timedelta(days=1)
-    with replay_upstreams({shazam.UPSTREAM: samples.replies(today - timedelta(days=1), 0)}) as servers:
-        outcomes = await crawl_group(GROUP, {"chart_kind": "top-200"}, now=fixed(yesterday))
-        servers[shazam.UPSTREAM].replies.update(samples.replies(today, 1))
-        outcomes += await crawl_group(GROUP, {}, now=fixed(now))
-    return outcomes
-
-
 GROUP = Group(
     name=NAME,
     title="Recognition-app charts",
@@ -517,7 +501,6 @@ GROUP = Group(
                         "Shazam daily at 06:17 KST: the catalogue, then every discovered chart"),),
     discovery=discovery,
     per_upstream=4,
-    seeder=seed,
     entries=EntryMapping(market=market_code, ids={"recognition_track_id": "shazam_track_id"},
                          skip_targets=(CATALOGUE, TRACK_LISTS)),
 )

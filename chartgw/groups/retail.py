@@ -24,12 +24,9 @@ from typing import Any, cast
 import msgspec
 
 from chartgw import config
-from chartgw.clock import fixed
-from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome
+from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched
 from chartgw.endpoints import ApiError, Call, not_found
-from chartgw.group import Group, crawl_group
 from chartgw.params import InvalidParams, Param, accepts, literal_error
-from chartgw.replay import ReplayKey, Reply, replay_upstreams
 from chartgw.responses import Describe, HealthHead, SnapshotMeta, TargetStatus, records_array, snapshot_meta
 from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, StoredEntry, glob_escape, group_db_path, iso, parse_iso
 from chartgw.text import artist_key, search_key, split_artists, title_key
@@ -579,27 +576,6 @@ INCLUDE_RAW = Param("include_raw", kind="bool", default=False,
 
 def unknown(what: str, value: str, where: str) -> ApiError:
     return not_found(f"Unknown {what} {value!r}; {where} lists them")
-
-
-# --- demo ---------------------------------------------------------------------------------------------------
-
-DEMO_DAYS = 5
-"""Daily crawls the demo seeds, ending at the seeding time: product history has a run of five."""
-
-
-async def seed_days(group: Group, replies: Callable[[int], dict[str, dict[ReplayKey, Reply]]], now: datetime,
-                    days: int = DEMO_DAYS) -> list[Outcome]:
-    """`days` daily crawls of `group` through its real crawler, on replay servers answering with `replies(variant)`
-    (one table per upstream), the last at `now`; each day's lists move on from the day before."""
-    outcomes: list[Outcome] = []
-    with replay_upstreams(replies(0)) as servers:
-        for day in range(days):
-            moment = now - timedelta(days=days - 1 - day)
-            for name, table in replies(day).items():
-                servers[name].replies.clear()
-                servers[name].replies.update(table)
-            outcomes += await crawl_group(group, {}, now=fixed(moment))
-    return outcomes
 
 
 async def coverage(reader: SnapshotReader) -> dict[str, tuple[int, str, str, str]]:

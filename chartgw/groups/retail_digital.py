@@ -15,12 +15,11 @@ from datetime import datetime
 import msgspec
 
 from chartgw import config
-from chartgw.crawl import CrawlTarget, Outcome
+from chartgw.crawl import CrawlTarget
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import EntryMapping, Group, Schedule
 from chartgw.groups import retail
 from chartgw.params import Param
-from chartgw.replay import ReplayKey, Reply
 from chartgw.responses import (
     BUNDLE_ROWS,
     RunInfo,
@@ -31,7 +30,6 @@ from chartgw.responses import (
     snapshot_meta,
     snapshots_route,
 )
-from chartgw.samples import amazon as samples
 from chartgw.store import SnapshotRow
 from chartgw.upstreams import amazon
 from chartgw.upstreams.amazon import RetailEntry
@@ -231,24 +229,6 @@ ROUTES: tuple[Route, ...] = (
 )
 
 
-# --- demo ---------------------------------------------------------------------------------------------------
-
-def replies(variant: int) -> dict[str, dict[ReplayKey, Reply]]:
-    tables: dict[str, dict[ReplayKey, Reply]] = {}
-    for market, source in configured():
-        table = tables.setdefault(amazon.MARKETPLACES[market].upstream, {})
-        if source == retail.LANDING:
-            table.update(samples.landing_replies(market, variant))
-        else:
-            table.update(samples.grid_replies(market, GROUP_KIND, source, variant))
-    return tables
-
-
-async def seed(now: datetime) -> list[Outcome]:
-    """Five daily crawls of every configured source, the last at `now`."""
-    return await retail.seed_days(GROUP, replies, now)
-
-
 GROUP = Group(
     name=NAME,
     title="Retail digital (Amazon Digital Music best sellers)",
@@ -266,7 +246,6 @@ GROUP = Group(
     per_upstream=1,
     delay_seconds=retail.delay_seconds,
     settings=(*retail.SETTINGS, SOURCES_SETTING),
-    seeder=seed,
     # Landing carousels repeat the top 20 of lists crawled whole, and may be any department (books, toys):
     # the artist-history index reads the Digital Music lists only.
     entries=EntryMapping(market="target:0", artists=None, ids={"asin": "asin"}, skip_targets=("*/landing-*",)),

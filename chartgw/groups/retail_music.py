@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from chartgw.crawl import CrawlTarget, Outcome
+from chartgw.crawl import CrawlTarget
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import EntryMapping, Group, Schedule
 from chartgw.groups import retail
 from chartgw.params import Param
-from chartgw.replay import ReplayKey, Reply
 from chartgw.responses import SnapshotsResponse, health_route, snapshot_meta
-from chartgw.samples import amazon as samples
 from chartgw.store import glob_escape
 from chartgw.upstreams import amazon
 
@@ -89,15 +87,6 @@ ROUTES: tuple[Route, ...] = (
 )
 
 
-def replies(variant: int) -> dict[str, dict[ReplayKey, Reply]]:
-    return {amazon.MARKETPLACES[m].upstream: samples.grid_replies(m, GROUP_KIND, CHART, variant) for m in configured()}
-
-
-async def seed(now: datetime) -> list[Outcome]:
-    """Five daily crawls of every configured marketplace's top songs, the last at `now`."""
-    return await retail.seed_days(GROUP, replies, now)
-
-
 GROUP = Group(
     name=NAME,
     title="Retail music (top songs: Amazon best-selling digital songs)",
@@ -115,6 +104,5 @@ GROUP = Group(
     per_upstream=1,
     delay_seconds=retail.delay_seconds,
     settings=retail.SETTINGS,
-    seeder=seed,
     entries=EntryMapping(market="target:0", artists=None, ids={"asin": "asin"}),
 )

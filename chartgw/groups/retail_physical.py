@@ -13,14 +13,12 @@ from datetime import datetime
 import msgspec
 
 from chartgw import config
-from chartgw.crawl import CrawlTarget, Outcome
+from chartgw.crawl import CrawlTarget
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import EntryMapping, Group, Schedule
 from chartgw.groups import retail
 from chartgw.params import Param
-from chartgw.replay import ReplayKey, Reply
 from chartgw.responses import SnapshotsResponse, health_route, snapshot_meta
-from chartgw.samples import amazon as samples
 from chartgw.store import glob_escape
 from chartgw.upstreams import amazon
 
@@ -276,21 +274,6 @@ ROUTES: tuple[Route, ...] = (
 )
 
 
-# --- demo ---------------------------------------------------------------------------------------------------
-
-def replies(variant: int) -> dict[str, dict[ReplayKey, Reply]]:
-    tables: dict[str, dict[ReplayKey, Reply]] = {}
-    for market, slug in configured():
-        table = tables.setdefault(amazon.MARKETPLACES[market].upstream, {})
-        table.update(samples.grid_replies(market, GROUP_KIND, slug, variant))
-    return tables
-
-
-async def seed(now: datetime) -> list[Outcome]:
-    """Five daily crawls of every configured category, the last at `now`."""
-    return await retail.seed_days(GROUP, replies, now)
-
-
 def _crawl_options() -> tuple[tuple[str, tuple[str, ...]], ...]:
     return (("market", retail.MARKET_CODES), ("category", CATEGORY_SLUGS))
 
@@ -312,7 +295,6 @@ GROUP = Group(
     per_upstream=1,
     delay_seconds=retail.delay_seconds,
     settings=(*retail.SETTINGS, CATEGORIES_SETTING),
-    seeder=seed,
     entries=EntryMapping(market="target:0", artists=None, ids={"asin": "asin"}),
 )
 

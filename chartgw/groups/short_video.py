@@ -29,14 +29,12 @@ import httpx
 import msgspec
 
 from chartgw import config
-from chartgw.clock import fixed
 from chartgw.countries import COUNTRIES, GLOBAL, country_code
-from chartgw.crawl import RETRY_STATUSES, USER_AGENT, CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, request_url
+from chartgw.crawl import RETRY_STATUSES, USER_AGENT, CrawlContext, CrawlError, CrawlTarget, Fetched, request_url
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import EntryMapping, Group, Schedule, crawl_group
+from chartgw.group import EntryMapping, Group, Schedule
 from chartgw.params import Param, accepts
 from chartgw.records import stored_entry
-from chartgw.replay import replay_upstreams
 from chartgw.responses import (
     HealthHead,
     SnapshotMeta,
@@ -46,7 +44,6 @@ from chartgw.responses import (
     snapshot_meta,
     snapshots_route,
 )
-from chartgw.samples import short_video as samples
 from chartgw.store import NewSnapshot, SnapshotRow, StoredEntry, parse_iso
 from chartgw.targets import TargetKey
 from chartgw.upstreams import UpstreamRequest, chartmetric
@@ -542,30 +539,6 @@ ROUTES: tuple[Route, ...] = (
     snapshots_route(_cadence, "Stored chart snapshots of every country and interval, newest first"),
 )
 
-# --- demo -------------------------------------------------------------------------------------
-
-DEMO_SIZE = 150
-"""Rows of a demo chart: two pages of 100 and 50."""
-
-
-async def seed(now: datetime) -> list[Outcome]:
-    """Three daily charts (a day apart) and three weekly charts (a week apart) of every configured country, through
-    the real token exchange and paging against sample answers."""
-    settings: dict[str, str | None] = {TOKEN_SETTING.variable: samples.SAMPLE_REFRESH_TOKEN}
-    outcomes: list[Outcome] = []
-    with config.environment(settings), replay_upstreams({chartmetric.UPSTREAM: samples.token_replies()}) as servers:
-        server = servers[chartmetric.UPSTREAM]
-        codes = [None if c == GLOBAL else c for c in countries()]
-        for interval in intervals():
-            step = timedelta(days=7 if interval == "weekly" else 1)
-            for variant, back in enumerate((2, 1, 0)):
-                moment = now - step * back
-                asked = datetime.fromisoformat(chart_date_asked(moment)).date()
-                for code2 in codes:
-                    server.replies.update(samples.chart_replies(code2, interval, asked, variant, DEMO_SIZE))
-                outcomes += await crawl_group(GROUP, {"interval": interval}, now=fixed(moment))
-    return outcomes
-
 
 GROUP = Group(
     name=NAME,
@@ -586,7 +559,6 @@ GROUP = Group(
     ),
     retention_days={},
     settings=(TOKEN_SETTING, COUNTRIES_SETTING, INTERVALS_SETTING),
-    seeder=seed,
     entries=EntryMapping(market="target:0", artist=("artist",), artists="artists", title=("name",),
                          ids={"isrc": "isrc", "analytics_track": "track_id"}),
 )

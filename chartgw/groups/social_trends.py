@@ -27,10 +27,9 @@ from chartgw import config
 from chartgw.clock import fixed
 from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, run_targets
 from chartgw.endpoints import ApiError, Call, Route
-from chartgw.group import Group, Schedule, crawl_group, retention
+from chartgw.group import Group, Schedule, retention
 from chartgw.params import InvalidParams, Param
 from chartgw.refresh import admit_key
-from chartgw.replay import replay_upstreams
 from chartgw.responses import (
     HealthHead,
     SnapshotMeta,
@@ -40,7 +39,6 @@ from chartgw.responses import (
     snapshot_meta,
     snapshots_route,
 )
-from chartgw.samples import social_trends as samples
 from chartgw.store import NewSnapshot, SnapshotRow, StoredEntry, parse_iso
 from chartgw.targets import TargetKey
 from chartgw.text import compact, title_key
@@ -444,23 +442,6 @@ ROUTES: tuple[Route, ...] = (
     snapshots_route(lambda target: CADENCE_SECONDS, "Stored trend snapshots of every location, newest first"),
 )
 
-# --- demo -------------------------------------------------------------------------------------
-
-
-async def seed(now: datetime) -> list[Outcome]:
-    """Three crawls of every location through the X API v1.1 (a sample token), an hour apart."""
-    settings: dict[str, str | None] = {TOKEN_SETTING.variable: samples.SAMPLE_TOKEN, SOURCE_SETTING.variable: "x-api",
-                                       API_VERSION_SETTING.variable: "1.1",
-                                       LOCATIONS_SETTING.variable: LOCATIONS_SETTING.default}
-    outcomes: list[Outcome] = []
-    moments = [now - timedelta(hours=2), now - timedelta(hours=1), now]
-    with config.environment(settings), replay_upstreams(samples.all_replies(moments[0], 0)) as servers:
-        for variant, moment in enumerate(moments):
-            for upstream, table in samples.all_replies(moment, variant).items():
-                servers[upstream].replies.update(table)
-            outcomes += await crawl_group(GROUP, {}, now=fixed(moment))
-    return outcomes
-
 
 GROUP = Group(
     name=NAME,
@@ -477,7 +458,6 @@ GROUP = Group(
     schedules=(Schedule("7,37 * * * *", (), "UTC", "X trends of every crawled location, every 30 minutes"),),
     retention_days={"trends/": 30.0},
     settings=(TOKEN_SETTING, SOURCE_SETTING, API_VERSION_SETTING, LOCATIONS_SETTING, REFRESH_INTERVAL_SETTING),
-    seeder=seed,
     # Trends are topics and hashtags, not songs: no artist, no title, no id the artist-history index could join.
     entries=None,
 )

@@ -12,24 +12,21 @@ newest chart date (the store's reading), so an import of an older chart never re
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from functools import partial
 from pathlib import Path
-from tempfile import TemporaryDirectory
 from typing import Any
 
 import msgspec
 
 from chartgw import config
-from chartgw.clock import fixed
 from chartgw.context import Context
 from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
 from chartgw.endpoints import ApiError, Call, Route, not_found
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group
+from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule
 from chartgw.params import LETTER_OR_DIGIT, InvalidParams, Param, accepts, search_term
 from chartgw.records import stored_entry
-from chartgw.replay import replay_upstreams
 from chartgw.responses import (
     HealthHead,
     SnapshotMeta,
@@ -39,8 +36,6 @@ from chartgw.responses import (
     snapshot_meta,
     stored_record,
 )
-from chartgw.samples import global_rows
-from chartgw.samples import streaming as samples
 from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, StoredEntry, glob_escape
 from chartgw.targets import TargetKey
 from chartgw.text import compact, title_key
@@ -443,34 +438,6 @@ ROUTES: tuple[Route, ...] = (
     ), response=HistoryResponse, summary="Every chart appearance of a track: date, rank and streams, oldest first"),
 )
 
-# --- demo -------------------------------------------------------------------------------------
-
-async def seed(now: datetime) -> list[Outcome]:
-    """Demo data: a legacy-layout CSV import of an older daily chart, then token crawls of every chart type of
-    3 countries at two earlier days (the crawl clock set back, earlier chart dates; weekly charts a week
-    apart each) and now."""
-    settings: dict[str, str | None] = {TOKEN_SETTING.variable: samples.DEMO_TOKEN,
-                                       COUNTRIES_SETTING.variable: samples.DEMO_COUNTRIES}
-    countries = tuple(samples.DEMO_COUNTRIES.split(","))
-    outcomes: list[Outcome] = []
-    with config.environment(settings), replay_upstreams({spotify.UPSTREAM: {}}) as servers, TemporaryDirectory() as tmp:
-        two_days_ago = (now - timedelta(days=2)).date()
-        older = date.fromisoformat(samples.chart_date("regional-daily", two_days_ago)) - timedelta(days=7)
-        rows = global_rows("spotify/legacy/regional-daily/global", 0, 200)
-        path = Path(tmp) / f"regional-global-daily-{older.isoformat()}.csv"
-        path.write_bytes(samples.render_legacy_csv("regional-daily", GLOBAL, rows))
-        outcomes += import_csv(Context(clock=fixed(now - timedelta(days=3))), {"file": str(path)})
-        server = servers[spotify.UPSTREAM]
-        newest_week = date.fromisoformat(samples.chart_date("regional-weekly", now.date()))
-        for variant, days_back in enumerate((2, 1, 0)):
-            moment = now - timedelta(days=days_back)
-            weekly = (newest_week - timedelta(weeks=days_back)).isoformat()
-            server.replies.clear()
-            daily = samples.chart_date("regional-daily", moment.date())
-            server.replies.update(samples.chart_replies(daily, weekly, variant, countries, samples.DEMO_TOKEN))
-            outcomes += await crawl_group(GROUP, {}, now=fixed(moment))
-    return outcomes
-
 
 GROUP = Group(
     name=NAME,
@@ -492,6 +459,5 @@ GROUP = Group(
         CommandArg("date", "chart date YYYY-MM-DD; default: from the file name"),
     ), run=import_csv),),
     settings=(COUNTRIES_SETTING, TOKEN_SETTING),
-    seeder=seed,
     entries=EntryMapping(market="target:1", ids={"streaming_track_id": "track_id"}),
 )

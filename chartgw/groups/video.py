@@ -20,15 +20,14 @@ import httpx
 import msgspec
 
 from chartgw import config
-from chartgw.clock import Clock, fixed, utc_now
+from chartgw.clock import Clock, utc_now
 from chartgw.context import Context
 from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, RetryPolicy, run_targets
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, retention
+from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
 from chartgw.params import InvalidParams, Param
 from chartgw.records import stored_entry
-from chartgw.replay import replay_upstreams
 from chartgw.responses import (
     BUNDLE_ROWS,
     PULL_JSON_ROUTE,
@@ -43,7 +42,6 @@ from chartgw.responses import (
     snapshot_meta,
     snapshots_route,
 )
-from chartgw.samples import video as samples
 from chartgw.store import NewSnapshot, StoredEntry, glob_escape
 from chartgw.targets import TargetKey
 from chartgw.upstreams import UpstreamFormatError, youtube
@@ -397,15 +395,6 @@ ROUTES: tuple[Route, ...] = (
 
 PER_UPSTREAM = 2
 
-# --- demo -------------------------------------------------------------------------------------
-
-async def seed(now: datetime) -> list[Outcome]:
-    """A backfill of the past 4 weeks of shorts, then a pull of every catalogue chart, both at `now`."""
-    with replay_upstreams({youtube.UPSTREAM: samples.replies(catalogue(), now)}):
-        outcomes = await backfill(samples.BACKFILL_WEEKS, now=fixed(now))
-        outcomes += await crawl_group(GROUP, {}, now=fixed(now))
-    return outcomes
-
 
 GROUP = Group(
     name=NAME,
@@ -424,6 +413,5 @@ GROUP = Group(
         CommandArg("period", "chart period", choices=("weekly",), default="weekly"),
     ), _backfill_command),),
     settings=(COUNTRIES_SETTING,),
-    seeder=seed,
     entries=EntryMapping(market="target:2", artist=("artist", "name"), ids={"video_id": "video_id"}),
 )

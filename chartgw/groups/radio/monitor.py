@@ -13,7 +13,7 @@ exponential backoff (`CHARTGW_RADIO_BACKOFF_MAX_SECONDS` at most); its state (fa
 next attempt) is saved, so a restarted monitor keeps backing off. Every error is caught inside the
 station's own task: one bad station never stops the others.
 
-Storage: the group's SQLite file. Plays and station states are written by one writer task in small
+Storage: the group's SQLite file (`storage`). Plays and station states are written by one writer task in small
 batches, each one `BEGIN IMMEDIATE ... COMMIT` with `synchronous=FULL` in WAL mode (the habits of
 `chartgw.store`): a killed monitor loses at most the batch not yet committed (under a second of
 changes; the play in progress), never a half-written one.
@@ -34,18 +34,28 @@ import time
 from collections.abc import Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
-import msgspec
 
 from chartgw import config
 from chartgw.clock import Clock, utc_now
-from chartgw.records import stored_entry
-from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry, group_db_path, iso, parse_iso
-from chartgw.text import compact, split_artists
+from chartgw.groups.radio.rollup import rollup
+from chartgw.groups.radio.settings import (
+    BACKOFF_MAX_SETTING,
+    COUNTRIES_SETTING,
+    ICY_MODE_SETTING,
+    MONITOR_LIMIT_SETTING,
+    NAME,
+    POLL_SETTING,
+    READ_TIMEOUT_SETTING,
+    SILENCE_SETTING,
+    TAGS_SETTING,
+)
+from chartgw.groups.radio.storage import Watched, Write, commit_batch, open_db, play_writes, select_stations, state_write
+from chartgw.store import group_db_path, iso, parse_iso
 from chartgw.upstreams.nowplaying import (
     Method,
     NowPlaying,
@@ -57,218 +67,6 @@ from chartgw.upstreams.nowplaying import (
     read_now_playing,
     server_kind,
 )
-
-NAME = "radio"
-
-# --- settings (the group's; `chartgw.groups.radio` lists them) ----------------------------------------
-
-COUNTRIES_SETTING = config.Setting("RADIO_COUNTRIES", "us,gb,de,fr,kr,jp",
-                                   "countries whose stations the directory crawl lists (ISO alpha-2)", config.storefronts)
-TAGS_SETTING = config.Setting("RADIO_TAGS", "top 40,charts",
-                              "directory tags whose stations are listed too (comma-separated, exact tags)",
-                              config.comma_list)
-DIRECTORY_LIMIT_SETTING = config.Setting("RADIO_DIRECTORY_LIMIT", "100",
-                                         "stations asked of the directory per country and per tag, most clicked first",
-                                         config.bounded_int(1, 10_000))
-MONITOR_LIMIT_SETTING = config.Setting("RADIO_MONITOR_LIMIT", "50",
-                                       "stations the monitor watches: the most clicked of each country in turn",
-                                       config.bounded_int(1, 2000))
-SILENCE_SETTING = config.Setting("RADIO_SILENCE_SECONDS", "300",
-                                 "a play whose station has not been heard for this long is not current",
-                                 config.seconds)
-POLL_SETTING = config.Setting("RADIO_POLL_SECONDS", "20", "pause between two now-playing readings of a station",
-                              config.seconds)
-ICY_MODE_SETTING = config.Setting("RADIO_ICY_MODE", "poll",
-                                  "ICY-only stations: poll (read to the first metadata block and hang up) or stream "
-                                  "(stay connected, exact change times, costs the stream's bandwidth)",
-                                  config.choice("poll", "stream"))
-BACKOFF_MAX_SETTING = config.Setting("RADIO_BACKOFF_MAX_SECONDS", "900", "longest wait before retrying a failing station",
-                                     config.seconds)
-READ_TIMEOUT_SETTING = config.Setting("RADIO_READ_TIMEOUT_SECONDS", "15",
-                                      "how long one reading may take (connect, status page, first ICY block)",
-                                      config.seconds)
-SETTINGS = (COUNTRIES_SETTING, TAGS_SETTING, DIRECTORY_LIMIT_SETTING, MONITOR_LIMIT_SETTING, SILENCE_SETTING,
-            POLL_SETTING, ICY_MODE_SETTING, BACKOFF_MAX_SETTING, READ_TIMEOUT_SETTING)
-
-# --- the store -----------------------------------------------------------------------------------------
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS stations (
-    station_id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    countrycode TEXT,
-    clickcount INTEGER NOT NULL,
-    hls INTEGER NOT NULL,
-    stream_url TEXT NOT NULL,
-    name_key TEXT NOT NULL,
-    tags_key TEXT NOT NULL,
-    city_key TEXT NOT NULL,
-    record BLOB NOT NULL,
-    active INTEGER NOT NULL,
-    first_seen_at TEXT NOT NULL,
-    last_seen_at TEXT NOT NULL,
-    inactive_since TEXT
-);
-CREATE TABLE IF NOT EXISTS station_sources (
-    target TEXT NOT NULL,
-    station_id TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    PRIMARY KEY (target, station_id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS station_sources_by_station ON station_sources (station_id);
-CREATE TABLE IF NOT EXISTS plays (
-    id INTEGER PRIMARY KEY,
-    station_id TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    ended_at TEXT,
-    stream_title TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    artist TEXT,
-    title TEXT,
-    artist_key TEXT NOT NULL,
-    title_key TEXT NOT NULL,
-    method TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS plays_by_station ON plays (station_id, id);
-CREATE INDEX IF NOT EXISTS plays_by_start ON plays (started_at, id);
-CREATE INDEX IF NOT EXISTS plays_open ON plays (station_id) WHERE ended_at IS NULL;
-CREATE INDEX IF NOT EXISTS plays_by_track ON plays (title_key, artist_key) WHERE kind = 'track';
-CREATE TABLE IF NOT EXISTS station_state (
-    station_id TEXT PRIMARY KEY,
-    monitored INTEGER NOT NULL,
-    method TEXT,
-    status TEXT NOT NULL,
-    last_title TEXT,
-    last_title_at TEXT,
-    last_heard_at TEXT,
-    last_error TEXT,
-    error_reason TEXT,
-    error_at TEXT,
-    failures INTEGER NOT NULL,
-    next_attempt_at TEXT,
-    updated_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS monitor_runs (
-    id INTEGER PRIMARY KEY,
-    pid INTEGER NOT NULL,
-    started_at TEXT NOT NULL,
-    heartbeat_at TEXT NOT NULL,
-    stopped_at TEXT,
-    stations INTEGER NOT NULL,
-    plays INTEGER NOT NULL
-);
-"""
-
-Write = tuple[str, tuple[Any, ...]]
-"""One statement of a batch."""
-BATCH_STATEMENTS = 200
-"""At most this many statements per transaction: small batches, short write locks."""
-
-
-def open_db(path: Path | None = None, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
-    """The group file with the monitor's tables, opened the way `chartgw.store` opens a writer."""
-    path = path or group_db_path(NAME)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=False)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=FULL")
-    create_schema(db)
-    return db
-
-
-def create_schema(db: sqlite3.Connection) -> None:
-    db.executescript(SCHEMA)
-
-
-def commit_batch(db: sqlite3.Connection, writes: Sequence[Write]) -> None:
-    """`writes` in transactions of at most BATCH_STATEMENTS statements each: all of one or none."""
-    for start in range(0, len(writes), BATCH_STATEMENTS):
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            for sql, params in writes[start:start + BATCH_STATEMENTS]:
-                db.execute(sql, params)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-
-
-def play_writes(station_id: str, at: datetime, ended_at: datetime, stream_title: str, kind: str,
-                artist: str | None, title: str | None, method: str) -> list[Write]:
-    """A play begins: the station's open play ends at `ended_at`, the new one is inserted."""
-    return [
-        ("UPDATE plays SET ended_at = ? WHERE station_id = ? AND ended_at IS NULL", (iso(ended_at), station_id)),
-        ("INSERT INTO plays (station_id, started_at, ended_at, stream_title, kind, artist, title, artist_key, title_key,"
-         " method) VALUES (?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)",
-         (station_id, iso(at), stream_title, kind, artist, title, compact(artist or ""), compact(title or ""), method)),
-    ]
-
-
-STATE_COLUMNS = ("monitored", "method", "status", "last_title", "last_title_at", "last_heard_at", "last_error",
-                 "error_reason", "error_at", "failures", "next_attempt_at", "updated_at")
-
-
-def state_write(station_id: str, **values: Any) -> Write:
-    """Upsert of the named state columns of one station (others keep their value, or their default on insert)."""
-    unknown = set(values) - set(STATE_COLUMNS)
-    assert not unknown, unknown
-    defaults: dict[str, Any] = {"monitored": 1, "status": "starting", "failures": 0, "updated_at": values.get(
-        "updated_at", "")}
-    row = {**defaults, **values}
-    names = list(row)
-    placeholders = ", ".join("?" for _ in names)
-    updates = ", ".join(f"{n} = excluded.{n}" for n in values)
-    return (f"INSERT INTO station_state (station_id, {', '.join(names)}) VALUES (?, {placeholders})"
-            f" ON CONFLICT (station_id) DO UPDATE SET {updates}", (station_id, *row.values()))
-
-
-# --- what to watch -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Watched:
-    station_id: str
-    name: str
-    stream_url: str
-    countrycode: str | None = None
-
-
-def select_stations(db: sqlite3.Connection, limit: int, countries: tuple[str, ...] = (),
-                    tags: tuple[str, ...] = ()) -> list[Watched]:
-    """Active, non-HLS stations, the most clicked of each country in turn (then of each tag list),
-    until `limit`: every configured country gets its top stations watched, not just the biggest one."""
-    buckets: list[list[Watched]] = []
-    for cc in countries:
-        rows = db.execute("SELECT station_id, name, stream_url, countrycode FROM stations WHERE active = 1 AND hls = 0"
-                          " AND countrycode = ? ORDER BY clickcount DESC, station_id LIMIT ?", (cc.upper(), limit))
-        buckets.append([Watched(*row) for row in rows])
-    for tag in tags:
-        rows = db.execute("SELECT s.station_id, s.name, s.stream_url, s.countrycode FROM stations s JOIN station_sources"
-                          " ss ON ss.station_id = s.station_id AND ss.target = ? WHERE s.active = 1 AND s.hls = 0"
-                          " ORDER BY s.clickcount DESC, s.station_id LIMIT ?", (tag_target(tag), limit))
-        buckets.append([Watched(*row) for row in rows])
-    if not buckets:
-        rows = db.execute("SELECT station_id, name, stream_url, countrycode FROM stations WHERE active = 1 AND hls = 0"
-                          " ORDER BY clickcount DESC, station_id LIMIT ?", (limit,))
-        buckets.append([Watched(*row) for row in rows])
-    chosen: dict[str, Watched] = {}
-    depth = 0
-    while len(chosen) < limit and any(depth < len(b) for b in buckets):
-        for bucket in buckets:
-            if depth < len(bucket) and len(chosen) < limit:
-                chosen.setdefault(bucket[depth].station_id, bucket[depth])
-        depth += 1
-    return list(chosen.values())
-
-
-def tag_target(tag: str) -> str:
-    """The snapshot target of a tag list: "directory-tag/top 40" ("/" and "@" in a tag become "-")."""
-    return "directory-tag/" + tag.strip().lower().replace("/", "-").replace("@", "-")
-
-
-def country_target(cc: str) -> str:
-    return f"directory/{cc.lower()}"
-
 
 # --- the monitor ---------------------------------------------------------------------------------------
 
@@ -579,76 +377,6 @@ def _json_list(values: list[str]) -> str:
     return json.dumps(values)
 
 
-# --- hourly roll-up: plays as chart entries ------------------------------------------------------------
-
-
-class PlayedTrack(msgspec.Struct, kw_only=True, omit_defaults=False):
-    """One track of a country's radio hour (snapshot `plays/{cc}`): what the artist-history index reads."""
-
-    rank: int
-    artist: str
-    artists: list[str]
-    title: str
-    plays: int
-    stations: int
-    first_played_at: str
-    last_played_at: str
-
-
-ROLLUP_LOOKBACK = timedelta(days=7)
-
-
-def _hour_label(hour: datetime) -> str:
-    return hour.strftime("%Y-%m-%dT%H")
-
-
-PLAYS_RETENTION = {"plays/": 400.0}
-"""The radio group's own retention of hourly plays snapshots (the group passes the operator's, `retention`)."""
-
-
-def rollup(now: datetime, path: Path | None = None, retention: dict[str, float] | None = None) -> int:
-    """Commit a snapshot `plays/{cc}` (chart date and hour) per country for every completed hour since the
-    last one rolled up (7 days at most): the hour's tracks, most played first. Returns snapshots committed."""
-    end = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-    committed = 0
-    with SnapshotWriter(path or group_db_path(NAME), retention=PLAYS_RETENTION if retention is None else retention,
-                         now=lambda: now) as store:
-        db = store.db
-        create_schema(db)
-        last = db.execute("SELECT max(chart_date || 'T' || printf('%02d', chart_hour)) FROM snapshots"
-                          " WHERE target GLOB 'plays/*'").fetchone()[0]
-        if last:
-            start = datetime.strptime(last, "%Y-%m-%dT%H").replace(tzinfo=UTC) + timedelta(hours=1)
-        else:
-            first = db.execute("SELECT min(started_at) FROM plays").fetchone()[0]
-            if first is None:
-                return 0
-            start = parse_iso(first).replace(minute=0, second=0)
-        hour = max(start, end - ROLLUP_LOOKBACK)
-        while hour < end:
-            rows = db.execute(
-                "SELECT lower(s.countrycode), max(p.artist), max(p.title), count(*), count(DISTINCT p.station_id),"
-                " min(p.started_at), max(p.started_at) FROM plays p JOIN stations s ON s.station_id = p.station_id"
-                " WHERE p.kind = 'track' AND p.started_at >= ? AND p.started_at < ? AND s.countrycode IS NOT NULL"
-                " GROUP BY lower(s.countrycode), p.title_key, p.artist_key"
-                " ORDER BY 1, count(*) DESC, max(p.started_at) DESC, p.title_key",
-                (iso(hour), iso(hour + timedelta(hours=1)))).fetchall()
-            by_country: dict[str, list[StoredEntry]] = {}
-            for cc, artist, title, plays, stations, first_at, last_at in rows:
-                entries = by_country.setdefault(cc, [])
-                names = split_artists(artist) or [artist]
-                record = PlayedTrack(rank=len(entries) + 1, artist=artist, artists=names, title=title, plays=plays,
-                                     stations=stations, first_played_at=first_at, last_played_at=last_at)
-                entries.append(stored_entry(record, rank=record.rank, title=title, artists=names, item_id=None))
-            for cc, entries in by_country.items():
-                target = f"plays/{cc}"
-                store.commit([NewSnapshot(target, hour.date().isoformat(), hour.hour, now, "radio monitor", entries)],
-                             FetchLogRow(target, now, 0, "ok", None, len(entries), "radio monitor", None))
-                committed += 1
-            hour += timedelta(hours=1)
-    return committed
-
-
 # --- the command ---------------------------------------------------------------------------------------
 
 
@@ -665,71 +393,12 @@ async def run_until_signalled(monitor: Monitor, run_for: float | None = None) ->
             loop.remove_signal_handler(sig)
 
 
-BENCH_SERVER = """
-import json, sys
-from chartgw.samples.radio import Mount, RadioStreamServer, station_schedule
-n = int(sys.argv[1])
-mounts = [Mount(f"/s{i}.mp3", f"Bench {i}", station_schedule(f"Bench {i}", str(i), 30.0)) for i in range(n)]
-server = RadioStreamServer("icy", mounts).start()
-print(json.dumps([server.stream_url(m.path) for m in mounts]), flush=True)
-sys.stdin.read()
-server.stop()
-"""
-
-
-def _rss_kb() -> int:
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
-
-
-async def bench(streams: int, seconds: float, icy_mode: str, poll_seconds: float) -> dict[str, float]:
-    """The monitor's own cost watching `streams` ICY streams served (paced at 128 kbit/s) by another process:
-    CPU seconds per second of this process (1.0 = one core), resident memory and its growth per stream."""
-    import resource
-    import subprocess
-    import tempfile
-
-    server = subprocess.Popen([sys.executable, "-c", BENCH_SERVER, str(streams)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert server.stdout is not None
-        urls = json.loads(server.stdout.readline())
-        with tempfile.TemporaryDirectory() as folder:
-            stations = [Watched(f"b{i}", f"Bench {i}", url, "US") for i, url in enumerate(urls)]
-            monitor = Monitor(stations=stations, path=Path(folder) / "radio.sqlite", poll_seconds=poll_seconds,
-                              read_timeout=15.0, icy_mode=icy_mode, heartbeat_seconds=30.0)
-            base_rss = _rss_kb()
-            task = asyncio.create_task(monitor.run())
-            await asyncio.sleep(min(10.0, seconds / 3))  # connected and past the first readings
-            cpu0, wall0 = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
-            await asyncio.sleep(seconds)
-            cpu1, wall1 = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
-            rss = _rss_kb()
-            monitor.stop()
-            await task
-    finally:
-        if server.stdin is not None:
-            server.stdin.close()
-        server.wait(timeout=30)
-    used = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
-    return {"streams": streams, "core_share": used / (wall1 - wall0), "cpu_ms_per_stream_second": 1000 * used /
-            (wall1 - wall0) / streams, "rss_mb": rss / 1024, "rss_kb_per_stream": (rss - base_rss) / streams,
-            "readings": monitor.report.readings, "plays": monitor.report.plays, "failures": monitor.report.failures}
-
-
 def main(argv: list[str] | None = None) -> int:
-    """`python -m chartgw.groups.radio_monitor [--run-for S] [--bench STREAMS]`: the monitor on its own, or
-    the measurement of its cost per stream (`chartgw monitor radio` is the usual way to run it)."""
+    """`python -m chartgw.groups.radio.monitor [--run-for S]`: the monitor on its own (`chartgw monitor radio` is the
+    usual way to run it; its cost per stream is measured by `python -m chartgw.demo.radio_bench`)."""
     parser = argparse.ArgumentParser(prog="chartgw monitor radio")
     parser.add_argument("--run-for", type=float, default=None, help="stop after this many seconds (default: never)")
-    parser.add_argument("--bench", type=int, metavar="STREAMS", help="measure the cost of watching STREAMS local ICY "
-                        "streams (served by a child process) for --run-for seconds, then print it as JSON")
-    parser.add_argument("--icy-mode", choices=("poll", "stream"), default="poll", help="with --bench")
-    parser.add_argument("--poll-seconds", type=float, default=20.0, help="with --bench")
     args = parser.parse_args(argv)
-    if args.bench:
-        print(json.dumps(asyncio.run(bench(args.bench, args.run_for or 60.0, args.icy_mode, args.poll_seconds))))
-        return 0
     try:
         report = asyncio.run(run_until_signalled(Monitor(), args.run_for))
     except config.SettingError as exc:
@@ -741,7 +410,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from chartgw.groups.radio_monitor import main as module_main  # one copy of the module, not __main__ and it
+    from chartgw.groups.radio.monitor import main as module_main  # one copy of the module, not __main__ and it
 
     sys.exit(module_main())
-

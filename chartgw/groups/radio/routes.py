@@ -1,166 +1,22 @@
-"""/radio: a station directory (radio-browser) and what the stations play, observed by our own monitor.
-
-The directory: `chartgw crawl radio` asks radio-browser for its server list (the discovery target
-`servers`), then, per configured country (`CHARTGW_RADIO_COUNTRIES`) and tag (`CHARTGW_RADIO_TAGS`),
-the most clicked working stations, from the first server of the list that answers (failover on a
-transport error, a non-2xx answer or a body the parser refuses). Each list is a snapshot
-(`directory/{cc}`, `directory-tag/{tag}`); the merged `stations` table keeps every station ever
-listed: one no configured list names any more is marked inactive (never deleted; its plays stay).
-
-The plays: `chartgw monitor radio` (`chartgw.groups.radio_monitor`) watches the most clicked stations
-and records a play per change of the announced title. Every completed hour the monitor also commits
-the hour's tracks per country as a snapshot `plays/{cc}` (one entry per track, ranked by plays), the
-form in which the artist-history index takes plays in as a source of their own.
-"""
+"""/radio responses, the reads of the stations, plays and monitor state, the handlers and the route table."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import sqlite3
-import time
 from collections.abc import Sequence
-from datetime import datetime, timedelta
-from functools import partial
+from datetime import timedelta
 from typing import Any
-from urllib.parse import urlencode
 
-import httpx
 import msgspec
 
 from chartgw import config
-from chartgw.clock import Clock, fixed, utc_now
-from chartgw.context import Context
-from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, crawl_group, retention
-from chartgw.groups import radio_monitor as mon
-from chartgw.groups.radio_monitor import (
-    COUNTRIES_SETTING,
-    DIRECTORY_LIMIT_SETTING,
-    SILENCE_SETTING,
-    TAGS_SETTING,
-    Monitor,
-    country_target,
-    create_schema,
-    tag_target,
-)
+from chartgw.groups.radio.directory import DIRECTORY_CADENCE, directory_targets
+from chartgw.groups.radio.settings import NAME, SILENCE_SETTING
 from chartgw.params import Param, search_param
-from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.responses import HealthHead, TargetStatus, health_status, target_statuses
-from chartgw.samples import radio as samples
-from chartgw.store import NewSnapshot, StoredEntry, group_db_path, iso
-from chartgw.text import compact, split_artists, title_key
-from chartgw.upstreams import UpstreamRequest
-from chartgw.upstreams import radio_browser as rb
-from chartgw.upstreams.radio_browser import Server, Station
-
-NAME = "radio"
-DIRECTORY_CADENCE = 86_400
-SERVERS_TARGET = "servers"
-_encode = msgspec.json.Encoder().encode
-
-
-# --- the directory crawl -------------------------------------------------------------------------------
-
-
-def countries() -> tuple[str, ...]:
-    return config.get(COUNTRIES_SETTING)
-
-
-def tags() -> tuple[str, ...]:
-    return tuple(dict.fromkeys(t.strip().lower() for t in config.get(TAGS_SETTING) if t.strip()))
-
-
-def directory_targets() -> list[str]:
-    """Every configured directory list's snapshot target, countries first."""
-    return [country_target(cc) for cc in countries()] + [tag_target(t) for t in tags()]
-
-
-def _build_servers(fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
-    servers = rb.parse_servers(fetched[0].body)
-    entries = [StoredEntry(i, compact(s.name) or "server", "server", s.ip, _encode(s), compact(s.name))
-               for i, s in enumerate(servers, start=1)]
-    return [NewSnapshot(SERVERS_TARGET, ctx.now.date().isoformat(), None, ctx.now, fetched[0].url, entries,
-                        fetched[0].body, "application/json")]
-
-
-def stored_servers(ctx: CrawlContext) -> list[Server]:
-    """The server list of the last good discovery ([] before the first: the list's own origin is used)."""
-    return [msgspec.json.decode(r, type=Server) for r in ctx.store.latest_records(SERVERS_TARGET)]
-
-
-def directory_origins(ctx: CrawlContext) -> list[str]:
-    """The origins to try, in order: the stored server list shuffled by the day (the API asks clients to
-    spread their load), the list's own origin last; `CHARTGW_UPSTREAM_RADIO_BROWSER` replaces them all."""
-    return rb.configured_origins(stored_servers(ctx), seed=ctx.now.date().isoformat())
-
-
-def _url(origin: str, request: UpstreamRequest) -> str:
-    return origin + request.path + (f"?{urlencode(request.params)}" if request.params else "")
-
-
-def station_entry(station: Station, rank: int) -> StoredEntry:
-    return StoredEntry(rank, title_key(station.name) or station.station_id, compact(station.countrycode or "") or "xx",
-                       station.station_id, _encode(station), compact(station.name))
-
-
-def _build_directory(target: str, request: UpstreamRequest, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
-    """Fetch one directory list with failover (the build runs the fetch: the platform's fetcher knows one
-    origin per upstream), merge it into `stations`, and keep it as a snapshot."""
-    with httpx.Client(timeout=httpx.Timeout(30.0, connect=5.0), follow_redirects=True) as client:
-        origin, stations = rb.fetch_with_failover(client, directory_origins(ctx), request, rb.parse_stations)
-    merge_stations(ctx, target, stations)
-    return [NewSnapshot(target, ctx.now.date().isoformat(), None, ctx.now, _url(origin, request),
-                        [station_entry(s, i) for i, s in enumerate(stations, start=1)])]
-
-
-def merge_stations(ctx: CrawlContext, target: str, stations: Sequence[Station]) -> None:
-    """Upsert the listed stations, make `target`'s membership exactly these, and mark a station active
-    when some configured list names it, inactive (with since when) when none does any more."""
-    db = ctx.store.db
-    create_schema(db)
-    now = iso(ctx.now)
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        for s in stations:
-            db.execute(
-                "INSERT INTO stations (station_id, name, countrycode, clickcount, hls, stream_url, name_key, tags_key,"
-                " city_key, record, active, first_seen_at, last_seen_at, inactive_since)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, NULL) ON CONFLICT (station_id) DO UPDATE SET"
-                " name = excluded.name, countrycode = excluded.countrycode, clickcount = excluded.clickcount,"
-                " hls = excluded.hls, stream_url = excluded.stream_url, name_key = excluded.name_key,"
-                " tags_key = excluded.tags_key, city_key = excluded.city_key, record = excluded.record,"
-                " last_seen_at = max(stations.last_seen_at, excluded.last_seen_at)",
-                (s.station_id, s.name, s.countrycode, s.clickcount, int(s.hls), s.url_resolved or s.url,
-                 compact(s.name), "|" + "|".join(compact(t) for t in s.tags) + "|", compact(s.state or ""),
-                 _encode(s), now, now))
-        db.execute("DELETE FROM station_sources WHERE target = ?", (target,))
-        db.executemany("INSERT OR IGNORE INTO station_sources (target, station_id, position) VALUES (?, ?, ?)",
-                       [(target, s.station_id, i) for i, s in enumerate(stations, start=1)])
-        listed = "SELECT 1 FROM station_sources ss WHERE ss.station_id = stations.station_id" \
-                 " AND ss.target IN (SELECT value FROM json_each(?))"
-        configured = _encode(directory_targets()).decode()
-        db.execute(f"UPDATE stations SET active = 0, inactive_since = ? WHERE active = 1 AND NOT EXISTS ({listed})",
-                   (now, configured))
-        db.execute(f"UPDATE stations SET active = 1, inactive_since = NULL WHERE active = 0 AND EXISTS ({listed})",
-                   (configured,))
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-
-
-def discovery() -> list[CrawlTarget]:
-    return [CrawlTarget(SERVERS_TARGET, (rb.servers_request(),), _build_servers, None)]
-
-
-def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
-    limit = config.get(DIRECTORY_LIMIT_SETTING)
-    chosen = [(country_target(cc), rb.stations_by_country_request(cc, limit)) for cc in countries()]
-    chosen += [(tag_target(t), rb.stations_by_tag_request(t, limit)) for t in tags()]
-    return [CrawlTarget(target, (), partial(_build_directory, target, request), None) for target, request in chosen]
-
+from chartgw.store import iso
+from chartgw.text import compact, split_artists
+from chartgw.upstreams.radio_browser import Station
 
 # --- responses -----------------------------------------------------------------------------------------
 
@@ -321,7 +177,7 @@ class RadioHealth(HealthHead):
 # --- queries -------------------------------------------------------------------------------------------
 
 STATION_COLUMNS = "s.record, s.active, s.first_seen_at, s.last_seen_at, s.inactive_since, coalesce(st.monitored, 0)"
-STATE_COLUMNS = ("st.monitored, st.status, st.method, st.last_title, st.last_title_at, st.last_heard_at, st.last_error,"
+MONITORING_COLUMNS = ("st.monitored, st.status, st.method, st.last_title, st.last_title_at, st.last_heard_at, st.last_error,"
                  " st.error_reason, st.error_at, st.failures, st.next_attempt_at")
 PLAY_COLUMNS = ("p.id, p.station_id, s.name, s.countrycode, p.started_at, p.ended_at, p.stream_title, p.kind, p.artist,"
                 " p.title, p.method")
@@ -375,7 +231,7 @@ async def _station_or_404(call: Call, station_id: str) -> Sequence[Any]:
 
 
 async def _state(call: Call, station_id: str) -> Sequence[Any] | None:
-    rows = await call.data.reader.fetchall(f"SELECT {STATE_COLUMNS} FROM station_state st WHERE st.station_id = ?",
+    rows = await call.data.reader.fetchall(f"SELECT {MONITORING_COLUMNS} FROM station_state st WHERE st.station_id = ?",
                                            (station_id,))
     return rows[0] if rows else None
 
@@ -590,189 +446,4 @@ ROUTES: tuple[Route, ...] = (
           summary="Distinct tracks heard, most played first: plays, stations, first and last played"),
     Route("/summary", summary, errors=(), response=SummaryResponse,
           summary="Stations in the directory and monitored; plays, top tracks and top artists of the last 24 h and 7 days"),
-)
-
-
-# --- the monitor command -------------------------------------------------------------------------------
-
-
-def monitor_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
-    """`chartgw monitor radio`: runs until SIGINT/SIGTERM (or `--run-for` seconds), outside the group's
-    crawl lock (`GroupCommand.lock=False`): a monitor that runs for months must not hold the lock the daily
-    directory crawl takes. `--mode demo` watches local sample streams instead (what scripts/serve starts)."""
-    if values.get("mode") == "demo":
-        report = asyncio.run(run_live_demo(values.get("run_for")))
-        return [Outcome("monitor", "ok", report.plays, None, None, 0,
-                        None if not report.errors else f"station errors: {report.errors}")]
-    return asyncio.run(run_monitor(values.get("run_for"), clock=ctx.clock))
-
-
-async def run_monitor(run_for: float | None = None, *, clock: Clock = utc_now) -> list[Outcome]:
-    """The monitor in this process (tests, embedding): until SIGINT/SIGTERM or `run_for` seconds."""
-    report = await mon.run_until_signalled(Monitor(clock=clock, retention=retention(GROUP)), run_for)
-    return [Outcome("monitor", "ok", report.plays, None, None, 0,
-                    None if not report.errors else f"station errors: {report.errors}")]
-
-
-# --- demo ----------------------------------------------------------------------------------------------
-
-SEED_STEP = timedelta(seconds=60)
-"""The seeder's clock moves in steps of a minute, each step once every station has been read at it."""
-SESSION = timedelta(minutes=20)
-SONG_SECONDS = 120.0
-
-
-class SteppedClock:
-    """Time the seeder moves: the sample servers' schedules and the monitor's dates both read it, so the
-    demo's plays are the same on a fast or a loaded machine."""
-
-    def __init__(self, start: datetime) -> None:
-        self.at = start
-
-    def __call__(self) -> datetime:
-        return self.at
-
-    def seconds(self) -> float:
-        return self.at.timestamp()
-
-
-def sample_pool() -> list[samples.SampleStation]:
-    return samples.station_pool([cc.upper() for cc in countries()], per_country=5, song_seconds=SONG_SECONDS)
-
-
-def demo_replies(pool: Sequence[samples.SampleStation], urls: dict[str, str], variant: int) -> dict[Any, Reply]:
-    """The directory's answers for the pool, plus a list for every configured tag the pool lacks."""
-    limit = config.get(DIRECTORY_LIMIT_SETTING)
-    replies = samples.directory_replies(pool, urls, limit=limit, variant=variant)
-    listed = samples.listed(pool, variant)
-    for tag in tags():
-        key = request_key(rb.stations_by_tag_request(tag, limit))
-        if key not in replies:
-            top = sorted(listed, key=lambda s: -s.clickcount)[:min(limit, 8)]
-            replies[key] = Reply(samples.render_stations(top, urls, variant), content_type=samples.JSON_TYPE)
-    return replies
-
-
-def unreachable(pool: Sequence[samples.SampleStation]) -> samples.SampleStation:
-    """The demo's broken station (its stream URL points where nothing listens): the last of the pool."""
-    return pool[-1]
-
-
-def seed_times(now: datetime, pool: Sequence[samples.SampleStation]) -> tuple[datetime, datetime]:
-    """When the seeder's two monitor sessions begin. The first (with the first directory crawl) about 3 days
-    back, where the sample schedules start; the second `SESSION` before `now`, placed 200 s into the
-    schedules, so that both hold tracks, the station ident (at 480 s) and the ad break (at 1080 s)."""
-    period = timedelta(seconds=pool[0].schedule.period or 1.0)
-    second = now - SESSION
-    return second - timedelta(seconds=200) - period * ((timedelta(days=3) - timedelta(seconds=200)) // period), second
-
-
-async def seed(now: datetime) -> list[Outcome]:
-    """The directory crawled twice (about 3 days ago, an hour ago: the second lacks one station, now
-    inactive) from local sample stream servers, and two 20-minute monitor sessions (then, and up to `now`)
-    recording real plays from those servers, read a minute apart on a stepped clock. One station's
-    stream is unreachable: it backs off."""
-    played, live = _recorded(now)
-    if live:
-        return []  # the live demo (`chartgw monitor radio --mode demo`) keeps the file current itself
-    pool = sample_pool()
-    origin, second = seed_times(now, pool)
-    clock = SteppedClock(origin)
-    outcomes: list[Outcome] = []
-    with samples.serving_radio(pool, clock=clock.seconds, bytes_per_second=0) as radio:
-        urls = radio.stream_urls()
-        broken = unreachable(pool)
-        urls[broken.station_id] = f"http://127.0.0.1:{samples.free_port()}{broken.mount}"
-        if played:  # seeded before (`chartgw demo --keep-fresh`): the directory again, no second set of plays
-            with replay_upstreams({rb.UPSTREAM: demo_replies(pool, urls, 1)}):
-                return await crawl_group(GROUP, {}, now=fixed(now))
-        with replay_upstreams({rb.UPSTREAM: demo_replies(pool, urls, 0)}) as servers:
-            outcomes += await crawl_group(GROUP, {}, now=fixed(origin))
-            await _session(clock, origin, origin + SESSION)
-            servers[rb.UPSTREAM].replies.update(demo_replies(pool, urls, 1))
-            outcomes += await crawl_group(GROUP, {}, now=fixed(now - timedelta(hours=1)))
-            await _session(clock, second, now)
-    mon.rollup(now, retention=retention(GROUP))
-    return outcomes
-
-
-def _recorded(now: datetime) -> tuple[bool, bool]:
-    """Whether the group file holds plays already, and whether a monitor is running on it (a heartbeat
-    within HEARTBEAT_GRACE of `now`, not stopped)."""
-    path = group_db_path(NAME)
-    if not path.exists():
-        return False, False
-    with contextlib.closing(sqlite3.connect(path, timeout=30)) as db:
-        try:
-            played = db.execute("SELECT count(*) FROM plays").fetchone()[0] > 0
-            run = db.execute("SELECT heartbeat_at, stopped_at FROM monitor_runs ORDER BY id DESC LIMIT 1").fetchone()
-        except sqlite3.OperationalError:  # no monitor tables yet
-            return False, False
-    return played, bool(run and run[1] is None and run[0] >= iso(now - HEARTBEAT_GRACE))
-
-
-async def _session(clock: SteppedClock, start: datetime, end: datetime) -> None:
-    """The monitor from `start` to `end`, the clock moved a step once every reachable station was read."""
-    monitor = Monitor(clock=clock, poll_seconds=30.0, read_timeout=5.0, backoff_base=0.05, backoff_max=0.2,
-                      icy_mode="poll", flush_seconds=0.05, heartbeat_seconds=0.2)
-    stop = asyncio.Event()
-    clock.at = start
-    task = asyncio.create_task(monitor.run(stop))
-    while not monitor.runs:
-        await asyncio.sleep(0.005)
-    while clock.at <= end:
-        # A reading begun at this time for every station that answers (one begun before the step may
-        # have read the title of the step before).
-        monitor.wake()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(run.heard_from != clock.at and (run.failures == 0 or run.ok)
-                                                  for run in monitor.runs.values()):
-            await asyncio.sleep(0.005)
-        clock.at = min(clock.at + SEED_STEP, end) if clock.at < end else end + SEED_STEP
-    clock.at = end
-    stop.set()
-    await task
-
-
-async def run_live_demo(run_for: float | None = None) -> mon.MonitorReport:
-    """What `scripts/serve` runs beside the server: the sample stream servers on the wall clock (titles
-    change every 30 s), the directory crawled from them now, and the monitor on them until SIGTERM."""
-    pool = samples.station_pool([cc.upper() for cc in countries()], per_country=5, song_seconds=30.0)
-    with samples.serving_radio(pool) as radio:
-        urls = radio.stream_urls()
-        with replay_upstreams({rb.UPSTREAM: demo_replies(pool, urls, 0)}):
-            await crawl_group(GROUP, {})
-        monitor = Monitor(poll_seconds=5.0, backoff_base=5.0, backoff_max=60.0, heartbeat_seconds=10.0,
-                          retention=retention(GROUP))
-        return await mon.run_until_signalled(monitor, run_for)
-
-
-def _market(target: str, record: dict[str, Any]) -> str:
-    return target.partition("@")[0].split("/")[1] if target.startswith("plays/") else ""
-
-
-GROUP = Group(
-    name=NAME,
-    title="Radio (station directory and observed plays)",
-    description="A station directory from radio-browser (stations by country and tag, inactive ones kept) and what "
-                "the monitored stations play, observed by our own monitor from each station's own announcements "
-                "(Icecast and SHOUTcast status pages, ICY in-stream metadata): now playing, play history, tracks heard "
-                "and a summary.",
-    routes=ROUTES,
-    upstreams=(rb.UPSTREAM,),
-    targets=targets,
-    discovery=discovery,
-    # The directory changes slowly and asks for politeness: one crawl a day, at a quiet hour.
-    schedules=(Schedule("40 4 * * *", (), "UTC", "radio-browser directory: stations by configured country and tag, daily"),),
-    retention_days={"directory": 30, "servers": 30, **mon.PLAYS_RETENTION},
-    per_upstream=1,
-    commands=(GroupCommand("monitor", "watch the most clicked stations' now-playing until SIGINT/SIGTERM", (
-        CommandArg("run_for", "stop after this many seconds (default: run until stopped)", type=float),
-        CommandArg("mode", "live: the directory's stations; demo: local sample streams (what scripts/serve starts)",
-                   choices=("live", "demo"), default="live"),
-    ), monitor_command, lock=False, at_boot=True),),
-    settings=mon.SETTINGS,
-    seeder=seed,
-    entries=EntryMapping(market=_market, artist=("artist",), artists="artists", title=("title",),
-                         skip_targets=("servers", "directory/*", "directory-tag/*"), sub_daily_targets=("plays/*",)),
 )

@@ -1,0 +1,35 @@
+"""/artist-history-api demo data: the index over the other groups' demo data, and lyrics ids of the most charted
+tracks resolved against sample Genius answers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from chartgw import artist_history as index
+from chartgw.clock import fixed
+from chartgw.crawl import Outcome
+from chartgw.groups import artist_lyrics as lyrics
+from chartgw.groups.artist_history import index_outcomes
+from chartgw.replay import replay_upstreams
+from chartgw.samples import genius as genius_samples
+from chartgw.store import iso
+from chartgw.upstreams import genius
+
+DEMO_LYRICS_TRACKS = 200
+"""Tracks the demo asks the sample Genius answers for (the most charted)."""
+
+
+async def seed(now: datetime) -> list[Outcome]:
+    """Index the other groups' demo data (seeded before this group: it is registered last), then resolve the
+    lyrics ids of the most charted tracks with `chartgw enrich`'s code against sample Genius answers."""
+    outcomes = index_outcomes(index.index_all(now=fixed(now)))
+    db = index.open_index()
+    try:
+        tracks = index.lyrics_candidates(db, iso(now), DEMO_LYRICS_TRACKS)
+        with replay_upstreams({genius.UPSTREAM: genius_samples.search_replies([(t.title, t.artist) for t in tracks],
+                                                                              "demo")}):
+            matched, missed, stopped = lyrics.enrich(db, "demo", limit=DEMO_LYRICS_TRACKS, delay=0, now=fixed(now))
+    finally:
+        db.close()
+    return [*outcomes, Outcome(f"lyrics: {matched} matched, {missed} missed", "failed" if stopped else "ok",
+                               matched + missed, error=stopped)]

@@ -1,0 +1,24 @@
+"""/digital-sales demo data: two pulls of every combo x configured country from sample iTunes RSS feeds."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from chartgw.clock import fixed
+from chartgw.crawl import Outcome
+from chartgw.group import crawl_group
+from chartgw.groups.digital_sales import COMBOS, GROUP, countries, feed_limit
+from chartgw.replay import replay_upstreams
+from chartgw.samples import digital_sales as samples
+from chartgw.upstreams import itunes
+
+
+async def seed(now: datetime) -> list[Outcome]:
+    """Two pulls of every combo x configured country: one a cadence ago (history for /snapshots), one now."""
+    earlier = now - timedelta(hours=3)
+    limit, configured = feed_limit(), countries()
+    with replay_upstreams({itunes.UPSTREAM: samples.all_replies(COMBOS, configured, limit, earlier, 0)}) as servers:
+        outcomes = await crawl_group(GROUP, {}, now=fixed(earlier))
+        servers[itunes.UPSTREAM].replies.update(samples.all_replies(COMBOS, configured, limit, now, 1))
+        outcomes += await crawl_group(GROUP, {}, now=fixed(now))
+    return outcomes

@@ -1,0 +1,27 @@
+"""/dj-rankings demo data: five poll years and their details passes from sample DJ Mag and MusicBrainz answers."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from chartgw.clock import fixed
+from chartgw.crawl import Outcome
+from chartgw.group import crawl_group
+from chartgw.groups.dj_rankings import GROUP, backfill
+from chartgw.replay import replay_upstreams
+from chartgw.samples import dj_rankings as samples
+
+
+async def seed(now: datetime) -> list[Outcome]:
+    """Five poll years through the real crawler on replay servers: past polls backfilled and the latest
+    crawled two days ago, then the details passes (pages and searches, then first release pages), then a
+    whole crawl now that completes the discographies longer than one page."""
+    years = samples.sample_years()
+    start = now - timedelta(days=2)
+    with replay_upstreams(samples.all_replies(now)):
+        outcomes = await backfill(years[0], years[-2], now=fixed(start))
+        outcomes += await crawl_group(GROUP, {"part": "list"}, now=fixed(start))
+        outcomes += await crawl_group(GROUP, {"part": "details"}, now=fixed(start + timedelta(hours=1)))
+        outcomes += await crawl_group(GROUP, {"part": "details"}, now=fixed(now - timedelta(days=1)))
+        outcomes += await crawl_group(GROUP, {}, now=fixed(now))
+    return outcomes

@@ -1,0 +1,36 @@
+"""/korea-chart demo data: FLO observed at a few earlier moments, then every chart of every site now."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from chartgw.clock import fixed
+from chartgw.crawl import KST, Outcome, run_targets
+from chartgw.group import retention
+from chartgw.groups.korea_chart import FLO_CHART, GROUP, NAME, targets
+from chartgw.replay import replay_upstreams
+from chartgw.samples import korea as samples
+from chartgw.upstreams import flo
+
+
+def flo_observation_times(now: datetime) -> list[datetime]:
+    """Past moments that give `rising` an observation an hour back and `rising_hourly` a full previous hour."""
+    hour = now.astimezone(KST).replace(minute=0, second=0, microsecond=0)
+    return sorted({hour - timedelta(hours=1) + timedelta(seconds=30), hour - timedelta(minutes=4),
+                   now - timedelta(minutes=60)})
+
+
+async def seed(now: datetime) -> list[Outcome]:
+    """FLO observed at a few earlier moments (the crawl clock set back: rising needs an observation an
+    hour earlier), then every chart of every site now."""
+    outcomes: list[Outcome] = []
+    flo_targets = targets({"site": "portal-d", "chart_type": "all_age"}, now)
+    with replay_upstreams(samples.all_replies(now)) as servers:
+        flo_server = servers[flo.UPSTREAM]
+        for variant, moment in enumerate(flo_observation_times(now)):
+            flo_server.replies.update(samples.site_replies("portal-d", "all_age", moment, variant))
+            outcomes += await run_targets(NAME, flo_targets, retention=retention(GROUP), now=fixed(moment))
+        flo_server.replies.update(samples.site_replies("portal-d", "all_age", now, 3))
+        everything = [t for t in targets({}, now) if t.key != FLO_CHART]
+        outcomes += await run_targets(NAME, everything, retention=retention(GROUP), now=fixed(now))
+    return outcomes

@@ -1,0 +1,24 @@
+"""/recognition demo data: yesterday's Top 200s and today's full crawl from sample Shazam answers."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from chartgw.clock import fixed
+from chartgw.crawl import KST, Outcome
+from chartgw.group import crawl_group
+from chartgw.groups.recognition import GROUP
+from chartgw.replay import replay_upstreams
+from chartgw.samples import recognition as samples
+from chartgw.upstreams import shazam
+
+
+async def seed(now: datetime) -> list[Outcome]:
+    """Yesterday's Top 200s, then today's full crawl (discovery and all 275 charts)."""
+    today = now.astimezone(KST).date()
+    yesterday = now - timedelta(days=1)
+    with replay_upstreams({shazam.UPSTREAM: samples.replies(today - timedelta(days=1), 0)}) as servers:
+        outcomes = await crawl_group(GROUP, {"chart_kind": "top-200"}, now=fixed(yesterday))
+        servers[shazam.UPSTREAM].replies.update(samples.replies(today, 1))
+        outcomes += await crawl_group(GROUP, {}, now=fixed(now))
+    return outcomes

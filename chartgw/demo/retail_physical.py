@@ -1,0 +1,25 @@
+"""/retail-physical demo data: five daily crawls of every configured category from sample Amazon pages."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from chartgw.crawl import Outcome
+from chartgw.demo.retail import seed_days
+from chartgw.groups.retail_physical import GROUP, GROUP_KIND, configured
+from chartgw.replay import ReplayKey, Reply
+from chartgw.samples import amazon as samples
+from chartgw.upstreams import amazon
+
+
+def replies(variant: int) -> dict[str, dict[ReplayKey, Reply]]:
+    tables: dict[str, dict[ReplayKey, Reply]] = {}
+    for market, slug in configured():
+        table = tables.setdefault(amazon.MARKETPLACES[market].upstream, {})
+        table.update(samples.grid_replies(market, GROUP_KIND, slug, variant))
+    return tables
+
+
+async def seed(now: datetime) -> list[Outcome]:
+    """Five daily crawls of every configured category, the last at `now`."""
+    return await seed_days(GROUP, replies, now)

@@ -1,0 +1,38 @@
+"""/short-video demo data: daily and weekly charts of every configured country through the real token exchange
+and paging, from sample Chartmetric answers."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from chartgw import config
+from chartgw.clock import fixed
+from chartgw.countries import GLOBAL
+from chartgw.crawl import Outcome
+from chartgw.group import crawl_group
+from chartgw.groups.short_video import GROUP, TOKEN_SETTING, chart_date_asked, countries, intervals
+from chartgw.replay import replay_upstreams
+from chartgw.samples import short_video as samples
+from chartgw.upstreams import chartmetric
+
+DEMO_SIZE = 150
+"""Rows of a demo chart: two pages of 100 and 50."""
+
+
+async def seed(now: datetime) -> list[Outcome]:
+    """Three daily charts (a day apart) and three weekly charts (a week apart) of every configured country, through
+    the real token exchange and paging against sample answers."""
+    settings: dict[str, str | None] = {TOKEN_SETTING.variable: samples.SAMPLE_REFRESH_TOKEN}
+    outcomes: list[Outcome] = []
+    with config.environment(settings), replay_upstreams({chartmetric.UPSTREAM: samples.token_replies()}) as servers:
+        server = servers[chartmetric.UPSTREAM]
+        codes = [None if c == GLOBAL else c for c in countries()]
+        for interval in intervals():
+            step = timedelta(days=7 if interval == "weekly" else 1)
+            for variant, back in enumerate((2, 1, 0)):
+                moment = now - step * back
+                asked = datetime.fromisoformat(chart_date_asked(moment)).date()
+                for code2 in codes:
+                    server.replies.update(samples.chart_replies(code2, interval, asked, variant, DEMO_SIZE))
+                outcomes += await crawl_group(GROUP, {"interval": interval}, now=fixed(moment))
+    return outcomes

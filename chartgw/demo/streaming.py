@@ -1,0 +1,46 @@
+"""/streaming demo data: a legacy CSV import, then token crawls of 3 countries from sample Spotify Charts answers."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+from chartgw import config
+from chartgw.clock import fixed
+from chartgw.context import Context
+from chartgw.countries import GLOBAL
+from chartgw.crawl import Outcome
+from chartgw.group import crawl_group
+from chartgw.groups.streaming import COUNTRIES_SETTING, GROUP, TOKEN_SETTING, import_csv
+from chartgw.replay import replay_upstreams
+from chartgw.samples import global_rows
+from chartgw.samples import streaming as samples
+from chartgw.upstreams import spotify
+
+
+async def seed(now: datetime) -> list[Outcome]:
+    """Demo data: a legacy-layout CSV import of an older daily chart, then token crawls of every chart type of
+    3 countries at two earlier days (the crawl clock set back, earlier chart dates; weekly charts a week
+    apart each) and now."""
+    settings: dict[str, str | None] = {TOKEN_SETTING.variable: samples.DEMO_TOKEN,
+                                       COUNTRIES_SETTING.variable: samples.DEMO_COUNTRIES}
+    countries = tuple(samples.DEMO_COUNTRIES.split(","))
+    outcomes: list[Outcome] = []
+    with config.environment(settings), replay_upstreams({spotify.UPSTREAM: {}}) as servers, TemporaryDirectory() as tmp:
+        two_days_ago = (now - timedelta(days=2)).date()
+        older = date.fromisoformat(samples.chart_date("regional-daily", two_days_ago)) - timedelta(days=7)
+        rows = global_rows("spotify/legacy/regional-daily/global", 0, 200)
+        path = Path(tmp) / f"regional-global-daily-{older.isoformat()}.csv"
+        path.write_bytes(samples.render_legacy_csv("regional-daily", GLOBAL, rows))
+        outcomes += import_csv(Context(clock=fixed(now - timedelta(days=3))), {"file": str(path)})
+        server = servers[spotify.UPSTREAM]
+        newest_week = date.fromisoformat(samples.chart_date("regional-weekly", now.date()))
+        for variant, days_back in enumerate((2, 1, 0)):
+            moment = now - timedelta(days=days_back)
+            weekly = (newest_week - timedelta(weeks=days_back)).isoformat()
+            server.replies.clear()
+            daily = samples.chart_date("regional-daily", moment.date())
+            server.replies.update(samples.chart_replies(daily, weekly, variant, countries, samples.DEMO_TOKEN))
+            outcomes += await crawl_group(GROUP, {}, now=fixed(moment))
+    return outcomes

@@ -1,0 +1,30 @@
+"""/uk-charts demo data: six consecutive weeks of every configured chart from rendered sample pages."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from chartgw.clock import fixed
+from chartgw.crawl import Outcome
+from chartgw.group import crawl_group
+from chartgw.groups.uk_charts import GROUP, backfill
+from chartgw.groups.uk_charts.charts import ONE_WEEK, configured_charts, latest_published_week
+from chartgw.replay import replay_upstreams
+from chartgw.samples import officialcharts as samples
+from chartgw.upstreams import officialcharts
+
+DEMO_WEEKS = 6
+
+
+async def seed(now: datetime) -> list[Outcome]:
+    """Six consecutive weeks of every configured chart: a crawl of the latest published week at `now`, then a
+    backfill of each chart's five weeks before it, all from rendered pages on a replay server."""
+    keys = configured_charts()
+    latest = latest_published_week(now)
+    since = latest - ONE_WEEK * (DEMO_WEEKS - 1)
+    outcomes: list[Outcome] = []
+    with replay_upstreams({officialcharts.UPSTREAM: samples.all_replies(latest, DEMO_WEEKS, keys)}):
+        outcomes += await crawl_group(GROUP, {}, now=fixed(now))
+        for key in keys:
+            outcomes += await backfill(key, since, latest, now=fixed(now))
+    return outcomes

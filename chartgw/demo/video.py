@@ -1,0 +1,21 @@
+"""/video demo data: a backfill of past shorts weeks and a pull of every catalogue chart from sample answers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from chartgw.clock import fixed
+from chartgw.crawl import Outcome
+from chartgw.group import crawl_group
+from chartgw.groups.video import GROUP, backfill, catalogue
+from chartgw.replay import replay_upstreams
+from chartgw.samples import video as samples
+from chartgw.upstreams import youtube
+
+
+async def seed(now: datetime) -> list[Outcome]:
+    """A backfill of the past 4 weeks of shorts, then a pull of every catalogue chart, both at `now`."""
+    with replay_upstreams({youtube.UPSTREAM: samples.replies(catalogue(), now)}):
+        outcomes = await backfill(samples.BACKFILL_WEEKS, now=fixed(now))
+        outcomes += await crawl_group(GROUP, {}, now=fixed(now))
+    return outcomes

@@ -1,0 +1,292 @@
+"""/uk-charts responses, handlers and route table."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import msgspec
+
+from chartgw.endpoints import Call, Route, not_found
+from chartgw.groups.uk_charts.charts import NAME, TARGET, WEEK_SECONDS, configured_charts
+from chartgw.groups.uk_charts.crawl import week_end_of
+from chartgw.groups.uk_charts.storage import ROW_COLUMNS, checked_chart_key, coverage_by_target, latest_rows, row_with_meta
+from chartgw.params import Param, search_term
+from chartgw.responses import (
+    HealthHead,
+    SnapshotMeta,
+    TargetStatus,
+    health_route,
+    records_array,
+    snapshot_meta,
+    stored_record,
+)
+from chartgw.store import SnapshotReader, SnapshotRow
+from chartgw.text import compact
+from chartgw.upstreams import officialcharts
+from chartgw.upstreams.officialcharts import (
+    CHARTS,
+    CHARTS_BY_KEY,
+    UkChartEntry,
+)
+
+# --- responses ------------------------------------------------------------------------------------
+
+class ChartCoverage(msgspec.Struct):
+    chart_key: str
+    title: str
+    kind: str
+    """"singles" (songs) or "albums"."""
+    size: int
+    """Rows of a complete current page (a latest-week page with fewer fails the crawl)."""
+    configured: bool
+    """True when the chart is in CHARTGW_UK_CHARTS (crawled every week)."""
+    url: str
+    """The chart's page on officialcharts.com."""
+    first_week_start: str | None
+    last_week_start: str | None
+    last_week_end: str | None
+    weeks_held: int
+
+
+class ChartsResponse(msgspec.Struct):
+    count: int
+    charts: list[ChartCoverage]
+    """Every chart the gateway knows: the configured ones first, in CHARTGW_UK_CHARTS order."""
+
+
+class WeekSnapshot(SnapshotMeta, kw_only=True):
+    """A stored week: the snapshot metadata (chart_date = week start) with its chart key and week."""
+
+    chart_key: str
+    week_start: str
+    week_end: str
+
+
+class SnapshotsResponse(msgspec.Struct):
+    chart_key: str | None
+    count: int
+    snapshots: list[WeekSnapshot]
+    """Newest fetch first."""
+
+
+class WeekChartResponse(msgspec.Struct):
+    chart_key: str
+    title: str
+    kind: str
+    week_start: str
+    """The Friday that starts the chart week, as the page printed it."""
+    week_end: str
+    """The Thursday that ends it."""
+    requested_date: str | None
+    """The day asked for (any day of the week finds it); null for /latest."""
+    previous_week_start: str | None
+    """The nearest older week held (null at the oldest held week)."""
+    next_week_start: str | None
+    """The nearest newer week held (null at the newest)."""
+    snapshot: SnapshotMeta
+    count: int
+    entries: list[UkChartEntry]
+
+
+class SearchHit(msgspec.Struct):
+    chart_key: str
+    chart_date: str
+    """The chart week's start (the same as week_start)."""
+    week_start: str
+    week_end: str
+    rank: int
+    """The position printed that week (ties repeat)."""
+    entry: UkChartEntry
+
+
+class SearchResponse(msgspec.Struct):
+    q: str
+    chart_key: str | None
+    count: int
+    hits: list[SearchHit]
+    """Newest chart week first, then by chart key and rank; each week of a chart once."""
+
+
+class ChartHealth(msgspec.Struct):
+    chart_key: str
+    latest_week_start: str | None
+    latest_week_end: str | None
+
+
+class HealthResponse(HealthHead):
+    chart_count: int
+    """How many charts CHARTGW_UK_CHARTS configures."""
+    charts: list[ChartHealth]
+    targets: list[TargetStatus]
+    """Stale when the latest week was fetched more than two weeks ago."""
+
+
+class _Rank(msgspec.Struct):
+    rank: int
+
+
+_decode_rank = msgspec.json.Decoder(_Rank).decode
+
+
+# --- handlers -------------------------------------------------------------------------------------
+
+def _cadences() -> dict[str, int]:
+    return {TARGET.make(key): WEEK_SECONDS for key in configured_charts()}
+
+
+async def describe_health(call: Call, status: str, statuses: list[TargetStatus]) -> HealthResponse:
+    latest = await latest_rows(call.data.reader)
+    charts = []
+    for key in configured_charts():
+        found = latest.get(TARGET.make(key))
+        charts.append(ChartHealth(key, found[0].chart_date if found else None,
+                                  week_end_of(found[0].chart_date, found[1]) if found else None))
+    return HealthResponse(status, NAME, len(charts), charts, statuses)
+
+
+async def charts(call: Call) -> ChartsResponse:
+    configured = configured_charts()
+    coverage = await coverage_by_target(call.data.reader)
+    latest = await latest_rows(call.data.reader)
+    order = [*configured, *(chart.key for chart in CHARTS if chart.key not in configured)]
+    listed = []
+    for key in order:
+        info = CHARTS_BY_KEY[key]
+        first, last, weeks = coverage.get(TARGET.make(key), (None, None, 0))
+        newest = latest.get(TARGET.make(key))
+        listed.append(ChartCoverage(key, info.title, info.kind, info.size, key in configured,
+                                    officialcharts.SITE + officialcharts.chart_path(key), first, last,
+                                    week_end_of(newest[0].chart_date, newest[1]) if newest else None, weeks))
+    return ChartsResponse(len(listed), listed)
+
+
+async def snapshots(call: Call) -> SnapshotsResponse:
+    key = await checked_chart_key(call, call.params["chart_key"])
+    rows = await call.data.reader.fetchall(
+        f"SELECT {SnapshotRow.COLUMNS}, meta FROM snapshots WHERE target GLOB ? ORDER BY id DESC LIMIT ?",
+        (TARGET.pattern(chart_key=key), call.params["limit"]))
+    listed = []
+    for values in rows:
+        row, meta = row_with_meta(values)
+        head = msgspec.structs.asdict(snapshot_meta(row, WEEK_SECONDS, call.now))
+        listed.append(WeekSnapshot(**head, chart_key=row.target, week_start=row.chart_date,
+                                   week_end=week_end_of(row.chart_date, meta)))
+    return SnapshotsResponse(key, len(listed), listed)
+
+
+async def _neighbours(reader: SnapshotReader, target: str, week_start: str) -> tuple[str | None, str | None]:
+    rows = await reader.fetchall(
+        "SELECT (SELECT max(chart_date) FROM snapshots WHERE target = ?1 AND chart_date < ?2),"
+        " (SELECT min(chart_date) FROM snapshots WHERE target = ?1 AND chart_date > ?2)", (target, week_start))
+    return (rows[0][0], rows[0][1]) if rows else (None, None)
+
+
+async def _chart_response(call: Call, key: str, row: SnapshotRow, meta: bytes | None,
+                          requested: str | None) -> WeekChartResponse:
+    reader = call.data.reader
+    records = await reader.records(row.id, call.params["limit"])
+    previous, following = await _neighbours(reader, row.target, row.chart_date)
+    info = CHARTS_BY_KEY[key]
+    return WeekChartResponse(key, info.title, info.kind, row.chart_date, week_end_of(row.chart_date, meta), requested,
+                             previous, following, snapshot_meta(row, WEEK_SECONDS, call.now), len(records),
+                             records_array(records))
+
+
+async def chart_latest(call: Call) -> WeekChartResponse:
+    key = await checked_chart_key(call, call.params["chart_key"])
+    assert key is not None
+    rows = await call.data.reader.fetchall(
+        f"SELECT {SnapshotRow.COLUMNS}, meta FROM snapshots WHERE target = ? ORDER BY chart_date DESC, id DESC LIMIT 1",
+        (TARGET.make(key),))
+    if not rows:
+        raise not_found(f"No week of {key} is held yet; see /uk-charts/charts")
+    row, meta = row_with_meta(rows[0])
+    return await _chart_response(call, key, row, meta, None)
+
+
+async def chart_week(call: Call) -> WeekChartResponse:
+    key = await checked_chart_key(call, call.params["chart_key"])
+    assert key is not None
+    day: str = call.params["week_start"]
+    target = TARGET.make(key)
+    reader = call.data.reader
+    rows = await reader.fetchall(
+        f"SELECT {SnapshotRow.COLUMNS}, meta FROM snapshots WHERE target = ? AND chart_date <= ?"
+        " ORDER BY chart_date DESC, id DESC LIMIT 1", (target, day))
+    if rows:
+        row, meta = row_with_meta(rows[0])
+        if day <= week_end_of(row.chart_date, meta):
+            return await _chart_response(call, key, row, meta, day)
+    try:
+        start, end = officialcharts.chart_week(date.fromisoformat(day))
+        week = f"the week {start.isoformat()} to {end.isoformat()}"
+    except OverflowError:  # the week of 0001-01-01 or 9999-12-31 runs past the calendar
+        week = f"the week of {day}"
+    coverage = await _coverage_of(reader, target)
+    if coverage is None:
+        raise not_found(f"No week of {key} is held yet; see /uk-charts/charts")
+    first, last, weeks = coverage
+    before, after = await _neighbours(reader, target, day)
+    raise not_found(f"No {key} chart is held for {week}; the weeks held "
+                    f"run from {first} to {last} ({weeks} weeks; nearest: {before or 'none'} before, "
+                    f"{after or 'none'} after); see /uk-charts/charts")
+
+
+async def _coverage_of(reader: SnapshotReader, target: str) -> tuple[str, str, int] | None:
+    rows = await reader.fetchall(
+        "SELECT min(chart_date), max(chart_date), count(DISTINCT chart_date) FROM snapshots WHERE target = ?",
+        (target,))
+    return (rows[0][0], rows[0][1], rows[0][2]) if rows and rows[0][0] is not None else None
+
+
+async def search(call: Call) -> SearchResponse:
+    q, limit = call.params["q"], call.params["limit"]
+    key = await checked_chart_key(call, call.params["chart_key"])
+    needle = compact(q)
+    like = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    rows = await call.data.reader.fetchall(
+        f"SELECT {ROW_COLUMNS}, s.meta, e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id"
+        " WHERE s.target GLOB ? AND e.search_key LIKE ? ESCAPE '\\'"
+        " AND s.id = (SELECT max(x.id) FROM snapshots x WHERE x.target = s.target AND x.chart_date = s.chart_date)"
+        " ORDER BY s.chart_date DESC, s.target, e.position LIMIT ?", (TARGET.pattern(chart_key=key), like, limit))
+    hits = []
+    for values in rows:
+        row, meta = row_with_meta(values[:8])
+        record: bytes = values[8]
+        hits.append(SearchHit(row.target, row.chart_date, row.chart_date, week_end_of(row.chart_date, meta),
+                              _decode_rank(record).rank, stored_record(record)))
+    return SearchResponse(q, key, len(hits), hits)
+
+
+# --- the route table ------------------------------------------------------------------------------
+
+CHART_KEY_HELP = "A chart key (singles, albums, dance-singles, ...; listed at /uk-charts/charts)"
+CHART_KEY = Param("chart_key", "path", description=CHART_KEY_HELP)
+ANY_CHART = Param("chart_key", description=CHART_KEY_HELP + "; every chart when absent")
+ROWS = Param("limit", kind="int", default=200, ge=1, le=200, description="Rows to return, from the top (default: all)")
+
+ROUTES: tuple[Route, ...] = (
+    health_route(NAME, _cadences, "Configured chart count, the latest week held per chart, and each chart's freshness",
+                 describe=describe_health, response=HealthResponse, pattern=TARGET.pattern()),
+    Route("/charts", charts, errors=(), response=ChartsResponse,
+          summary="Every chart key with its title, kind, size, whether it is configured, and the weeks held"),
+    Route("/snapshots", snapshots, (
+        ANY_CHART,
+        Param("limit", kind="int", default=50, ge=1, le=500, description="Snapshots to return, newest fetch first"),
+    ), response=SnapshotsResponse, summary="Stored chart weeks, newest fetch first, optionally of one chart"),
+    Route("/search", search, (
+        Param("q", required=True, min_length=1, check=search_term,
+              description="Words of a title or artist; case, accents and punctuation are ignored"),
+        ANY_CHART,
+        Param("limit", kind="int", default=50, ge=1, le=500, description="Hits to return"),
+    ), response=SearchResponse,
+          summary="Entries whose title or artist contains q in every stored week, newest week first, with rank"),
+    Route("/{chart_key}/latest", chart_latest, (CHART_KEY, ROWS), response=WeekChartResponse,
+          summary="The newest week held of one chart, with its week and the previous week held"),
+    Route("/{chart_key}/{week_start}", chart_week, (
+        CHART_KEY,
+        Param("week_start", "path", kind="date",
+              description="YYYY-MM-DD: any day of the chart week (weeks run Friday to Thursday)"),
+        ROWS,
+    ), response=WeekChartResponse, summary="The chart of the week containing a day, with the previous and next weeks held"),
+)
