@@ -303,7 +303,7 @@ def test_openapi_lists_every_route(api: TestClient) -> None:
     response = api.get("/dj-rankings/openapi.json")
     assert response.status_code == 200
     document = response.json()
-    assert set(document["paths"]) == {"/", "/health", "/openapi.json", "/fetch-logs", "/years", "/search",
+    assert set(document["paths"]) == {"/", "/health", "/openapi.json", "/fetch-logs", "/diff", "/years", "/search",
                                       "/djs/{slug}", "/{year}", "/{year}/{rank}"}
     assert {"DjRankEntry", "ReleaseGroup", "DjResponse"} <= set(document["components"]["schemas"])
     assert document["paths"]["/{year}"]["get"]["parameters"][0]["schema"] == {"type": "integer"}

@@ -271,7 +271,7 @@ def test_unknown_or_missing_preset_is_a_422_listing_the_presets(api: TestClient)
 
 def test_openapi_lists_every_route_and_the_preset_enum(api: TestClient) -> None:
     document = api.get(P + "/openapi.json").json()
-    assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs"}
+    assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs", "/diff"}
     params = document["paths"]["/charts/{chart_slug}/preset"]["get"]["parameters"]
     preset = next(p for p in params if p["name"] == "preset")
     assert preset["schema"]["enum"] == ["top-10", "top-40", "debuts", "re-entries", "gainers", "year-ago"]
