@@ -38,7 +38,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import msgspec
 
 from chartgw import config
+from chartgw import progress as steps
 from chartgw.clock import Clock, utc_now
 from chartgw.group import AFTER_CRAWL, EntryMapping
 from chartgw.store import FETCH_LOG_SCHEMA, group_db_path, iso
@@ -92,8 +93,9 @@ every batch, are copied into the file a few times instead of after every commit.
 CACHE_KIB = 64 * 1024
 """SQLite page cache of an incremental run."""
 
-SCHEMA_VERSION = 4
-"""`PRAGMA user_version` of the layout below; a file of an earlier one is dropped and built again."""
+SCHEMA_VERSION = 5
+"""`PRAGMA user_version` of the layout below; a file of an earlier one is dropped and built again (5: track keys
+fold version marks, `chartgw.text.title_key`)."""
 DEFERRED_INDEXES = ("CREATE UNIQUE INDEX IF NOT EXISTS tracks_by_key ON tracks (track_key);"
                     "CREATE UNIQUE INDEX IF NOT EXISTS artists_by_key ON artists (key);"
                     "CREATE UNIQUE INDEX IF NOT EXISTS variants_by_key ON variants (variant_key);"
@@ -323,6 +325,8 @@ class IndexResult:
     """Rows written (added or updated; the snapshots of one day of a sub-daily chart in one batch count once)."""
     last_snapshot_id: int
     error: str | None = None
+    duration_ms: int = 0
+    """The time this source took, measured (not the run's clock, which may be a fixed one)."""
 
 
 def open_index(path: Path | None = None) -> sqlite3.Connection:
@@ -341,6 +345,7 @@ def open_index(path: Path | None = None) -> sqlite3.Connection:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     db.executescript(SCHEMA + DEFERRED_INDEXES)
     if migrated:
+        rekey_lookups(db)
         db.execute(_LYRICS_ARTISTS)
     db.execute("INSERT OR IGNORE INTO meta VALUES ('cursor_secret', ?)", (os.urandom(16).hex(),))
     db.execute("INSERT OR IGNORE INTO meta VALUES ('next_row_id', '1')")
@@ -503,6 +508,7 @@ def index_all(groups: Iterable[Group] | None = None, *, now: Clock = utc_now, pa
         try:
             with _without_gc():
                 sources = source_groups(groups)
+                steps.expect(sum(_pending_count(db, group) for group in sources), "snapshots")
                 results = []
                 for n, group in enumerate(sources):
                     if n + 1 < len(sources):  # the next group's reader starts now, so its first batch is ready
@@ -517,6 +523,22 @@ def index_all(groups: Iterable[Group] | None = None, *, now: Clock = utc_now, pa
         db.close()
 
 
+def _pending_count(db: sqlite3.Connection, group: Group) -> int:
+    """Snapshots of `group` not indexed yet (what a progress bar counts down); 0 for a missing or broken file."""
+    path = group_db_path(group.name)
+    if not path.exists():
+        return 0
+    row = db.execute("SELECT last_snapshot_id FROM sources WHERE source = ?", (group.name,)).fetchone()
+    try:
+        src = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+        try:
+            return int(src.execute("SELECT count(*) FROM snapshots WHERE id > ?", (row[0] if row else 0,)).fetchone()[0])
+        finally:
+            src.close()
+    except sqlite3.Error:
+        return 0
+
+
 def _logged(db: sqlite3.Connection, group: Group, now: Clock, batch: int, run: _Run) -> IndexResult:
     """`index_group`, with a fetch-log row when it indexed something or failed; a failing source (a broken
     file) does not stop the others."""
@@ -526,10 +548,11 @@ def _logged(db: sqlite3.Connection, group: Group, now: Clock, batch: int, run: _
     except (sqlite3.Error, ValueError, OSError) as exc:
         row = db.execute("SELECT last_snapshot_id FROM sources WHERE source = ?", (group.name,)).fetchone()
         result = IndexResult(group.name, 0, 0, int(row[0]) if row else 0, f"{type(exc).__name__}: {exc}")
+    result = replace(result, duration_ms=int((time.monotonic() - clock) * 1000))
     if result.snapshots or result.error:
         db.execute("INSERT INTO fetch_log (target, started_at, duration_ms, status, rows, url, error)"
                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   (group.name, iso(started), int((time.monotonic() - clock) * 1000), "failed" if result.error else "ok",
+                   (group.name, iso(started), result.duration_ms, "failed" if result.error else "ok",
                     result.rows, f"{group.name}.sqlite", result.error))
     return result
 
@@ -570,6 +593,7 @@ def rebuild(groups: Iterable[Group] | None = None, *, now: Clock = utc_now, path
         db = open_index(path)
         try:
             db.executemany("INSERT INTO lyrics_lookups VALUES (?, ?, ?, ?, ?, ?)", lookups)
+            rekey_lookups(db)
             db.execute(_LYRICS_ARTISTS)
         finally:
             db.close()
@@ -645,6 +669,7 @@ def index_group(db: sqlite3.Connection, group: Group, *, now: Clock = utc_now, b
                 db.execute("ROLLBACK")
                 run.forget(db)  # what the batch created is gone with it
                 raise
+            steps.advance(len(pending))
     finally:
         if reader is not None:
             reader.stop()
@@ -1087,6 +1112,15 @@ class LyricsTrack(NamedTuple):
     artist: str
     """The primary (first credited) artist as shown."""
     rows: int
+
+
+def rekey_lookups(db: sqlite3.Connection) -> None:
+    """Genius lookups kept from an index of an earlier layout, keyed by the track keys of now (a lookup whose new
+    key one already holds stays under its old one, unused), so a rebuild asks Genius nothing it asked before."""
+    for key, title, artist in db.execute("SELECT track_key, title, artist_key FROM lyrics_lookups").fetchall():
+        new = f"{title_key(title)}|{artist}"
+        if new != key:
+            db.execute("UPDATE OR IGNORE lyrics_lookups SET track_key = ? WHERE track_key = ?", (new, key))
 
 
 def lyrics_candidates(db: sqlite3.Connection, asked_before: str, limit: int) -> list[LyricsTrack]:

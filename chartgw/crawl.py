@@ -25,6 +25,7 @@ import httpx
 import msgspec
 
 from chartgw import config
+from chartgw import progress as steps
 from chartgw.clock import Clock, utc_now
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, group_db_path
 from chartgw.upstreams import ORIGINS, UpstreamFormatError, UpstreamRequest, body_limit, origin
@@ -302,6 +303,7 @@ async def run_targets(
     timeout = httpx.Timeout(20.0, connect=5.0)
     outcomes: list[Outcome] = []
     started = now()
+    steps.expect(len(targets), "targets")
     async with httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=False) as client:
         fetcher = Fetcher(client, policy)
         with SnapshotWriter(group_db_path(group), retention=retention or {}, now=now) as store:
@@ -309,6 +311,7 @@ async def run_targets(
             async def one(target: CrawlTarget) -> None:
                 outcome = await _run_one(target, fetcher, store, now(), policy)
                 outcomes.append(outcome)
+                steps.advance(failed=outcome.status != "ok")
                 if progress is not None:
                     progress(outcome)
 
@@ -395,6 +398,7 @@ def import_builds(group: str, builds: Sequence[tuple[str, Callable[[CrawlContext
     ones: the same checks, one transaction each, a fetch-log row each, and one recorded run."""
     started = now()
     outcomes = []
+    steps.expect(len(builds), "targets")
     with SnapshotWriter(group_db_path(group), retention=retention or {}, now=now) as store:
         for key, build in builds:
             clock = time.monotonic()
@@ -404,6 +408,7 @@ def import_builds(group: str, builds: Sequence[tuple[str, Callable[[CrawlContext
                 duration = int((time.monotonic() - clock) * 1000)
                 store.log_failure(FetchLogRow(key, started, duration, "failed", None, None, source, str(exc)))
                 outcomes.append(Outcome(key, "failed", None, None, None, duration, str(exc)))
+            steps.advance(failed=outcomes[-1].status != "ok")
         if outcomes:
             record_run(store, "import", started, now(), outcomes, {"source": source, **(options or {})})
     return outcomes

@@ -26,6 +26,7 @@ from chartgw.params import InvalidParams, Param, parse_query, validate
 from chartgw.store import SnapshotReader, group_db_path
 
 __all__ = [
+    "CACHE_SCOPE",
     "JSON",
     "ApiError",
     "Call",
@@ -38,6 +39,8 @@ __all__ = [
 ]
 
 JSON = b"application/json"
+CACHE_SCOPE = "chartgw.cache"
+"""The ASGI scope entry where a cached route says whether its answer was a cache "hit" or "miss" (for metrics)."""
 MAX_BODY_BYTES = 64 * 1024
 FRESHNESS_SECONDS = 1.0
 _encode = msgspec.json.Encoder().encode
@@ -194,12 +197,16 @@ class EndpointApp:
             raw = (scope["path"], scope["query_string"])
             known = self.cache.canonical(raw)
             hit = self.cache.get(known.key, version) if known is not None else None
+            outcome = "hit"
             if hit is None:
                 params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
                 key = (scope["path"], *sorted(params.items()))
                 self.cache.remember(raw, key, self)
-                hit = self.cache.get(key, version) or await self.cache.build(
-                    key, version, lambda: self._build(params, version))
+                hit = self.cache.get(key, version)
+                if hit is None:
+                    outcome = "miss"
+                    hit = await self.cache.build(key, version, lambda: self._build(params, version))
+            scope[CACHE_SCOPE] = outcome
             status, headers, body = self.cached_reply(hit, scope["headers"])
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})

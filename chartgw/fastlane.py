@@ -12,24 +12,34 @@ the app answers it as always, so the lane never answers anything the app would a
 
 from __future__ import annotations
 
+import time
+
 from chartgw.access import Gate, Reply
 from chartgw.cache import ResponseCache
+from chartgw.cors import CorsPolicy
 from chartgw.endpoints import EndpointApp
 from chartgw.legacy import rewrite
+from chartgw.observe import NO_CACHE, ORIGIN_HEADER, REQUEST_ID_HEADER, Observer, request_id
 
 __all__ = ["FastLane", "Reply"]
 
 
 class FastLane:
-    def __init__(self, cache: ResponseCache, gate: Gate, legacy: dict[str, str]) -> None:
+    def __init__(self, cache: ResponseCache, gate: Gate, legacy: dict[str, str], observer: Observer | None = None,
+                 cors: CorsPolicy | None = None) -> None:
         self.cache = cache
         self.gate = gate
         """The key middleware's gate: the lane admits (and refuses, and counts) exactly as the app does."""
         self.legacy = legacy
         """Legacy first path segments (`korea-chart-api`) to the current ones, as `LegacyPrefixMiddleware`."""
+        self.observer = observer
+        """Where the lane's answers are counted and logged, as the app's are (`chartgw.observe`)."""
+        self.cors = cors
+        """The app's CORS policy, when on: the lane's answers carry the same CORS headers as the app's."""
 
     def reply(self, path: str, query: bytes, headers: list[tuple[bytes, bytes]]) -> Reply | None:
         """The answer to `GET path?query` with `headers` (lowercase names), or None for the app to answer."""
+        started = time.perf_counter()
         known = self.cache.canonical((path, query))
         if known is None:
             found = rewrite(self.legacy, path)
@@ -46,9 +56,28 @@ class FastLane:
         hit = self.cache.get(known.key, version) if version is not None else None
         if hit is None:
             return None
-        refusal, _, rate = self.gate.admit(path, headers)
+        refusal, key_id, rate = self.gate.admit(path, headers)
         if refusal is not None:
-            return refusal  # the app's 401 or 429, in its bytes
+            return self._answered(refusal, endpoint, key_id, headers, started, NO_CACHE)  # the app's 401 or 429
         status, sent, body = endpoint.cached_reply(hit, headers)
         sent.extend(rate)
-        return status, sent, body
+        return self._answered((status, sent, body), endpoint, key_id, headers, started, "hit")
+
+    def _answered(self, reply: Reply, endpoint: EndpointApp, key_id: int | None, headers: list[tuple[bytes, bytes]],
+                  started: float, cache: str) -> Reply:
+        """`reply` with what the app's outer layers add (CORS headers, the request id), counted and logged."""
+        sent_id = origin = None
+        for name, value in headers:
+            if name == REQUEST_ID_HEADER:
+                sent_id = value
+            elif name == ORIGIN_HEADER:
+                origin = value
+        rid = request_id(sent_id)
+        status, sent, body = reply
+        if self.cors is not None:
+            sent.extend(self.cors.headers(origin))
+        sent.append((REQUEST_ID_HEADER, rid))
+        if self.observer is not None:
+            self.observer.lane_answered(endpoint, status, len(body), time.perf_counter() - started, key_id, rid, cache)
+        return reply
+

@@ -10,10 +10,11 @@ from typing import Any, cast
 import msgspec
 
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.params import Param
+from chartgw.params import Param, limit_param
 from chartgw.store import RunRow, SnapshotReader, SnapshotRow, parse_iso
 
 __all__ = [
+    "BUNDLE_LIMIT",
     "BUNDLE_ROWS",
     "FETCH_LOGS_ROUTE",
     "PULL_JSON_ROUTE",
@@ -40,7 +41,9 @@ __all__ = [
 ]
 
 BUNDLE_ROWS = 100
-"""Entries per chart in a bundle of several charts (/latest, a country's charts)."""
+"""Entries per chart in a bundle of several charts (/latest, a country's charts), unless `limit` says fewer."""
+BUNDLE_LIMIT = limit_param("Entries of each chart to return, from rank 1", BUNDLE_ROWS, BUNDLE_ROWS)
+"""The `limit` of a bundle: a client that needs the top of every chart need not take 100 rows of each."""
 
 
 class SnapshotMeta(msgspec.Struct, kw_only=True):
@@ -269,7 +272,7 @@ class LatestPullResponse(msgspec.Struct):
     """The latest recorded pull (scheduled crawl run); null when the data came otherwise (backfills)."""
     count: int
     charts: list[BundledChart]
-    """Every chart's latest snapshot (newest chart date), first 100 entries each."""
+    """Every chart's latest snapshot (newest chart date), its first `limit` entries (100 by default)."""
 
 
 def latest_pull_route(targets: Callable[[], Sequence[str]] | None, cadence_of: Callable[[str], int],
@@ -286,10 +289,10 @@ def latest_pull_route(targets: Callable[[], Sequence[str]] | None, cadence_of: C
         if not rows:
             raise not_found("No pull has been stored yet")
         runs = await reader.runs("crawl", 1)
-        charts = await chart_bundle(reader, rows, BUNDLE_ROWS, cadence_of, call.now)
+        charts = await chart_bundle(reader, rows, call.params["limit"], cadence_of, call.now)
         return LatestPullResponse(run_info(runs[0]) if runs else None, len(charts), charts)
 
-    return Route("/latest", latest, response=LatestPullResponse, summary=summary)
+    return Route("/latest", latest, (BUNDLE_LIMIT,), response=LatestPullResponse, summary=summary)
 
 
 class RawPayload(msgspec.Struct):

@@ -548,16 +548,17 @@ class SnapshotReader:
             [*globs, like, limit])
         return [(SnapshotRow(*row[:7]), row[7], row[8]) for row in rows]
 
-    async def history(self, title_key: str, artist_needle: str, pattern: str | None,
+    async def history(self, title_glob: str, artist_needle: str, pattern: str | None,
                       ) -> list[tuple[SnapshotRow, int, bytes]]:
-        """Every appearance of a title (by title_key) credited to an artist whose key contains
-        `artist_needle`, in snapshots of targets matching `pattern`: oldest chart date first."""
+        """Every appearance of a title (its title_key matching GLOB `title_glob`: a key, or a key's prefix) credited
+        to an artist whose key contains `artist_needle`, in snapshots of targets matching `pattern`: oldest chart
+        date first."""
         where, params = (" AND s.target GLOB ?", [pattern]) if pattern else ("", [])
         columns = ", ".join(f"s.{c.strip()}" for c in SnapshotRow.COLUMNS.split(","))
         rows = await self.fetchall(
             f"SELECT {columns}, e.rank, e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id"
-            f" WHERE e.title_key = ? AND instr(substr(e.search_key, instr(e.search_key, '|')), ?) > 0{where}"
-            " ORDER BY s.chart_date, s.target, s.id", [title_key, artist_needle, *params])
+            f" WHERE e.title_key GLOB ? AND instr(substr(e.search_key, instr(e.search_key, '|')), ?) > 0{where}"
+            " ORDER BY s.chart_date, s.target, s.id", [title_glob, artist_needle, *params])
         return [(SnapshotRow(*row[:7]), row[7], row[8]) for row in rows]
 
     async def runs(self, kind: str, limit: int) -> list[RunRow]:

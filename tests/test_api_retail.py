@@ -296,6 +296,17 @@ def test_digital_charts_json_is_the_raw_feed(digital: TestClient) -> None:
     assert [e["asin"] for e in chart["entries"]] == [samples.product("us", found, r.song).asin for r in rows]
 
 
+def test_digital_charts_json_takes_a_limit_per_chart(digital: TestClient) -> None:
+    """Up to 100 rows of every chart by default (today's answer); `limit` keeps the top rows of each."""
+    whole = get(digital, "/retail-digital/charts.json")
+    assert get(digital, "/retail-digital/charts.json?limit=100").content == whole.content
+    top = get(digital, "/retail-digital/charts.json?limit=3").json()
+    assert top["count"] == whole.json()["count"] == 24
+    for chart, full in zip(top["charts"], whole.json()["charts"], strict=True):
+        assert chart["entries"] == full["entries"][:3] and chart["count"] == 3
+    assert get(digital, "/retail-digital/charts.json?limit=0").json()["detail"][0]["type"] == "greater_than_equal"
+
+
 def test_digital_chart_latest(digital: TestClient) -> None:
     body = get(digital, "/retail-digital/charts/jp-digital-songs/latest?limit=5").json()
     assert (body["key"], body["market"], body["category"], body["count"]) == ("jp-digital-songs", "jp", "digital-songs", 5)

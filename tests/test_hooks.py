@@ -396,7 +396,8 @@ def test_operators_manage_every_keys_hooks_from_the_cli(data: Path, capsys: pyte
 def test_the_crontab_starts_the_worker_at_boot() -> None:
     from chartgw.cli import crontab
 
-    assert "@reboot /srv/chartgw/.venv/bin/chartgw deliver >> " in crontab(Path("/srv/chartgw"))
+    assert "@reboot CHARTGW_DATA_DIR=/srv/data /opt/chartgw/bin/chartgw deliver >> /srv/data/deliver.log 2>&1" in crontab(
+        ("/opt/chartgw/bin/chartgw",), Path("/srv/data"))
 
 
 

@@ -21,7 +21,7 @@ from chartgw.group import EntryMapping, Group, Schedule
 from chartgw.groups import retail
 from chartgw.params import Param
 from chartgw.responses import (
-    BUNDLE_ROWS,
+    BUNDLE_LIMIT,
     RunInfo,
     SnapshotMeta,
     health_route,
@@ -165,7 +165,7 @@ async def feed(call: Call) -> FeedResponse:
     charts = []
     for row in await _latest_rows(call):
         market, chart = retail.split_target(row.target)
-        records = await reader.records(row.id, BUNDLE_ROWS)
+        records = await reader.records(row.id, call.params["limit"])
         charts.append(FeedChart(retail.key_of(row.target), market, chart, await retail.snapshot_name(reader, row.id),
                                 snapshot_meta(row, retail.CADENCE_SECONDS, call.now), len(records),
                                 records_array(records)))
@@ -218,8 +218,9 @@ ROUTES: tuple[Route, ...] = (
     snapshots_route(retail.cadence_of, "Stored snapshots of every chart, newest first"),
     Route("/latest", latest, response=LatestResponse,
           summary="The latest crawl run and every chart's latest snapshot summary"),
-    Route("/charts.json", feed, response=FeedResponse,
-          summary="The raw feed: every chart's latest rows as received (with the verbatim texts)"),
+    Route("/charts.json", feed, (BUNDLE_LIMIT,), response=FeedResponse,
+          summary="The raw feed: every chart's latest rows as received (with the verbatim texts), 100 rows each "
+                  "unless limit says fewer"),
     Route("/charts", charts, errors=(), response=ChartsResponse,
           summary="Chart keys with marketplace, category, source and snapshot coverage"),
     Route("/charts/{chart_key}/latest", chart_latest, (

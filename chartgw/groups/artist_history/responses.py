@@ -103,6 +103,12 @@ class IndexHealth(HealthHead):
     rows: int
     sources: list[SourceStatus]
 
+    def reasons(self) -> list[str]:
+        """What only the index can tell the front page (`chartgw.reasons`): that nothing is indexed yet."""
+        if any(s.indexed_at for s in self.sources):
+            return []
+        return ["nothing indexed yet (`chartgw index artist-history-api` builds it; each crawl adds to it)"]
+
 
 def echo_of(query: Query) -> QueryEcho:
     return QueryEcho(query.names, query.keys, {k: list(v) for k, v in query.ids.items()},

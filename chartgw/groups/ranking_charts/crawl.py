@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from chartgw.context import Context
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
@@ -75,25 +75,6 @@ def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget
     """The latest week of the selected chart, or of every configured chart."""
     chart = selection.get("chart")
     return [week_target(slug) for slug in ([chart] if chart else configured())]
-
-
-class ProgressBar:
-    """One line redrawn on a terminal: weeks done of the total, failures, the week just fetched."""
-
-    def __init__(self, slug: str, total: int, stream: TextIO, width: int = 30) -> None:
-        self.slug, self.total, self.stream, self.width = slug, total, stream, width
-        self.done = self.failed = 0
-
-    def __call__(self, outcome: Outcome) -> None:
-        self.done += 1
-        self.failed += outcome.status != "ok"
-        filled = self.width * self.done // max(self.total, 1)
-        week = outcome.target.partition("@")[2]
-        self.stream.write(f"\r{self.slug} [{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} weeks"
-                          f", {self.failed} failed, {week}")
-        if self.done == self.total:
-            self.stream.write("\n")
-        self.stream.flush()
 
 
 def backfill_weeks(slug: str, since: date, until: date, held: set[str]) -> list[date]:

@@ -10,6 +10,7 @@ import msgspec
 
 from chartgw.endpoints import ApiError, Call, Route, not_found
 from chartgw.groups.ranking_charts.charts import (
+    DEFAULT_PRESET,
     NAME,
     PRESETS,
     SLUG_PATTERN,
@@ -343,10 +344,10 @@ ROUTES: tuple[Route, ...] = (
     Route("/charts/{chart_slug}/latest", latest, (CHART, LIMIT, INCLUDE_RAW), response=CHART_RESPONSES,
           summary="The latest week of one chart"),
     Route("/charts/{chart_slug}/preset", preset, (
-        CHART, Param("preset", kind="choice", choices=PRESETS, required=True,
-                     description="top-10, top-40, debuts (new this week), re-entries, gainers (biggest climbers "
-                                 "by last week's position, most places first) or year-ago (the same week one year "
-                                 "before the latest)"),
+        CHART, Param("preset", kind="choice", choices=PRESETS, default=DEFAULT_PRESET,
+                     description=f"top-10, top-40, debuts (new this week), re-entries, gainers (biggest climbers "
+                                 f"by last week's position, most places first) or year-ago (the same week one year "
+                                 f"before the latest); {DEFAULT_PRESET} when absent"),
         LIMIT, INCLUDE_RAW,
     ), response=CHART_RESPONSES, summary="A named view of the latest week (or the week one year earlier)"),
     Route("/charts/{chart_slug}/weeks-ago/{weeks_ago}", weeks_ago, (
