@@ -24,30 +24,18 @@ from typing import NamedTuple
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chartgw import config
-from chartgw.store import iso
+from chartgw.store import Table, connect, iso, migrate
 
 KEY_HEADER = b"x-api-key"
 KEY_ID_SCOPE = "chartgw.key_id"
 """The ASGI scope entry where the key middleware leaves the caller's key id (for per-key throttles)."""
-KEYS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS api_keys (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    key_hash TEXT NOT NULL UNIQUE,
-    created_at TEXT NOT NULL,
-    expires_at TEXT,
-    revoked_at TEXT
-);
-CREATE TABLE IF NOT EXISTS key_usage (
-    key_id INTEGER NOT NULL,
-    day TEXT NOT NULL,
-    requests INTEGER NOT NULL,
-    limited INTEGER NOT NULL,
-    PRIMARY KEY (key_id, day)
-) WITHOUT ROWID;
-"""
-# Columns added after a key file may already exist: (column, declaration).
-KEY_MIGRATIONS = (("rate_per_minute", "INTEGER"),)
+KEY_TABLES = (
+    Table("api_keys", ("id INTEGER PRIMARY KEY", "name TEXT NOT NULL", "key_hash TEXT NOT NULL UNIQUE",
+                       "created_at TEXT NOT NULL", "expires_at TEXT", "revoked_at TEXT",
+                       "rate_per_minute INTEGER")),  # added after key files existed: migrated in on open
+    Table("key_usage", ("key_id INTEGER NOT NULL", "day TEXT NOT NULL", "requests INTEGER NOT NULL",
+                        "limited INTEGER NOT NULL"), ("PRIMARY KEY (key_id, day)",), without_rowid=True),
+)
 ENV_KEY_ID = 0
 """The id counted for keys given in CHARTGW_API_KEYS (they are not in the key store)."""
 
@@ -133,13 +121,8 @@ class KeyStore:
         if not self.path.exists():
             self.path.touch(mode=0o600)  # created readable by the owner only, before any key is written
         secure_key_files(self.path)  # and kept so, whatever mode a copied or restored file came with
-        db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.executescript(KEYS_SCHEMA)
-        columns = {row[1] for row in db.execute("PRAGMA table_info(api_keys)")}
-        for column, declaration in KEY_MIGRATIONS:
-            if column not in columns:
-                db.execute(f"ALTER TABLE api_keys ADD COLUMN {column} {declaration}")
+        db = connect(self.path)
+        migrate(db, KEY_TABLES)
         secure_key_files(self.path)  # the -wal and -shm files SQLite has just made with the umask's mode
         return db
 
@@ -303,7 +286,7 @@ class KeyChecker:
             return
         secret = self.path.parent / SECRET_FILE
         self._secret = secret.read_bytes() if secret.exists() else None
-        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=5)
+        db = connect(self.path, readonly=True, timeout=5)
         try:
             columns = {row[1] for row in db.execute("PRAGMA table_info(api_keys)")}
             rate = "rate_per_minute" if "rate_per_minute" in columns else "NULL"

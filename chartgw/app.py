@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
@@ -68,7 +69,9 @@ def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = 
         return build_document(group.name, group.title, group.description, routes)
 
     async def openapi(call: Call) -> dict[str, Any]:
-        return document()
+        # Built in a worker thread: a document declares what the data holds (a discovered catalogue's values,
+        # read from SQLite) and is large; neither may hold up the event loop.
+        return await asyncio.to_thread(document)
 
     # The platform's routes first: a group's catch-all path ("/{year}") must not shadow them.
     routes = [

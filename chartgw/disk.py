@@ -15,7 +15,12 @@ from typing import Any
 from chartgw import config
 from chartgw.group import retention
 from chartgw.groups import GROUPS
-from chartgw.store import parse_iso
+from chartgw.store import Query, connect, parse_iso
+from chartgw.store import tables as store_tables
+
+INDEX_ROWS = Query("index rows", "SELECT coalesce(sum(rows), 0) FROM sources")
+"""The artist-history index's rows (its `sources` table counts them per group)."""
+FETCH_LOG_SPAN = Query("fetch-log span", "SELECT min(started_at), max(started_at) FROM fetch_log")
 
 __all__ = ["FileReport", "storage_report"]
 
@@ -79,17 +84,17 @@ def _size(path: Path) -> int:
 def _read_database(path: Path, report: FileReport) -> None:
     report.bytes = _size(path)
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+        db = connect(path, readonly=True, timeout=5.0)
         try:
-            tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            tables = {name for (name,) in db.execute(store_tables.TABLE_NAMES.sql)}
             if "snapshots" in tables:
                 report.kind = "snapshots"
                 _read_snapshots(db, report)
             elif "sources" in tables:
                 report.kind = "index"
-                (report.rows,) = db.execute("SELECT coalesce(sum(rows), 0) FROM sources").fetchone()
+                (report.rows,) = db.execute(INDEX_ROWS.sql).fetchone()
                 if "fetch_log" in tables:
-                    report.first, report.last = db.execute("SELECT min(started_at), max(started_at) FROM fetch_log").fetchone()
+                    report.first, report.last = db.execute(FETCH_LOG_SPAN.sql).fetchone()
             else:
                 report.kind = "other"
         finally:
@@ -99,9 +104,8 @@ def _read_database(path: Path, report: FileReport) -> None:
 
 
 def _read_snapshots(db: sqlite3.Connection, report: FileReport) -> None:
-    report.snapshots, report.first, report.last = db.execute(
-        "SELECT count(*), min(fetched_at), max(fetched_at) FROM snapshots").fetchone()
-    targets = [t for (t,) in db.execute("SELECT DISTINCT target FROM snapshots")]
+    report.snapshots, report.first, report.last = db.execute(store_tables.SPAN.sql).fetchone()
+    targets = [t for (t,) in db.execute(store_tables.TARGETS.sql)]
     days = (parse_iso(report.last) - parse_iso(report.first)).total_seconds() / 86400 if report.first and report.last else 0
     report.bytes_per_year = round(report.bytes * 365 / days) if days >= 1 else None
     kept = report.retention_days

@@ -7,6 +7,7 @@ middleware's). A handler only turns validated parameters into a payload.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 from collections import deque
@@ -42,6 +43,8 @@ JSON = b"application/json"
 CACHE_SCOPE = "chartgw.cache"
 """The ASGI scope entry where a cached route says whether its answer was a cache "hit" or "miss" (for metrics)."""
 MAX_BODY_BYTES = 64 * 1024
+THREAD_BODY_BYTES = 256 * 1024
+"""A response body this large is digested and compressed in a worker thread (a cache miss only)."""
 FRESHNESS_SECONDS = 1.0
 _encode = msgspec.json.Encoder().encode
 
@@ -225,7 +228,10 @@ class EndpointApp:
 
     async def _build(self, params: dict[str, Any], version: int) -> CachedBody:
         payload = await self.route.handler(Call(params, self.data, self.data.clock()))
-        return make_body(self._body(payload), version, self.route.cache_ttl)
+        body = self._body(payload)
+        if len(body) >= THREAD_BODY_BYTES:  # its digest and gzip copy take milliseconds: not on the event loop
+            return await asyncio.to_thread(make_body, body, version, self.route.cache_ttl)
+        return make_body(body, version, self.route.cache_ttl)
 
     def _body(self, payload: Any) -> bytes:
         """A 200 body: the payload encoded for a JSON route, else what the handler returned."""

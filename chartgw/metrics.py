@@ -43,7 +43,14 @@ from starlette.responses import Response
 
 from chartgw.clock import Clock, utc_now
 from chartgw.settings import exported
-from chartgw.store import group_db_path, parse_iso
+from chartgw.store import Query, connect, group_db_path, parse_iso
+from chartgw.store import tables as store_tables
+
+MONITORED_BY_STATE = Query("monitored stations by state",
+                           "SELECT status, count(*) FROM station_state WHERE monitored = 1 GROUP BY status")
+"""The radio monitor's stations by state (chartgw.groups.radio.storage keeps them)."""
+RUNNING_MONITOR = Query("running monitor", "SELECT heartbeat_at FROM monitor_runs WHERE stopped_at IS NULL"
+                        " ORDER BY id DESC LIMIT 1")
 
 __all__ = ["METRICS_PATH", "MetricsEndpoint", "RequestMetrics", "StoreCollector", "multiprocess", "scrape_registry",
            "worker_files"]
@@ -148,35 +155,30 @@ class StoreCollector:
             if not path.exists():
                 continue
             try:
-                with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1)) as db:
+                with contextlib.closing(connect(path, readonly=True, timeout=1)) as db:
                     self._read_group(group, db)
             except sqlite3.Error:
                 continue  # a file being replaced or locked past the timeout: the last read stands
 
     def _read_group(self, group: str, db: sqlite3.Connection) -> None:
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = {row[0] for row in db.execute(store_tables.TABLE_NAMES.sql)}
         if "fetch_log" in tables:
             self._count_attempts(group, db)
         if "snapshots" in tables:
-            for target, fetched in db.execute("SELECT target, fetched_at FROM snapshots WHERE id IN"
-                                              " (SELECT max(id) FROM snapshots GROUP BY target)"):
+            for target, fetched in db.execute(store_tables.NEWEST_FETCH_PER_TARGET.sql):
                 self._fetched[(group, target)] = parse_iso(fetched).timestamp()
         if group == RADIO and "station_state" in tables:  # chartgw.groups.radio.storage keeps each station's state
-            self._stations = {str(state): int(count) for state, count in db.execute(
-                "SELECT status, count(*) FROM station_state WHERE monitored = 1 GROUP BY status")}
-            running = db.execute("SELECT heartbeat_at FROM monitor_runs WHERE stopped_at IS NULL"
-                                 " ORDER BY id DESC LIMIT 1").fetchone() if "monitor_runs" in tables else None
+            self._stations = {str(state): int(count) for state, count in db.execute(MONITORED_BY_STATE.sql)}
+            running = db.execute(RUNNING_MONITOR.sql).fetchone() if "monitor_runs" in tables else None
             self._heartbeat = parse_iso(running[0]).timestamp() if running else None
 
     def _count_attempts(self, group: str, db: sqlite3.Connection) -> None:
-        last = db.execute("SELECT max(id) FROM fetch_log").fetchone()[0] or 0
+        last = db.execute(store_tables.LAST_FETCH_LOG_ID.sql).fetchone()[0] or 0
         seen = self._seen.get(group, 0)
         if last < seen:  # the file was replaced: count it again from the start
             seen = 0
             self._attempts = {k: v for k, v in self._attempts.items() if k[0] != group}
-        for target, outcome, count in db.execute(
-                "SELECT target, status, count(*) FROM fetch_log WHERE id > ? AND id <= ? GROUP BY target, status",
-                (seen, last)):
+        for target, outcome, count in db.execute(store_tables.FETCH_OUTCOMES_BETWEEN.sql, (seen, last)):
             key = (group, target, outcome)
             self._attempts[key] = self._attempts.get(key, 0) + count
         self._seen[group] = last

@@ -3,6 +3,7 @@ the latest-snapshot lookup, snapshot listings, recorded runs, raw payloads and t
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, cast
@@ -325,11 +326,10 @@ async def pull_json(call: Call) -> PullResponse:
         rows = await reader.snapshots_with_ids(o["snapshot_id"] for o in outcomes if o.get("snapshot_id") is not None)
     else:
         rows = await reader.latest_per_target()
-    payloads = []
-    for row in sorted(rows, key=lambda r: r.target):
-        payload = raw_json(await reader.raw(row.id))
-        if payload is not None:
-            payloads.append(RawPayload(row.target, row.id, row.fetched_at, row.source, payload))
+    kept = [(row, await reader.raw(row.id)) for row in sorted(rows, key=lambda r: r.target)]
+    checked = await asyncio.to_thread(lambda: [raw_json(raw) for _, raw in kept])  # megabytes of JSON: off the loop
+    payloads = [RawPayload(row.target, row.id, row.fetched_at, row.source, payload)
+                for (row, _), payload in zip(kept, checked, strict=True) if payload is not None]
     if not payloads:
         raise not_found("No pull has been stored yet")
     return PullResponse(run_info(runs[0]) if runs else None, len(payloads), payloads)

@@ -31,6 +31,7 @@ from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedul
 from chartgw.groups.ranking_charts.charts import BACKFILL_DELAY_SETTING, CHARTS_SETTING, NAME, newest_published
 from chartgw.groups.ranking_charts.crawl import backfill_weeks, held_dates, import_dump, targets, week_target
 from chartgw.groups.ranking_charts.routes import ROUTES
+from chartgw.groups.ranking_charts.storage import STORAGE
 from chartgw.upstreams import billboard
 from chartgw.upstreams.billboard import (
     CHARTS_BY_SLUG,
@@ -115,4 +116,5 @@ GROUP = Group(
     ), import_dump)),
     settings=(CHARTS_SETTING, BACKFILL_DELAY_SETTING),
     entries=EntryMapping(market=market_of, artist=("artist",), artists=None, title=("title",)),
+    storage=STORAGE,
 )

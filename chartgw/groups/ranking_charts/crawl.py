@@ -39,15 +39,14 @@ def stored(entry: RankingEntryWithRaw) -> StoredEntry:
 
 
 def _held_records(store: SnapshotWriter, slug: str, chart_date: str) -> list[bytes]:
-    row = store.db.execute("SELECT max(id) FROM snapshots WHERE target = ? AND chart_date = ?",
-                           (slug, chart_date)).fetchone()
-    return store.records(row[0]) if row and row[0] is not None else []
+    held = store.held(slug, chart_date)
+    return store.records(held.id) if held is not None else []
 
 
 def held_dates(slug: str) -> set[str]:
     """The chart dates of `slug` already stored (what a backfill skips)."""
     with SnapshotWriter(group_db_path(NAME)) as store:
-        return {row[0] for row in store.db.execute("SELECT DISTINCT chart_date FROM snapshots WHERE target = ?", (slug,))}
+        return set(store.dates(slug))
 
 
 def _build(slug: str, requested: date | None, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:

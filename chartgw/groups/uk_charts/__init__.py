@@ -46,6 +46,7 @@ from chartgw.groups.uk_charts.charts import (
 )
 from chartgw.groups.uk_charts.crawl import Progress, fetch_week, held_days, targets
 from chartgw.groups.uk_charts.routes import ROUTES
+from chartgw.groups.uk_charts.storage import STORAGE
 from chartgw.store import SnapshotWriter, group_db_path
 from chartgw.upstreams import officialcharts
 from chartgw.upstreams.officialcharts import (
@@ -177,4 +178,5 @@ GROUP = Group(
     ), _backfill_command),),
     settings=(CHARTS_SETTING, BACKFILL_DELAY_SETTING),
     entries=EntryMapping(market="=gb", artist=("artist",), artists=None, title=("title",)),
+    storage=STORAGE,
 )
