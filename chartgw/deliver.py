@@ -32,6 +32,7 @@ import msgspec
 from standardwebhooks import Webhook
 
 from chartgw import config
+from chartgw import hooks as h
 from chartgw.clock import Clock, utc_now
 from chartgw.feed import change_of
 from chartgw.hooks import (
@@ -47,7 +48,8 @@ from chartgw.hooks import (
     newest_change_ids,
     retry_delay,
 )
-from chartgw.store import ChangeRow, group_db_path, iso, parse_iso
+from chartgw.store import ChangeRow, connect, group_db_path, iso, parse_iso
+from chartgw.store import tables as t
 
 __all__ = ["Deliverer", "Due", "deliver_lock", "payload_of"]
 
@@ -125,9 +127,7 @@ class Deliverer:
             path = group_db_path(group)
             if not path.exists():
                 return None
-            db = sqlite3.connect(path, timeout=5)
-            db.execute("PRAGMA query_only=1")
-            self._files[group] = db
+            db = self._files[group] = connect(path, readonly=True, timeout=5)
         return db
 
     def _new_changes(self, group: str, after: int) -> list[ChangeRow]:
@@ -135,12 +135,12 @@ class Deliverer:
         if db is None:
             return []
         try:
-            return [ChangeRow(*row) for row in db.execute(
-                f"SELECT {ChangeRow.COLUMNS} FROM changes WHERE id > ? ORDER BY id LIMIT ?", (after, BATCH))]
+            rows = db.execute(t.CHANGES_AFTER.sql, (after, None, BATCH)).fetchall()
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
                 return []
             raise
+        return [ChangeRow(*row[1:]) for row in rows if row[1] is not None]
 
     def queue(self) -> int:
         """Queue one delivery per new change and active hook that wants it, and move the feed positions past those
@@ -148,9 +148,9 @@ class Deliverer:
         now = iso(self.clock())
         queued = 0
         with self.store.transaction() as db:
-            positions = dict(db.execute("SELECT grp, last_id FROM feed_positions").fetchall())
-            hooks = [(Hook.of(row[:-1]), msgspec.json.decode(row[-1], type=dict[str, int])) for row in db.execute(
-                f"SELECT {Hook.COLUMNS}, start FROM hooks WHERE disabled_at IS NULL ORDER BY id")]
+            positions = dict(db.execute(h.POSITIONS.sql).fetchall())
+            hooks = [(Hook.of(row[:-1]), msgspec.json.decode(row[-1], type=dict[str, int]))
+                     for row in db.execute(h.ACTIVE_HOOKS.sql)]
             for group in self.groups:
                 if group not in positions:  # the first queueing: from the oldest hook's start, or the current end
                     starts = [start.get(group, 0) for _, start in hooks]
@@ -162,14 +162,11 @@ class Deliverer:
                         if row.id <= start.get(group, 0) or not hook.wants(group, row.target):
                             continue
                         payload = payload or payload_of(group, row)
-                        queued += db.execute(
-                            "INSERT OR IGNORE INTO deliveries (hook_id, msg_id, grp, change_id, payload, created_at, state,"
-                            " next_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
-                            (hook.id, f"msg_{hook.id}_{group}_{row.id}", group, row.id, payload, now, now)).rowcount
+                        queued += db.execute(h.QUEUE.sql, (hook.id, f"msg_{hook.id}_{group}_{row.id}", group, row.id,
+                                                           payload, now)).rowcount
                 if rows:
                     positions[group] = rows[-1].id
-            db.executemany("INSERT INTO feed_positions (grp, last_id) VALUES (?, ?) ON CONFLICT (grp) DO UPDATE"
-                           " SET last_id = excluded.last_id", list(positions.items()))
+            db.executemany(h.POSITION_SET.sql, list(positions.items()))
         return queued
 
     # --- sending ----------------------------------------------------------------------------------------
@@ -177,12 +174,7 @@ class Deliverer:
     def due(self) -> dict[int, list[Due]]:
         """Pending deliveries whose time has come, of active hooks, by hook (oldest first)."""
         with self.store.connect() as db:
-            rows = db.execute(
-                "SELECT d.id, d.hook_id, d.msg_id, d.payload, d.attempts, d.created_at, h.url, h.secret FROM"
-                " (SELECT *, row_number() OVER (PARTITION BY hook_id ORDER BY next_at, id) AS n FROM deliveries"
-                "  WHERE state = 'pending' AND next_at <= ?) d"
-                " JOIN hooks h ON h.id = d.hook_id WHERE d.n <= ? AND h.disabled_at IS NULL ORDER BY d.hook_id, d.n",
-                (iso(self.clock()), PER_HOOK)).fetchall()
+            rows = db.execute(h.DUE.sql, (iso(self.clock()), PER_HOOK)).fetchall()
         by_hook: dict[int, list[Due]] = {}
         for row in rows:
             by_hook.setdefault(row[1], []).append(Due(*row))
@@ -267,30 +259,24 @@ class Deliverer:
         """The attempt's row, and what follows from it for the delivery and its hook, in one transaction."""
         when = iso(at)
         with self.store.transaction() as db:
-            if not db.execute("SELECT 1 FROM deliveries WHERE id = ?", (delivery.id,)).fetchone():
+            if not db.execute(h.DELIVERY_EXISTS.sql, (delivery.id,)).fetchone():
                 return  # its hook was removed meanwhile
-            db.execute("INSERT INTO attempts (delivery_id, hook_id, attempted_at, duration_ms, status, error)"
-                       " VALUES (?, ?, ?, ?, ?, ?)", (delivery.id, delivery.hook_id, when, duration, status, error))
+            db.execute(h.ATTEMPT_INSERT.sql, (delivery.id, delivery.hook_id, when, duration, status, error))
             if error is None:
-                db.execute("UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, next_at = NULL,"
-                           " finished_at = ? WHERE id = ?", (when, delivery.id))
-                db.execute("UPDATE hooks SET failing_since = NULL WHERE id = ?", (delivery.hook_id,))
+                db.execute(h.DELIVERED.sql, (delivery.id, when))
+                db.execute(h.HOOK_ANSWERS.sql, (delivery.hook_id,))
                 return
             attempts = delivery.attempts + 1
             retry = at + retry_delay(attempts)
             if retry > parse_iso(delivery.created_at) + GIVE_UP_AFTER:
-                db.execute("UPDATE deliveries SET state = 'failed', attempts = ?, next_at = NULL, finished_at = ?"
-                           " WHERE id = ?", (attempts, when, delivery.id))
+                db.execute(h.GIVEN_UP.sql, (delivery.id, attempts, when))
             else:
-                db.execute("UPDATE deliveries SET attempts = ?, next_at = ? WHERE id = ?", (attempts, iso(retry), delivery.id))
-                db.execute("UPDATE deliveries SET next_at = ? WHERE hook_id = ? AND state = 'pending' AND next_at < ?",
-                           (iso(retry), delivery.hook_id, iso(retry)))
-            db.execute("UPDATE hooks SET failing_since = coalesce(failing_since, ?) WHERE id = ?", (when, delivery.hook_id))
-            since = db.execute("SELECT failing_since FROM hooks WHERE id = ?", (delivery.hook_id,)).fetchone()
-            if since and at - parse_iso(since[0]) >= DISABLE_AFTER:
-                db.execute("UPDATE hooks SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL",
-                           (when, f"every delivery attempt failed since {since[0]} (the last: {error}); re-enable it with"
-                                  " chartgw hooks enable", delivery.hook_id))
+                db.execute(h.RETRY_AT.sql, (delivery.id, attempts, iso(retry)))
+                db.execute(h.HOOK_WAITS.sql, (delivery.hook_id, iso(retry)))
+            since = db.execute(h.HOOK_FAILS.sql, (delivery.hook_id, when)).fetchone()[0]
+            if at - parse_iso(since) >= DISABLE_AFTER:
+                db.execute(h.HOOK_DISABLE.sql, (delivery.hook_id, when, f"every delivery attempt failed since {since}"
+                                                f" (the last: {error}); re-enable it with chartgw hooks enable"))
 
     def _prune(self) -> None:
         """About hourly: drop deliveries finished more than KEEP_FINISHED ago (their attempts go with them)."""
@@ -299,7 +285,7 @@ class Deliverer:
             return
         self._pruned = now
         with self.store.transaction() as db:
-            db.execute("DELETE FROM deliveries WHERE state != 'pending' AND finished_at < ?", (iso(now - KEEP_FINISHED),))
+            db.execute(h.PRUNE_FINISHED.sql, (iso(now - KEEP_FINISHED),))
 
 
 async def pinned(url: str) -> tuple[str, str, dict[str, Any]]:

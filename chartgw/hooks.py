@@ -32,56 +32,98 @@ import msgspec
 from chartgw import config
 from chartgw.endpoints import ApiError, Call, Route, not_found
 from chartgw.params import InvalidParams, Param
-from chartgw.store import group_db_path, iso
+from chartgw.store import Index, Query, Table, connect, group_db_path, iso, migrate, read_once, transaction
+from chartgw.store import tables as t
 
-__all__ = ["DISABLE_AFTER", "GIVE_UP_AFTER", "HOOKS_SCHEMA", "Hook", "HookStore", "UnsafeURL", "check_address",
-           "check_url", "hooks_db_path", "hooks_routes", "retry_delay"]
+__all__ = ["DISABLE_AFTER", "GIVE_UP_AFTER", "HOOK_QUERIES", "HOOK_TABLES", "Hook", "HookStore", "UnsafeURL",
+           "check_address", "check_url", "hooks_db_path", "hooks_routes", "retry_delay"]
 
-HOOKS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS hooks (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    key_id INTEGER NOT NULL,
-    url TEXT NOT NULL,
-    groups TEXT NOT NULL,
-    targets TEXT NOT NULL,
-    secret TEXT NOT NULL,
-    start BLOB NOT NULL,
-    created_at TEXT NOT NULL,
-    failing_since TEXT,
-    disabled_at TEXT,
-    disabled_reason TEXT
-);
-CREATE TABLE IF NOT EXISTS feed_positions (
-    grp TEXT PRIMARY KEY,
-    last_id INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS deliveries (
-    id INTEGER PRIMARY KEY,
-    hook_id INTEGER NOT NULL REFERENCES hooks (id) ON DELETE CASCADE,
-    msg_id TEXT NOT NULL UNIQUE,
-    grp TEXT NOT NULL,
-    change_id INTEGER NOT NULL,
-    payload BLOB NOT NULL,
-    created_at TEXT NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'failed')),
-    attempts INTEGER NOT NULL DEFAULT 0,
-    next_at TEXT,
-    finished_at TEXT
-);
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (state, next_at);
-CREATE INDEX IF NOT EXISTS deliveries_by_hook ON deliveries (hook_id, state);
-CREATE TABLE IF NOT EXISTS attempts (
-    id INTEGER PRIMARY KEY,
-    delivery_id INTEGER NOT NULL REFERENCES deliveries (id) ON DELETE CASCADE,
-    hook_id INTEGER NOT NULL,
-    attempted_at TEXT NOT NULL,
-    duration_ms INTEGER NOT NULL,
-    status INTEGER,
-    error TEXT
-);
-CREATE INDEX IF NOT EXISTS attempts_by_hook ON attempts (hook_id, id);
-CREATE INDEX IF NOT EXISTS attempts_by_delivery ON attempts (delivery_id);
-"""
+HOOKS = Table("hooks", (
+    "id INTEGER PRIMARY KEY AUTOINCREMENT",
+    "key_id INTEGER NOT NULL",
+    "url TEXT NOT NULL",
+    "groups TEXT NOT NULL",
+    "targets TEXT NOT NULL",
+    "secret TEXT NOT NULL",
+    "start BLOB NOT NULL",
+    "created_at TEXT NOT NULL",
+    "failing_since TEXT",
+    "disabled_at TEXT",
+    "disabled_reason TEXT",
+))
+"""Registered webhooks; `start` is each group file's newest change id when the hook was made (JSON)."""
+FEED_POSITIONS = Table("feed_positions", ("grp TEXT NOT NULL", "last_id INTEGER NOT NULL"),
+                       constraints=("PRIMARY KEY (grp)",), without_rowid=True)
+"""The worker's place in each group's change feed."""
+DELIVERIES = Table("deliveries", (
+    "id INTEGER PRIMARY KEY",
+    "hook_id INTEGER NOT NULL REFERENCES hooks (id) ON DELETE CASCADE",
+    "msg_id TEXT NOT NULL UNIQUE",
+    "grp TEXT NOT NULL",
+    "change_id INTEGER NOT NULL",
+    "payload BLOB NOT NULL",
+    "created_at TEXT NOT NULL",
+    "state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'failed'))",
+    "attempts INTEGER NOT NULL DEFAULT 0",
+    "next_at TEXT",
+    "finished_at TEXT",
+), indexes=(Index("deliveries_due", "state, next_at"), Index("deliveries_by_hook", "hook_id, state")))
+ATTEMPTS = Table("attempts", (
+    "id INTEGER PRIMARY KEY",
+    "delivery_id INTEGER NOT NULL REFERENCES deliveries (id) ON DELETE CASCADE",
+    "hook_id INTEGER NOT NULL",
+    "attempted_at TEXT NOT NULL",
+    "duration_ms INTEGER NOT NULL",
+    "status INTEGER",
+    "error TEXT",
+), indexes=(Index("attempts_by_hook", "hook_id, id"), Index("attempts_by_delivery", "delivery_id")))
+HOOK_TABLES = (HOOKS, FEED_POSITIONS, DELIVERIES, ATTEMPTS)
+"""What hooks.sqlite holds."""
+
+HOOK = "id, key_id, url, groups, targets, created_at, failing_since, disabled_at, disabled_reason"
+HOOK_ROWS = Query("hook_rows", f"SELECT {HOOK} FROM hooks WHERE (?1 IS NULL OR key_id = ?1) ORDER BY id")
+HOOK_BY_ID = Query("hook_by_id", f"SELECT {HOOK} FROM hooks WHERE id = ?1")
+HOOK_COUNT = Query("hook_count", "SELECT count(*) FROM hooks WHERE key_id = ?1")
+HOOK_INSERT = Query("hook_insert", "INSERT INTO hooks (key_id, url, groups, targets, secret, start, created_at)"
+                                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+HOOK_DELETE = Query("hook_delete", "DELETE FROM hooks WHERE id = ?1 AND (?2 IS NULL OR key_id = ?2)")
+HOOK_ENABLE = Query("hook_enable", "UPDATE hooks SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL"
+                                   " WHERE id = ?1")
+HOOK_ATTEMPTS = Query("hook_attempts", "SELECT d.msg_id, d.grp, d.change_id, a.attempted_at, a.duration_ms, a.status,"
+                                       " a.error, d.state FROM attempts a JOIN deliveries d ON d.id = a.delivery_id"
+                                       " WHERE a.hook_id = ?1 ORDER BY a.id DESC LIMIT ?2")
+# The worker's (chartgw.deliver).
+POSITIONS = Query("feed_positions", "SELECT grp, last_id FROM feed_positions")
+POSITION_SET = Query("feed_position_set", "INSERT INTO feed_positions (grp, last_id) VALUES (?1, ?2)"
+                                          " ON CONFLICT (grp) DO UPDATE SET last_id = excluded.last_id")
+ACTIVE_HOOKS = Query("active_hooks", f"SELECT {HOOK}, start FROM hooks WHERE disabled_at IS NULL ORDER BY id")
+QUEUE = Query("queue_delivery", "INSERT OR IGNORE INTO deliveries (hook_id, msg_id, grp, change_id, payload, created_at,"
+                                " state, next_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?6)")
+DUE = Query("due_deliveries",
+            "SELECT d.id, d.hook_id, d.msg_id, d.payload, d.attempts, d.created_at, h.url, h.secret FROM"
+            " (SELECT *, row_number() OVER (PARTITION BY hook_id ORDER BY next_at, id) AS n FROM deliveries"
+            "  WHERE state = 'pending' AND next_at <= ?1) d"
+            " JOIN hooks h ON h.id = d.hook_id WHERE d.n <= ?2 AND h.disabled_at IS NULL ORDER BY d.hook_id, d.n")
+"""Pending deliveries due by a time, at most ?2 per hook, of active hooks, each hook's oldest first."""
+DELIVERY_EXISTS = Query("delivery_exists", "SELECT 1 FROM deliveries WHERE id = ?1")
+ATTEMPT_INSERT = Query("attempt_insert", "INSERT INTO attempts (delivery_id, hook_id, attempted_at, duration_ms, status,"
+                                         " error) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+DELIVERED = Query("delivered", "UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, next_at = NULL,"
+                               " finished_at = ?2 WHERE id = ?1")
+GIVEN_UP = Query("given_up", "UPDATE deliveries SET state = 'failed', attempts = ?2, next_at = NULL, finished_at = ?3"
+                             " WHERE id = ?1")
+RETRY_AT = Query("retry_at", "UPDATE deliveries SET attempts = ?2, next_at = ?3 WHERE id = ?1")
+HOOK_WAITS = Query("hook_waits", "UPDATE deliveries SET next_at = ?2 WHERE hook_id = ?1 AND state = 'pending'"
+                                 " AND next_at < ?2")
+"""A hook's other waiting deliveries wait until its next try."""
+HOOK_ANSWERS = Query("hook_answers", "UPDATE hooks SET failing_since = NULL WHERE id = ?1")
+HOOK_FAILS = Query("hook_fails", "UPDATE hooks SET failing_since = coalesce(failing_since, ?2) WHERE id = ?1"
+                                 " RETURNING failing_since")
+HOOK_DISABLE = Query("hook_disable", "UPDATE hooks SET disabled_at = ?2, disabled_reason = ?3 WHERE id = ?1"
+                                     " AND disabled_at IS NULL")
+PRUNE_FINISHED = Query("prune_finished", "DELETE FROM deliveries WHERE state != 'pending' AND finished_at < ?1")
+HOOK_QUERIES = tuple(value for value in list(globals().values()) if isinstance(value, Query))
+"""Every query of hooks.sqlite (tests/test_hooks.py compiles them against HOOK_TABLES)."""
 
 GIVE_UP_AFTER = timedelta(hours=24)
 """A delivery is retried, with exponential backoff, for this long after it was queued."""
@@ -169,8 +211,6 @@ class Hook:
     disabled_at: str | None
     disabled_reason: str | None
 
-    COLUMNS = "id, key_id, url, groups, targets, created_at, failing_since, disabled_at, disabled_reason"
-
     @classmethod
     def of(cls, row: Sequence[Any]) -> Hook:
         def split(text: str) -> tuple[str, ...]:
@@ -201,16 +241,8 @@ class AttemptInfo(msgspec.Struct):
 
 def newest_change_ids(groups: Sequence[str]) -> dict[str, int]:
     """Each group file's newest change id now (0 without a file or a change), read-only."""
-    newest = {}
-    for group in groups:
-        path = group_db_path(group)
-        found = 0
-        if path.exists():
-            with contextlib.suppress(sqlite3.Error), contextlib.closing(sqlite3.connect(path, timeout=5)) as db:
-                db.execute("PRAGMA query_only=1")
-                found = int(db.execute("SELECT coalesce(max(id), 0) FROM changes").fetchone()[0])
-        newest[group] = found
-    return newest
+    found = {group: read_once(group_db_path(group), t.CHANGES_AFTER, (0, None, 0), timeout=5) for group in groups}
+    return {group: int(rows[0][0]) if rows else 0 for group, rows in found.items()}
 
 
 class HookStore:
@@ -224,11 +256,9 @@ class HookStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if not self.path.exists():
             self.path.touch(mode=0o600)  # it holds the hooks' secrets: readable by the owner only
-        db = sqlite3.connect(self.path, isolation_level=None, timeout=10)
+        db = connect(self.path, foreign_keys=True, timeout=10)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA foreign_keys=ON")
-            db.executescript(HOOKS_SCHEMA)
+            migrate(db, HOOK_TABLES)
             yield db
         finally:
             db.close()
@@ -237,14 +267,8 @@ class HookStore:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction (BEGIN IMMEDIATE): hook creation and the worker's queueing exclude each other, so
         a hook made meanwhile either is seen by a queueing or starts after every change it queued."""
-        with self.connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+        with self.connect() as db, transaction(db):
+            yield db
 
     def create(self, key_id: int, url: str, groups: Sequence[str], targets: Sequence[str], all_groups: Sequence[str],
                now: datetime) -> tuple[Hook, str]:
@@ -252,45 +276,36 @@ class HookStore:
         secret = "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
         with self.transaction() as db:
             start = msgspec.json.encode(newest_change_ids(all_groups))
-            cur = db.execute(
-                "INSERT INTO hooks (key_id, url, groups, targets, secret, start, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key_id, url, ",".join(groups), ",".join(targets), secret, start, iso(now)))
-            hook_id = int(cur.lastrowid or 0)
-            row = db.execute(f"SELECT {Hook.COLUMNS} FROM hooks WHERE id = ?", (hook_id,)).fetchone()
+            cur = db.execute(HOOK_INSERT.sql, (key_id, url, ",".join(groups), ",".join(targets), secret, start, iso(now)))
+            row = db.execute(HOOK_BY_ID.sql, (int(cur.lastrowid or 0),)).fetchone()
         return Hook.of(row), secret
 
     def hooks(self, key_id: int | None = None) -> list[Hook]:
         """Every hook (of `key_id` only, when given), oldest first."""
-        where, params = ("WHERE key_id = ?", (key_id,)) if key_id is not None else ("", ())
         with self.connect() as db:
-            return [Hook.of(row) for row in db.execute(f"SELECT {Hook.COLUMNS} FROM hooks {where} ORDER BY id", params)]
+            return [Hook.of(row) for row in db.execute(HOOK_ROWS.sql, (key_id,))]
 
     def hook(self, hook_id: int, key_id: int | None = None) -> Hook | None:
         return next((h for h in self.hooks(key_id) if h.id == hook_id), None)
 
     def count(self, key_id: int) -> int:
         with self.connect() as db:
-            return int(db.execute("SELECT count(*) FROM hooks WHERE key_id = ?", (key_id,)).fetchone()[0])
+            return int(db.execute(HOOK_COUNT.sql, (key_id,)).fetchone()[0])
 
     def delete(self, hook_id: int, key_id: int | None = None) -> bool:
         """Remove a hook (of `key_id` only, when given) with its deliveries and their attempts."""
-        where, params = ("AND key_id = ?", (key_id,)) if key_id is not None else ("", ())
         with self.transaction() as db:
-            return db.execute(f"DELETE FROM hooks WHERE id = ? {where}", (hook_id, *params)).rowcount > 0
+            return db.execute(HOOK_DELETE.sql, (hook_id, key_id)).rowcount > 0
 
     def enable(self, hook_id: int) -> bool:
         """Enable a disabled hook again (its failure streak starts anew); it gets the changes queued from now."""
         with self.transaction() as db:
-            return db.execute("UPDATE hooks SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL"
-                              " WHERE id = ?", (hook_id,)).rowcount > 0
+            return db.execute(HOOK_ENABLE.sql, (hook_id,)).rowcount > 0
 
     def attempts(self, hook_id: int, limit: int) -> list[AttemptInfo]:
         """The hook's delivery attempts, newest first."""
         with self.connect() as db:
-            return [AttemptInfo(*row) for row in db.execute(
-                "SELECT d.msg_id, d.grp, d.change_id, a.attempted_at, a.duration_ms, a.status, a.error, d.state"
-                " FROM attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE a.hook_id = ?"
-                " ORDER BY a.id DESC LIMIT ?", (hook_id, limit))]
+            return [AttemptInfo(*row) for row in db.execute(HOOK_ATTEMPTS.sql, (hook_id, limit))]
 
 
 # --- the routes ---------------------------------------------------------------------------------------------

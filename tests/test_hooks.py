@@ -129,6 +129,13 @@ def test_a_key_has_a_limited_number_of_hooks(data: Path) -> None:
     assert refused.status_code == 403 and "CHARTGW_HOOKS_PER_KEY" in refused.json()["detail"]
 
 
+def test_every_query_of_the_hooks_file_compiles_against_its_tables() -> None:
+    from chartgw.hooks import HOOK_QUERIES, HOOK_TABLES
+    from chartgw.store.schema import compile_check
+
+    assert len(HOOK_QUERIES) > 20 and compile_check(HOOK_TABLES, HOOK_QUERIES) == {}
+
+
 def test_the_url_guard() -> None:
     with environment({"CHARTGW_HOOKS_HTTP_HOSTS": "receiver.example.test"}):
         for good in ("https://hooks.example.test/x?y=1", "https://93.184.216.34:8443/", "http://receiver.example.test/",
