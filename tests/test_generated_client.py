@@ -135,8 +135,7 @@ def generated(served: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 
 def _operations(package: types.ModuleType, skip_paths: Collection[str] = ()) -> dict[str, types.ModuleType]:
-    """Every generated GET operation module, by operation id, but those of `skip_paths`. The generator writes each
-    under its tag's folder (`api/streaming/`, the gateway's own under `api/gateway/`)."""
+    """Every generated GET operation module, by operation id, but those of `skip_paths`."""
     folder = Path(package.__file__).parent / "api"  # type: ignore[arg-type]
     modules = {p.stem: importlib.import_module(f"{PACKAGE}.api.{p.parent.name}.{p.stem}") for p in folder.glob("*/*.py")
                if p.stem != "__init__"}
@@ -185,7 +184,7 @@ def test_generated_client_calls_every_get_endpoint_and_its_conditional_get(
         served: str, generated: types.ModuleType) -> None:
     streams = _event_streams(served)
     assert streams == {"/changes/stream"}
-    operations = _operations(generated, streams)
+    operations = _operations(generated, streams)  # each group's /diff is called with a target it holds (DIFF_CALLS)
     assert len(operations) >= 140 and set(CALLS) <= set(operations), sorted(set(CALLS) - set(operations))
     api = generated.AuthenticatedClient(base_url=served, token=TEST_KEY, auth_header_name="X-API-Key", prefix="",
                                         raise_on_unexpected_status=True)
