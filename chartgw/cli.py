@@ -1,5 +1,5 @@
-"""`chartgw serve | crawl | import | backfill | monitor | keys | cron | demo | settings | storage`: the one entry point for
-people, cron and the refresh endpoints."""
+"""`chartgw serve | crawl | import | backfill | monitor | keys | hooks | deliver | cron | demo | settings | storage`: the
+one entry point for people, cron and the refresh endpoints."""
 
 from __future__ import annotations
 
@@ -269,6 +269,54 @@ def cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_hooks(args: argparse.Namespace) -> int:
+    """Operators' view of every key's webhooks: list, add (secret printed once), remove, enable, deliveries."""
+    from chartgw.hooks import HookStore, UnsafeURL, check_url
+
+    store = HookStore()
+    names = [g.name for g in GROUPS]
+    if args.hooks_command == "list":
+        print(f"{'id':>4} {'key':>4}  {'state':8} {'created':20} url; groups; targets; failing since")
+        for hook in store.hooks(args.key):
+            state = "disabled" if hook.disabled_at else "active"
+            print(f"{hook.id:>4} {hook.key_id:>4}  {state:8} {hook.created_at:20} {hook.url}; "
+                  f"{','.join(hook.groups) or 'every group'}; {','.join(hook.targets) or 'every target'}; "
+                  f"{hook.failing_since or '-'}" + (f"\n      {hook.disabled_reason}" if hook.disabled_reason else ""))
+    elif args.hooks_command == "add":
+        groups = [g for g in (args.groups or "").split(",") if g]
+        try:
+            check_url(args.url)
+        except UnsafeURL as exc:
+            print(f"chartgw hooks add: {exc}", file=sys.stderr)
+            return 2
+        if any(g not in names for g in groups):
+            print(f"chartgw hooks add: groups are {', '.join(names)}", file=sys.stderr)
+            return 2
+        hook, secret = store.create(args.key, args.url, groups, [t for t in (args.targets or "").split(",") if t], names,
+                                    datetime.now(UTC))
+        print(f"hook {hook.id} for key {hook.key_id}; its signing secret is shown only now:", file=sys.stderr)
+        print(secret)
+    elif args.hooks_command in ("remove", "enable"):
+        done = store.delete(args.id) if args.hooks_command == "remove" else store.enable(args.id)
+        if not done:
+            print(f"chartgw hooks {args.hooks_command}: no webhook {args.id}", file=sys.stderr)
+            return 1
+        print(f"{'removed' if args.hooks_command == 'remove' else 'enabled'} webhook {args.id}", file=sys.stderr)
+    elif args.hooks_command == "deliveries":
+        for a in store.attempts(args.id, args.limit):
+            print(f"{a.attempted_at} {a.msg_id} {a.status or '-':>4} {a.duration_ms:>6} ms {a.delivery_state:9} "
+                  f"{a.error or 'ok'}")
+    return 0
+
+
+def cmd_deliver(args: argparse.Namespace) -> int:
+    from chartgw import deliver
+
+    if refuse_bad_settings("deliver", current()):
+        return 2
+    return deliver.main([g.name for g in GROUPS], args.once)
+
+
 def installed_program() -> tuple[str, ...]:
     """How cron and systemd call chartgw: the `chartgw` executable installed beside the running Python (a venv's
     or pip's bin folder), by its full path; without one (a checkout run as `python -m chartgw`), that."""
@@ -302,6 +350,9 @@ def crontab(program: Sequence[str], data: Path) -> str:
             log = shlex.quote(str(data / f"{group.name}-{verb}.log"))
             lines.append(f"# /{group.name}: `chartgw {verb} {group.name}` runs for as long as the machine does")
             lines.append(f"@reboot CHARTGW_DATA_DIR={folder} {_command(program, verb, group.name)} >> {log} 2>&1")
+    lines.append("# webhooks: `chartgw deliver` sends them for as long as the machine runs")
+    lines.append(f"@reboot CHARTGW_DATA_DIR={folder} {_command(program, 'deliver')} >> "
+                 f"{shlex.quote(str(data / 'deliver.log'))} 2>&1")
     return "\n".join(lines) + "\n"
 
 
@@ -429,6 +480,26 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = key_commands.add_parser("revoke", help="revoke a key by id")
     revoke.add_argument("id", type=int)
     keys.set_defaults(func=cmd_keys)
+
+    hooks = commands.add_parser("hooks", help="every key's webhooks: list, add, remove, enable, deliveries")
+    hook_commands = hooks.add_subparsers(dest="hooks_command", required=True)
+    hook_list = hook_commands.add_parser("list", help="every webhook with its state (never its secret)")
+    hook_list.add_argument("--key", type=int, help="only this key's (its id)")
+    hook_add = hook_commands.add_parser("add", help="register a webhook for a key and print its secret once")
+    hook_add.add_argument("--key", type=int, required=True, help="the key id it belongs to (0: CHARTGW_API_KEYS)")
+    hook_add.add_argument("--url", required=True)
+    hook_add.add_argument("--groups", help="comma-separated (default: every group)")
+    hook_add.add_argument("--targets", help="comma-separated snapshot targets (default: every one)")
+    for verb, text in (("remove", "remove a webhook with its deliveries"), ("enable", "enable a disabled webhook")):
+        hook_commands.add_parser(verb, help=text).add_argument("id", type=int)
+    hook_deliveries = hook_commands.add_parser("deliveries", help="a webhook's delivery attempts, newest first")
+    hook_deliveries.add_argument("id", type=int)
+    hook_deliveries.add_argument("--limit", type=int, default=50)
+    hooks.set_defaults(func=cmd_hooks)
+
+    deliver = commands.add_parser("deliver", help="the webhook worker: send every change to the hooks that want it")
+    deliver.add_argument("--once", action="store_true", help="queue what is new, start what is due, wait for it, exit")
+    deliver.set_defaults(func=cmd_deliver)
 
     cron = commands.add_parser("cron", help="print the crontab for the spec's cadence")
     cron.add_argument("--program", metavar="PATH",

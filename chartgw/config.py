@@ -31,6 +31,10 @@ __all__ = [
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
     "DEFAULT_DATA_DIR",
+    "HOOKS_HTTP_HOSTS",
+    "HOOKS_PER_KEY",
+    "HOOKS_PRIVATE_ADDRESSES",
+    "HOOKS_TIMEOUT_SECONDS",
     "IDLE_TIMEOUT_SECONDS",
     "METRICS",
     "RATE_LIMIT_PER_MINUTE",
@@ -275,6 +279,17 @@ CHANGES_MAX_STREAMS = Setting(
 CHANGES_HEARTBEAT_SECONDS = Setting(
     "CHANGES_HEARTBEAT_SECONDS", "15", "seconds between the comment lines an idle change stream sends (keeps proxies "
     "from closing it)", bounded_int(1, 3600))
+HOOKS_HTTP_HOSTS = Setting(
+    "HOOKS_HTTP_HOSTS", "", "hosts a webhook URL may name with plain http, comma-separated (every other hook must be "
+    "https)", comma_list)
+HOOKS_PRIVATE_ADDRESSES = Setting(
+    "HOOKS_PRIVATE_ADDRESSES", "deny", "`allow` lets webhooks reach private, loopback and link-local addresses (tests, "
+    "an operator's own receivers); by default a hook whose host is or resolves to one is refused",
+    choice("deny", "allow"))
+HOOKS_TIMEOUT_SECONDS = Setting(
+    "HOOKS_TIMEOUT_SECONDS", "10", "seconds one webhook delivery attempt may take (connect, send, answer) before it "
+    "counts as failed", bounded_int(1, 300))
+HOOKS_PER_KEY = Setting("HOOKS_PER_KEY", "20", "webhooks one API key may register", bounded_int(1, 10_000))
 CORS_ORIGINS = Setting(
     "CORS_ORIGINS", "", "web origins whose pages may call the API from a browser (comma-separated, e.g. "
     "`https://app.example.com`; `*` = any); empty = CORS off", origins)
@@ -289,7 +304,8 @@ SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, R
                                       IDLE_TIMEOUT_SECONDS, SEND_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
                                       REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS, CHANGES_POLL_SECONDS,
                                       CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS, CHANGES_HEARTBEAT_SECONDS, CORS_ORIGINS,
-                                      METRICS, ACCESS_LOG)
+                                      METRICS, ACCESS_LOG, HOOKS_HTTP_HOSTS, HOOKS_PRIVATE_ADDRESSES, HOOKS_TIMEOUT_SECONDS,
+                                      HOOKS_PER_KEY)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

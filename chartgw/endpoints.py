@@ -145,6 +145,8 @@ class Route:
     response: Any = None
     """A msgspec type describing the 200 body, for the OpenAPI document."""
     errors: tuple[int, ...] = (404,)
+    body: Any = None
+    """A msgspec type of the JSON request body (a POST's), for the OpenAPI document."""
     media_type: bytes = JSON
     """The 200 body's content type. A JSON route's handler returns a payload to encode; any other route's
     handler returns the body itself (bytes or str), sent as is. Errors are JSON either way."""

@@ -15,6 +15,7 @@ import importlib
 import inspect
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 import types
@@ -31,6 +32,7 @@ import pytest
 from chartgw import artist_history as index
 from chartgw.clock import fixed
 from chartgw.groups import GROUPS
+from chartgw.hooks import HookStore
 from tests.fixtures import FIXED_NOW, TEST_KEY, client, copy_data, data_dir, serving
 
 CLIENTS_DOC = Path(__file__).resolve().parents[1] / "docs" / "clients.md"
@@ -84,8 +86,11 @@ CALLS: dict[str, dict[str, Any]] = {
     "artist_history_api_get_artist_history": {"name": ARTIST},
     "artist_history_api_get_artist_history_plot": {"name": ARTIST},
     "artist_history_api_get_artist_history_coverage": {"name": ARTIST},
+    "get_hooks_id_deliveries": {"id": 1},
 }
 """Arguments of the operations that need some (held in the demo data at FIXED_NOW); the others get none."""
+DIFF_CALLS: dict[str, dict[str, Any]] = {}
+"""Each group's GET /diff with a target its demo data has changes of (the served fixture finds them)."""
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +99,12 @@ def served(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     path = copy_data(all_groups_data, tmp_path_factory.mktemp("client") / "data")
     with data_dir(path):
         index.index_all(now=fixed(FIXED_NOW))
+        HookStore().create(0, "https://hooks.example.test/in", [], [], [g.name for g in GROUPS], FIXED_NOW)  # hook 1
+    for group in GROUPS:
+        if group.targets is not None:
+            with sqlite3.connect(path / f"{group.name}.sqlite") as db:
+                target = db.execute("SELECT target FROM changes ORDER BY id DESC LIMIT 1").fetchone()[0]
+            DIFF_CALLS[f"{group.name.replace('-', '_')}_get_diff"] = {"target": target}
     with serving(client(path).app, lifespan="on") as base:
         yield base
 
@@ -153,7 +164,8 @@ def _argument(annotation: Any, value: Any) -> Any:
 def _call(module: types.ModuleType, api: Any, **extra: Any) -> Any:
     name = module.__name__.rsplit(".", 1)[1]
     hints = typing.get_type_hints(module.sync_detailed)
-    arguments = {key: _argument(hints[key], value) for key, value in CALLS.get(name, {}).items()}
+    given = CALLS.get(name) or DIFF_CALLS.get(name, {})
+    arguments = {key: _argument(hints[key], value) for key, value in given.items()}
     return module.sync_detailed(client=api, **arguments, **extra)
 
 
@@ -172,9 +184,7 @@ def test_generated_client_calls_every_get_endpoint_and_its_conditional_get(
         served: str, generated: types.ModuleType) -> None:
     streams = _event_streams(served)
     assert streams == {"/changes/stream"}
-    # Each group's /diff needs two snapshot ids of one target (tests/test_changes.py calls it with real ones).
-    diffs = {f"/{group.name}/diff" for group in GROUPS}
-    operations = _operations(generated, streams | diffs)
+    operations = _operations(generated, streams)  # each group's /diff is called with a target it holds (DIFF_CALLS)
     assert len(operations) >= 140 and set(CALLS) <= set(operations), sorted(set(CALLS) - set(operations))
     api = generated.AuthenticatedClient(base_url=served, token=TEST_KEY, auth_header_name="X-API-Key", prefix="",
                                         raise_on_unexpected_status=True)

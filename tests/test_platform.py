@@ -46,12 +46,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "chartgw.cors", "chartgw.metrics"),
     ("chartgw.context", "chartgw.observe"),
     ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history", "chartgw.fastlane",
-     "chartgw.feed"),
+     "chartgw.feed", "chartgw.hooks"),
     ("chartgw.groups.",),
     ("chartgw.groups",),
     ("chartgw.samples", "chartgw.replay"),  # the demo's: above the groups, so serving never loads them
     ("chartgw.demo",),
-    ("chartgw.entries", "chartgw.reasons", "chartgw.front", "chartgw.apidocs", "chartgw.app", "chartgw.disk", "chartgw.cli",
+    ("chartgw.entries", "chartgw.reasons", "chartgw.front", "chartgw.deliver", "chartgw.apidocs", "chartgw.app", "chartgw.disk", "chartgw.cli",
      "chartgw.__main__", "chartgw"),
 )
 
