@@ -576,7 +576,8 @@ def _stopped_by_sigterm() -> Iterator[None]:
         signal.setitimer(signal.ITIMER_REAL, 0)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        sys.unraisablehook = hook
+        if not _stopping:  # once stopping, the cut-short objects are freed after this (with the exception): stay quiet
+            sys.unraisablehook = hook
 
 
 def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:
