@@ -8,6 +8,11 @@ built from the same parts the app uses (the key middleware's `Gate`, `EndpointAp
 written without an ASGI task, scope or middleware pass; a refusal of the gate (401, 429) is sent as the app
 sends it. Anything else (a miss, a stale version, a public path or a legacy prefix not seen before) is None:
 the app answers it as always, so the lane never answers anything the app would answer differently.
+
+The representation is the app's choice too: a URL with `format=` names its own cached body; without it, a
+request whose Accept header names CSV or NDJSON gets the body the endpoint chooses for it (`EndpointApp.choose`)
+when that is cached, and the app otherwise (which answers a 406 where the endpoint answers neither). A JSON
+poll pays one look at its headers for that.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 from chartgw.access import Gate, Reply
 from chartgw.cache import ResponseCache
 from chartgw.endpoints import EndpointApp
+from chartgw.formats import asked
 from chartgw.legacy import rewrite
 
 __all__ = ["FastLane", "Reply"]
@@ -43,12 +49,21 @@ class FastLane:
         if not isinstance(endpoint, EndpointApp):
             return None
         version = endpoint.data.settled_version()
-        hit = self.cache.get(known.key, version) if version is not None else None
+        if version is None:
+            return None
+        key, variant = known.key, known.variant
+        if variant.negotiated and (accept := asked(headers)) is not None:
+            chosen = endpoint.choose(accept)
+            if chosen is None:
+                return None  # the app's 406
+            if chosen is not variant:
+                key, variant = (key, chosen.format), chosen
+        hit = self.cache.get(key, version)
         if hit is None:
             return None
         refusal, _, rate = self.gate.admit(path, headers)
         if refusal is not None:
             return refusal  # the app's 401 or 429, in its bytes
-        status, sent, body = endpoint.cached_reply(hit, headers)
+        status, sent, body = endpoint.cached_reply(hit, headers, variant)
         sent.extend(rate)
         return status, sent, body

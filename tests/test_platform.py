@@ -39,13 +39,13 @@ CONFIGURATION_DOC = PACKAGE.parent / "docs" / "configuration.md"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.clock", "chartgw.countries", "chartgw.text", "chartgw.settings", "chartgw.changes"),
     ("chartgw.config",),
-    ("chartgw.store", "chartgw.params", "chartgw.cache"),
+    ("chartgw.store", "chartgw.params", "chartgw.cache", "chartgw.formats"),
     ("chartgw.records", "chartgw.targets"),
     ("chartgw.upstreams",),
     ("chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi"),
     ("chartgw.context",),
     ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history", "chartgw.fastlane",
-     "chartgw.feed"),
+     "chartgw.feed", "chartgw.exports"),
     ("chartgw.groups.",),
     ("chartgw.groups",),
     ("chartgw.samples", "chartgw.replay"),  # the demo's: above the groups, so serving never loads them
