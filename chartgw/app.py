@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.routing import Route as StarletteRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from chartgw import config
+from chartgw import config, exports
 from chartgw.access import AccessTable, ApiKeyMiddleware, Gate, KeyChecker, KeyStore, RateLimiter
 from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
@@ -52,9 +52,9 @@ DocumentBuilder = Callable[[], dict[str, Any]]
 
 def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = None) -> list[Route]:
     """The group's own routes plus what every group has: its public root, its OpenAPI document, the
-    log of its crawl attempts and the diff between two snapshots of a chart. The document is built anew for each
-    data version (the route's cache keeps it), so what it declares from the data (a discovered catalogue's values)
-    is current; `documents` receives the group's builder."""
+    log of its crawl attempts, the diff between two snapshots of a chart and its whole-history exports. The
+    document is built anew for each data version (the route's cache keeps it), so what it declares from the data
+    (a discovered catalogue's values) is current; `documents` receives the group's builder."""
     own = list(group.routes)
     root_info: list[EndpointInfo] = []
 
@@ -74,6 +74,7 @@ def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = 
               response=dict[str, Any]),
         FETCH_LOGS_ROUTE,
         DIFF_ROUTE,
+        *exports.EXPORT_ROUTES,
         *own,
     ]
     assert len({(r.method, r.path) for r in routes}) == len(routes), f"{group.name} declares a platform route itself"
@@ -207,7 +208,7 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     # The change feed at the root, over every group's file (its routes read them through the hub, not `feed`).
     hub = ChangeHub(datas)
     feed = GroupData("changes", clock)
-    root_routes = changes_routes(hub)
+    root_routes = [*changes_routes(hub), *exports.root_routes(datas)]
     documents[""] = lambda: build_document("", "chartgw change feed", "Every group's changes", root_routes)
     # The groups' routes first: every chart request is matched there; the front door's paths after.
     routes = [GroupRoutes(by_group), StarletteRoute("/", door.page, methods=["GET"]),
