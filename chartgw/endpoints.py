@@ -23,7 +23,7 @@ from chartgw.access import KEY_ID_SCOPE
 from chartgw.cache import CachedBody, ResponseCache, etag_matches, make_body
 from chartgw.clock import Clock, utc_now
 from chartgw.config import SettingError
-from chartgw.formats import FORMAT_PARAM, FORMATS, MEDIA_TYPES, Table, Variant, asked, negotiate
+from chartgw.formats import FORMAT_PARAM, FORMATS, MEDIA_TYPES, Table, Variant, negotiate, rows_asked
 from chartgw.params import InvalidParams, Param, parse_query, validate
 from chartgw.store import SnapshotReader, group_db_path
 
@@ -37,6 +37,7 @@ __all__ = [
     "Route",
     "Streaming",
     "not_found",
+    "request_fields",
 ]
 
 JSON = b"application/json"
@@ -156,6 +157,20 @@ class Route:
             object.__setattr__(self, "params", (*self.params, FORMAT_PARAM))
 
 
+def request_fields(headers: Iterable[tuple[bytes, bytes]]) -> tuple[bytes | None, bytes | None, bytes | None]:
+    """What a cached answer depends on in a request's headers (lowercase names), read in one pass: If-None-Match,
+    Accept-Encoding and Accept (repeated Accept fields joined, as a list)."""
+    inm = encoding = accept = None
+    for name, value in headers:
+        if name == b"if-none-match":
+            inm = value
+        elif name == b"accept-encoding":
+            encoding = value
+        elif name == b"accept":
+            accept = value if accept is None else accept + b"," + value
+    return inm, encoding, accept
+
+
 async def read_body(receive: Receive) -> bytes:
     """The whole request body, refused with a 413 past MAX_BODY_BYTES (read no further)."""
     chunks: list[bytes] = []
@@ -182,15 +197,16 @@ class EndpointApp:
         self.data = data
         self.cache = cache
         visibility = b"public" if route.public else b"private"
-        self.cache_control = visibility + (b", max-age=%d" % route.max_age if route.max_age else b", no-cache")
+        self.cache_control = (b"cache-control",
+                              visibility + (b", max-age=%d" % route.max_age if route.max_age else b", no-cache"))
         self.table = Table(route.rows, route.response) if route.rows is not None else None
         formats = FORMATS if self.table is not None else ("json",)
         self.offered = tuple(MEDIA_TYPES[f] if f != "json" else route.media_type for f in formats)
         """The media types this route answers in, the first (its own) without a `format` or an Accept asking."""
         by_accept = b"accept-encoding, accept" if self.table is not None else b"accept-encoding"
-        self.negotiated = {f: Variant(f, media, by_accept, True) for f, media in zip(formats, self.offered, strict=True)}
+        self.negotiated = {f: Variant.of(f, media, True, by_accept) for f, media in zip(formats, self.offered, strict=True)}
         """Each representation as chosen by the Accept header (or by default), Vary naming Accept where it chooses."""
-        self.explicit = {f: Variant(f, media, b"accept-encoding", False)
+        self.explicit = {f: Variant.of(f, media, False, b"accept-encoding")
                          for f, media in zip(formats, self.offered, strict=True)}
         """Each representation as chosen by the `format` parameter (the Accept header is not read)."""
         self.variant = self.negotiated["json"]
@@ -208,19 +224,20 @@ class EndpointApp:
                     await result(scope, receive, send)
                     return
                 body = self._body(result, variant.format)
-                extra = [(b"cache-control", b"no-store")] + ([(b"vary", variant.vary)] if self.table is not None else [])
+                extra = [(b"cache-control", b"no-store")] + ([variant.vary] if self.table is not None else [])
                 await self._send(scope, send, 200, body, extra, variant.media_type)
                 return
             # A remembered raw request maps straight to its canonical entry: a poll of the same URL costs
             # two dict lookups. Otherwise the parameters are validated and the entry is keyed on them.
             version = await self.data.current_version()
             raw = (scope["path"], scope["query_string"])
+            inm, encoding, accept = request_fields(scope["headers"])
             known = self.cache.canonical(raw)
             hit = None
             if known is not None:
                 key, variant = known.key, known.variant
-                if variant.negotiated and (accept := asked(scope["headers"])) is not None:
-                    key, variant = self._accepted(key, accept)
+                if accept is not None and variant.negotiated and (wanted := rows_asked(accept)) is not None:
+                    key, variant = self._accepted(key, wanted)
                 hit = self.cache.get(key, version)
             if hit is None:
                 params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
@@ -232,7 +249,7 @@ class EndpointApp:
                 fmt = variant.format
                 hit = self.cache.get(key, version) or await self.cache.build(
                     key, version, lambda: self._build(params, version, fmt))
-            status, headers, body = self.cached_reply(hit, scope["headers"], variant)
+            status, headers, body = self.reply(hit, inm, encoding, variant)
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
         except InvalidParams as exc:
@@ -260,8 +277,9 @@ class EndpointApp:
             if fmt not in self.explicit:
                 raise ApiError(406, f"format={fmt}: this endpoint is not a chart or list and answers JSON only")
             return self.explicit[fmt]
-        accept = asked(scope["headers"])
-        return self.variant if accept is None else self._accepted(None, accept)[1]
+        accept = request_fields(scope["headers"])[2]
+        wanted = rows_asked(accept) if accept is not None else None
+        return self.variant if wanted is None else self._accepted(None, wanted)[1]
 
     def _accepted(self, key: Hashable, accept: bytes) -> tuple[Hashable, Variant]:
         """The representation an Accept header that names CSV or NDJSON prefers (and its cache key, `key` being
@@ -290,25 +308,18 @@ class EndpointApp:
             return _encode(payload)
         return payload.encode() if isinstance(payload, str) else bytes(payload)
 
-    def cached_reply(self, hit: CachedBody, request_headers: Iterable[tuple[bytes, bytes]],
-                     variant: Variant | None = None) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        """Status, headers and body answering a request for a cached body of `variant` (default: JSON, as chosen
-        without a `format`): 304 when its If-None-Match holds the ETag, gzip when accepted and worth it. The
-        server's fast lane sends the same."""
-        variant = variant or self.variant
-        inm = accept = None
-        for name, value in request_headers:
-            if name == b"if-none-match":
-                inm = value
-            elif name == b"accept-encoding":
-                accept = value
-        base = [(b"etag", hit.etag), (b"cache-control", self.cache_control), (b"vary", variant.vary)]
-        if inm is not None and etag_matches(inm, hit.etag):
+    def reply(self, hit: CachedBody, if_none_match: bytes | None, accept_encoding: bytes | None,
+              variant: Variant) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """Status, headers and body answering a request for a cached body of `variant`, from the request's fields
+        (`request_fields`): 304 when its If-None-Match holds the ETag, gzip when accepted and worth it. The server's
+        fast lane sends the same."""
+        base = [(b"etag", hit.etag), self.cache_control, variant.vary]
+        if if_none_match is not None and etag_matches(if_none_match, hit.etag):
             return 304, base, b""
-        if hit.gzipped is not None and accept is not None and b"gzip" in accept:
-            return 200, [(b"content-type", variant.media_type), (b"content-length", b"%d" % len(hit.gzipped)),
+        if hit.gzipped is not None and accept_encoding is not None and b"gzip" in accept_encoding:
+            return 200, [variant.content_type, (b"content-length", b"%d" % len(hit.gzipped)),
                          *base, (b"content-encoding", b"gzip")], hit.gzipped
-        return 200, [(b"content-type", variant.media_type), (b"content-length", b"%d" % len(hit.body)), *base], hit.body
+        return 200, [variant.content_type, (b"content-length", b"%d" % len(hit.body)), *base], hit.body
 
     async def _send(self, scope: Scope, send: Send, status: int, body: bytes,
                     extra: list[tuple[bytes, bytes]] | None = None, media_type: bytes = JSON) -> None:

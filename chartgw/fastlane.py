@@ -4,7 +4,7 @@ Partners poll the same URLs over and over, and most polls change nothing. Once a
 through the app (routed, validated, built), the response cache remembers its raw path and query and the
 endpoint that answered it. The server (`chartgw.server`) asks `FastLane.reply` as soon as a request's head
 is parsed; when the request is a repeat whose body is cached for the current data version, the reply is
-built from the same parts the app uses (the key middleware's `Gate`, `EndpointApp.cached_reply`) and
+built from the same parts the app uses (the key middleware's `Gate`, `EndpointApp.reply`) and
 written without an ASGI task, scope or middleware pass; a refusal of the gate (401, 429) is sent as the app
 sends it. Anything else (a miss, a stale version, a public path or a legacy prefix not seen before) is None:
 the app answers it as always, so the lane never answers anything the app would answer differently.
@@ -12,7 +12,7 @@ the app answers it as always, so the lane never answers anything the app would a
 The representation is the app's choice too: a URL with `format=` names its own cached body; without it, a
 request whose Accept header names CSV or NDJSON gets the body the endpoint chooses for it (`EndpointApp.choose`)
 when that is cached, and the app otherwise (which answers a 406 where the endpoint answers neither). A JSON
-poll pays one look at its headers for that.
+poll reads its Accept header in the same pass over its headers as If-None-Match and Accept-Encoding.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 from chartgw.access import Gate, Reply
 from chartgw.cache import ResponseCache
 from chartgw.endpoints import EndpointApp
-from chartgw.formats import asked
+from chartgw.formats import rows_asked
 from chartgw.legacy import rewrite
 
 __all__ = ["FastLane", "Reply"]
@@ -51,9 +51,17 @@ class FastLane:
         version = endpoint.data.settled_version()
         if version is None:
             return None
+        inm = encoding = accept = None
+        for name, value in headers:  # request_fields, inline: this is every cached poll's path
+            if name == b"if-none-match":
+                inm = value
+            elif name == b"accept-encoding":
+                encoding = value
+            elif name == b"accept":
+                accept = value if accept is None else accept + b"," + value
         key, variant = known.key, known.variant
-        if variant.negotiated and (accept := asked(headers)) is not None:
-            chosen = endpoint.choose(accept)
+        if accept is not None and variant.negotiated and (wanted := rows_asked(accept)) is not None:
+            chosen = endpoint.choose(wanted)
             if chosen is None:
                 return None  # the app's 406
             if chosen is not variant:
@@ -64,6 +72,6 @@ class FastLane:
         refusal, _, rate = self.gate.admit(path, headers)
         if refusal is not None:
             return refusal  # the app's 401 or 429, in its bytes
-        status, sent, body = endpoint.cached_reply(hit, headers, variant)
+        status, sent, body = endpoint.reply(hit, inm, encoding, variant)
         sent.extend(rate)
         return status, sent, body

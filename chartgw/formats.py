@@ -15,14 +15,15 @@ import csv
 import functools
 import io
 import typing
-from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
 from chartgw.params import Param
 
-__all__ = ["FORMATS", "FORMAT_PARAM", "MEDIA_TYPES", "Table", "Variant", "asked", "negotiate"]
+__all__ = ["FORMATS", "FORMAT_PARAM", "MEDIA_TYPES", "Table", "Variant", "negotiate", "rows_asked"]
 
 FORMATS = ("json", "csv", "ndjson")
 MEDIA_TYPES = {"json": b"application/json", "csv": b"text/csv; charset=utf-8", "ndjson": b"application/x-ndjson"}
@@ -41,28 +42,41 @@ _decode = msgspec.json.decode
 _UnionType = type(int | None)
 
 
-class Variant(NamedTuple):
-    """One representation of one endpoint's answers, with the headers that say which."""
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One representation of one endpoint's answers, with the header fields that say which (built once: a cached
+    answer sends them as they are; slots: read on every cached poll)."""
 
     format: str
+    """"json" for the route's own representation (its media type), else "csv" or "ndjson"."""
     media_type: bytes
-    vary: bytes
     negotiated: bool
     """Chosen without a `format` parameter: the Accept header may ask for another (so it is read, and Vary names it
     on a route with several)."""
+    content_type: tuple[bytes, bytes]
+    vary: tuple[bytes, bytes]
+
+    @classmethod
+    def of(cls, fmt: str, media_type: bytes, negotiated: bool, vary: bytes) -> Variant:
+        return cls(fmt, media_type, negotiated, (b"content-type", media_type), (b"vary", vary))
 
 
-def asked(headers: Iterable[tuple[bytes, bytes]]) -> bytes | None:
-    """The request's Accept value when it names CSV or NDJSON, else None: the one check a JSON poll pays (an
-    Accept of `*/*`, `application/json` or none at all changes nothing)."""
-    found = None
-    for name, value in headers:
-        if name == b"accept":
-            found = value if found is None else found + b"," + value
-    if found is None:
-        return None
-    lowered = found.lower()
-    return lowered if b"csv" in lowered or b"ndjson" in lowered else None
+def rows_asked(accept: bytes) -> bytes | None:
+    """An Accept value (lowercased) when it names CSV or NDJSON, else None: the one check a JSON poll with an Accept
+    header pays. The answers for the values seen are kept (a few hundred at most): a dict lookup, where a search
+    of the bytes costs several times more on every poll."""
+    decided = _DECIDED.get(accept)
+    if decided is None:
+        lowered = accept.lower()
+        decided = lowered if b"csv" in lowered or b"ndjson" in lowered else b""
+        if len(_DECIDED) < _DECIDED_MAX and len(accept) <= 256:
+            _DECIDED[accept] = decided
+    return decided or None
+
+
+_DECIDED: dict[bytes, bytes] = {}
+"""Accept values seen -> `rows_asked`'s answer (b"" for None)."""
+_DECIDED_MAX = 512
 
 
 def negotiate(accept: bytes, offered: Sequence[bytes]) -> int | None:
