@@ -7,11 +7,12 @@ served at `/{group}/exports/{sha256}.sqlite`. A name is given only once its file
 synced, then renamed), and a name always holds the same bytes, so the URL is cacheable for ever. The folder is
 apart from the group files, so nothing that copies or replicates `<group>.sqlite` files picks exports up.
 
-Builds run one per group at a time (a lock file, across processes) and one per server process at a time, in a
-thread (never on the event loop). They are made by `chartgw export` (cron: `chartgw cron` prints a daily line)
-and, on request, when `GET /exports` or `GET /{group}/exports` is asked while the group's data changed since this
-process last built it and its newest export is older than `CHARTGW_EXPORTS_INTERVAL_SECONDS`: the answer lists
-what is there and says a build is under way. A build that gives an export already held keeps that one (touched, so
+Builds run one per group at a time (a lock file, across processes) and one per server process at a time, in the
+process's one export thread (never on the event loop, nor in the thread pool other work waits on). They are made
+by `chartgw export` (cron: `chartgw cron` prints a daily line) and, on request, when `GET /exports` or
+`GET /{group}/exports` is asked while the group's data changed since this process last built it and its newest
+export is older than `CHARTGW_EXPORTS_INTERVAL_SECONDS`: the answer lists what is there and says a build is under
+way. A build that gives an export already held keeps that one (touched, so
 it counts as the newest); past `CHARTGW_EXPORTS_KEEP` per group the oldest are deleted. Temp files of a build that
 was killed are never listed and are deleted by the next build of the group.
 """
@@ -28,9 +29,9 @@ import os
 import re
 import secrets
 import sqlite3
-import threading
 import weakref
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -54,8 +55,8 @@ CACHE_CONTROL = "public, max-age=31536000, immutable"
 _NAME = re.compile(r"[0-9a-f]{64}\.sqlite")
 _TEMP_PREFIX = ".building-"
 _CHUNK = 1024 * 1024
-_ONE_AT_A_TIME = threading.Lock()
-"""Builds of one server process (or command) run one after another: each reads and writes a whole file."""
+_BUILDER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chartgw-export")
+"""The server's builds run here, one after another: each reads and writes a whole file."""
 
 
 class ExportInfo(msgspec.Struct):
@@ -108,7 +109,7 @@ def build(group: str) -> ExportInfo | None:
         return None
     folder = exports_dir() / group
     folder.mkdir(parents=True, exist_ok=True)
-    with _ONE_AT_A_TIME, _group_lock(folder):
+    with _group_lock(folder):
         for stale in folder.glob(_TEMP_PREFIX + "*"):  # a killed build's (the lock says none is running)
             stale.unlink(missing_ok=True)
         temp = folder / f"{_TEMP_PREFIX}{secrets.token_hex(8)}.sqlite"
@@ -245,7 +246,7 @@ async def _due(data: GroupData, state: _Exporting, exports: Sequence[ExportInfo]
 
 async def _build_in_thread(group: str, state: _Exporting) -> ExportInfo | None:
     try:
-        return await asyncio.to_thread(build, group)
+        return await asyncio.get_running_loop().run_in_executor(_BUILDER, build, group)
     except Exception:  # logged; the next request after the data changes tries again
         log.exception("export of %s failed", group)
         state.built_version = None
