@@ -24,30 +24,18 @@ from typing import NamedTuple
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chartgw import config
-from chartgw.store import iso
+from chartgw.store import Table, connect, iso, migrate
 
 KEY_HEADER = b"x-api-key"
 KEY_ID_SCOPE = "chartgw.key_id"
 """The ASGI scope entry where the key middleware leaves the caller's key id (for per-key throttles)."""
-KEYS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS api_keys (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    key_hash TEXT NOT NULL UNIQUE,
-    created_at TEXT NOT NULL,
-    expires_at TEXT,
-    revoked_at TEXT
-);
-CREATE TABLE IF NOT EXISTS key_usage (
-    key_id INTEGER NOT NULL,
-    day TEXT NOT NULL,
-    requests INTEGER NOT NULL,
-    limited INTEGER NOT NULL,
-    PRIMARY KEY (key_id, day)
-) WITHOUT ROWID;
-"""
-# Columns added after a key file may already exist: (column, declaration).
-KEY_MIGRATIONS = (("rate_per_minute", "INTEGER"),)
+KEY_TABLES = (
+    Table("api_keys", ("id INTEGER PRIMARY KEY", "name TEXT NOT NULL", "key_hash TEXT NOT NULL UNIQUE",
+                       "created_at TEXT NOT NULL", "expires_at TEXT", "revoked_at TEXT",
+                       "rate_per_minute INTEGER")),  # added after key files existed: migrated in on open
+    Table("key_usage", ("key_id INTEGER NOT NULL", "day TEXT NOT NULL", "requests INTEGER NOT NULL",
+                        "limited INTEGER NOT NULL"), ("PRIMARY KEY (key_id, day)",), without_rowid=True),
+)
 ENV_KEY_ID = 0
 """The id counted for keys given in CHARTGW_API_KEYS (they are not in the key store)."""
 
@@ -100,6 +88,10 @@ class KeyInfo:
     created_at: str
     expires_at: str | None
     revoked_at: str | None
+    rate_per_minute: int | None = None
+    """None = the server's default rate, 0 = unlimited."""
+    last_used: str | None = None
+    """The last UTC day the key made a request (counted about once a minute by each server)."""
 
     def state(self, now: str) -> str:
         if self.revoked_at:
@@ -107,6 +99,15 @@ class KeyInfo:
         if self.expires_at and self.expires_at <= now:
             return "expired"
         return "active"
+
+
+class NameTaken(ValueError):
+    """`keys create` of a name an active key holds."""
+
+    def __init__(self, name: str, ids: tuple[int, ...]) -> None:
+        super().__init__(f"a key named {name!r} is active (id {', '.join(map(str, ids))}): rotate it "
+                         f"(chartgw keys rotate {name}) or revoke it first")
+        self.ids = ids
 
 
 class KeyStore:
@@ -120,28 +121,39 @@ class KeyStore:
         if not self.path.exists():
             self.path.touch(mode=0o600)  # created readable by the owner only, before any key is written
         secure_key_files(self.path)  # and kept so, whatever mode a copied or restored file came with
-        db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.executescript(KEYS_SCHEMA)
-        columns = {row[1] for row in db.execute("PRAGMA table_info(api_keys)")}
-        for column, declaration in KEY_MIGRATIONS:
-            if column not in columns:
-                db.execute(f"ALTER TABLE api_keys ADD COLUMN {column} {declaration}")
+        db = connect(self.path)
+        migrate(db, KEY_TABLES)
         secure_key_files(self.path)  # the -wal and -shm files SQLite has just made with the umask's mode
         return db
 
     def create(self, name: str, expires_at: datetime | None = None, rate_per_minute: int | None = None,
                ) -> tuple[int, str]:
         """A new key and its id; the plain key exists only in this return value. `rate_per_minute` None =
-        the server's default (CHARTGW_RATE_LIMIT_PER_MINUTE), 0 = no limit."""
-        key = "cgw_" + secrets.token_urlsafe(32)
+        the server's default (CHARTGW_RATE_LIMIT_PER_MINUTE), 0 = no limit. A name names one holder: while a
+        key of that name is active, `NameTaken` (rotate that key instead)."""
         with self._connect() as db:
-            cur = db.execute(
-                "INSERT INTO api_keys (name, key_hash, created_at, expires_at, rate_per_minute) VALUES (?, ?, ?, ?, ?)",
-                (name, keyed_digest(key, server_secret(self.path.parent)), iso(datetime.now(UTC)),
-                 iso(expires_at) if expires_at else None, rate_per_minute),
-            )
-            return int(cur.lastrowid or 0), key
+            db.execute("BEGIN IMMEDIATE")  # the check and the insert as one: two creates cannot both pass
+            taken = self._active(db, name)
+            if taken:
+                raise NameTaken(name, tuple(row[0] for row in taken))
+            return self._insert(db, name, expires_at, rate_per_minute)
+
+    def _insert(self, db: sqlite3.Connection, name: str, expires_at: datetime | None, rate_per_minute: int | None,
+                ) -> tuple[int, str]:
+        key = "cgw_" + secrets.token_urlsafe(32)
+        cur = db.execute(
+            "INSERT INTO api_keys (name, key_hash, created_at, expires_at, rate_per_minute) VALUES (?, ?, ?, ?, ?)",
+            (name, keyed_digest(key, server_secret(self.path.parent)), iso(datetime.now(UTC)),
+             iso(expires_at) if expires_at else None, rate_per_minute),
+        )
+        return int(cur.lastrowid or 0), key
+
+    @staticmethod
+    def _active(db: sqlite3.Connection, name: str) -> list[tuple[int, int | None]]:
+        """(id, rate) of the keys named `name` that are neither revoked nor expired, oldest first."""
+        return db.execute("SELECT id, rate_per_minute FROM api_keys WHERE name = ? AND revoked_at IS NULL"
+                          " AND (expires_at IS NULL OR expires_at > ?) ORDER BY id",
+                          (name, iso(datetime.now(UTC)))).fetchall()
 
     def usage(self, since_day: str) -> list[tuple[int, str, str, int, int]]:
         """(key id, key name, day, requests, refused with 429) per key and day from `since_day`, newest first."""
@@ -161,22 +173,24 @@ class KeyStore:
     def list(self) -> list[KeyInfo]:
         with self._connect() as db:
             return [KeyInfo(*row) for row in db.execute(
-                "SELECT id, name, created_at, expires_at, revoked_at FROM api_keys ORDER BY id")]
+                "SELECT id, name, created_at, expires_at, revoked_at, rate_per_minute,"
+                " (SELECT max(day) FROM key_usage u WHERE u.key_id = k.id AND u.requests > 0) FROM api_keys k ORDER BY id")]
 
-    def rotate(self, name: str, grace: timedelta) -> tuple[int, str, tuple[int, ...]]:
-        """A successor of the active keys named `name` (same rate): they expire after `grace`, the new key
-        does not. Returns the new id and key, and the ids of the keys now expiring."""
+    def rotate(self, name: str, grace: timedelta) -> tuple[int, str, int]:
+        """A successor (same name and rate) of the newest active key named `name`, which expires after `grace`
+        (or sooner, if it already does); a predecessor still in its own grace is left as it is. Returns the new
+        id and key, and the id of the key now expiring."""
         with self._connect() as db:
-            rows = db.execute("SELECT id, rate_per_minute, expires_at FROM api_keys WHERE name = ? AND revoked_at IS NULL"
-                              " AND (expires_at IS NULL OR expires_at > ?)", (name, iso(datetime.now(UTC)))).fetchall()
-        if not rows:
-            raise KeyError(name)
-        key_id, key = self.create(name, None, rows[-1][1])
-        until = iso(datetime.now(UTC) + grace)
-        with self._connect() as db:
-            db.executemany("UPDATE api_keys SET expires_at = ? WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)",
-                           [(until, row[0], until) for row in rows])
-        return key_id, key, tuple(row[0] for row in rows)
+            db.execute("BEGIN IMMEDIATE")
+            active = self._active(db, name)
+            if not active:
+                raise KeyError(name)
+            old_id, rate = active[-1]
+            key_id, key = self._insert(db, name, None, rate)
+            until = iso(datetime.now(UTC) + grace)
+            db.execute("UPDATE api_keys SET expires_at = ? WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)",
+                       (until, old_id, until))
+        return key_id, key, old_id
 
     def revoke(self, key_id: int) -> bool:
         with self._connect() as db:
@@ -272,7 +286,7 @@ class KeyChecker:
             return
         secret = self.path.parent / SECRET_FILE
         self._secret = secret.read_bytes() if secret.exists() else None
-        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=5)
+        db = connect(self.path, readonly=True, timeout=5)
         try:
             columns = {row[1] for row in db.execute("PRAGMA table_info(api_keys)")}
             rate = "rate_per_minute" if "rate_per_minute" in columns else "NULL"
@@ -398,20 +412,22 @@ class ApiKeyMiddleware:
             return
         if key_id is not None:
             scope[KEY_ID_SCOPE] = key_id
-        if not rate:
-            await self.app(scope, receive, send)
-            return
+        await self.app(scope, receive, with_headers(send, rate) if rate else send)
 
-        async def send_with_rate(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = message.get("headers")
-                if type(headers) is list:  # the responses here build a fresh list per response: extend it
-                    headers.extend(rate)
-                else:
-                    message = {**message, "headers": [*(headers or ()), *rate]}
-            await send(message)
 
-        await self.app(scope, receive, send_with_rate)
+def with_headers(send: Send, extra: list[tuple[bytes, bytes]]) -> Send:
+    """`send`, adding `extra` to the headers of the answer it starts (the rate headers, CORS's)."""
+
+    async def send_with(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = message.get("headers")
+            if type(headers) is list:  # the responses here build a fresh list per response: extend it
+                headers.extend(extra)
+            else:
+                message = {**message, "headers": [*(headers or ()), *extra]}
+        await send(message)
+
+    return send_with
 
 
 def rate_headers(limit: int, remaining: int, reset: int) -> list[tuple[bytes, bytes]]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -16,17 +17,20 @@ from starlette.routing import BaseRoute, Match
 from starlette.routing import Route as StarletteRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from chartgw import config, exports
+from chartgw import apidocs, config, exports
 from chartgw.access import AccessTable, ApiKeyMiddleware, Gate, KeyChecker, KeyStore, RateLimiter
 from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
+from chartgw.cors import CorsMiddleware, CorsPolicy
 from chartgw.endpoints import Call, EndpointApp, GroupData, Route
 from chartgw.fastlane import FastLane
 from chartgw.feed import DIFF_ROUTE, ChangeHub, changes_routes
 from chartgw.front import FrontDoor
 from chartgw.group import Group
 from chartgw.groups import GROUPS
+from chartgw.hooks import hooks_routes
 from chartgw.legacy import LegacyPrefixMiddleware, legacy_names
+from chartgw.observe import REQUEST_ID_SCOPE, Observability, ObserveMiddleware, RouteLabels
 from chartgw.openapi import build_document
 from chartgw.responses import FETCH_LOGS_ROUTE
 from chartgw.settings import Settings, current, using
@@ -51,8 +55,8 @@ DocumentBuilder = Callable[[], dict[str, Any]]
 
 
 def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = None) -> list[Route]:
-    """The group's own routes plus what every group has: its public root, its OpenAPI document, the
-    log of its crawl attempts, the diff between two snapshots of a chart and its whole-history exports. The
+    """The group's own routes plus what every group has: its public root, its OpenAPI document, the log of
+    its crawl attempts, (when it crawls snapshots) the diff between two of them and its whole-history exports. The
     document is built anew for each data version (the route's cache keeps it), so what it declares from the data
     (a discovered catalogue's values) is current; `documents` receives the group's builder."""
     own = list(group.routes)
@@ -65,7 +69,9 @@ def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = 
         return build_document(group.name, group.title, group.description, routes)
 
     async def openapi(call: Call) -> dict[str, Any]:
-        return document()
+        # Built in a worker thread: a document declares what the data holds (a discovered catalogue's values,
+        # read from SQLite) and is large; neither may hold up the event loop.
+        return await asyncio.to_thread(document)
 
     # The platform's routes first: a group's catch-all path ("/{year}") must not shadow them.
     routes = [
@@ -73,7 +79,7 @@ def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = 
         Route("/openapi.json", openapi, public=True, errors=(), summary="This OpenAPI document",
               response=dict[str, Any]),
         FETCH_LOGS_ROUTE,
-        DIFF_ROUTE,
+        *([DIFF_ROUTE] if group.targets is not None else []),  # a group that crawls snapshots into its file
         *exports.EXPORT_ROUTES,
         *own,
     ]
@@ -124,6 +130,10 @@ class GroupRoutes(BaseRoute):
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         await scope[self.ROUTE].handle(scope, receive, send)
 
+    def route_for(self, scope: Scope) -> BaseRoute | None:
+        """The route a request's path and method would reach, without routing it (labels of refused requests)."""
+        return self._match(scope)[1].get(self.ROUTE)
+
 
 class SlashRedirect:
     """A 307 to the same request at `path` (and its query), as a relative Location."""
@@ -152,7 +162,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
-    return _json_response(500, "Internal server error")
+    rid: bytes | None = request.scope.get(REQUEST_ID_SCOPE)
+    return _json_response(500, "Internal server error", {"X-Request-Id": rid.decode()} if rid else None)
 
 
 def declared_routes(groups: Sequence[Group], documents: dict[str, DocumentBuilder] | None = None,
@@ -161,9 +172,10 @@ def declared_routes(groups: Sequence[Group], documents: dict[str, DocumentBuilde
     return [(group, route) for group in groups for route in service_routes(group, documents)]
 
 
-def access_table(declared: Sequence[tuple[Group, Route]]) -> AccessTable:
-    """Public: the routes declared public (roots, health, schema documents); all else needs a key."""
-    public: set[str] = {"/", "/openapi.json"}  # the front door: the status page and the joined document
+def access_table(declared: Sequence[tuple[Group, Route]], extra: Iterable[str] = ()) -> AccessTable:
+    """Public: the routes declared public (roots, health, schema documents) and `extra` paths; all else needs a
+    key."""
+    public: set[str] = {"/", "/openapi.json", *extra}  # the front door: the status page and the joined document
     for group, route in declared:
         if route.public:
             public.add(f"/{group.name}{route.path}")
@@ -205,30 +217,43 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     for group, route in declared:
         by_group.setdefault(group.name, []).append(StarletteRoute(
             f"/{group.name}{route.path}", EndpointApp(route, datas[group.name], cache), methods=[route.method]))
-    # The change feed at the root, over every group's file (its routes read them through the hub, not `feed`).
+    seen = Observability([g.name for g in groups], clock, settings)
+    group_routes = GroupRoutes(by_group)
+    # The change feed and webhooks at the root, over every group's file (read through the hub, not `feed`).
     hub = ChangeHub(datas)
     feed = GroupData("changes", clock)
-    root_routes = [*changes_routes(hub), *exports.root_routes(datas)]
-    documents[""] = lambda: build_document("", "chartgw change feed", "Every group's changes", root_routes)
-    # The groups' routes first: every chart request is matched there; the front door's paths after.
-    routes = [GroupRoutes(by_group), StarletteRoute("/", door.page, methods=["GET"]),
+    root_routes = [*changes_routes(hub), *hooks_routes([g.name for g in groups]), *exports.root_routes(datas)]
+    documents[""] = lambda: build_document("", "chartgw change feed", "Every group's changes and webhooks", root_routes)
+    # The groups' routes first: every chart request is matched there; the front door's paths and /docs after.
+    routes = [group_routes, StarletteRoute("/", door.page, methods=["GET"]),
               StarletteRoute("/openapi.json", door.openapi, methods=["GET"]),
-              *(StarletteRoute(r.path, EndpointApp(r, feed, cache), methods=[r.method]) for r in root_routes)]
+              *(StarletteRoute(r.path, EndpointApp(r, feed, cache), methods=[r.method]) for r in root_routes),
+              *apidocs.docs_routes(), *seen.routes]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        seen.start()
         yield
+        seen.stop()
         await hub.close()
         for data in datas.values():
             await data.reader.close()
 
+    front = {"/", "/openapi.json", *apidocs.public_paths(), *seen.public}
+    labels = RouteLabels([g.name for g in groups], {path: path for path in front | {r.path for r in root_routes}},
+                         group_routes.route_for, GroupRoutes.ROUTE)
     checker = checker or KeyChecker(plain_keys=[*settings.get(config.API_KEYS)])
     limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore())
-    gate = Gate(access_table(declared), checker, limiter)  # one way in: the key middleware's and the fast lane's
+    gate = Gate(access_table(declared, front), checker, limiter)  # one way in: the key middleware's and the fast lane's
+    cors_origins = settings.get(config.CORS_ORIGINS)
+    policy = CorsPolicy(cors_origins) if cors_origins else None
+    cors = [Middleware(CorsMiddleware, policy=policy)] if policy is not None else []
     app = Starlette(
         routes=routes,
         middleware=[
             Middleware(SettingsScope, settings=settings),
+            Middleware(ObserveMiddleware, observer=seen.observer, labels=labels),  # sees every answer
+            *cors,  # before the key check: a preflight carries no key
             Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),
             Middleware(ApiKeyMiddleware, gate=gate),
         ],
@@ -237,8 +262,9 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     )
     app.router.redirect_slashes = False  # GroupRoutes redirects with a relative Location instead
     app.state.change_hub = hub
-    # The same cache and gate, for repeats the server answers before the app (chartgw.server), and the settings
-    # the server's limits are read from.
-    app.state.fast_lane = FastLane(cache, gate, legacy_names(g.name for g in groups))
+    # The same cache, gate, CORS and observer, for repeats the server answers before the app (chartgw.server), and
+    # the settings the server's limits are read from.
+    app.state.fast_lane = FastLane(cache, gate, legacy_names(g.name for g in groups), seen.observer, policy)
     app.state.settings = settings
+    app.state.observability = seen
     return app

@@ -38,7 +38,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -46,9 +46,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import msgspec
 
 from chartgw import config
+from chartgw import progress as steps
 from chartgw.clock import Clock, utc_now
 from chartgw.group import AFTER_CRAWL, EntryMapping
-from chartgw.store import FETCH_LOG_SCHEMA, group_db_path, iso
+from chartgw.store import FETCH_LOG, Query, connect, group_db_path, iso, migrate, read_once
+from chartgw.store import tables as store_tables
 from chartgw.text import artist_aliases, artist_key, compact, split_artists, title_key
 
 if TYPE_CHECKING:
@@ -92,8 +94,9 @@ every batch, are copied into the file a few times instead of after every commit.
 CACHE_KIB = 64 * 1024
 """SQLite page cache of an incremental run."""
 
-SCHEMA_VERSION = 4
-"""`PRAGMA user_version` of the layout below; a file of an earlier one is dropped and built again."""
+SCHEMA_VERSION = 5
+"""`PRAGMA user_version` of the layout below; a file of an earlier one is dropped and built again (5: track keys
+fold version marks, `chartgw.text.title_key`)."""
 DEFERRED_INDEXES = ("CREATE UNIQUE INDEX IF NOT EXISTS tracks_by_key ON tracks (track_key);"
                     "CREATE UNIQUE INDEX IF NOT EXISTS artists_by_key ON artists (key);"
                     "CREATE UNIQUE INDEX IF NOT EXISTS variants_by_key ON variants (variant_key);"
@@ -186,13 +189,16 @@ CREATE TABLE IF NOT EXISTS lyrics_lookups (
     artist_id TEXT,
     asked_at TEXT NOT NULL
 ) WITHOUT ROWID;
-""" + FETCH_LOG_SCHEMA
+"""
 # `artists`: the artist keys (`appearance_artists` holds their ids). `artist_tracks`: `appearance_artists` summed
 # by artist, chart and track (what a coverage without dates reads).
-# `fetch_log` has the snapshot store's layout: one row per group an index run read something from (or failed
-# on), so the status page and the platform's fetch-log readers show indexing runs like crawls.
+# `fetch_log` (migrated in beside these) has the snapshot store's layout: one row per group an index run read
+# something from (or failed on), so the status page and the platform's fetch-log readers show indexing runs like crawls.
 # `lyrics_lookups`: what `chartgw enrich artist-history-api lyrics` asked Genius, by track (a miss has no ids),
 # kept across rebuilds; a resolved track's variants carry its ids unless their entries gave their own.
+
+_LOOKUPS = Query("lyrics_lookups", "SELECT * FROM lyrics_lookups")
+"""Every Genius lookup (what a rebuild keeps)."""
 
 ROW_SELECT = ("SELECT a.id, c.source, c.chart, c.market, a.chart_date, a.rank, v.title, v.artist, v.credits, a.hours, "
               + ", ".join(f"v.{c}" for c in ID_COLUMNS)
@@ -323,15 +329,14 @@ class IndexResult:
     """Rows written (added or updated; the snapshots of one day of a sub-daily chart in one batch count once)."""
     last_snapshot_id: int
     error: str | None = None
+    duration_ms: int = 0
+    """The time this source took, measured (not the run's clock, which may be a fixed one)."""
 
 
 def open_index(path: Path | None = None) -> sqlite3.Connection:
     """The writer's connection, schema in place, WAL and synchronous=FULL as the snapshot store."""
     path = path or index_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=FULL")
+    db = connect(path)
     migrated = db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION
     if migrated:
         # An earlier layout: start over (the marks go with it); only the Genius lookups are kept.
@@ -340,7 +345,9 @@ def open_index(path: Path | None = None) -> sqlite3.Connection:
             db.execute(f'DROP TABLE IF EXISTS "{table}"')
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     db.executescript(SCHEMA + DEFERRED_INDEXES)
+    migrate(db, (FETCH_LOG,))
     if migrated:
+        rekey_lookups(db)
         db.execute(_LYRICS_ARTISTS)
     db.execute("INSERT OR IGNORE INTO meta VALUES ('cursor_secret', ?)", (os.urandom(16).hex(),))
     db.execute("INSERT OR IGNORE INTO meta VALUES ('next_row_id', '1')")
@@ -464,7 +471,7 @@ def _start_reader(db: sqlite3.Connection, run: _Run, group: Group, batch: int) -
     if group.entries is None or not path.exists():
         return
     row = db.execute("SELECT last_snapshot_id FROM sources WHERE source = ?", (group.name,)).fetchone()
-    src = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+    src = connect(path, readonly=True)
     try:
         reader = _Prefetch.start(src, path, group.entries, int(row[0]) if row else 0,
                                  BULK_BATCH_SNAPSHOTS if run.bulk and batch == BATCH_SNAPSHOTS else batch)
@@ -503,6 +510,7 @@ def index_all(groups: Iterable[Group] | None = None, *, now: Clock = utc_now, pa
         try:
             with _without_gc():
                 sources = source_groups(groups)
+                steps.expect(sum(_pending_count(db, group) for group in sources), "snapshots")
                 results = []
                 for n, group in enumerate(sources):
                     if n + 1 < len(sources):  # the next group's reader starts now, so its first batch is ready
@@ -517,6 +525,22 @@ def index_all(groups: Iterable[Group] | None = None, *, now: Clock = utc_now, pa
         db.close()
 
 
+def _pending_count(db: sqlite3.Connection, group: Group) -> int:
+    """Snapshots of `group` not indexed yet (what a progress bar counts down); 0 for a missing or broken file."""
+    path = group_db_path(group.name)
+    if not path.exists():
+        return 0
+    row = db.execute("SELECT last_snapshot_id FROM sources WHERE source = ?", (group.name,)).fetchone()
+    try:
+        src = connect(path, readonly=True, timeout=30.0)
+        try:
+            return int(src.execute("SELECT count(*) FROM snapshots WHERE id > ?", (row[0] if row else 0,)).fetchone()[0])
+        finally:
+            src.close()
+    except sqlite3.Error:
+        return 0
+
+
 def _logged(db: sqlite3.Connection, group: Group, now: Clock, batch: int, run: _Run) -> IndexResult:
     """`index_group`, with a fetch-log row when it indexed something or failed; a failing source (a broken
     file) does not stop the others."""
@@ -526,10 +550,11 @@ def _logged(db: sqlite3.Connection, group: Group, now: Clock, batch: int, run: _
     except (sqlite3.Error, ValueError, OSError) as exc:
         row = db.execute("SELECT last_snapshot_id FROM sources WHERE source = ?", (group.name,)).fetchone()
         result = IndexResult(group.name, 0, 0, int(row[0]) if row else 0, f"{type(exc).__name__}: {exc}")
+    result = replace(result, duration_ms=int((time.monotonic() - clock) * 1000))
     if result.snapshots or result.error:
         db.execute("INSERT INTO fetch_log (target, started_at, duration_ms, status, rows, url, error)"
                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   (group.name, iso(started), int((time.monotonic() - clock) * 1000), "failed" if result.error else "ok",
+                   (group.name, iso(started), result.duration_ms, "failed" if result.error else "ok",
                     result.rows, f"{group.name}.sqlite", result.error))
     return result
 
@@ -555,21 +580,14 @@ def rebuild(groups: Iterable[Group] | None = None, *, now: Clock = utc_now, path
     """Drop the index and build it again from the groups' files; the Genius lookups are kept (they came from
     an upstream, not from the groups' files)."""
     path = path or index_path()
-    lookups: list[tuple[Any, ...]] = []
-    if path.exists():
-        db = sqlite3.connect(path, timeout=30.0)
-        try:
-            lookups = db.execute("SELECT * FROM lyrics_lookups").fetchall()
-        except sqlite3.OperationalError:
-            pass
-        finally:
-            db.close()
+    lookups = read_once(path, _LOOKUPS) or []
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     if lookups:
         db = open_index(path)
         try:
             db.executemany("INSERT INTO lyrics_lookups VALUES (?, ?, ?, ?, ?, ?)", lookups)
+            rekey_lookups(db)
             db.execute(_LYRICS_ARTISTS)
         finally:
             db.close()
@@ -595,7 +613,7 @@ def index_group(db: sqlite3.Connection, group: Group, *, now: Clock = utc_now, b
     source_path = group_db_path(group.name)
     if not source_path.exists():
         return IndexResult(group.name, 0, 0, last)
-    src = sqlite3.connect(f"file:{source_path}?mode=ro", uri=True, timeout=30.0)
+    src = connect(source_path, readonly=True)
     snapshots = rows = 0
     reader = run.readers.pop(group.name, None) or _Prefetch.start(src, source_path, group.entries, last, batch)
     try:
@@ -645,6 +663,7 @@ def index_group(db: sqlite3.Connection, group: Group, *, now: Clock = utc_now, b
                 db.execute("ROLLBACK")
                 run.forget(db)  # what the batch created is gone with it
                 raise
+            steps.advance(len(pending))
     finally:
         if reader is not None:
             reader.stop()
@@ -653,8 +672,7 @@ def index_group(db: sqlite3.Connection, group: Group, *, now: Clock = utc_now, b
 
 
 def _pending(src: sqlite3.Connection, after: int, batch: int) -> list[tuple[Any, ...]]:
-    return src.execute("SELECT id, target, chart_date, chart_hour, fetched_at FROM snapshots WHERE id > ? ORDER BY id"
-                       " LIMIT ?", (after, batch)).fetchall()
+    return src.execute(store_tables.SNAPSHOTS_AFTER.sql, (after, batch)).fetchall()
 
 
 def _read_next(src: sqlite3.Connection, mapping: EntryMapping, after: int,
@@ -689,7 +707,7 @@ class _Prefetch:
     def start(cls, src: sqlite3.Connection, path: Path, mapping: EntryMapping, after: int, batch: int) -> _Prefetch | None:
         """A reader process for a run with PREFETCH_BATCHES batches or more pending (None: read in this one)."""
         try:
-            pending = src.execute("SELECT count(*) FROM snapshots WHERE id > ?", (after,)).fetchone()[0]
+            pending = src.execute(store_tables.PENDING_AFTER.sql, (after,)).fetchone()[1]
             job = pickle.dumps((str(path), mapping, after, batch))
         except (sqlite3.OperationalError, pickle.PicklingError, AttributeError, TypeError):
             return None  # no snapshots table yet, or a mapping that cannot cross to another process
@@ -744,7 +762,7 @@ def prefetch_main() -> None:
         out.write(len(body).to_bytes(4, "big") + body)
         out.flush()
 
-    src = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+    src = connect(Path(path), readonly=True)
     sent, numbers = object(), 0
     try:
         while True:
@@ -830,9 +848,7 @@ def _read_batch(src: sqlite3.Connection, mapping: EntryMapping, snapshots: list[
     decode, ids_of, known, no_ids = _decode, _ids_maker(mapping), _VARIANTS, _NO_IDS
     rows: Folded = {}
     current, step = None, None
-    for snapshot_id, rank, record in src.execute(
-            "SELECT snapshot_id, rank, record FROM entries WHERE snapshot_id BETWEEN ? AND ?"
-            " ORDER BY snapshot_id, position", (snapshots[0][0], snapshots[-1][0])):
+    for snapshot_id, rank, record in src.execute(store_tables.ENTRIES_BETWEEN.sql, (snapshots[0][0], snapshots[-1][0])):
         if snapshot_id != current:
             current, step = snapshot_id, plan.get(snapshot_id)
         if step is None:
@@ -1087,6 +1103,15 @@ class LyricsTrack(NamedTuple):
     artist: str
     """The primary (first credited) artist as shown."""
     rows: int
+
+
+def rekey_lookups(db: sqlite3.Connection) -> None:
+    """Genius lookups kept from an index of an earlier layout, keyed by the track keys of now (a lookup whose new
+    key one already holds stays under its old one, unused), so a rebuild asks Genius nothing it asked before."""
+    for key, title, artist in db.execute("SELECT track_key, title, artist_key FROM lyrics_lookups").fetchall():
+        new = f"{title_key(title)}|{artist}"
+        if new != key:
+            db.execute("UPDATE OR IGNORE lyrics_lookups SET track_key = ? WHERE track_key = ?", (new, key))
 
 
 def lyrics_candidates(db: sqlite3.Connection, asked_before: str, limit: int) -> list[LyricsTrack]:

@@ -1,13 +1,18 @@
-"""`chartgw serve | crawl | import | backfill | monitor | keys | cron | demo | settings | storage | export`: the one entry
-point for people, cron and the refresh endpoints."""
+"""`chartgw serve | crawl | import | backfill | monitor | keys | hooks | deliver | cron | demo | settings | storage |
+export`: the one entry point for people, cron and the refresh endpoints."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import shlex
+import signal
 import sys
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,10 +26,9 @@ from chartgw.crawl import EXIT_BUSY, CrawlBusy, CrawlError, Outcome, crawl_lock
 from chartgw.group import Group, GroupCommand, after_crawl, crawl_group, retention
 from chartgw.groups import GROUPS
 from chartgw.params import InvalidParams
-from chartgw.settings import Settings, SettingsFileError, current, install
+from chartgw.progress import Progress
+from chartgw.settings import Settings, SettingsFileError, current, exported, install
 from chartgw.upstreams import origin_setting
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def _group(name: str) -> Group:
@@ -139,10 +143,11 @@ def cmd_group_command(args: argparse.Namespace) -> int:
     values = {arg.name: getattr(args, arg.name) for arg in command.args}
     ctx = Context(settings=current(), interactive=sys.stderr.isatty() and not args.json)
     try:
-        if command.lock:
-            with crawl_lock(group.name, args.wait):
-                outcomes = command.run(ctx, values)
-        else:
+        with contextlib.ExitStack() as held:
+            if command.lock:
+                held.enter_context(crawl_lock(group.name, args.wait))
+            if not command.at_boot:  # (one that runs for as long as the machine does, the monitor, logs itself)
+                held.enter_context(held.enter_context(Progress(command.verb)).step(group.name))
             outcomes = command.run(ctx, values)
     except CrawlBusy as exc:
         print(f"chartgw {command.verb}: {exc}", file=sys.stderr)
@@ -160,8 +165,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from chartgw.access import keys_db_path, secure_key_files
 
-    if refuse_bad_settings("serve", current()):
+    # --access-log is the gateway's JSON log (chartgw.accesslog); uvicorn's own text access log stays off.
+    logged = {config.ACCESS_LOG.variable: "on"} if args.access_log else {}
+    settings = current().with_values(logged)
+    if refuse_bad_settings("serve", settings):
         return 2
+    install(settings)  # what the app of this process is built with (one worker); more workers read `exported`
+    from chartgw.metrics import worker_files
     from chartgw.server import LimitedHttpToolsProtocol
 
     secure_key_files(keys_db_path())
@@ -169,9 +179,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    uvicorn.run("chartgw.app:build_app", factory=True, host=args.host, port=args.port, workers=args.workers,
-                access_log=args.access_log, log_level="info", http=LimitedHttpToolsProtocol,
-                limit_concurrency=args.limit_concurrency, timeout_keep_alive=config.get(config.IDLE_TIMEOUT_SECONDS))
+    # uvicorn shuts down gracefully on SIGTERM or SIGINT, then raises the signal again: a clean stop, exit 0.
+    with exported(logged), worker_files(args.workers), contextlib.suppress(KeyboardInterrupt):
+        uvicorn.run("chartgw.app:build_app", factory=True, host=args.host, port=args.port, workers=args.workers,
+                    access_log=False, log_level="info", http=LimitedHttpToolsProtocol,
+                    limit_concurrency=args.limit_concurrency, timeout_keep_alive=settings.get(config.IDLE_TIMEOUT_SECONDS))
     return 0
 
 
@@ -183,17 +195,36 @@ def _parse_time(value: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+UNLIMITED = 0
+"""A key's stored rate for `--rate unlimited`."""
+
+
 def _parse_rate(value: str) -> int:
-    """"600/minute", "10/second" or "600": a key's rate, as requests per minute."""
-    count, _, unit = value.partition("/")
-    per_minute = {"": 1, "minute": 1, "min": 1, "second": 60, "s": 60, "hour": 1 / 60}.get(unit.strip().lower())
-    if not count.strip().isdigit() or per_minute is None:
-        raise argparse.ArgumentTypeError(f"not a rate: {value!r} (use N/minute, N/second or N/hour)")
-    return round(int(count) * per_minute)
+    """"600/minute" (or "600") with N >= 1, or "unlimited": a key's rate, as requests per minute."""
+    text = value.strip().lower()
+    if text == "unlimited":
+        return UNLIMITED
+    count, _, unit = text.partition("/")
+    if not count.strip().isdigit() or int(count) < 1 or unit.strip() not in ("", "minute", "min"):
+        raise argparse.ArgumentTypeError(f"not a rate: {value!r} (use N/minute with N >= 1, or unlimited)")
+    return int(count)
+
+
+def _rate_text(rate: int | None) -> str:
+    """A key's rate as `keys list` shows it; None is the server's default, shown with its value now."""
+    if rate is None:
+        return f"default ({_rate_text(config.get(config.RATE_LIMIT_PER_MINUTE))})"
+    return "unlimited" if rate == UNLIMITED else f"{rate}/minute"
+
+
+def _positive_days(value: str) -> int:
+    if not value.strip().isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of days >= 1, got {value!r}")
+    return int(value)
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    from chartgw.access import KeyStore
+    from chartgw.access import KeyStore, NameTaken
 
     store = KeyStore()
     if args.keys_command == "create":
@@ -203,14 +234,19 @@ def cmd_keys(args: argparse.Namespace) -> int:
         if args.expires is not None and args.expires <= datetime.now(UTC):
             print(f"chartgw keys create: --expires {args.expires:%Y-%m-%d} is in the past", file=sys.stderr)
             return 2
-        key_id, key = store.create(args.name.strip(), args.expires, args.rate)
+        try:
+            key_id, key = store.create(args.name.strip(), args.expires, args.rate)
+        except NameTaken as exc:
+            print(f"chartgw keys create: {exc}", file=sys.stderr)
+            return 2
         print(f"id {key_id} ({args.name}); the key is shown only now:", file=sys.stderr)
         print(key)
     elif args.keys_command == "list":
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        print(f"{'id':>4}  {'state':8} {'created':20} {'expires':20} name")
+        print(f"{'id':>4}  {'state':8} {'rate':22} {'created':20} {'expires':20} {'last used':10}  name")
         for info in store.list():
-            print(f"{info.id:>4}  {info.state(now):8} {info.created_at:20} {info.expires_at or '-':20} {info.name}")
+            print(f"{info.id:>4}  {info.state(now):8} {_rate_text(info.rate_per_minute):22} {info.created_at:20} "
+                  f"{info.expires_at or '-':20} {info.last_used or '-':10}  {info.name}")
     elif args.keys_command == "usage":
         since = (datetime.now(UTC) - timedelta(days=args.days - 1)).strftime("%Y-%m-%d")
         print(f"{'id':>4}  {'day':10} {'requests':>9} {'429s':>7}  name")
@@ -222,8 +258,8 @@ def cmd_keys(args: argparse.Namespace) -> int:
         except KeyError:
             print(f"chartgw keys rotate: no active key named {args.name!r}", file=sys.stderr)
             return 1
-        print(f"id {key_id} ({args.name}) succeeds {', '.join(map(str, expiring))}, which expire in {args.grace_days:g} "
-              "days; the new key is shown only now:", file=sys.stderr)
+        print(f"id {key_id} ({args.name}) succeeds {expiring}, which expires in {args.grace_days:g} days; "
+              "the new key is shown only now:", file=sys.stderr)
         print(key)
     elif args.keys_command == "revoke":
         if not store.revoke(args.id):
@@ -233,73 +269,120 @@ def cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
-def crontab(root: Path) -> str:
-    """The crontab for every group's schedule; KST lines are under CRON_TZ=Asia/Seoul (cronie, systemd-cron)."""
-    data = config.data_dir().resolve()
+def cmd_hooks(args: argparse.Namespace) -> int:
+    """Operators' view of every key's webhooks: list, add (secret printed once), remove, enable, deliveries."""
+    from chartgw.hooks import HookStore, UnsafeURL, check_url
+
+    store = HookStore()
+    names = [g.name for g in GROUPS]
+    if args.hooks_command == "list":
+        print(f"{'id':>4} {'key':>4}  {'state':8} {'created':20} url; groups; targets; failing since")
+        for hook in store.hooks(args.key):
+            state = "disabled" if hook.disabled_at else "active"
+            print(f"{hook.id:>4} {hook.key_id:>4}  {state:8} {hook.created_at:20} {hook.url}; "
+                  f"{','.join(hook.groups) or 'every group'}; {','.join(hook.targets) or 'every target'}; "
+                  f"{hook.failing_since or '-'}" + (f"\n      {hook.disabled_reason}" if hook.disabled_reason else ""))
+    elif args.hooks_command == "add":
+        groups = [g for g in (args.groups or "").split(",") if g]
+        try:
+            check_url(args.url)
+        except UnsafeURL as exc:
+            print(f"chartgw hooks add: {exc}", file=sys.stderr)
+            return 2
+        if any(g not in names for g in groups):
+            print(f"chartgw hooks add: groups are {', '.join(names)}", file=sys.stderr)
+            return 2
+        hook, secret = store.create(args.key, args.url, groups, [t for t in (args.targets or "").split(",") if t], names,
+                                    datetime.now(UTC))
+        print(f"hook {hook.id} for key {hook.key_id}; its signing secret is shown only now:", file=sys.stderr)
+        print(secret)
+    elif args.hooks_command in ("remove", "enable"):
+        done = store.delete(args.id) if args.hooks_command == "remove" else store.enable(args.id)
+        if not done:
+            print(f"chartgw hooks {args.hooks_command}: no webhook {args.id}", file=sys.stderr)
+            return 1
+        print(f"{'removed' if args.hooks_command == 'remove' else 'enabled'} webhook {args.id}", file=sys.stderr)
+    elif args.hooks_command == "deliveries":
+        for a in store.attempts(args.id, args.limit):
+            print(f"{a.attempted_at} {a.msg_id} {a.status or '-':>4} {a.duration_ms:>6} ms {a.delivery_state:9} "
+                  f"{a.error or 'ok'}")
+    return 0
+
+
+def cmd_deliver(args: argparse.Namespace) -> int:
+    from chartgw import deliver
+
+    if refuse_bad_settings("deliver", current()):
+        return 2
+    return deliver.main([g.name for g in GROUPS], args.once)
+
+
+def installed_program() -> tuple[str, ...]:
+    """How cron and systemd call chartgw: the `chartgw` executable installed beside the running Python (a venv's
+    or pip's bin folder), by its full path; without one (a checkout run as `python -m chartgw`), that."""
+    script = Path(sys.executable).parent / "chartgw"
+    return (str(script.absolute()),) if script.is_file() else (str(Path(sys.executable).absolute()), "-m", "chartgw")
+
+
+def _command(program: Sequence[str], *args: str) -> str:
+    return " ".join(shlex.quote(a) for a in (*program, *args))
+
+
+def crontab(program: Sequence[str], data: Path) -> str:
+    """The crontab for every group's schedule, each line calling `program` (the installed `chartgw`) with
+    `CHARTGW_DATA_DIR=data` on the line itself (a line copied elsewhere keeps its folder); KST lines are under
+    CRON_TZ=Asia/Seoul (cronie, systemd-cron)."""
+    folder = shlex.quote(str(data))
     lines = ["# chartgw crawl schedules (spec cadence table). Install with: chartgw cron | crontab -",
-             f"CHARTGW_DATA_DIR={data}"]
+             "# Other CHARTGW_* settings go above these lines as NAME=value (see docs/configuration.md)."]
     current_tz = None
     for group in GROUPS:
         for schedule in group.schedules:
             if schedule.timezone != current_tz:
                 lines.append(f"CRON_TZ={schedule.timezone}")
                 current_tz = schedule.timezone
-            command = " ".join(shlex.quote(a) for a in (str(root / "scripts" / "crawl"), group.name, *schedule.args,
-                                                         "--wait", "240"))
+            command = _command(program, "crawl", group.name, *schedule.args, "--wait", "240")
             lines.append(f"# {schedule.comment}")
-            lines.append(f"{schedule.cron} {command} >> {data / 'crawl.log'} 2>&1")
+            lines.append(f"{schedule.cron} CHARTGW_DATA_DIR={folder} {command} >> {shlex.quote(str(data / 'crawl.log'))}"
+                         " 2>&1")
     for group in GROUPS:
         for verb in (c.verb for c in group.commands if c.at_boot):
-            program = shlex.quote(str(root / ".venv" / "bin" / "chartgw"))
+            log = shlex.quote(str(data / f"{group.name}-{verb}.log"))
             lines.append(f"# /{group.name}: `chartgw {verb} {group.name}` runs for as long as the machine does")
-            lines.append(f"@reboot {program} {verb} {group.name} >> {data / f'{group.name}-{verb}.log'} 2>&1")
-    program = shlex.quote(str(root / ".venv" / "bin" / "chartgw"))
-    lines.append("# Whole-history exports of every group whose data changed (docs/exports.md)")
-    lines.append(f"@daily {program} export --all >> {data / 'export.log'} 2>&1")
+            lines.append(f"@reboot CHARTGW_DATA_DIR={folder} {_command(program, verb, group.name)} >> {log} 2>&1")
+    lines.append("# webhooks: `chartgw deliver` sends them for as long as the machine runs")
+    lines.append(f"@reboot CHARTGW_DATA_DIR={folder} {_command(program, 'deliver')} >> "
+                 f"{shlex.quote(str(data / 'deliver.log'))} 2>&1")
+    lines.append("# whole-history exports of every group (docs/exports.md)")
+    lines.append(f"@daily CHARTGW_DATA_DIR={folder} {_command(program, 'export', '--all')} >> "
+                 f"{shlex.quote(str(data / 'export.log'))} 2>&1")
     return "\n".join(lines) + "\n"
 
 
-def storage_report() -> list[dict[str, Any]]:
-    """Per group: its file's bytes, snapshots, the time they span, the bytes a year at that rate, its retention
-    (declared and `CHARTGW_RETENTION_DAYS`) and the stored targets no retention covers (they grow for ever)."""
-    import sqlite3
-
-    from chartgw.store import group_db_path, parse_iso
-
-    report = []
-    for group in GROUPS:
-        path = group_db_path(group.name)
-        kept = retention(group)
-        row: dict[str, Any] = {"group": group.name, "bytes": 0, "snapshots": 0, "first": None, "last": None,
-                               "bytes_per_year": None, "retention_days": kept, "unbounded_targets": 0}
-        report.append(row)
-        if not path.exists():
-            continue
-        size = sum(p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists())
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-            count, first, last = db.execute("SELECT count(*), min(fetched_at), max(fetched_at) FROM snapshots").fetchone()
-            targets = [t for (t,) in db.execute("SELECT DISTINCT target FROM snapshots")]
-        days = (parse_iso(last) - parse_iso(first)).total_seconds() / 86400 if first and last else 0
-        row.update(bytes=size, snapshots=count, first=first, last=last,
-                   bytes_per_year=round(size * 365 / days) if days >= 1 else None,
-                   unbounded_targets=sum(not any(t.startswith(prefix) for prefix in kept) for t in targets))
-    return report
-
-
 def cmd_storage(args: argparse.Namespace) -> int:
-    """`chartgw storage`: what each group's file holds and grows by, with its retention."""
-    rows = storage_report()
+    """`chartgw storage`: every file of the data folder; what each group's file holds and grows by, with its retention."""
+    from chartgw.disk import storage_report
+
+    reports = storage_report()
     if args.json:
-        print(json.dumps(rows))
+        print(json.dumps([r.as_dict() for r in reports]))
         return 0
-    print(f"{'group':16} {'MB':>9} {'snapshots':>10} {'MB/year':>9}  span; retention")
-    for row in rows:
-        per_year = f"{row['bytes_per_year'] / 1e6:9.0f}" if row["bytes_per_year"] else f"{'-':>9}"
-        retention = ", ".join(f"{k or 'every target'} {v:g} d" for k, v in row["retention_days"].items()) or "kept forever"
-        if row["unbounded_targets"] and row["retention_days"]:
-            retention += f" ({row['unbounded_targets']} targets kept forever)"
-        span = f"{row['first']} .. {row['last']}" if row["first"] else "no data"
-        print(f"{row['group']:16} {row['bytes'] / 1e6:9.1f} {row['snapshots']:>10} {per_year}  {span}; {retention}")
+    print(f"{'file':34} {'MB':>9} {'snapshots':>10} {'MB/year':>9}  span; retention")
+    for r in reports:
+        per_year = f"{r.bytes_per_year / 1e6:9.0f}" if r.bytes_per_year else f"{'-':>9}"
+        if r.error:
+            detail = f"unreadable: {r.error}"
+        elif r.kind == "snapshots":
+            kept = ", ".join(f"{k or 'every target'} {v:g} d" for k, v in r.retention_days.items()) or "kept forever"
+            if r.unbounded_targets and r.retention_days:
+                kept += f" ({r.unbounded_targets} targets kept forever)"
+            detail = f"{r.first} .. {r.last}; {kept}" if r.first else f"no data; {kept}"
+        elif r.kind == "index":
+            detail = f"index of {r.rows} rows, built {r.first} .. {r.last}" if r.first else f"index of {r.rows} rows"
+        else:
+            detail = {"missing": "no file yet", "keys": "API keys", "other": ""}[r.kind]
+        count = f"{r.snapshots:>10}" if r.snapshots is not None else f"{'-':>10}"
+        print(f"{r.file:34} {r.bytes / 1e6:9.1f} {count} {per_year}  {detail}".rstrip())
     return 0
 
 
@@ -339,7 +422,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_cron(args: argparse.Namespace) -> int:
-    print(crontab(Path(args.root)), end="")
+    program = (str(Path(args.program).absolute()),) if args.program else installed_program()
+    print(crontab(program, config.data_dir()), end="")
     return 0
 
 
@@ -352,7 +436,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return demo.radio_monitor()
     names = demo.groups_without_data() if args.if_empty else [g.name for g in demo.seeded_groups()]
     if names:
-        outcomes = demo.seed(names)
+        outcomes: list[Outcome] = []
+        now = utc_now()
+        with Progress("demo") as shown:
+            for name in names:
+                with shown.step(name):
+                    outcomes += demo.seed([name], now)
         failed = [o for o in outcomes if o.status != "ok"]
         print(f"demo data for {', '.join(names)}: {len(outcomes) - len(failed)} of {len(outcomes)} crawls committed "
               "from bundled samples", file=sys.stderr)
@@ -372,7 +461,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=1)
-    serve.add_argument("--access-log", action="store_true", help="log every request (costs throughput)")
+    serve.add_argument("--access-log", action="store_true",
+                       help="log every answer as one JSON line on standard output (CHARTGW_ACCESS_LOG=on)")
     serve.add_argument("--limit-concurrency", type=int, default=1000, metavar="N",
                        help="requests in progress in the app per worker before a 503 (default 1000); connections "
                             "do not count (docs/hardening.md)")
@@ -414,22 +504,44 @@ def build_parser() -> argparse.ArgumentParser:
     keys = commands.add_parser("keys", help="manage API keys")
     key_commands = keys.add_subparsers(dest="keys_command", required=True)
     create = key_commands.add_parser("create", help="create a key and print it once")
-    create.add_argument("--name", required=True)
+    create.add_argument("--name", required=True, help="its holder; unique among active keys")
     create.add_argument("--expires", type=_parse_time, help="expiry date (YYYY-MM-DD, UTC) for rotation")
-    create.add_argument("--rate", type=_parse_rate, metavar="N/minute",
-                        help="requests per minute this key may make (default: CHARTGW_RATE_LIMIT_PER_MINUTE; 0 = none)")
+    create.add_argument("--rate", type=_parse_rate, metavar="N/minute|unlimited",
+                        help="requests per minute this key may make, N >= 1, or unlimited (default: "
+                             "CHARTGW_RATE_LIMIT_PER_MINUTE)")
     rotate = key_commands.add_parser("rotate", help="issue the successor of a key; the old one expires after a grace")
-    rotate.add_argument("name", help="the name the key was created with")
+    rotate.add_argument("name", help="the name the key was created with (its newest active key is rotated)")
     rotate.add_argument("--grace-days", type=float, default=7.0, help="days the old key keeps working (default 7)")
     usage = key_commands.add_parser("usage", help="requests per key and day (and how many were refused with 429)")
-    usage.add_argument("--days", type=int, default=7, help="days back, today included (default 7)")
-    key_commands.add_parser("list", help="list keys (never the keys themselves)")
+    usage.add_argument("--days", type=_positive_days, default=7, help="days back, today included, >= 1 (default 7)")
+    key_commands.add_parser("list", help="list keys with state, rate, expiry and last use (never the keys themselves)")
     revoke = key_commands.add_parser("revoke", help="revoke a key by id")
     revoke.add_argument("id", type=int)
     keys.set_defaults(func=cmd_keys)
 
+    hooks = commands.add_parser("hooks", help="every key's webhooks: list, add, remove, enable, deliveries")
+    hook_commands = hooks.add_subparsers(dest="hooks_command", required=True)
+    hook_list = hook_commands.add_parser("list", help="every webhook with its state (never its secret)")
+    hook_list.add_argument("--key", type=int, help="only this key's (its id)")
+    hook_add = hook_commands.add_parser("add", help="register a webhook for a key and print its secret once")
+    hook_add.add_argument("--key", type=int, required=True, help="the key id it belongs to (0: CHARTGW_API_KEYS)")
+    hook_add.add_argument("--url", required=True)
+    hook_add.add_argument("--groups", help="comma-separated (default: every group)")
+    hook_add.add_argument("--targets", help="comma-separated snapshot targets (default: every one)")
+    for verb, text in (("remove", "remove a webhook with its deliveries"), ("enable", "enable a disabled webhook")):
+        hook_commands.add_parser(verb, help=text).add_argument("id", type=int)
+    hook_deliveries = hook_commands.add_parser("deliveries", help="a webhook's delivery attempts, newest first")
+    hook_deliveries.add_argument("id", type=int)
+    hook_deliveries.add_argument("--limit", type=int, default=50)
+    hooks.set_defaults(func=cmd_hooks)
+
+    deliver = commands.add_parser("deliver", help="the webhook worker: send every change to the hooks that want it")
+    deliver.add_argument("--once", action="store_true", help="queue what is new, start what is due, wait for it, exit")
+    deliver.set_defaults(func=cmd_deliver)
+
     cron = commands.add_parser("cron", help="print the crontab for the spec's cadence")
-    cron.add_argument("--root", default=str(REPO_ROOT), help="checkout whose scripts/crawl cron runs")
+    cron.add_argument("--program", metavar="PATH",
+                      help="the chartgw executable the lines call (default: the one installed beside this Python)")
     cron.set_defaults(func=cmd_cron)
 
     demo = commands.add_parser("demo", help="crawl bundled sample payloads into the data folder; print the demo key")
@@ -460,6 +572,58 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_PIPE = 128 + signal.SIGPIPE
+"""What a Unix tool whose reader went away exits with (`chartgw settings | head -1`)."""
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt: a command unwinds the same way
+    (locks released, transactions rolled back, a long-running one stopping cleanly with 0)."""
+
+
+RAISE_AGAIN_SECONDS = 1.0
+"""A signal handler's exception is lost when it lands in a finaliser or a weakref callback the garbage collector
+runs (Python prints "Exception ignored" and goes on): until the command has stopped, it is raised again this
+often (SIGALRM), so it lands in the command's own code."""
+
+
+_stopping: list[bool] = []
+"""Set once SIGTERM arrived: the command is unwinding."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    _stopping.append(True)
+    signal.setitimer(signal.ITIMER_REAL, RAISE_AGAIN_SECONDS)
+    raise Stopped()
+
+
+@contextlib.contextmanager
+def _stopped_by_sigterm() -> Iterator[None]:
+    """SIGTERM raises `Stopped` in the main thread for the duration (other threads cannot take signals: a test
+    calling `main` from one runs without)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGALRM)}
+    hook = sys.unraisablehook
+
+    def quiet(unraisable: Any) -> None:
+        """A lost Stopped is no news (it is raised again): no "Exception ignored". Nor is what a finaliser of an
+        object the stop cut short says while the command unwinds (an event loop stopped inside its own
+        constructor cannot close: asyncio.run interrupted at its start)."""
+        if not isinstance(unraisable.exc_value, Stopped) and not _stopping:
+            hook(unraisable)
+
+    sys.unraisablehook = quiet
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        sys.unraisablehook = hook
+
+
 def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:
     """Run the command with `settings`, by default resolved once from the environment (and CHARTGW_SETTINGS_FILE)."""
     try:
@@ -467,12 +631,26 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
     except SettingsFileError as exc:
         print(f"chartgw: {exc}", file=sys.stderr)
         return 2
-    args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        with _stopped_by_sigterm():
+            args = build_parser().parse_args(argv)
+            status = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        return status
     except SettingError as exc:  # a misconfigured setting: one line naming it, not a traceback
         print(f"chartgw: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM before the command finished: no traceback
+        return 128 + (signal.SIGTERM if isinstance(exc, Stopped) else signal.SIGINT)
+    except BaseExceptionGroup as group:  # the same, raised in a task of a task group (anyio's, under httpx)
+        interrupted, rest = group.split(KeyboardInterrupt)
+        if interrupted is None or rest is not None:
+            raise
+        return 128 + (signal.SIGTERM if interrupted.subgroup(Stopped) is not None else signal.SIGINT)
+    except BrokenPipeError:
+        # The reader is gone: say nothing more, and point stdout at /dev/null so the exit's flush is quiet too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PIPE
 
 
 if __name__ == "__main__":

@@ -20,17 +20,25 @@ from chartgw.countries import GLOBAL, country_code
 from chartgw.settings import PREFIX, SettingError, current, using
 
 __all__ = [
+    "ACCESS_LOG",
     "API_KEYS",
     "CACHE_MAX_MB",
     "CHANGES_HEARTBEAT_SECONDS",
     "CHANGES_MAX_STREAMS",
     "CHANGES_MAX_WAITERS",
     "CHANGES_POLL_SECONDS",
+    "CORS_ORIGINS",
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
+    "DEFAULT_DATA_DIR",
     "EXPORTS_INTERVAL_SECONDS",
     "EXPORTS_KEEP",
+    "HOOKS_HTTP_HOSTS",
+    "HOOKS_PER_KEY",
+    "HOOKS_PRIVATE_ADDRESSES",
+    "HOOKS_TIMEOUT_SECONDS",
     "IDLE_TIMEOUT_SECONDS",
+    "METRICS",
     "RATE_LIMIT_PER_MINUTE",
     "REFRESHES_PER_KEY_PER_HOUR",
     "REFRESH_INTERVAL_SECONDS",
@@ -48,8 +56,11 @@ __all__ = [
     "countries",
     "data_dir",
     "environment",
+    "folder",
     "get",
+    "metrics_place",
     "origin",
+    "origins",
     "poll_seconds",
     "seconds",
     "storefronts",
@@ -59,7 +70,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-CHECKOUT_DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
 
 @dataclass(frozen=True)
@@ -186,10 +196,45 @@ def origin(value: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+def origins(value: str) -> tuple[str, ...]:
+    """A comma list of web origins (`https://app.example.com`, normalised as browsers send them), or `*` for any."""
+    found = []
+    for item in comma_list(value):
+        if item == "*":
+            found.append(item)
+            continue
+        parts = urlsplit(item)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path.strip("/") or parts.query:
+            raise ValueError(f"each item is an origin like https://app.example.com (or *), got {item!r}")
+        found.append(f"{parts.scheme}://{parts.netloc.lower()}")
+    return tuple(found)
+
+
+def metrics_place(value: str) -> str | tuple[str, int]:
+    """`public`, `off`, or where the metrics listener binds: `PORT` (on 127.0.0.1) or `HOST:PORT`."""
+    if value in ("public", "off"):
+        return value
+    host, _, port = value.rpartition(":")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"must be public, off, PORT or HOST:PORT, got {value!r}")
+    return (host.strip("[]") or "127.0.0.1", int(port))
+
+
 # --- the platform's settings ------------------------------------------------------------------------
 
-DATA_DIR = Setting("DATA_DIR", str(CHECKOUT_DATA_DIR),
-                   "where the group files (`<group>.sqlite`), `keys.sqlite` and crawl locks live", Path)
+DEFAULT_DATA_DIR = "~/.local/share/chartgw"
+"""The XDG data home of the user running chartgw: per user, outside any checkout or installed package, and the
+same folder whatever the working folder (cron starts in $HOME, systemd in /). `$XDG_DATA_HOME` is not read (the
+settings read only CHARTGW_* variables): set CHARTGW_DATA_DIR instead."""
+
+
+def folder(value: str) -> Path:
+    """A folder path; `~` is the home of the user running chartgw, a relative path is from the working folder."""
+    return Path(value).expanduser().absolute()
+
+
+DATA_DIR = Setting("DATA_DIR", DEFAULT_DATA_DIR,
+                   "where the group files (`<group>.sqlite`), `keys.sqlite` and crawl locks live", folder)
 API_KEYS = Setting("API_KEYS", "", "comma-separated plain keys accepted besides the key store (simple deployments)",
                    comma_list)
 CRAWL_DELAY_SECONDS = Setting("CRAWL_DELAY_SECONDS", "0.2", "pause after each upstream request (politeness)",
@@ -236,6 +281,26 @@ CHANGES_MAX_STREAMS = Setting(
 CHANGES_HEARTBEAT_SECONDS = Setting(
     "CHANGES_HEARTBEAT_SECONDS", "15", "seconds between the comment lines an idle change stream sends (keeps proxies "
     "from closing it)", bounded_int(1, 3600))
+HOOKS_HTTP_HOSTS = Setting(
+    "HOOKS_HTTP_HOSTS", "", "hosts a webhook URL may name with plain http, comma-separated (every other hook must be "
+    "https)", comma_list)
+HOOKS_PRIVATE_ADDRESSES = Setting(
+    "HOOKS_PRIVATE_ADDRESSES", "deny", "`allow` lets webhooks reach private, loopback and link-local addresses (tests, "
+    "an operator's own receivers); by default a hook whose host is or resolves to one is refused",
+    choice("deny", "allow"))
+HOOKS_TIMEOUT_SECONDS = Setting(
+    "HOOKS_TIMEOUT_SECONDS", "10", "seconds one webhook delivery attempt may take (connect, send, answer) before it "
+    "counts as failed", bounded_int(1, 300))
+HOOKS_PER_KEY = Setting("HOOKS_PER_KEY", "20", "webhooks one API key may register", bounded_int(1, 10_000))
+CORS_ORIGINS = Setting(
+    "CORS_ORIGINS", "", "web origins whose pages may call the API from a browser (comma-separated, e.g. "
+    "`https://app.example.com`; `*` = any); empty = CORS off", origins)
+METRICS = Setting(
+    "METRICS", "public", "where the Prometheus metrics are served: `public` (GET /metrics on the API's port, no key), "
+    "`PORT` or `HOST:PORT` (their own listener only; PORT alone binds 127.0.0.1), or `off`", metrics_place)
+ACCESS_LOG = Setting(
+    "ACCESS_LOG", "off", "`on`: one JSON line per answer on standard output (what `chartgw serve --access-log` "
+    "turns on)", choice("off", "on"))
 EXPORTS_KEEP = Setting(
     "EXPORTS_KEEP", "2", "whole-history exports kept per group (`<data dir>/exports/<group>/`); older ones are deleted "
     "after each build", bounded_int(1, 100))
@@ -253,8 +318,9 @@ SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, R
                                       RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REQUEST_BODY_TIMEOUT_SECONDS,
                                       IDLE_TIMEOUT_SECONDS, SEND_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
                                       REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS, CHANGES_POLL_SECONDS,
-                                      CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS, CHANGES_HEARTBEAT_SECONDS, EXPORTS_KEEP,
-                                      EXPORTS_INTERVAL_SECONDS)
+                                      CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS, CHANGES_HEARTBEAT_SECONDS, CORS_ORIGINS,
+                                      METRICS, ACCESS_LOG, HOOKS_HTTP_HOSTS, HOOKS_PRIVATE_ADDRESSES, HOOKS_TIMEOUT_SECONDS,
+                                      HOOKS_PER_KEY, EXPORTS_KEEP, EXPORTS_INTERVAL_SECONDS)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

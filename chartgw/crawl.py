@@ -14,19 +14,20 @@ import contextlib
 import fcntl
 import random
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
 import msgspec
 
 from chartgw import config
+from chartgw import progress as steps
 from chartgw.clock import Clock, utc_now
-from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, group_db_path
+from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, Table, group_db_path
 from chartgw.upstreams import ORIGINS, UpstreamFormatError, UpstreamRequest, body_limit, origin
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
 KST = timezone(timedelta(hours=9), "KST")
 USER_AGENT = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
               "Chrome/131.0.0.0 Safari/537.36")
+T = TypeVar("T")
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 EXIT_BUSY = 75
 
@@ -124,6 +126,9 @@ class CrawlTarget:
     """Best-effort requests, fetched after `requests` once those succeeded: `build` gets them after the
     required ones, in order, a failed one as a Fetched with `error` set, so enrichment that fails never
     costs the chart."""
+    fetch: Callable[[Fetcher, CrawlContext], Awaitable[list[Fetched]]] | None = None
+    """Fetches what `build` gets itself, through the runner's fetcher, instead of `requests` (an upstream with
+    several servers tried in turn: `Fetcher.fetch_any`); it may read the store (a stored server list)."""
 
 
 @dataclass(frozen=True)
@@ -190,30 +195,52 @@ class Fetcher:
         self.policy = policy
         self._limits: dict[str, asyncio.Semaphore] = {}
 
-    async def fetch(self, req: UpstreamRequest, refusal: Callable[[int, bytes], str | None] | None = None) -> Fetched:
+    async def fetch(self, req: UpstreamRequest, refusal: Callable[[int, bytes], str | None] | None = None,
+                    at: str | None = None) -> Fetched:
+        """`req`'s answer (a 200), from the upstream's configured origin or, given `at`, from that origin (one
+        of the upstream's servers, shown as it is)."""
         limit = self._limits.setdefault(req.upstream, asyncio.Semaphore(self.policy.per_upstream))
+        shown_as = _shown_as(req.upstream, at)
         async with limit:
             try:
                 async with asyncio.timeout(self.policy.target_deadline_seconds):
-                    url, status, body, content_type = await self._with_retries(req, refusal)
+                    url, status, body, content_type = await self._with_retries(req, refusal, at, shown_as)
             except TimeoutError:
-                raise CrawlError(f"{public_url(request_url(req), req.upstream)}: no answer within "
+                raise CrawlError(f"{shown_as(_url(req, at))}: no answer within "
                                  f"{self.policy.target_deadline_seconds:.0f}s") from None
             if self.policy.delay_seconds:
                 await asyncio.sleep(self.policy.delay_seconds * (1 + random.uniform(0, self.policy.jitter)))
-        shown = public_url(url, req.upstream)
+        shown = shown_as(url)
         if status != 200:
             raise CrawlError(f"{shown} answered HTTP {status}", status)
         return Fetched(shown, status, body, content_type)
 
+    async def fetch_any(self, req: UpstreamRequest, origins: Sequence[str], accept: Callable[[bytes], T],
+                        refusal: Callable[[int, bytes], str | None] | None = None) -> tuple[str, Fetched, T]:
+        """`req` sent to each of `origins` (an upstream's servers) in turn until one answers 200 with a body
+        `accept` takes: (that origin, its answer, what `accept` made of it). Each try is a `fetch` (retries,
+        body cap, politeness); a failed one (no answer, another status, a body `accept` refuses with
+        UpstreamFormatError: a server out of sync) moves on to the next origin. When every one failed, the
+        CrawlError says why each did."""
+        failures: list[str] = []
+        for at in origins:
+            try:
+                fetched = await self.fetch(req, refusal, at)
+                return at, fetched, accept(fetched.body)
+            except CrawlError as exc:
+                failures.append(str(exc))
+            except UpstreamFormatError as exc:
+                failures.append(f"{at}: {exc}")
+        raise CrawlError(f"{req.upstream}: every server failed: " + "; ".join(failures or ["no servers"]))
+
     async def _with_retries(self, req: UpstreamRequest, refusal: Callable[[int, bytes], str | None] | None,
-                            ) -> tuple[str, int, bytes, str]:
+                            at: str | None, shown_as: Callable[[str], str]) -> tuple[str, int, bytes, str]:
         headers = {"User-Agent": USER_AGENT, **dict(req.headers)}
-        url = request_url(req)
-        shown = public_url(url, req.upstream)
+        url = _url(req, at)
+        shown = shown_as(url)
         for attempt in range(1, self.policy.attempts + 1):
             try:
-                final, status, body, content_type, retry_after = await self._send(req, url, headers)
+                final, status, body, content_type, retry_after = await self._send(req, url, headers, shown_as)
             except httpx.TransportError as exc:
                 if attempt == self.policy.attempts:
                     raise CrawlError(f"{shown}: {type(exc).__name__}: {exc or 'connection failed'}") from exc
@@ -230,7 +257,7 @@ class Fetcher:
             await asyncio.sleep(self._backoff(attempt, retry_after, shown))
         raise AssertionError("unreachable")
 
-    async def _send(self, req: UpstreamRequest, url: str, headers: dict[str, str],
+    async def _send(self, req: UpstreamRequest, url: str, headers: dict[str, str], shown_as: Callable[[str], str],
                     ) -> tuple[str, int, bytes, str, str | None]:
         """One request with its same-origin redirects; the body read up to the upstream's cap."""
         request = self.client.build_request(req.method, url, params=list(req.params) or None, headers=headers,
@@ -241,16 +268,16 @@ class Fetcher:
                 if response.is_redirect and "location" in response.headers:
                     target = response.url.join(response.headers["location"])
                     if (target.scheme, target.netloc) != (request.url.scheme, request.url.netloc):
-                        raise CrawlError(f"{public_url(str(request.url), req.upstream)}: redirected to another "
+                        raise CrawlError(f"{shown_as(str(request.url))}: redirected to another "
                                          f"host ({target.host}); not followed", response.status_code)
                     request = self.client.build_request("GET", target, headers=headers)
                     continue
-                body = await _read_capped(response, body_limit(req.upstream), public_url(str(request.url), req.upstream))
+                body = await _read_capped(response, body_limit(req.upstream), shown_as(str(request.url)))
                 return (str(request.url), response.status_code, body, response.headers.get("content-type", ""),
                         response.headers.get("retry-after"))
             finally:
                 await response.aclose()
-        raise CrawlError(f"{public_url(url, req.upstream)}: more than {self.MAX_REDIRECTS} redirects")
+        raise CrawlError(f"{shown_as(url)}: more than {self.MAX_REDIRECTS} redirects")
 
     def _backoff(self, attempt: int, retry_after: str | None, shown: str) -> float:
         if retry_after:
@@ -262,6 +289,16 @@ class Fetcher:
                 return wait
         base = self.policy.backoff_seconds * 2 ** (attempt - 1)
         return float(min(base + random.uniform(0, base), self.policy.max_wait_seconds))
+
+
+def _url(req: UpstreamRequest, at: str | None) -> str:
+    return (at + req.path) if at is not None else request_url(req)
+
+
+def _shown_as(upstream: str, at: str | None) -> Callable[[str], str]:
+    """How a URL of a request is shown: under the upstream's public origin, or as it is when the request went to
+    one of the upstream's servers by name (`Fetcher.fetch(at=...)`)."""
+    return (lambda url: url) if at is not None else (lambda url: public_url(url, upstream))
 
 
 async def _read_capped(response: httpx.Response, limit: int, shown: str) -> bytes:
@@ -295,20 +332,24 @@ async def run_targets(
     progress: Callable[[Outcome], Any] | None = None,
     run_kind: str = "crawl",
     run_options: dict[str, Any] | None = None,
+    tables: Sequence[Table] = (),
 ) -> list[Outcome]:
     """Crawl every target (concurrently, bounded per upstream), commit each good one on its own, and
-    record the run (its kind, options and outcomes) for the endpoints that list pulls and backfills."""
+    record the run (its kind, options and outcomes) for the endpoints that list pulls and backfills.
+    `tables` are the group's own (`Group.storage`), migrated when its file is opened."""
     policy = policy or RetryPolicy()
     timeout = httpx.Timeout(20.0, connect=5.0)
     outcomes: list[Outcome] = []
     started = now()
+    steps.expect(len(targets), "targets")
     async with httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=False) as client:
         fetcher = Fetcher(client, policy)
-        with SnapshotWriter(group_db_path(group), retention=retention or {}, now=now) as store:
+        with SnapshotWriter(group_db_path(group), retention=retention or {}, now=now, tables=tuple(tables)) as store:
 
             async def one(target: CrawlTarget) -> None:
                 outcome = await _run_one(target, fetcher, store, now(), policy)
                 outcomes.append(outcome)
+                steps.advance(failed=outcome.status != "ok")
                 if progress is not None:
                     progress(outcome)
 
@@ -339,7 +380,11 @@ async def _run_one(target: CrawlTarget, fetcher: Fetcher, store: SnapshotWriter,
     url = public_url(request_url(first), first.upstream) if first else None
     http_status: int | None = None
     try:
-        fetched = [await fetcher.fetch(req, target.refusal) for req in target.requests]
+        if target.fetch is not None:
+            fetched = await target.fetch(fetcher, CrawlContext(now=started, store=store))
+            url = url or (fetched[0].url if fetched else None)
+        else:
+            fetched = [await fetcher.fetch(req, target.refusal) for req in target.requests]
         http_status = fetched[-1].status if fetched else None
         fetched += [await _best_effort(fetcher, req, target.refusal) for req in target.optional]
         return commit_built(store, target.key, lambda ctx: target.build(fetched, ctx), started, clock,
@@ -395,6 +440,7 @@ def import_builds(group: str, builds: Sequence[tuple[str, Callable[[CrawlContext
     ones: the same checks, one transaction each, a fetch-log row each, and one recorded run."""
     started = now()
     outcomes = []
+    steps.expect(len(builds), "targets")
     with SnapshotWriter(group_db_path(group), retention=retention or {}, now=now) as store:
         for key, build in builds:
             clock = time.monotonic()
@@ -404,6 +450,7 @@ def import_builds(group: str, builds: Sequence[tuple[str, Callable[[CrawlContext
                 duration = int((time.monotonic() - clock) * 1000)
                 store.log_failure(FetchLogRow(key, started, duration, "failed", None, None, source, str(exc)))
                 outcomes.append(Outcome(key, "failed", None, None, None, duration, str(exc)))
+            steps.advance(failed=outcomes[-1].status != "ok")
         if outcomes:
             record_run(store, "import", started, now(), outcomes, {"source": source, **(options or {})})
     return outcomes

@@ -8,6 +8,7 @@ validated parameters into a payload.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 from collections import deque
@@ -28,6 +29,7 @@ from chartgw.params import InvalidParams, Param, parse_query, validate
 from chartgw.store import SnapshotReader, group_db_path
 
 __all__ = [
+    "CACHE_SCOPE",
     "JSON",
     "ApiError",
     "Call",
@@ -41,7 +43,11 @@ __all__ = [
 ]
 
 JSON = b"application/json"
+CACHE_SCOPE = "chartgw.cache"
+"""The ASGI scope entry where a cached route says whether its answer was a cache "hit" or "miss" (for metrics)."""
 MAX_BODY_BYTES = 64 * 1024
+THREAD_BODY_BYTES = 256 * 1024
+"""A response body this large is digested and compressed in a worker thread (a cache miss only)."""
 FRESHNESS_SECONDS = 1.0
 _encode = msgspec.json.Encoder().encode
 
@@ -142,6 +148,8 @@ class Route:
     response: Any = None
     """A msgspec type describing the 200 body, for the OpenAPI document."""
     errors: tuple[int, ...] = (404,)
+    body: Any = None
+    """A msgspec type of the JSON request body (a POST's), for the OpenAPI document."""
     media_type: bytes = JSON
     """The 200 body's content type. A JSON route's handler returns a payload to encode; any other route's
     handler returns the body itself (bytes or str), sent as is. Errors are JSON either way."""
@@ -239,6 +247,7 @@ class EndpointApp:
                 if accept is not None and variant.negotiated and (wanted := rows_asked(accept)) is not None:
                     key, variant = self._accepted(key, wanted)
                 hit = self.cache.get(key, version)
+            outcome = "hit"
             if hit is None:
                 params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
                 variant = self._requested(params, scope)
@@ -246,9 +255,12 @@ class EndpointApp:
                 key = base if variant.format == "json" else (base, variant.format)
                 self.cache.remember(raw, base if variant.negotiated else key, self,
                                     self.variant if variant.negotiated else variant)
-                fmt = variant.format
-                hit = self.cache.get(key, version) or await self.cache.build(
-                    key, version, lambda: self._build(params, version, fmt))
+                hit = self.cache.get(key, version)
+                if hit is None:
+                    outcome = "miss"
+                    fmt = variant.format
+                    hit = await self.cache.build(key, version, lambda: self._build(params, version, fmt))
+            scope[CACHE_SCOPE] = outcome
             status, headers, body = self.reply(hit, inm, encoding, variant)
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
@@ -297,7 +309,10 @@ class EndpointApp:
 
     async def _build(self, params: dict[str, Any], version: int, fmt: str) -> CachedBody:
         payload = await self.route.handler(Call(params, self.data, self.data.clock()))
-        return make_body(self._body(payload, fmt), version, self.route.cache_ttl)
+        body = self._body(payload, fmt)
+        if len(body) >= THREAD_BODY_BYTES:  # its digest and gzip copy take milliseconds: not on the event loop
+            return await asyncio.to_thread(make_body, body, version, self.route.cache_ttl)
+        return make_body(body, version, self.route.cache_ttl)
 
     def _body(self, payload: Any, fmt: str = "json") -> bytes:
         """A 200 body: the payload encoded for a JSON route (or its rows as `fmt`), else what the handler returned."""

@@ -43,7 +43,8 @@ from starlette.types import Receive, Scope, Send
 from chartgw import config
 from chartgw.endpoints import ApiError, Call, GroupData, Route, Streaming, not_found
 from chartgw.params import Param, accepts
-from chartgw.store import group_db_path, iso
+from chartgw.store import Query, group_db_path, iso, read_once
+from chartgw.store.connect import connect
 
 __all__ = ["EXPORT_ROUTES", "ExportInfo", "build", "exports_dir", "exports_of", "root_routes"]
 
@@ -55,6 +56,9 @@ CACHE_CONTROL = "public, max-age=31536000, immutable"
 _NAME = re.compile(r"[0-9a-f]{64}\.sqlite")
 _TEMP_PREFIX = ".building-"
 _CHUNK = 1024 * 1024
+ROLLBACK_JOURNAL = Query("export in rollback-journal mode", "PRAGMA journal_mode=DELETE")
+"""An export opens without -wal files (its header said WAL, as the group file it was copied from)."""
+SPAN = Query("export span", "SELECT min(chart_date), max(chart_date), count(*) FROM snapshots")
 _BUILDER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chartgw-export")
 """The server's builds run here, one after another: each reads and writes a whole file."""
 
@@ -131,11 +135,10 @@ def build(group: str) -> ExportInfo | None:
 
 def _copy(source: Path, target: Path) -> None:
     """`source` copied to `target` by the backup API in one step (one read transaction), in rollback mode, synced."""
-    with contextlib.closing(sqlite3.connect(source, timeout=30)) as src:
-        src.execute("PRAGMA query_only=1")  # a reader, as the server's connections are (no read-only open: WAL)
-        with contextlib.closing(sqlite3.connect(target)) as dst:
-            src.backup(dst)
-            dst.execute("PRAGMA journal_mode=DELETE")
+    with contextlib.closing(connect(source, readonly=True)) as src, \
+            contextlib.closing(connect(target, wal=False)) as dst:
+        src.backup(dst)
+        dst.execute(ROLLBACK_JOURNAL.sql)
     with target.open("rb+") as file:
         os.fsync(file.fileno())
 
@@ -200,12 +203,13 @@ def _info(group: str, path: Path) -> ExportInfo:
 
 @functools.lru_cache(maxsize=4096)
 def _span(path: Path) -> tuple[str | None, str | None, int]:
-    """First and last chart date and the number of snapshots of an export (whose bytes never change: kept)."""
-    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)) as db:
-        if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'snapshots'").fetchone():
-            return None, None, 0
-        first, last, count = db.execute("SELECT min(chart_date), max(chart_date), count(*) FROM snapshots").fetchone()
-        return first, last, int(count)
+    """First and last chart date and the number of snapshots of an export (whose bytes never change: kept); none
+    for a file that keeps no snapshots (the artist-history index)."""
+    rows = read_once(path, SPAN)
+    if not rows:
+        return None, None, 0
+    first, last, count = rows[0]
+    return first, last, int(count)
 
 
 # --- builds on request (the server) ------------------------------------------------------------------

@@ -17,25 +17,35 @@ poll reads its Accept header in the same pass over its headers as If-None-Match 
 
 from __future__ import annotations
 
+import time
+
 from chartgw.access import Gate, Reply
 from chartgw.cache import ResponseCache
+from chartgw.cors import CorsPolicy
 from chartgw.endpoints import EndpointApp
 from chartgw.formats import rows_asked
 from chartgw.legacy import rewrite
+from chartgw.observe import NO_CACHE, ORIGIN_HEADER, REQUEST_ID_HEADER, Observer, request_id
 
 __all__ = ["FastLane", "Reply"]
 
 
 class FastLane:
-    def __init__(self, cache: ResponseCache, gate: Gate, legacy: dict[str, str]) -> None:
+    def __init__(self, cache: ResponseCache, gate: Gate, legacy: dict[str, str], observer: Observer | None = None,
+                 cors: CorsPolicy | None = None) -> None:
         self.cache = cache
         self.gate = gate
         """The key middleware's gate: the lane admits (and refuses, and counts) exactly as the app does."""
         self.legacy = legacy
         """Legacy first path segments (`korea-chart-api`) to the current ones, as `LegacyPrefixMiddleware`."""
+        self.observer = observer
+        """Where the lane's answers are counted and logged, as the app's are (`chartgw.observe`)."""
+        self.cors = cors
+        """The app's CORS policy, when on: the lane's answers carry the same CORS headers as the app's."""
 
     def reply(self, path: str, query: bytes, headers: list[tuple[bytes, bytes]]) -> Reply | None:
         """The answer to `GET path?query` with `headers` (lowercase names), or None for the app to answer."""
+        started = time.perf_counter()
         known = self.cache.canonical((path, query))
         if known is None:
             found = rewrite(self.legacy, path)
@@ -51,14 +61,18 @@ class FastLane:
         version = endpoint.data.settled_version()
         if version is None:
             return None
-        inm = encoding = accept = None
-        for name, value in headers:  # request_fields, inline: this is every cached poll's path
+        inm = encoding = accept = sent_id = origin = None
+        for name, value in headers:  # one pass for all the lane reads (`request_fields` and the outer layers')
             if name == b"if-none-match":
                 inm = value
             elif name == b"accept-encoding":
                 encoding = value
             elif name == b"accept":
                 accept = value if accept is None else accept + b"," + value
+            elif name == REQUEST_ID_HEADER:
+                sent_id = value
+            elif name == ORIGIN_HEADER:
+                origin = value
         key, variant = known.key, known.variant
         if accept is not None and variant.negotiated and (wanted := rows_asked(accept)) is not None:
             chosen = endpoint.choose(wanted)
@@ -69,9 +83,22 @@ class FastLane:
         hit = self.cache.get(key, version)
         if hit is None:
             return None
-        refusal, _, rate = self.gate.admit(path, headers)
+        refusal, key_id, rate = self.gate.admit(path, headers)
         if refusal is not None:
-            return refusal  # the app's 401 or 429, in its bytes
+            return self._answered(refusal, endpoint, key_id, sent_id, origin, started, NO_CACHE)  # the app's 401 or 429
         status, sent, body = endpoint.reply(hit, inm, encoding, variant)
         sent.extend(rate)
-        return status, sent, body
+        return self._answered((status, sent, body), endpoint, key_id, sent_id, origin, started, "hit")
+
+    def _answered(self, reply: Reply, endpoint: EndpointApp, key_id: int | None, sent_id: bytes | None,
+                  origin: bytes | None, started: float, cache: str) -> Reply:
+        """`reply` with what the app's outer layers add (CORS headers, the request id), counted and logged."""
+        rid = request_id(sent_id)
+        status, sent, body = reply
+        if self.cors is not None:
+            sent.extend(self.cors.headers(origin))
+        sent.append((REQUEST_ID_HEADER, rid))
+        if self.observer is not None:
+            self.observer.lane_answered(endpoint, status, len(body), time.perf_counter() - started, key_id, rid, cache)
+        return reply
+

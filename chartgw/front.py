@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import html
+import logging
 import time
 from collections.abc import Callable, Sequence
 from datetime import date, timedelta
@@ -13,14 +15,19 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from chartgw.config import SettingError
 from chartgw.endpoints import Call, GroupData
 from chartgw.group import Group
+from chartgw.reasons import health_reasons
 from chartgw.responses import HealthHead
 from chartgw.store import ChangeRow
 
 __all__ = ["FrontDoor"]
 
 DAYS = 7
+log = logging.getLogger("chartgw.front")
+GATEWAY_TAG = "gateway"
+"""The joined document's tag of the gateway's own root paths (a document named "")."""
 
 
 class DayOutcomes(msgspec.Struct):
@@ -33,7 +40,10 @@ class GroupStatus(msgspec.Struct):
     name: str
     title: str
     status: str
-    """The group's /health status: "ok" or "degraded"."""
+    """The group's /health status, "ok" or "degraded"; "misconfigured" when a setting it reads is bad, "failing"
+    when its health could not be read at all."""
+    reasons: list[str]
+    """Why it is not ok, in words (empty when it is)."""
     targets: int
     stale: int
     """Targets missing or older than twice their cadence."""
@@ -75,18 +85,32 @@ class FrontDoor:
         return FrontPage("chartgw", overall, statuses, "/openapi.json")
 
     async def _group_status(self, group: Group) -> GroupStatus:
+        """The group's row. One group's bad setting or broken file is its row's to say, never the page's 500."""
         data = self.datas[group.name]
         now = data.clock()
         health = next((r for r in group.routes if r.path == "/health"), None)
-        head: Any = await health.handler(Call({}, data, now)) if health is not None else None
+        head: Any = None
+        try:
+            head = await health.handler(Call({}, data, now)) if health is not None else None
+            status = head.status if isinstance(head, HealthHead) else "unknown"
+            reasons = health_reasons(head) if isinstance(head, HealthHead) and status != "ok" else []
+        except SettingError as exc:
+            status, reasons = "misconfigured", [str(exc)]
+        except Exception as exc:  # a broken file, a bug: this row says so, the other groups' rows still show
+            log.exception("the health of /%s could not be read", group.name)
+            status, reasons = "failing", [f"its /health could not be read: {type(exc).__name__}: {exc}"]
         targets = _stale_flags(head)
-        status = head.status if isinstance(head, HealthHead) else "unknown"
-        log = await data.reader.fetch_log(None, 1)
-        last = log[0] if log else None
-        days = await data.reader.outcomes_by_day((now - timedelta(days=DAYS - 1)).date().isoformat())
-        change = await data.reader.latest_change()
+        try:
+            fetched = await data.reader.fetch_log(None, 1)
+            days = await data.reader.outcomes_by_day((now - timedelta(days=DAYS - 1)).date().isoformat())
+            change = await data.reader.latest_change()
+        except Exception as exc:
+            log.exception("the fetch log of /%s could not be read", group.name)
+            fetched, days, change = [], [], None
+            status, reasons = "failing", [*reasons, f"its fetch log could not be read: {type(exc).__name__}: {exc}"]
+        last = fetched[0] if fetched else None
         return GroupStatus(
-            group.name, group.title, status, len(targets), sum(targets),
+            group.name, group.title, status, reasons, len(targets), sum(targets),
             last[2] if last else None, (last[4] if last[4] == "ok" else f"failed: {last[8]}") if last else None,
             [DayOutcomes(*d) for d in days],
             {"root": f"/{group.name}/", "health": f"/{group.name}/health", "openapi": f"/{group.name}/openapi.json"},
@@ -105,9 +129,12 @@ class FrontDoor:
 
     async def openapi(self, request: Request) -> Response:
         if time.monotonic() - self._joined_at >= self.DOCUMENT_SECONDS:
-            self._document = msgspec.json.encode(joined_document({name: build() for name, build in self.documents.items()}))
+            self._document = await asyncio.to_thread(self._joined)  # every group's document: off the event loop
             self._joined_at = time.monotonic()
         return Response(self._document, media_type="application/json")
+
+    def _joined(self) -> bytes:
+        return msgspec.json.encode(joined_document({name: build() for name, build in self.documents.items()}))
 
 
 class _Summary(msgspec.Struct):
@@ -171,14 +198,19 @@ def joined_document(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
         for path, operations in document.get("paths", {}).items():
             renamed = _renamed(operations, renames)
             for operation in renamed.values():  # operation ids are unique across the joined document
-                if name and isinstance(operation, dict) and "operationId" in operation:
+                if not isinstance(operation, dict):
+                    continue
+                if name and "operationId" in operation:
                     operation["operationId"] = name.replace("-", "_") + "_" + operation["operationId"]
+                operation["tags"] = [name or GATEWAY_TAG]  # a reader (/docs) lists the operations group by group
             paths[f"/{name}{path}" if name else path] = renamed
     first = next(iter(documents.values()), {})
     return {
         "openapi": first.get("openapi", "3.1.0"),
         "info": {"title": "chartgw", "version": "1.0.0",
                  "description": "Every group of the music chart aggregation gateway in one document."},
+        "tags": [{"name": name or GATEWAY_TAG, "description": document.get("info", {}).get("title", name)}
+                 for name, document in documents.items()],
         "paths": paths,
         "components": {"schemas": schemas, "securitySchemes": first.get("components", {}).get("securitySchemes", {})},
     }
@@ -216,6 +248,7 @@ def render_html(page: FrontPage, today: date) -> str:
             f"<tr id='group-{name}' data-group='{name}' class={group.status}>"
             f"<td class=group><a href='{links['root']}'>/{name}</a><div class=title>{html.escape(group.title)}</div></td>"
             f"<td class=status>{group.status}</td>"
+            f"<td class=why>{'<br>'.join(html.escape(r) for r in group.reasons)}</td>"
             f"<td class=targets>{group.targets - group.stale} of {group.targets} fresh</td>"
             f"<td class=crawl>{html.escape(group.last_crawl or '-')}<div class=last>{last}</div></td>"
             f"<td class=change>{html.escape(group.last_change or 'none yet')}</td>"
@@ -228,19 +261,25 @@ def render_html(page: FrontPage, today: date) -> str:
 <style>
 body{{font:14px system-ui,sans-serif;margin:2em;color:#222}} table{{border-collapse:collapse}}
 td,th{{padding:.4em .8em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}}
-.title,.last,.change{{color:#666;font-size:12px}}
-.ok .status,#status.ok{{color:#176f2c}} .degraded .status,#status.degraded{{color:#a33}}
+.title,.last,.change,.why{{color:#666;font-size:12px}} .why{{max-width:28em}}
+.ok .status,#status.ok{{color:#176f2c}} .degraded .status,.misconfigured .status,.failing .status,#status.degraded{{color:#a33}}
 </style></head>
 <body><h1>chartgw <span id=status class={page.status}>{page.status}</span></h1>
-<p>Every group, its freshness against its cadence, its latest change (all of them: <code>GET /changes</code>) and its
-crawls over the last {DAYS} days (green: attempts that committed, red: failed, grey: none).
+{_summary(page)}<p>Every group, its freshness against its cadence, its latest change (all of them: <code>GET /changes</code>)
+and its crawls over the last {DAYS} days (green: attempts that committed, red: failed, grey: none).
 JSON: send <code>Accept: application/json</code>.
 All groups in one document: <a href="{page.openapi}">{page.openapi}</a>.</p>
-<table id=groups><thead><tr><th>group</th><th>status</th><th>targets</th><th>last crawl</th><th>latest change</th>
-<th>last {DAYS} days</th><th></th>
-</tr></thead>
+<table id=groups><thead><tr><th>group</th><th>status</th><th>why</th><th>targets</th><th>last crawl</th>
+<th>latest change</th><th>last {DAYS} days</th><th></th></tr></thead>
 <tbody>{"".join(rows)}</tbody></table></body></html>
 """
+
+
+def _summary(page: FrontPage) -> str:
+    """Under the heading: each group that is not ok, and its first reason (the rows below say all of them)."""
+    items = [f"<li><a href='#group-{html.escape(g.name, quote=True)}'>/{html.escape(g.name)}</a> {g.status}: "
+             f"{html.escape(g.reasons[0] if g.reasons else '')}</li>" for g in page.groups if g.status != "ok"]
+    return f"<ul id=reasons>{''.join(items)}</ul>\n" if items else ""
 
 
 def _bar(slot: int, day: str, outcomes: DayOutcomes | None) -> str:

@@ -23,6 +23,7 @@ from chartgw.config import Setting
 from chartgw.context import Context
 from chartgw.crawl import CrawlTarget, Outcome, RetryPolicy, run_targets
 from chartgw.endpoints import Route
+from chartgw.store import Storage
 
 __all__ = ["AFTER_CRAWL", "GROUP_NAMES", "CommandArg", "EntryMapping", "Group", "GroupCommand", "MappedEntry", "Schedule",
            "after_crawl", "crawl_group", "retention"]
@@ -205,6 +206,9 @@ class Group:
     """The group's own `CHARTGW_*` settings (the platform's are `chartgw.config.SETTINGS`)."""
     entries: EntryMapping | None = None
     """How the artist-history index reads this group's entries; None = the group has no chart entries."""
+    storage: Storage = field(default_factory=Storage)
+    """The tables the group keeps in its file beside the platform's, and every query it runs itself (as data:
+    migrated by the store, compiled by tests/test_store_schema.py)."""
 
     def __post_init__(self) -> None:
         assert _GROUP_NAME.fullmatch(self.name), f"a group name is a lowercase slug: {self.name!r}"
@@ -272,10 +276,11 @@ async def crawl_group(group: Group, selection: dict[str, str | None], *, now: Cl
     outcomes: list[Outcome] = []
     if group.discovery is not None:
         outcomes += await run_targets(group.name, group.discovery(), retention=retention(group), now=now,
-                                      transport=transport, policy=policy, progress=progress, run_kind="discovery")
+                                      transport=transport, policy=policy, progress=progress, run_kind="discovery",
+                                      tables=group.storage.tables)
     targets = group.targets(selection, now())
     outcomes += await run_targets(group.name, targets, retention=retention(group), now=now, transport=transport,
-                                  policy=policy, progress=progress, run_options=selection)
+                                  policy=policy, progress=progress, run_options=selection, tables=group.storage.tables)
     return outcomes
 
 

@@ -20,7 +20,8 @@ class LegacyPrefixMiddleware:
             if found is not None:
                 head, current, path = found
                 raw = scope.get("raw_path") or scope["path"].encode()
-                scope = {**scope, "path": path, "raw_path": b"/" + current.encode() + raw[len(head.encode()) + 1:]}
+                # In place, as Starlette's router updates the scope: the request log outside sees the routed request.
+                scope["path"], scope["raw_path"] = path, b"/" + current.encode() + raw[len(head.encode()) + 1:]
         await self.app(scope, receive, send)
 
 

@@ -13,6 +13,7 @@ from chartgw.params import Param
 
 ERROR_DESCRIPTIONS = {
     401: "Missing, unknown, revoked or expired API key",
+    403: "A limit of the key is reached",
     404: "No such identifier, or no snapshot yet",
     406: "Not acceptable: the representation asked for (format, Accept) is not one this endpoint answers in",
     409: "Another refresh is running",
@@ -113,7 +114,7 @@ def _parameter(param: Param, fixed: dict[str, str]) -> dict[str, Any]:
 
 
 def build_document(name: str, title: str, description: str, routes: list[Route]) -> dict[str, Any]:
-    types = list(dict.fromkeys(t for r in routes for t in _response_types(r)))
+    types = list(dict.fromkeys([*(t for r in routes for t in _response_types(r)), *(r.body for r in routes if r.body)]))
     refs, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
     schemas = {**COMMON_SCHEMAS, **components}
     ref_of = dict(zip(types, refs, strict=True))
@@ -149,6 +150,9 @@ def build_document(name: str, title: str, description: str, routes: list[Route])
                 + ([IF_NONE_MATCH] if cached else []),
                 "responses": responses,
             }
+            if route.body is not None:
+                operation["requestBody"] = {"required": True,
+                                            "content": {"application/json": {"schema": ref_of[route.body]}}}
             if not route.public:
                 operation["security"] = [{"APIKeyHeader": []}]
             paths.setdefault(path, {})[route.method.lower()] = operation

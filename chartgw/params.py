@@ -5,6 +5,10 @@ shape: every error of a request at once, path parameters before query parameters
 `type`, `loc`, `msg`, `input` (and `ctx` where pydantic gives one). Integers are read the way
 pydantic reads a string: surrounding Unicode whitespace is ignored, `_` may separate ASCII digits,
 and a fraction of only zeros is allowed ("5.0" is 5, "5." and "5.5" are not integers).
+
+A scalar parameter given twice takes its last value, as in FastAPI; an array parameter (`Param(array=True)`,
+FastAPI's `list[...]` query) takes every value, repeated (`?isrc=A&isrc=B`, what generated clients send) or
+comma-separated (`?isrc=A,B`), and a bad item is reported at its index (`["query", "isrc", 1]`).
 """
 
 from __future__ import annotations
@@ -26,9 +30,11 @@ __all__ = [
     "SEARCH_RULE",
     "InvalidParams",
     "Param",
+    "QueryParams",
     "Where",
     "accepts",
     "comma_separated",
+    "limit_param",
     "literal_error",
     "one_of",
     "parse_query",
@@ -43,6 +49,7 @@ _INT = re.compile(r"[+-]?[0-9](?:_?[0-9])*(?:\.0+)?", re.ASCII)
 MSG_MISSING = "Field required"
 MSG_INT = "Input should be a valid integer, unable to parse string as an integer"
 MSG_BOOL = "Input should be a valid boolean, unable to interpret input"
+Loc = list[str | int]
 _TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
 _FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
 
@@ -105,14 +112,55 @@ class Param:
     """Choices that depend on another parameter's value: (its name, {its value: the choices then}). Only the
     document reads it: a path parameter's route is documented once per value of the other (a literal segment)
     with that value's enum; in the query, the union is declared and the rule described."""
+    pattern: str | None = None
+    """A regular expression a string must match (searched, as pydantic does; anchor it): FastAPI's `Query(pattern=)`."""
+    array: bool = False
+    """A query parameter that is a list of values (FastAPI's `list[...]`), each read as `kind`, `pattern` and
+    `check` say, into a tuple: every value given (repeated), each split at commas; empty parts are left out.
+    At least one item when given (pydantic's `too_short` otherwise)."""
+    max_items: int | None = None
+    """The most items an array parameter takes (pydantic's `too_long` past it)."""
+
+    def __post_init__(self) -> None:
+        assert not self.array or self.where == "query", "only a query parameter can repeat"
 
     def validate(self, raw: str | None) -> tuple[Any, dict[str, Any] | None]:
-        """The parsed value, or None and the error item for this parameter."""
-        loc = [self.where, self.name]
+        """The parsed value, or None and the error item for this parameter (a scalar one; see `validate_all`)."""
+        loc: Loc = [self.where, self.name]
         if raw is None:
             if self.required:
                 return None, {"type": "missing", "loc": loc, "msg": MSG_MISSING, "input": None}
             return self.default, None
+        return self._one(raw, loc)
+
+    def validate_all(self, given: Sequence[str]) -> tuple[Any, list[dict[str, Any]]]:
+        """The value of every value `given` for this parameter (in order; none = absent) and the error items:
+        a scalar parameter reads the last, an array one all of their comma-separated items."""
+        if not self.array:
+            value, error = self.validate(given[-1] if given else None)
+            return value, [] if error is None else [error]
+        loc: Loc = [self.where, self.name]
+        if not given:
+            if self.required:
+                return None, [{"type": "missing", "loc": loc, "msg": MSG_MISSING, "input": None}]
+            return self.default, []
+        items = [part.strip() for raw in given for part in raw.split(",") if part.strip()]
+        if self.max_items is not None and len(items) > self.max_items:
+            return None, [_length_error(loc, items, "too_long", f"at most {self.max_items}", self.max_items)]
+        values, errors = [], []
+        for n, item in enumerate(items):
+            value, error = self._one(item, [*loc, n])
+            values.append(value)
+            if error is not None:
+                errors.append(error)
+        if errors:
+            return None, errors
+        if not values:
+            return None, [_length_error(loc, items, "too_short", "at least 1", 1)]
+        return tuple(values), []
+
+    def _one(self, raw: str, loc: Loc) -> tuple[Any, dict[str, Any] | None]:
+        """One given value (or one item of an array) read as `kind` says, errors located at `loc`."""
         if self.kind == "choice":
             return (raw, None) if raw in self.choices else (None, literal_error(loc, raw, self.choices))
         if self.kind == "int":
@@ -129,6 +177,10 @@ class Param:
             return None, {"type": "string_too_short", "loc": loc,
                           "msg": f"String should have at least {self.min_length} character{plural}", "input": raw,
                           "ctx": {"min_length": self.min_length}}
+        if self.pattern is not None and not re.search(self.pattern, raw):
+            return None, {"type": "string_pattern_mismatch", "loc": loc,
+                          "msg": f"String should match pattern '{self.pattern}'", "input": raw,
+                          "ctx": {"pattern": self.pattern}}
         if self.check is not None:
             try:
                 return self.check(raw), None
@@ -137,7 +189,7 @@ class Param:
                               "ctx": {"error": {}}}
         return raw, None
 
-    def _validate_int(self, raw: str, loc: list[str]) -> tuple[int | None, dict[str, Any] | None]:
+    def _validate_int(self, raw: str, loc: Loc) -> tuple[int | None, dict[str, Any] | None]:
         text = raw.strip()
         if not _INT.fullmatch(text):
             return None, {"type": "int_parsing", "loc": loc, "msg": MSG_INT, "input": raw}
@@ -160,7 +212,18 @@ class Param:
         return value, None
 
     def json_schema(self) -> dict[str, Any]:
-        """This parameter's schema in the OpenAPI document."""
+        """This parameter's schema in the OpenAPI document (an array's: its items' schema, at least one)."""
+        schema = self._value_schema()
+        if self.array:
+            schema = {"type": "array", "items": schema, "minItems": 1}
+            if self.max_items is not None:
+                schema["maxItems"] = self.max_items
+        if self.default is not None:
+            schema["default"] = list(self.default) if self.array else self.default
+        return schema
+
+    def _value_schema(self) -> dict[str, Any]:
+        """The schema of one value (one item of an array)."""
         schema: dict[str, Any]
         if self.kind == "int":
             schema = {"type": "integer"}
@@ -178,6 +241,8 @@ class Param:
             schema = {"type": "string"}
             if self.min_length is not None:
                 schema["minLength"] = self.min_length
+            if self.pattern is not None:
+                schema["pattern"] = self.pattern
             if self.choices_by is not None:
                 schema["enum"] = list(dict.fromkeys(c for choices in self.choices_by[1].values() for c in choices))
             declared = self.component()
@@ -185,8 +250,6 @@ class Param:
                 schema = {"$ref": f"#/components/schemas/{declared[0]}"}
             elif self.check is not None and self.check in _ACCEPTED:
                 schema.update(_declared(_ACCEPTED[self.check][1]))
-        if self.default is not None:
-            schema["default"] = self.default
         return schema
 
     def component(self) -> tuple[str, dict[str, Any]] | None:
@@ -216,12 +279,12 @@ UNIX_0001 = -62_135_596_800  # 0001-01-01: the first day a `datetime.date` holds
 UNIX_9999 = 253_402_300_799  # 9999-12-31T23:59:59: the last second
 
 
-def _date_error(loc: list[str], raw: str, error: str) -> tuple[None, dict[str, Any]]:
+def _date_error(loc: Loc, raw: str, error: str) -> tuple[None, dict[str, Any]]:
     return None, {"type": "date_from_datetime_parsing", "loc": loc,
                   "msg": f"Input should be a valid date or datetime, {error}", "input": raw, "ctx": {"error": error}}
 
 
-def _year_zero(loc: list[str], raw: str) -> tuple[None, dict[str, Any]]:
+def _year_zero(loc: Loc, raw: str) -> tuple[None, dict[str, Any]]:
     return None, {"type": "date_parsing", "loc": loc,
                   "msg": "Input should be a valid date in the format YYYY-MM-DD, year 0 is out of range",
                   "input": raw, "ctx": {"error": "year 0 is out of range"}}
@@ -257,7 +320,7 @@ def _timestamp(raw: str) -> tuple[int, int] | None:
     return seconds + micro // 1_000_000, micro % 1_000_000
 
 
-def _timestamp_date(raw: str, loc: list[str], seconds: int, micro: int) -> tuple[str | None, dict[str, Any] | None]:
+def _timestamp_date(raw: str, loc: Loc, seconds: int, micro: int) -> tuple[str | None, dict[str, Any] | None]:
     if seconds < UNIX_0000:
         return _date_error(loc, raw, "dates before 0000 are not supported as unix timestamps")
     if seconds > UNIX_9999:
@@ -269,7 +332,7 @@ def _timestamp_date(raw: str, loc: list[str], seconds: int, micro: int) -> tuple
     return (date(1970, 1, 1) + timedelta(days=seconds // 86400)).isoformat(), None
 
 
-def _validate_date(raw: str, loc: list[str]) -> tuple[str | None, dict[str, Any] | None]:
+def _validate_date(raw: str, loc: Loc) -> tuple[str | None, dict[str, Any] | None]:
     """A `datetime.date` query value read as pydantic reads one: "YYYY-MM-DD", or a date-time or Unix
     timestamp whose time is exactly midnight; anything else gets pydantic's error text for it (a date out of
     range included: never an exception, whatever the value)."""
@@ -317,6 +380,15 @@ def literal_error(loc: Sequence[str | int], value: str, choices: Sequence[str]) 
             "ctx": {"expected": expected}}
 
 
+def _length_error(loc: Loc, items: list[str], kind: str, bound: str, size: int) -> dict[str, Any]:
+    """pydantic's error for a list of too few or too many items ("List should have at most 100 items after
+    validation, not 101")."""
+    key = "max_length" if kind == "too_long" else "min_length"
+    plural = "" if size == 1 else "s"
+    return {"type": kind, "loc": loc, "msg": f"List should have {bound} item{plural} after validation, not {len(items)}",
+            "input": items, "ctx": {"field_type": "List", key: size, "actual_length": len(items)}}
+
+
 class InvalidParams(Exception):
     """Raised with FastAPI-shaped error items; answered as 422 with `{"detail": [...]}`."""
 
@@ -338,19 +410,41 @@ class InvalidParams(Exception):
         return error
 
 
-def parse_query(query_string: bytes) -> dict[str, str]:
-    """Query parameters with blank values kept; the last of repeated names wins, as in FastAPI."""
-    return dict(parse_qsl(query_string.decode("latin-1"), keep_blank_values=True, encoding="utf-8"))
+class QueryParams(dict[str, str]):
+    """A request's query parameters: each name's last value (how FastAPI reads a scalar parameter), and every
+    value of a name in order (`every`), which array parameters read."""
+
+    def __init__(self, pairs: list[tuple[str, str]]) -> None:
+        super().__init__(pairs)
+        self.pairs = pairs
+
+    def every(self, name: str) -> list[str]:
+        return [value for key, value in self.pairs if key == name]
+
+
+def parse_query(query_string: bytes) -> QueryParams:
+    """Query parameters with blank values kept; the last of repeated names wins, as in FastAPI, and
+    every value of a repeated name stays there for an array parameter."""
+    return QueryParams(parse_qsl(query_string.decode("latin-1"), keep_blank_values=True, encoding="utf-8"))
 
 
 def validate(params: Sequence[Param], path: Mapping[str, str], query: Mapping[str, str]) -> dict[str, Any]:
-    """All declared parameters parsed, or InvalidParams with every error (path first, then query)."""
+    """All declared parameters parsed, or InvalidParams with every error (path first, then query). An array
+    parameter reads every value of its name when `query` is a `QueryParams` (else the one value there)."""
     values: dict[str, Any] = {}
     errors: list[dict[str, Any]] = []
     for where in ("path", "query"):
         source = path if where == "path" else query
         for param in params:
             if param.where != where:
+                continue
+            if param.array:
+                given = query.every(param.name) if isinstance(query, QueryParams) else (
+                    [query[param.name]] if param.name in query else [])
+                value, found = param.validate_all(given)
+                errors += found
+                if not found:
+                    values[param.name] = value
                 continue
             value, error = param.validate(source.get(param.name))
             if error is not None:
@@ -360,6 +454,13 @@ def validate(params: Sequence[Param], path: Mapping[str, str], query: Mapping[st
     if errors:
         raise InvalidParams(errors)
     return values
+
+
+def limit_param(description: str, most: int, default: int | None) -> Param:
+    """The one declaration of a `limit` on a list: 1 to `most`; `default` when absent, or None for all of the list
+    (one whose size no default should cut)."""
+    return Param("limit", kind="int", default=default, ge=1, le=most,
+                 description=description + ("; all when absent" if default is None else ""))
 
 
 SEARCH_RULE = "must contain at least one letter or digit (case, accents and punctuation are ignored)"

@@ -3,6 +3,7 @@ the latest-snapshot lookup, snapshot listings, recorded runs, raw payloads and t
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, cast
@@ -10,10 +11,11 @@ from typing import Any, cast
 import msgspec
 
 from chartgw.endpoints import Call, Route, not_found
-from chartgw.params import Param
+from chartgw.params import Param, limit_param
 from chartgw.store import RunRow, SnapshotReader, SnapshotRow, parse_iso
 
 __all__ = [
+    "BUNDLE_LIMIT",
     "BUNDLE_ROWS",
     "FETCH_LOGS_ROUTE",
     "PULL_JSON_ROUTE",
@@ -40,7 +42,9 @@ __all__ = [
 ]
 
 BUNDLE_ROWS = 100
-"""Entries per chart in a bundle of several charts (/latest, a country's charts)."""
+"""Entries per chart in a bundle of several charts (/latest, a country's charts), unless `limit` says fewer."""
+BUNDLE_LIMIT = limit_param("Entries of each chart to return, from rank 1", BUNDLE_ROWS, BUNDLE_ROWS)
+"""The `limit` of a bundle: a client that needs the top of every chart need not take 100 rows of each."""
 
 
 class SnapshotMeta(msgspec.Struct, kw_only=True):
@@ -270,7 +274,7 @@ class LatestPullResponse(msgspec.Struct):
     """The latest recorded pull (scheduled crawl run); null when the data came otherwise (backfills)."""
     count: int
     charts: list[BundledChart]
-    """Every chart's latest snapshot (newest chart date), first 100 entries each."""
+    """Every chart's latest snapshot (newest chart date), its first `limit` entries (100 by default)."""
 
 
 def latest_pull_route(targets: Callable[[], Sequence[str]] | None, cadence_of: Callable[[str], int],
@@ -287,10 +291,10 @@ def latest_pull_route(targets: Callable[[], Sequence[str]] | None, cadence_of: C
         if not rows:
             raise not_found("No pull has been stored yet")
         runs = await reader.runs("crawl", 1)
-        charts = await chart_bundle(reader, rows, BUNDLE_ROWS, cadence_of, call.now)
+        charts = await chart_bundle(reader, rows, call.params["limit"], cadence_of, call.now)
         return LatestPullResponse(run_info(runs[0]) if runs else None, len(charts), charts)
 
-    return Route("/latest", latest, rows="charts", response=LatestPullResponse, summary=summary)
+    return Route("/latest", latest, (BUNDLE_LIMIT,), rows="charts", response=LatestPullResponse, summary=summary)
 
 
 class RawPayload(msgspec.Struct):
@@ -323,11 +327,10 @@ async def pull_json(call: Call) -> PullResponse:
         rows = await reader.snapshots_with_ids(o["snapshot_id"] for o in outcomes if o.get("snapshot_id") is not None)
     else:
         rows = await reader.latest_per_target()
-    payloads = []
-    for row in sorted(rows, key=lambda r: r.target):
-        payload = raw_json(await reader.raw(row.id))
-        if payload is not None:
-            payloads.append(RawPayload(row.target, row.id, row.fetched_at, row.source, payload))
+    kept = [(row, await reader.raw(row.id)) for row in sorted(rows, key=lambda r: r.target)]
+    checked = await asyncio.to_thread(lambda: [raw_json(raw) for _, raw in kept])  # megabytes of JSON: off the loop
+    payloads = [RawPayload(row.target, row.id, row.fetched_at, row.source, payload)
+                for (row, _), payload in zip(kept, checked, strict=True) if payload is not None]
     if not payloads:
         raise not_found("No pull has been stored yet")
     return PullResponse(run_info(runs[0]) if runs else None, len(payloads), payloads)

@@ -20,7 +20,8 @@ A repeated GET of a cached body is answered from the head alone by the app's fas
 (`chartgw.fastlane`), written in the bytes uvicorn would write for the app's own answer: only for a request
 that declares no body (no Content-Length or Transfer-Encoding), and only once the parser has accepted all
 the bytes read with it (a read that ends in a refusal answers only the refusal, as the app path does).
-With `--access-log` the lane stays on: its answers and the app's are logged by one `AnswerLog`.
+Every answer, the lane's and the server's own refusals too, carries an `X-Request-Id` and is counted and logged
+through the app's observer (`chartgw.observe`; `--access-log` is its JSON log, so uvicorn's text log stays off).
 
 This subclasses uvicorn's private `HttpToolsProtocol` (pinned in pyproject.toml to the minor version it was
 written against; tests/test_server.py fails naming the pin when the internals read here change): the lane's
@@ -31,24 +32,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-import re
 import socket
 import struct
-import urllib.parse
 from typing import Any
 
 import httptools
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol, RequestResponseCycle
 
 from chartgw import config
 from chartgw.access import Reply
 from chartgw.fastlane import FastLane
+from chartgw.observe import REQUEST_ID_HEADER, Observability, request_id
 from chartgw.settings import current
 
-__all__ = ["BACKLOG_BYTES", "MAX_HEAD_BYTES", "MAX_URL_BYTES", "AnswerLog", "LimitedHttpToolsProtocol", "app_state",
-           "redact"]
+__all__ = ["BACKLOG_BYTES", "MAX_HEAD_BYTES", "MAX_URL_BYTES", "LimitedHttpToolsProtocol", "app_state"]
 
 MAX_HEAD_BYTES = 32 * 1024
 """The request line and all headers together; browsers and clients send a few KB."""
@@ -81,11 +78,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self.limit_concurrency = None  # uvicorn's check counts connections: on_headers_complete counts requests in progress
         lane = app_state(self.app, "fast_lane")
         self._lane: FastLane | None = lane if isinstance(lane, FastLane) else None
-        self._log: AnswerLog | None = None
-        if self.access_log:  # one log for both paths: uvicorn's cycles would log the app's answers only
-            self._log = AnswerLog(self.access_logger)
-            self.access_log = False
-            self.app = self._log.around(self.app)
+        # One log for every answer, the gateway's (CHARTGW_ACCESS_LOG): uvicorn's cycles would log the app's only.
+        self.access_log = False
+        seen = app_state(self.app, "observability")
+        self._observability: Observability | None = seen if isinstance(seen, Observability) else None
         # The request being read.
         self._in_head = True
         self._head_bytes = 0
@@ -243,10 +239,6 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             return
         if self._in_progress_limit is not None and len(self.tasks) >= self._in_progress_limit:
             self._answered = True
-            if self._log is not None:
-                path, _, query = self.url.partition(b"?")
-                self._log.answered(self.client, self.parser.get_method().decode("ascii"), path.decode("latin-1"),
-                                   query, self.parser.get_http_version(), 503)
             self._refuse(503, "Service Unavailable: too many requests in progress, retry shortly")
         reply = self._fast_reply() if self._lane is not None else None
         if reply is None:
@@ -286,11 +278,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if raw_path[:1] != b"/" or b"%" in raw_path or b"#" in self.url or self.root_path or not raw_path.isascii():
             return None  # absolute forms, fragments, unquoting and mounted paths: uvicorn's and the app's way
         assert self._lane is not None
-        path = raw_path.decode("ascii")
-        reply = self._lane.reply(path, query, self.headers)
-        if reply is not None and self._log is not None:
-            self._log.answered(self.client, "GET", path, query, "1.1", reply[0])
-        return reply
+        return self._lane.reply(raw_path.decode("ascii"), query, self.headers)  # observed by the lane itself
 
     def on_body(self, body: bytes) -> None:
         if not self._answered:
@@ -354,12 +342,23 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._disconnect()
         if not self.transport.is_closing():
             body = b'{"detail":"' + detail.encode() + b'"}'
+            rid = request_id(next((value for name, value in self.headers or () if name == REQUEST_ID_HEADER), None))
             self.transport.write(b"".join([
                 STATUS_LINE[status], *[name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers],
-                b"content-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % len(body), body]))
+                b"content-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n" % len(body),
+                b"x-request-id: " + rid + b"\r\n\r\n", body]))
             self.transport.close()
+            if self._observability is not None:
+                self._observability.observer.refused(status, self._method(), len(body), rid)
         if stop:
             raise _Refused
+
+    def _method(self) -> str:
+        """The request's method, when its line has been read far enough to tell."""
+        try:
+            return str(self.parser.get_method().decode("ascii"))
+        except (httptools.HttpParserError, UnicodeDecodeError, AttributeError):
+            return "OTHER"
 
     # The one timer of a connection.
 
@@ -432,61 +431,3 @@ def app_state(app: Any, name: str) -> Any:
             return None
     return None
 
-
-SECRET_NAMES = frozenset({"apikey", "xapikey", "key", "token", "accesstoken", "apitoken", "authtoken", "auth",
-                          "authorization", "bearer", "secret", "password", "passwd", "sig", "signature"})
-"""Query parameter names (lowercase, without "-" and "_") whose values the access log never writes."""
-_KEYLIKE = re.compile(rb"cgw_[A-Za-z0-9_-]+")
-
-
-def redact(query: bytes) -> str:
-    """A query string fit for a log: the value of a parameter named like a secret (`api_key`, `token`, ...) and
-    anything shaped like a key of the key store (`cgw_...`) replaced by `[redacted]`. The gateway takes keys only
-    in the X-API-Key header, but clients do send them in URLs."""
-    pairs = []
-    for pair in query.split(b"&"):
-        name, equals, _ = pair.partition(b"=")
-        plain = urllib.parse.unquote_to_bytes(name).lower().replace(b"-", b"").replace(b"_", b"")
-        pairs.append(name + b"=[redacted]" if equals and plain.decode("latin-1") in SECRET_NAMES else pair)
-    return _KEYLIKE.sub(b"cgw_[redacted]", b"&".join(pairs)).decode("latin-1")
-
-
-class AnswerLog:
-    """One access-log line per answer, in uvicorn's format (`client - "METHOD target HTTP/v" status`), through
-    uvicorn's access logger. The one place answers are logged, whoever gave them: the lane calls `answered`,
-    and the app's answers reach it through `around`. No key is written (`redact`)."""
-
-    def __init__(self, logger: logging.Logger) -> None:
-        self.logger = logger
-
-    def answered(self, client: tuple[str, int] | None, method: str, path: str, query: bytes, http_version: str,
-                 status: int) -> None:
-        target = urllib.parse.quote(path)
-        if query:
-            target += "?" + redact(query)
-        target = _KEYLIKE.sub(b"cgw_[redacted]", target.encode("latin-1")).decode("latin-1")
-        self.logger.info('%s - "%s %s HTTP/%s" %d', f"{client[0]}:{client[1]}" if client else "", method, target,
-                         http_version, status)
-
-    def around(self, app: ASGIApp) -> ASGIApp:
-        """`app`, with each HTTP answer it starts logged here."""
-        return _LoggedApp(app, self)
-
-
-class _LoggedApp:
-    def __init__(self, app: ASGIApp, log: AnswerLog) -> None:
-        self.app = app  # `app_state` looks through this
-        self.log = log
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def logged(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                self.log.answered(scope.get("client"), scope["method"], scope["path"], scope["query_string"],
-                                  scope["http_version"], message["status"])
-            await send(message)
-
-        await self.app(scope, receive, logged)

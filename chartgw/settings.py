@@ -16,7 +16,8 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
-__all__ = ["PREFIX", "SETTINGS_FILE", "SettingError", "Settings", "SettingsFileError", "current", "install", "using"]
+__all__ = ["PREFIX", "SETTINGS_FILE", "SettingError", "Settings", "SettingsFileError", "current", "exported", "install",
+           "using"]
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -162,6 +163,23 @@ def current() -> Settings:
     if _process is None:
         _process = Settings.from_environment()
     return _process
+
+
+@contextmanager
+def exported(values: Mapping[str, str]) -> Iterator[None]:
+    """`values` in this process's environment for the duration, then as before: what the processes started
+    meanwhile inherit (`chartgw serve --workers N`: uvicorn's workers resolve their settings from it, and
+    prometheus-client reads its PROMETHEUS_MULTIPROC_DIR there)."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextmanager

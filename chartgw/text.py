@@ -13,6 +13,18 @@ from collections.abc import Iterable
 
 _FEAT = re.compile(r"[\(\[]\s*(?:feat|ft|with|prod)\b[^\)\]]*[\)\]]", re.IGNORECASE)
 _PARENS = re.compile(r"[\(\[]([^\)\]]*)[\)\]]")
+_VER = r"(?:\s+ver(?:\.|sion\b|\b))?"
+_VERSION_MARK = (
+    r"(?:explicit|clean|censored|dirty)" + _VER
+    + r"|(?:\d{4}\s+)?(?:digital(?:ly)?\s+)?remaster(?:ed)?(?:\s+\d{4})?" + _VER
+    + r"|live(?:\s+(?:at|from|in|on)\b[^\)\]]*)?" + _VER
+    + r"|(?:radio|single|album)\s+(?:edit|ver(?:\.|sion\b|\b))|mono|stereo"
+)
+_VERSION_SUFFIX = re.compile(rf"\s*(?:[\(\[]\s*(?:{_VERSION_MARK})\s*[\)\]]|\s[-\u2013\u2014]\s+(?:{_VERSION_MARK}))\s*$",
+                             re.IGNORECASE)
+"""A trailing mark of a version of the same song: "(Explicit Ver.)", "(Clean)", "(Remastered 2011)",
+"- 2011 Remaster", "- Live", "(Live at Wembley)", "- Radio Edit", "(Single Version)", "- Mono". Not a remix,
+a sped-up or an acoustic take, another language or "(Taylor's Version)": those chart as songs of their own."""
 
 
 def fold(text: str) -> str:
@@ -28,8 +40,14 @@ def compact(text: str) -> str:
 
 
 def title_key(title: str) -> str:
-    """The title without featuring/producer credits, compacted."""
-    return compact(_FEAT.sub(" ", title)) or compact(title)
+    """The song a title names, compacted: without featuring/producer credits (anywhere) and without trailing
+    version marks ("Seven (feat. Latto) (Explicit Ver.)" is "seven"). The one title normalisation of every
+    group. Only a suffix is dropped, so a key made before version marks were folded starts with this one."""
+    credited = _FEAT.sub(" ", title)
+    song = credited
+    while (shorter := _VERSION_SUFFIX.sub("", song)) != song:
+        song = shorter
+    return compact(song) or compact(credited) or compact(title)
 
 
 def split_artists(artist: str) -> list[str]:

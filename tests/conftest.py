@@ -26,13 +26,21 @@ def shared_upstream() -> Path:
     return SHARED_UPSTREAM
 
 
+@pytest.fixture(scope="session")
+def _default_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The data folder of a test that names none: the session's, never the default one (`~/.local/share/chartgw`)."""
+    return tmp_path_factory.mktemp("default-data")
+
+
 @pytest.fixture(autouse=True)
-def _own_settings() -> Iterator[None]:
+def _own_settings(_default_data: Path) -> Iterator[None]:
     """Every test starts from its own settings, never the caller's environment: the defaults, with crawls that
-    do not pause between requests or back off for real. A test changes them with `tests.fixtures.configure`."""
-    install(TEST_SETTINGS)
+    do not pause between requests or back off for real, and the session's data folder. A test changes them with
+    `tests.fixtures.configure`."""
+    settings = TEST_SETTINGS.with_values({"DATA_DIR": str(_default_data)})
+    install(settings)
     yield
-    install(TEST_SETTINGS)
+    install(settings)
 
 
 def shared_data(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:

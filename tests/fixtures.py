@@ -97,6 +97,13 @@ def client(path: Path, groups: list[Group] | None = None, now: datetime = FIXED_
     return TestClient(app, raise_server_exceptions=raise_server_exceptions)
 
 
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 free at the time of asking (for a server started as a real process)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 @contextmanager
 def serving(app: Any, **options: Any) -> Iterator[str]:
     """`app` served for real by uvicorn in a thread, on a free port of 127.0.0.1 (`options` go to

@@ -192,7 +192,7 @@ def test_keys_create_takes_a_rate_and_keys_usage_lists_days(tmp_path: Path, monk
     from chartgw import cli
 
     configure("CHARTGW_DATA_DIR", str(tmp_path))
-    assert cli.main(["keys", "create", "--name", "p", "--rate", "10/second"], current()) == 0
+    assert cli.main(["keys", "create", "--name", "p", "--rate", "600/minute"], current()) == 0
     key = capsys.readouterr().out.strip()
     assert KeyChecker(tmp_path / "keys.sqlite").grant(key).rate_per_minute == 600  # type: ignore[union-attr]
     KeyStore(tmp_path / "keys.sqlite").add_usage({(1, "2026-11-20"): [12, 2]})

@@ -96,6 +96,22 @@ def test_latest_is_the_last_pull_of_every_combo_and_country(api: TestClient) -> 
         assert [e["rank"] for e in chart["entries"]] == list(range(1, 101))
 
 
+def test_latest_takes_a_limit_per_chart(api: TestClient) -> None:
+    """The whole pull is 100 rows of every chart (today's answer, the default); `limit` keeps the top of each."""
+    whole = get(api, "/digital-sales/latest").content
+    assert get(api, "/digital-sales/latest?limit=100").content == whole
+    top = get(api, "/digital-sales/latest?limit=3").json()
+    assert top["count"] == 12 and len(get(api, "/digital-sales/latest?limit=3").content) < len(whole) / 10
+    for chart in top["charts"]:
+        assert chart["count"] == 3 and [e["rank"] for e in chart["entries"]] == [1, 2, 3]
+    for bad, kind in (("0", "greater_than_equal"), ("101", "less_than_equal"), ("x", "int_parsing")):
+        response = get(api, f"/digital-sales/latest?limit={bad}")
+        assert response.status_code == 422 and response.json()["detail"][0]["type"] == kind
+    document = get(api, "/digital-sales/openapi.json").json()
+    (limit,) = document["paths"]["/latest"]["get"]["parameters"][:1]
+    assert (limit["name"], limit["schema"]) == ("limit", {"type": "integer", "minimum": 1, "maximum": 100, "default": 100})
+
+
 def test_pull_json_gives_the_feeds_exactly_as_received(api: TestClient) -> None:
     response = get(api, "/digital-sales/pull.json")
     body = response.json()
@@ -206,7 +222,7 @@ def test_openapi_lists_every_route(api: TestClient) -> None:
     document = api.get("/digital-sales/openapi.json").json()
     paths = set(document["paths"])
     assert paths == {"/", "/health", "/snapshots", "/latest", "/pull.json", "/combos", "/{combo}/{country}/latest",
-                     "/openapi.json", "/fetch-logs"}
+                     "/openapi.json", "/fetch-logs", "/diff"}
     assert "DigitalSalesEntry" in document["components"]["schemas"]
 
 

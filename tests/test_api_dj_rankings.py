@@ -34,7 +34,7 @@ from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data,
 NOW = FIXED_NOW
 YEARS = samples.sample_years()  # 2021..2025
 LATEST = YEARS[-1]
-ROUTES = ("/years", f"/{LATEST}", f"/{LATEST}/1", "/djs/david-guetta", "/search?q=guetta", "/fetch-logs")
+ROUTES = ("/years", "/latest", f"/{LATEST}", f"/{LATEST}/1", "/djs/david-guetta", "/search?q=guetta", "/fetch-logs")
 
 
 def iso(moment: datetime) -> str:
@@ -117,6 +117,44 @@ def test_limit_and_its_bounds(api: TestClient) -> None:
         assert response.status_code == 422
         (error,) = response.json()["detail"]
         assert (error["loc"], error["type"]) == (["query", "limit"], kind)
+
+
+def test_latest_is_the_newest_years_list(api: TestClient) -> None:
+    assert get(api, "/latest").content == get(api, f"/{LATEST}").content
+    assert get(api, "/latest?limit=2&genre=house").content == get(api, f"/{LATEST}?limit=2&genre=house").content
+
+
+def test_no_list_held_yet_makes_latest_a_404(tmp_path: Path) -> None:
+    with client(tmp_path, [GROUP]) as empty:
+        response = empty.get("/dj-rankings/latest", headers=KEY_HEADERS)
+    assert response.status_code == 404 and response.json() == {"detail": "No Top 100 is held yet; see /dj-rankings/health"}
+
+
+@pytest.mark.parametrize("year", [str(LATEST), "latest", str(YEARS[0])])
+def test_lists_filter_by_country_and_genre(api: TestClient, year: str) -> None:
+    """`country` takes an ISO code (any case) of the country the entries name, `genre` a folded part of the style;
+    ranks stay the poll's and `limit` counts what is left."""
+    every = get(api, f"/{year}").json()["entries"]
+    dutch = get(api, f"/{year}?country=NL").json()
+    assert dutch["count"] == len(dutch["entries"]) == sum(e["country"] == "Netherlands" for e in every) > 5
+    assert dutch["entries"] == [e for e in every if e["country"] == "Netherlands"]
+    techno = get(api, f"/{year}?genre=TECHNO").json()["entries"]
+    assert techno == [e for e in every if e["genre"] and "techno" in e["genre"].lower()]
+    assert {e["genre"] for e in techno} > {"Techno"}  # Melodic techno, Hard techno... too
+    both = get(api, f"/{year}?country=de&genre=tech-house&limit=1").json()
+    assert both["count"] <= 1 and all(e["country"] == "Germany" and e["genre"] == "Tech house" for e in both["entries"])
+    assert get(api, f"/{year}?country=global").json()["entries"] == every
+    assert get(api, f"/{year}?country=aq").json()["entries"] == []  # a valid code no DJ is from: nothing, not an error
+
+
+@pytest.mark.parametrize("query,kind", [("country=zz", "value_error"), ("country=", "value_error"),
+                                        ("genre=%21%3F", "value_error"), ("genre=", "value_error")])
+def test_bad_filters_are_422_as_in_the_other_groups(api: TestClient, query: str, kind: str) -> None:
+    for path in ("/latest", f"/{LATEST}"):
+        response = get(api, f"{path}?{query}")
+        assert response.status_code == 422
+        (error,) = response.json()["detail"]
+        assert (error["loc"][:2], error["type"]) == (["query", query.split("=")[0]], kind)
 
 
 def test_one_rank_of_one_year(api: TestClient) -> None:
@@ -303,8 +341,12 @@ def test_openapi_lists_every_route(api: TestClient) -> None:
     response = api.get("/dj-rankings/openapi.json")
     assert response.status_code == 200
     document = response.json()
-    assert set(document["paths"]) == {"/", "/health", "/openapi.json", "/fetch-logs", "/years", "/search",
-                                      "/djs/{slug}", "/{year}", "/{year}/{rank}"}
+    assert set(document["paths"]) == {"/", "/health", "/openapi.json", "/fetch-logs", "/diff", "/years", "/search",
+                                      "/djs/{slug}", "/latest", "/{year}", "/{year}/{rank}"}
+    for path in ("/latest", "/{year}"):
+        params = {p["name"]: p["schema"] for p in document["paths"][path]["get"]["parameters"] if p["in"] == "query"}
+        assert set(params) == {"limit", "country", "genre"}
+        assert params["country"] == {"$ref": "#/components/schemas/Country"} and params["genre"]["type"] == "string"
     assert {"DjRankEntry", "ReleaseGroup", "DjResponse"} <= set(document["components"]["schemas"])
     assert document["paths"]["/{year}"]["get"]["parameters"][0]["schema"] == {"type": "integer"}
 

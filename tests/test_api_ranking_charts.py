@@ -27,6 +27,7 @@ from chartgw.groups import ranking_charts
 from chartgw.groups.ranking_charts import GROUP, backfill
 from chartgw.groups.ranking_charts.charts import newest_published, weeks_back, weeks_between, year_before
 from chartgw.groups.ranking_charts.crawl import credited_artists, targets
+from chartgw.progress import Progress
 from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import billboard as samples
 from chartgw.upstreams import billboard
@@ -261,20 +262,29 @@ def test_year_ago_is_the_same_week_a_year_earlier(api: TestClient) -> None:
     assert rows_of(body["entries"]) == expected_rows("hot-100", DEMO_WEEKS + 1)[:5]
 
 
-def test_unknown_or_missing_preset_is_a_422_listing_the_presets(api: TestClient) -> None:
+def test_unknown_preset_is_a_422_listing_the_presets(api: TestClient) -> None:
     expected = "'top-10', 'top-40', 'debuts', 're-entries', 'gainers' or 'year-ago'"
     assert error(api, "/charts/hot-100/preset?preset=top-20", 422) == [{
         "type": "literal_error", "loc": ["query", "preset"], "msg": f"Input should be {expected}", "input": "top-20",
         "ctx": {"expected": expected}}]
-    assert error(api, "/charts/hot-100/preset", 422)[0]["type"] == "missing"
+
+
+def test_preset_is_optional_and_defaults_to_the_top_10(api: TestClient) -> None:
+    """The spec lists `preset` without (R): absent, it is the documented default, top-10."""
+    body = get(api, "/charts/hot-100/preset")
+    assert body == get(api, "/charts/hot-100/preset?preset=top-10")
+    assert (body["preset"], body["count"], [e["rank"] for e in body["entries"]]) == ("top-10", 10, list(range(1, 11)))
+    assert get(api, "/charts/hot-100/preset?limit=3")["count"] == 3
 
 
 def test_openapi_lists_every_route_and_the_preset_enum(api: TestClient) -> None:
     document = api.get(P + "/openapi.json").json()
-    assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs"}
+    assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs", "/diff"}
     params = document["paths"]["/charts/{chart_slug}/preset"]["get"]["parameters"]
     preset = next(p for p in params if p["name"] == "preset")
     assert preset["schema"]["enum"] == ["top-10", "top-40", "debuts", "re-entries", "gainers", "year-ago"]
+    assert preset["required"] is False and preset["schema"]["default"] == "top-10"
+    assert preset["description"].endswith("top-10 when absent")
 
 
 # --- search ---------------------------------------------------------------------------------------------------
@@ -512,12 +522,12 @@ def test_backfill_skips_held_weeks_and_resumes(tmp_path: Path) -> None:
     partial = {k: v for k, v in replies.items() if k not in missing}
     with data_dir(tmp_path), replay_upstreams({billboard.UPSTREAM: partial}) as servers:
         stream = io.StringIO()
-        outcomes = asyncio.run(backfill("hot-100", first, date(2026, 11, 7), now=fixed(NOW), progress_to=stream))
+        with Progress("backfill", stream, terminal=False) as shown, shown.step("hot-100"):
+            outcomes = asyncio.run(backfill("hot-100", first, date(2026, 11, 7), now=fixed(NOW)))
         # newest week first, one request per week
         assert [o.target for o in outcomes] == [f"hot-100@{d}" for d in reversed(_weeks(first, 6))]
         assert [o.status for o in outcomes] == ["ok", "ok", "failed", "failed", "ok", "ok"]
-        assert stream.getvalue().count("\r") == 6 and "6/6 weeks, 2 failed, 2026-10-03" in stream.getvalue()
-        assert stream.getvalue().endswith("\n")
+        assert stream.getvalue().startswith("backfill hot-100: 6 targets, 2 failed in ") and stream.getvalue().count("\n") == 1
         server = servers[billboard.UPSTREAM]
         server.replies.update(replies)
         server.seen.clear()

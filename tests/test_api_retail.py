@@ -296,6 +296,17 @@ def test_digital_charts_json_is_the_raw_feed(digital: TestClient) -> None:
     assert [e["asin"] for e in chart["entries"]] == [samples.product("us", found, r.song).asin for r in rows]
 
 
+def test_digital_charts_json_takes_a_limit_per_chart(digital: TestClient) -> None:
+    """Up to 100 rows of every chart by default (today's answer); `limit` keeps the top rows of each."""
+    whole = get(digital, "/retail-digital/charts.json")
+    assert get(digital, "/retail-digital/charts.json?limit=100").content == whole.content
+    top = get(digital, "/retail-digital/charts.json?limit=3").json()
+    assert top["count"] == whole.json()["count"] == 24
+    for chart, full in zip(top["charts"], whole.json()["charts"], strict=True):
+        assert chart["entries"] == full["entries"][:3] and chart["count"] == 3
+    assert get(digital, "/retail-digital/charts.json?limit=0").json()["detail"][0]["type"] == "greater_than_equal"
+
+
 def test_digital_chart_latest(digital: TestClient) -> None:
     body = get(digital, "/retail-digital/charts/jp-digital-songs/latest?limit=5").json()
     assert (body["key"], body["market"], body["category"], body["count"]) == ("jp-digital-songs", "jp", "digital-songs", 5)
@@ -379,10 +390,10 @@ def test_data_routes_need_a_key_and_the_legacy_prefix_answers_alike(name: str, r
 def test_openapi_and_root_list_every_route(group: Group, tmp_path: Path) -> None:
     with client(tmp_path, [group]) as api:
         document = api.get(f"/{group.name}/openapi.json").json()
-        assert set(document["paths"]) == {"/", "/openapi.json", "/fetch-logs", *(r.path for r in group.routes)}
+        assert set(document["paths"]) == {"/", "/openapi.json", "/fetch-logs", "/diff", *(r.path for r in group.routes)}
         assert "RetailListing" in document["components"]["schemas"]
         root = api.get(f"/{group.name}/").json()
-        assert root["service"] == group.name and len(root["endpoints"]) == len(group.routes) + 3
+        assert root["service"] == group.name and len(root["endpoints"]) == len(group.routes) + 4
 
 
 @pytest.mark.parametrize("group", [PHYSICAL, DIGITAL, MUSIC], ids=lambda g: g.name)

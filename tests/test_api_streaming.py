@@ -238,6 +238,67 @@ def test_history_of_a_featured_title_ignores_the_credit(api: TestClient) -> None
     assert body["count"] > 0
 
 
+def test_dates_take_a_limit_newest_first(api: TestClient) -> None:
+    """Every date by default (today's answer); `limit` keeps the newest."""
+    every = get(api, "/streaming/dates?country=global")
+    assert every["count"] == len(every["dates"]) >= 3
+    newest = get(api, "/streaming/dates?country=global&limit=2")
+    assert (newest["count"], newest["dates"]) == (2, every["dates"][:2])
+    assert api.get("/streaming/dates?limit=5001", headers=KEY_HEADERS).json()["detail"][0]["type"] == "less_than_equal"
+
+
+def test_title_keys_fold_version_marks_like_featuring_credits() -> None:
+    from chartgw.text import title_key
+
+    for title in ("Seven", "Seven (feat. Latto) (Explicit Ver.)", "Seven (Explicit Ver.) (feat. Latto)",
+                  "Seven (feat. Latto) - Clean Ver.", "SEVEN [Clean]", "Seven (Remastered 2011)", "Seven - 2011 Remaster",
+                  "Seven - Live", "Seven (Live at Wembley)", "Seven - Radio Edit", "Seven (Single Version)", "Seven - Mono",
+                  "Seven (Explicit) - Live"):
+        assert title_key(title) == "seven", title
+    for title, key in (("Seven (Remix)", "sevenremix"), ("Seven (Sped Up)", "sevenspedup"), ("Anti-Hero", "antihero"),
+                       ("Love Story (Taylor's Version)", "lovestorytaylorsversion"), ("Seven (Live) (Remix)", "sevenliveremix"),
+                       ("(Live)", "live"), ("Re-Live", "relive"), ("Delivered", "delivered")):
+        assert title_key(title) == key, title
+
+
+def test_history_finds_a_title_with_version_marks_by_the_song(api: TestClient) -> None:
+    """`title=Seven` finds "Seven (feat. Latto) (Explicit Ver.)", as the full title does; each appearance names the
+    title the chart printed."""
+    plain = get(api, "/streaming/history?artist=Jung%20Kook&title=Seven")
+    assert plain["count"] > 0 and plain["title"] == "Seven"
+    assert {a["title"] for a in plain["appearances"]} == {"Seven (feat. Latto) (Explicit Ver.)"}
+    full = get(api, "/streaming/history?artist=Jung%20Kook&title=Seven%20(feat.%20Latto)%20(Explicit%20Ver.)")
+    assert full["appearances"] == plain["appearances"]
+    assert get(api, "/streaming/history?artist=Jung%20Kook&title=seven%20-%20live")["appearances"] == plain["appearances"]
+    missing = api.get("/streaming/history?artist=Jung%20Kook&title=Seven%20(Remix)", headers=KEY_HEADERS)
+    assert missing.status_code == 404
+
+
+def test_history_reads_keys_stored_before_versions_were_folded(streaming_data: Path, tmp_path: Path) -> None:
+    """A snapshot stored with the former keys ("sevencleanver") is found by the song's key; a longer title that only
+    starts like it is not; two versions on one chart are one appearance, the best ranked."""
+    import json
+
+    from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
+
+    path = copy_data(streaming_data, tmp_path / "data")
+
+    def row(rank: int, title: str, key: str) -> StoredEntry:
+        record = {"rank": rank, "title": title, "artist": "Jung Kook", "artists": ["Jung Kook"], "streams": 10 - rank}
+        return StoredEntry(rank, key, "jungkook", None, json.dumps(record).encode(), f"{key}|jungkook")
+
+    entries = [row(1, "Seven Nation Army", "sevennationarmy"), row(2, "Seven (Clean Ver.)", "sevencleanver"),
+               row(3, "Seven (feat. Latto) (Explicit Ver.)", "sevenexplicitver")]
+    with SnapshotWriter(path / "streaming.sqlite") as writer:
+        writer.commit([NewSnapshot("regional-daily/us", "2026-11-25", None, NOW, "test", entries)],
+                      FetchLogRow("regional-daily/us", NOW, 1, "ok", 200, len(entries)))
+    with environment(TOKEN_ENV), client(path, [GROUP]) as c:
+        body = get(c, "/streaming/history?artist=jung%20kook&title=Seven&country=us&chart_type=regional-daily")
+    last = body["appearances"][-1]
+    assert (last["chart_date"], last["rank"], last["title"], last["streams"]) == ("2026-11-25", 2, "Seven (Clean Ver.)", 8)
+    assert len({a["chart_date"] for a in body["appearances"]}) == body["count"]
+
+
 def test_history_404_and_422(api: TestClient) -> None:
     response = api.get("/streaming/history?artist=Nobody&title=Nothing", headers=KEY_HEADERS)
     assert response.status_code == 404 and response.json() == {"detail": "'Nothing' by 'Nobody' is on no stored chart"}
@@ -275,7 +336,7 @@ def test_legacy_prefix(api: TestClient) -> None:
 def test_openapi_lists_every_route(api: TestClient) -> None:
     document = api.get("/streaming/openapi.json").json()
     assert set(document["paths"]) == {"/", "/health", "/countries", "/latest", "/chart", "/dates", "/search",
-                                      "/history", "/fetch-logs", "/openapi.json"}
+                                      "/history", "/fetch-logs", "/diff", "/openapi.json"}
     latest = {p["name"]: p for p in document["paths"]["/latest"]["get"]["parameters"]}
     assert latest["limit"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 200, "default": 200}
     assert latest["chart_type"]["schema"]["enum"] == list(spotify.CHART_TYPES)
@@ -397,7 +458,7 @@ def test_import_the_real_downloads(shared_upstream: Path, tmp_path: Path) -> Non
         assert (top["title"], top["streams"]) == ("Put Your Records On", None)
         history = get(c, "/streaming/history?artist=Ed%20Sheeran&title=Shape%20of%20You")["appearances"]
         assert history[0] == {"country": "global", "chart_type": "regional-daily", "chart_date": "2017-03-16",
-                              "rank": 1, "streams": 7656858}
+                              "rank": 1, "streams": 7656858, "title": "Shape of You"}
 
 
 @pytest.mark.parametrize("layout", ["download", "legacy"])

@@ -194,7 +194,7 @@ def test_root_health_and_openapi_are_public(api: TestClient) -> None:
     root = api.get("/uk-charts/").json()
     assert root["service"] == "uk-charts" and root["openapi"] == "/uk-charts/openapi.json"
     document = api.get("/uk-charts/openapi.json").json()
-    assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs"}
+    assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs", "/diff"}
     week = document["paths"]["/{chart_key}/{week_start}"]["get"]
     assert [p["name"] for p in week["parameters"]] == ["chart_key", "week_start", "limit", "If-None-Match"]
     entry = document["components"]["schemas"]["UkChartEntry"]["properties"]
@@ -551,13 +551,20 @@ def test_the_backfill_command_is_silent_off_a_terminal(tmp_path: Path, capsys: p
     assert capsys.readouterr().err == ""
 
 
-def test_the_backfill_progress_line(capsys: pytest.CaptureFixture[str]) -> None:
-    show = uk_charts._terminal_progress("singles")
-    show(LATEST, None, 0, 1)
-    show(OLDEST, Outcome("singles@2026-10-09", "ok", 100), 1, 1)
-    err = capsys.readouterr().err
-    assert "\rbackfill singles 2026-11-13 held" in err and "\rbackfill singles 2026-10-09 ok     fetched 1" in err
-    assert "\n" not in err
+def test_the_backfill_counts_its_weeks_in_the_progress_shown(tmp_path: Path) -> None:
+    """Held weeks count as done; the step's line off a terminal says how many weeks of how many."""
+    import io
+
+    from chartgw.progress import Progress
+
+    table = samples.chart_replies("singles", LATEST, weeks=3)
+    stream = io.StringIO()
+    with data_dir(tmp_path), replay_upstreams({UPSTREAM: table}):
+        asyncio.run(backfill("singles", LATEST - timedelta(weeks=1), LATEST, now=lambda: NOW))
+        with Progress("backfill", stream, terminal=False) as shown, shown.step("singles") as step:
+            asyncio.run(backfill("singles", LATEST - timedelta(weeks=2), LATEST, now=lambda: NOW))
+    assert (step.total, step.done, step.unit) == (3, 3, "weeks")
+    assert stream.getvalue().startswith("backfill singles: 3 weeks in ")
 
 
 def test_the_cli_verbs_crawl_and_backfill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -575,10 +582,10 @@ def test_the_cli_verbs_crawl_and_backfill(tmp_path: Path, monkeypatch: pytest.Mo
         with pytest.raises(SystemExit):
             cli.main(["backfill", "uk-charts", "--since", "31/10/2026"], current())
     assert _snapshot_count(tmp_path, "albums") == 3
-    tab = cli.crontab(Path("/srv/chartgw"))
+    tab = cli.crontab(("/opt/chartgw/bin/chartgw",), Path("/srv/chartgw"))
     assert "CRON_TZ=Europe/London\n# UK charts: every configured chart's new week" in tab
-    assert "45 19 * * 5 /srv/chartgw/scripts/crawl uk-charts --wait 240" in tab
-    assert "30 9 * * 6 /srv/chartgw/scripts/crawl uk-charts --wait 240" in tab
+    assert "45 19 * * 5 CHARTGW_DATA_DIR=/srv/chartgw /opt/chartgw/bin/chartgw crawl uk-charts --wait 240" in tab
+    assert "30 9 * * 6 CHARTGW_DATA_DIR=/srv/chartgw /opt/chartgw/bin/chartgw crawl uk-charts --wait 240" in tab
 
 
 def test_backfill_arguments_are_checked() -> None:

@@ -107,6 +107,18 @@ def test_country_latest_bundles_every_chart_of_the_country(api: TestClient) -> N
     assert get(api, "/video/global/latest").json()["count"] == 5
 
 
+@pytest.mark.parametrize("url", ["/video/latest", "/video/kr/latest"])
+def test_bundles_take_a_limit_per_chart(api: TestClient, url: str) -> None:
+    """Every chart's 100 rows by default (today's answer); `limit` keeps the top rows of each."""
+    whole = get(api, url)
+    assert get(api, f"{url}?limit=100").content == whole.content
+    top = get(api, f"{url}?limit=2").json()
+    assert top["count"] == whole.json()["count"]
+    assert all(c["count"] == len(c["entries"]) == 2 for c in top["charts"])
+    assert [c["target"] for c in top["charts"]] == [c["target"] for c in whole.json()["charts"]]
+    assert get(api, f"{url}?limit=101").json()["detail"][0]["loc"] == ["query", "limit"]
+
+
 def test_charts_catalogue(api: TestClient) -> None:
     body = get(api, "/video/charts").json()
     assert body["count"] == 29
@@ -248,7 +260,7 @@ def test_legacy_prefix_answers_exactly_as_the_public_one(api: TestClient) -> Non
 
 def test_openapi_lists_every_route(api: TestClient) -> None:
     document = api.get("/video/openapi.json").json()
-    assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs"}
+    assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs", "/diff"}
     dated = document["paths"]["/charts/{chart_type}/{period}/{country}/{date}"]["get"]
     assert [p["name"] for p in dated["parameters"]] == ["chart_type", "period", "country", "date", "limit", "If-None-Match"]
     assert len(dated["responses"]["200"]["content"]["application/json"]["schema"]["anyOf"]) == 3

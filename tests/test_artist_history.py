@@ -20,6 +20,7 @@ from chartgw.context import Context
 from chartgw.demo import artist_history as ah_demo
 from chartgw.groups import GROUPS
 from chartgw.groups import artist_history as ah
+from chartgw.groups.artist_history import query
 from chartgw.groups.artist_history.plot import PLOT_MAX_LINES
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir
@@ -324,6 +325,46 @@ def test_ids_identify_an_artist(api: TestClient) -> None:
     assert get(api, HISTORY, analytics_track="1,2", lyrics_song_id="3")["count"] == 0
 
 
+def test_array_parameters_take_the_repeated_and_the_comma_form_alike(api: TestClient) -> None:
+    """`?isrc=A&isrc=B` (what a generated client sends) asks for both ids, as `?isrc=A,B` does."""
+    rows = get(api, HISTORY, name="Taylor Swift", limit=50000)["rows"]
+    isrcs = sorted({r["isrc"] for r in rows if r["isrc"]})[:2]
+    assert len(isrcs) == 2
+    for url in (HISTORY, COVERAGE):
+        repeated = api.get(url, params=[("isrc", isrcs[0]), ("isrc", isrcs[1])], headers=KEY_HEADERS)
+        assert repeated.status_code == 200 and repeated.json()["query"]["ids"] == {"isrc": isrcs}
+        assert get(api, url, isrc=",".join(isrcs)) == repeated.json()
+    both = get(api, HISTORY, isrc=isrcs, limit=50000)["rows"]
+    assert {r["isrc"] for r in both} == set(isrcs)
+    assert len(both) == sum(len(get(api, HISTORY, isrc=i, limit=50000)["rows"]) for i in isrcs)
+    tracks = api.get(HISTORY, params=[("analytics_track", "11035919"), ("analytics_track", "1")], headers=KEY_HEADERS)
+    assert tracks.json()["query"]["ids"] == {"analytics_track": ["11035919", "1"]} and tracks.json()["rows"]
+    detail = errors(api, HISTORY, analytics_track=["1", "x"])
+    assert detail == [{"type": "int_parsing", "loc": ["query", "analytics_track", 1],
+                       "msg": "Input should be a valid integer, unable to parse string as an integer", "input": "x"}]
+
+
+def test_array_parameters_are_arrays_of_their_item_type_in_the_document(api: TestClient) -> None:
+    document = api.get(f"{API}/openapi.json").json()
+    for path in ("/artist-history", "/artist-history/coverage", "/artist-history/plot"):
+        schemas = {p["name"]: p["schema"] for p in document["paths"][path]["get"]["parameters"] if p["in"] == "query"}
+        for name in query.STRING_ID_PARAMS:
+            assert schemas[name] == {"type": "array", "items": {"type": "string", "pattern": query.ID_PATTERN},
+                                     "minItems": 1, "maxItems": query.MAX_VALUES}, name
+        for name in query.INT_LIST_PARAMS:
+            assert schemas[name] == {"type": "array", "items": {"type": "integer"}, "minItems": 1,
+                                     "maxItems": query.MAX_VALUES}, name
+        assert schemas["analytics_artist"] == schemas["lyrics_artist_id"] == {"type": "integer"}
+        assert schemas["sources"]["type"] == schemas["markets"]["type"] == "string"  # strings in the spec
+
+
+def test_name_and_artist_are_compared_normalised(api: TestClient) -> None:
+    alone = get(api, HISTORY, name="Taylor Swift")
+    assert alone["rows"] and get(api, HISTORY, name="Taylor Swift", artist="taylor swift")["rows"] == alone["rows"]
+    assert get(api, COVERAGE, name="TAYLOR SWIFT", artist="Taylor  Swift!")["rows"] == get(api, COVERAGE, name="Taylor Swift")["rows"]
+    assert [d["loc"] for d in errors(api, HISTORY, name="Taylor Swift", artist="Taylor")] == [["query", "artist"]]
+
+
 def test_sub_daily_rows_carry_hours(api: TestClient) -> None:
     rows = get(api, HISTORY, name="IU", sources="korea-chart:portal-a/realtime")["rows"]
     assert rows and all(r["hours_on_chart"] >= 1 for r in rows)
@@ -339,8 +380,8 @@ def test_sub_daily_rows_carry_hours(api: TestClient) -> None:
     ({"name": "IU", "limit": "many"}, "limit", "int_parsing"),
     ({"analytics_artist": "abc"}, "analytics_artist", "int_parsing"),
     ({"lyrics_artist_id": "1.5"}, "lyrics_artist_id", "int_parsing"),
-    ({"analytics_track": "1,x"}, "analytics_track", "value_error"),
-    ({"lyrics_song_id": "y"}, "lyrics_song_id", "value_error"),
+    ({"analytics_track": "1,x"}, "analytics_track", "int_parsing"),
+    ({"lyrics_song_id": "y"}, "lyrics_song_id", "int_parsing"),
     ({"name": "IU", "since": "2026-13-01"}, "since", "date_from_datetime_parsing"),
     ({"name": "IU", "until": "yesterday"}, "until", "date_from_datetime_parsing"),
     ({"name": "IU", "since": "2026-11-20", "until": "2026-11-01"}, "until", "value_error"),
@@ -350,7 +391,9 @@ def test_sub_daily_rows_carry_hours(api: TestClient) -> None:
     ({"name": "IU", "artist": "BTS"}, "artist", "value_error"),
     ({"name": "!!!"}, "name", "value_error"),
     ({"name": "IU", "cursor": "not a cursor"}, "cursor", "value_error"),
-    ({"isrc": ","}, "isrc", "value_error"),
+    ({"isrc": ","}, "isrc", "too_short"),
+    ({"isrc": "US 123"}, "isrc", "string_pattern_mismatch"),
+    ({"video_id": ",".join(f"v{n}" for n in range(101))}, "video_id", "too_long"),
 ])
 def test_422s(api: TestClient, params: dict[str, str], loc: str, kind: str) -> None:
     detail = errors(api, HISTORY, **params)

@@ -209,8 +209,9 @@ def test_an_index_of_an_earlier_layout_is_built_again_keeping_the_genius_answers
         "INSERT INTO sources VALUES ('uk-charts', 99, '2026-01-01T00:00:00Z');"
         "CREATE TABLE lyrics_lookups (track_key TEXT PRIMARY KEY, title TEXT NOT NULL, artist_key TEXT NOT NULL,"
         " song_id TEXT, artist_id TEXT, asked_at TEXT NOT NULL) WITHOUT ROWID;"
-        "INSERT INTO lyrics_lookups VALUES ('cuttothefeeling|carlyraejepsen', 'Cut to the Feeling', 'carlyraejepsen',"
-        " '2955349', '21150', '2026-11-01T00:00:00Z');")
+        # asked under a version's title, keyed as tracks were before version marks were folded: keyed again
+        "INSERT INTO lyrics_lookups VALUES ('cuttothefeelingradioedit|carlyraejepsen', 'Cut to the Feeling - Radio Edit',"
+        " 'carlyraejepsen', '2955349', '21150', '2026-11-01T00:00:00Z');")
     old.close()
     _snapshot(tmp_path, "uk-charts", "singles", "2026-11-13", SONGS)
     with client(tmp_path, [ah.GROUP]) as live:

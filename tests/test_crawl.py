@@ -556,6 +556,57 @@ def test_a_body_past_the_upstreams_cap_is_not_read(data: Path, monkeypatch: pyte
     assert outcome.error == f"{MELON_URL}: the body is larger than 65536 bytes; not read further"
 
 
+def test_fetch_any_retries_a_server_before_the_next_and_logs_the_one_that_answered(
+        data: Path, waits: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A target fetching from an upstream's servers in turn (the radio directory's way): each server is a Fetcher
+    fetch (a 503 retried on the same server, a body past the cap refused), a server out of sync (404, a body the
+    parser refuses) moves on, and the fetch log names the server that answered."""
+    monkeypatch.setitem(upstreams.BODY_LIMITS, "MELON", 1024 * 1024)
+    body = _melon_body()
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        host = request.url.host
+        seen.append(host)
+        if host == "big.test":
+            return httpx.Response(200, content=b" " * (2 * 1024 * 1024))
+        if host == "stale.test":
+            return httpx.Response(404, content=b"no such page")
+        if host == "flaky.test" and seen.count(host) == 1:
+            return httpx.Response(503, content=b"busy")
+        return httpx.Response(200, content=body, headers={"content-type": "text/html; charset=utf-8"})
+
+    plain = _melon_realtime()[0]
+    (request,) = plain.requests
+
+    async def fetch(fetcher: Any, ctx: Any) -> list[Any]:
+        origins = ["http://big.test", "http://stale.test", "http://flaky.test", "http://late.test"]
+        at, fetched, _ = await fetcher.fetch_any(request, origins, lambda b: b if b.startswith(b"<") else None)
+        assert at == "http://flaky.test"
+        return [fetched]
+
+    target = CrawlTarget(plain.key, (), plain.build, plain.expected_rows, fetch=fetch)
+    (outcome,) = _crawl([target], httpx.MockTransport(handler))
+    assert outcome.status == "ok", outcome.error
+    assert seen == ["big.test", "stale.test", "flaky.test", "flaky.test"]  # the 503 retried there, late.test never asked
+    assert _last_log(data)[5] == "http://flaky.test" + request.path
+    assert len(waits) == 1  # the backoff before the retry (no pause between requests in tests)
+
+    def failing(request_: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=b"{}")  # a body the parser refuses, from every server
+
+    async def parsed(fetcher: Any, ctx: Any) -> list[Any]:
+        def refuse(b: bytes) -> bytes:
+            raise upstreams.UpstreamFormatError("not the chart's markup")
+        await fetcher.fetch_any(request, ["http://a.test", "http://b.test"], refuse)
+        return []
+
+    (outcome,) = _crawl([CrawlTarget(plain.key, (), plain.build, fetch=parsed)], httpx.MockTransport(failing))
+    assert outcome.status == "failed"
+    assert outcome.error == ("MELON: every server failed: http://a.test: not the chart's markup; "
+                             "http://b.test: not the chart's markup")
+
+
 def test_the_deadline_counts_from_the_request_not_the_queue(data: Path) -> None:
     """Four charts through one connection slot, each answered in 0.3 s, with a 0.5 s deadline: all commit,
     though the last waited 0.9 s for its turn."""

@@ -156,4 +156,5 @@ def test_a_command_outside_the_lock_runs_while_a_crawl_holds_it(data: Path, monk
     with crawl_lock("tiny"):
         assert cli.main(["monitor", "tiny"], current()) == 0
     assert ran == ["ran"]
-    assert "@reboot" in cli.crontab(Path("/srv/chartgw")) and "monitor tiny" in cli.crontab(Path("/srv/chartgw"))
+    tab = cli.crontab(("chartgw",), Path("/srv/chartgw"))
+    assert "@reboot CHARTGW_DATA_DIR=/srv/chartgw chartgw monitor tiny >> /srv/chartgw/tiny-monitor.log 2>&1" in tab

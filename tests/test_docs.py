@@ -76,14 +76,23 @@ def test_readme_names_the_two_setup_commands_and_every_upstream_variable() -> No
             assert f"CHARTGW_UPSTREAM_{name}" in text
 
 
-def test_crontab_covers_every_schedule_in_kst() -> None:
-    tab = crontab(Path("/srv/chartgw"))
+def test_crontab_covers_every_schedule_in_kst_calling_the_program_with_its_data_folder() -> None:
+    tab = crontab(("/opt/chartgw/bin/chartgw",), Path("/var/lib/chartgw"))
     assert "CRON_TZ=Asia/Seoul" in tab
     lines = [line for line in tab.splitlines() if re.match(r"^[\d*]", line)]
     assert len(lines) == sum(len(g.schedules) for g in GROUPS)
-    assert any(line.startswith("*/5 * * * * /srv/chartgw/scripts/crawl korea-chart --site portal-d --chart-type rising")
+    assert any(line.startswith("*/5 * * * * CHARTGW_DATA_DIR=/var/lib/chartgw /opt/chartgw/bin/chartgw crawl korea-chart "
+                               "--site portal-d --chart-type rising --wait 240 >> /var/lib/chartgw/crawl.log 2>&1")
                for line in lines)
-    assert all("--wait 240" in line for line in lines)
+    assert all("--wait 240" in line and " CHARTGW_DATA_DIR=/var/lib/chartgw /opt/chartgw/bin/chartgw crawl " in line
+               for line in lines)
+    boot = [line for line in tab.splitlines() if line.startswith("@reboot")]
+    assert boot == ["@reboot CHARTGW_DATA_DIR=/var/lib/chartgw /opt/chartgw/bin/chartgw monitor radio"
+                    " >> /var/lib/chartgw/radio-monitor.log 2>&1",
+                    "@reboot CHARTGW_DATA_DIR=/var/lib/chartgw /opt/chartgw/bin/chartgw deliver"
+                    " >> /var/lib/chartgw/deliver.log 2>&1"]
+    quoted = crontab(("/usr/bin/python3", "-m", "chartgw"), Path("/srv/my data"))
+    assert "CHARTGW_DATA_DIR='/srv/my data' /usr/bin/python3 -m chartgw crawl korea-chart" in quoted
 
 
 def test_every_document_validates_and_declares_what_clients_need(all_groups_data: Path) -> None:

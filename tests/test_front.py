@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
+from html import escape
 from pathlib import Path
+from typing import Any
 
 import msgspec
+import pytest
 
 from chartgw.groups import GROUPS
-from tests.fixtures import FIXED_NOW, client
+from chartgw.reasons import UNEXPLAINED
+from tests.fixtures import FIXED_NOW, client, configure, copy_data
 
 
 def test_the_status_page_lists_every_group_as_json_without_a_key(all_groups_data: Path) -> None:
@@ -77,3 +81,66 @@ def test_one_openapi_document_over_every_group_whose_refs_all_resolve(all_groups
     refs = set(re.findall(r'"#/components/schemas/([^"]+)"', json.dumps(document)))
     assert refs and refs <= set(schemas)
     assert document["components"]["securitySchemes"]["APIKeyHeader"]["name"] == "X-API-Key"
+
+
+# --- reasons ---------------------------------------------------------------------------------------------------
+
+def _page(data: Path, now: datetime = FIXED_NOW + timedelta(minutes=10)) -> dict[str, Any]:
+    with client(data, now=now) as api:
+        response = api.get("/", headers={"Accept": "application/json"})
+        html = api.get("/", headers={"Accept": "text/html"})
+    assert response.status_code == 200 and html.status_code == 200
+    page = response.json()
+    for group in page["groups"]:
+        assert (group["status"] == "ok") is (group["reasons"] == []), group
+        for reason in group["reasons"]:
+            assert reason != UNEXPLAINED, group
+            assert escape(reason) in html.text
+    return page
+
+
+@pytest.mark.parametrize(("setting", "value", "group"), [
+    ("CHARTGW_STREAMING_COUNTRIES", "us,zz", "streaming"),
+    ("CHARTGW_VIDEO_COUNTRIES", "xx", "video"),
+    ("CHARTGW_UK_CHARTS", "singles,bogus", "uk-charts"),
+])
+def test_a_bad_setting_shows_its_group_misconfigured_with_the_reason_never_a_500(
+        all_groups_data: Path, setting: str, value: str, group: str) -> None:
+    configure(setting, value)
+    page = _page(all_groups_data)
+    rows = {g["name"]: g for g in page["groups"]}
+    assert rows[group]["status"] == "misconfigured" and rows[group]["reasons"][0].startswith(f"{setting}: ")
+    assert value.split(",")[-1] in rows[group]["reasons"][0]
+    assert rows["korea-chart"]["status"] == "ok" and page["status"] == "degraded"
+
+
+def test_a_fresh_demo_is_ok_or_says_why_not(all_groups_data: Path) -> None:
+    rows = {g["name"]: g for g in _page(all_groups_data)["groups"]}
+    assert {name for name, g in rows.items() if g["status"] != "ok"} == {
+        "streaming", "short-video", "radio", "artist-history-api"}
+    # The demo's samples cover 3 of the 8 countries /streaming crawls by default (CHARTGW_STREAMING_COUNTRIES).
+    assert rows["streaming"]["reasons"] == [
+        "15 of 24 targets never crawled: regional-daily/gb, regional-daily/de, regional-daily/jp (+12 more)"]
+    assert rows["short-video"]["reasons"] == [
+        "CHARTGW_CHARTMETRIC_REFRESH_TOKEN is not set: nothing is crawled; stored charts are still served"]
+    assert rows["radio"]["reasons"] == ["monitor not running (stopped 2026-11-20T05:30:00Z)"]
+    assert rows["artist-history-api"]["reasons"][-1].startswith("nothing indexed yet")
+
+
+def test_every_group_without_data_says_why(tmp_path: Path) -> None:
+    rows = {g["name"]: g for g in _page(tmp_path)["groups"]}
+    assert all(g["status"] == "degraded" for g in rows.values())
+    assert rows["korea-chart"]["reasons"][0].startswith("17 of 17 snapshots never crawled: portal-a/realtime, ")
+    assert rows["recognition"]["reasons"] == ["discovery never crawled"]
+    assert rows["dj-rankings"]["reasons"] == ["latest list never crawled"]
+    assert rows["radio"]["reasons"][0] == "monitor not running (never started)"
+
+
+def test_a_broken_file_is_its_groups_row_not_the_pages(all_groups_data: Path, tmp_path: Path) -> None:
+    data = copy_data(all_groups_data, tmp_path / "data")
+    for file in data.glob("video.sqlite*"):
+        file.unlink()
+    (data / "video.sqlite").write_bytes(b"this is not a database" * 500)
+    rows = {g["name"]: g for g in _page(data)["groups"]}
+    assert rows["video"]["status"] == "failing" and "DatabaseError" in " ".join(rows["video"]["reasons"])
+    assert rows["korea-chart"]["status"] == "ok"

@@ -14,39 +14,16 @@ import httpx
 import pytest
 
 from chartgw.groups import GROUPS
+from tests.browser import By, chromium, load
 from tests.fixtures import FIXED_NOW, client, copy_data, serving
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 NOW = FIXED_NOW + timedelta(minutes=10)
-
-for _binary in (CHROMIUM, CHROMEDRIVER):
-    if not _binary.is_file():
-        pytest.skip(f"{_binary} absent: install Debian's chromium and chromium-driver (scripts/test does as root)",
-                    allow_module_level=True)
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium not installed (pip install -e '.[test]')")
-from selenium.webdriver.common.by import By  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """Headless chromium with an empty profile, logging the console. Kept off the network: no Google
-    services, no proxy, and no name but 127.0.0.1 resolves (without these it looks up Google hosts); and
-    away from Selenium Manager, which would download drivers, by explicit driver and browser paths."""
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-extensions", "--no-proxy-server", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=webdriver.ChromeService(str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(30)
-    try:
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def serve(data: Path) -> Any:
@@ -58,16 +35,6 @@ def serve(data: Path) -> Any:
 def gateway(all_groups_data: Path) -> Iterator[str]:
     with serve(all_groups_data) as base:
         yield base
-
-
-def load(driver: Any, url: str) -> None:
-    """Open `url` and fail on any SEVERE console entry (printed) the page caused."""
-    driver.get_log("browser")  # drop what an earlier page logged
-    driver.get(url)
-    errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
-    for entry in errors:
-        print(entry)
-    assert not errors, f"console errors on {url}: {errors}"
 
 
 def rendered_row(driver: Any, group: dict[str, Any]) -> Any:

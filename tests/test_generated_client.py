@@ -15,20 +15,24 @@ import importlib
 import inspect
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from datetime import date, datetime
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from chartgw import artist_history as index
 from chartgw.clock import fixed
+from chartgw.groups import GROUPS
+from chartgw.hooks import HookStore
 from tests.fixtures import FIXED_NOW, TEST_KEY, client, copy_data, data_dir, serving
 
 CLIENTS_DOC = Path(__file__).resolve().parents[1] / "docs" / "clients.md"
@@ -82,8 +86,11 @@ CALLS: dict[str, dict[str, Any]] = {
     "artist_history_api_get_artist_history": {"name": ARTIST},
     "artist_history_api_get_artist_history_plot": {"name": ARTIST},
     "artist_history_api_get_artist_history_coverage": {"name": ARTIST},
+    "get_hooks_id_deliveries": {"id": 1},
 }
 """Arguments of the operations that need some (held in the demo data at FIXED_NOW); the others get none."""
+DIFF_CALLS: dict[str, dict[str, Any]] = {}
+"""Each group's GET /diff with a target its demo data has changes of (the served fixture finds them)."""
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +99,12 @@ def served(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     path = copy_data(all_groups_data, tmp_path_factory.mktemp("client") / "data")
     with data_dir(path):
         index.index_all(now=fixed(FIXED_NOW))
+        HookStore().create(0, "https://hooks.example.test/in", [], [], [g.name for g in GROUPS], FIXED_NOW)  # hook 1
+    for group in GROUPS:
+        if group.targets is not None:
+            with sqlite3.connect(path / f"{group.name}.sqlite") as db:
+                target = db.execute("SELECT target FROM changes ORDER BY id DESC LIMIT 1").fetchone()[0]
+            DIFF_CALLS[f"{group.name.replace('-', '_')}_get_diff"] = {"target": target}
     with serving(client(path).app, lifespan="on") as base:
         yield base
 
@@ -121,12 +134,21 @@ def generated(served: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
             del sys.modules[name]
 
 
-def _operations(package: types.ModuleType) -> dict[str, types.ModuleType]:
-    """Every generated GET operation module, by operation id."""
-    folder = Path(package.__file__).parent / "api" / "default"  # type: ignore[arg-type]
-    modules = {p.stem: importlib.import_module(f"{PACKAGE}.api.default.{p.stem}") for p in folder.glob("*.py")
+def _operations(package: types.ModuleType, skip_paths: Collection[str] = ()) -> dict[str, types.ModuleType]:
+    """Every generated GET operation module, by operation id, but those of `skip_paths`."""
+    folder = Path(package.__file__).parent / "api"  # type: ignore[arg-type]
+    modules = {p.stem: importlib.import_module(f"{PACKAGE}.api.{p.parent.name}.{p.stem}") for p in folder.glob("*/*.py")
                if p.stem != "__init__"}
-    return {name: module for name, module in modules.items() if '"method": "get"' in inspect.getsource(module)}
+    return {name: module for name, module in modules.items() if '"method": "get"' in (source := inspect.getsource(module))
+            and not any(f'"url": "{path}"' in source for path in skip_paths)}
+
+
+def _event_streams(served: str) -> set[str]:
+    """The paths answering Server-Sent Events: a stream never ends, so a generated client's call would wait for ever
+    (tests/test_feed_streams.py tests them as streams)."""
+    document = httpx.get(served + "/openapi.json", trust_env=False).json()
+    return {path for path, item in document["paths"].items()
+            if "text/event-stream" in item.get("get", {}).get("responses", {}).get("200", {}).get("content", {})}
 
 
 def _argument(annotation: Any, value: Any) -> Any:
@@ -142,7 +164,8 @@ def _argument(annotation: Any, value: Any) -> Any:
 def _call(module: types.ModuleType, api: Any, **extra: Any) -> Any:
     name = module.__name__.rsplit(".", 1)[1]
     hints = typing.get_type_hints(module.sync_detailed)
-    arguments = {key: _argument(hints[key], value) for key, value in CALLS.get(name, {}).items()}
+    given = CALLS.get(name) or DIFF_CALLS.get(name, {})
+    arguments = {key: _argument(hints[key], value) for key, value in given.items()}
     return module.sync_detailed(client=api, **arguments, **extra)
 
 
@@ -159,7 +182,9 @@ def _same(sent: Any, parsed: Any) -> bool:
 
 def test_generated_client_calls_every_get_endpoint_and_its_conditional_get(
         served: str, generated: types.ModuleType) -> None:
-    operations = _operations(generated)
+    streams = _event_streams(served)
+    assert streams == {"/changes/stream"}
+    operations = _operations(generated, streams)  # each group's /diff is called with a target it holds (DIFF_CALLS)
     assert len(operations) >= 140 and set(CALLS) <= set(operations), sorted(set(CALLS) - set(operations))
     api = generated.AuthenticatedClient(base_url=served, token=TEST_KEY, auth_header_name="X-API-Key", prefix="",
                                         raise_on_unexpected_status=True)
@@ -203,3 +228,28 @@ def test_readme_shows_a_generated_client_sending_the_key(served: str, generated:
     exec(compile(source, "docs/clients.md", "exec"), namespace)
     assert namespace["chart"].country == "kr" and namespace["chart"].entries
     assert namespace["again"].status_code == 304 and namespace["again"].parsed is None
+
+
+def test_generated_client_sends_every_value_of_an_array_parameter(served: str, generated: types.ModuleType) -> None:
+    """The artist-history ids are arrays in the document, so the generated function takes a list and sends the
+    parameter once per value (`?isrc=A&isrc=B`): the gateway answers for both, as for `?isrc=A,B`."""
+    import httpx
+
+    module = importlib.import_module(f"{PACKAGE}.api.artist_history_api.artist_history_api_get_artist_history")
+    hints = typing.get_type_hints(module.sync_detailed)
+    assert list[str] in typing.get_args(hints["isrc"]) and list[int] in typing.get_args(hints["analytics_track"])
+    api = generated.AuthenticatedClient(base_url=served, token=TEST_KEY, auth_header_name="X-API-Key", prefix="",
+                                        raise_on_unexpected_status=True)
+    with api:
+        everything = module.sync_detailed(client=api, name=ARTIST, limit=50000).parsed
+        isrcs = sorted({r.isrc for r in everything.rows if isinstance(r.isrc, str)})[:2]
+        tracks = sorted({int(r.analytics_track) for r in everything.rows if isinstance(r.analytics_track, str)})[:2]
+        assert len(isrcs) == len(tracks) == 2
+        both = module.sync_detailed(client=api, isrc=isrcs, analytics_track=tracks, limit=50000)
+    assert both.status_code == 200
+    assert both.parsed.query.ids.to_dict() == {"isrc": isrcs, "analytics_track": [str(t) for t in tracks]}
+    found = {r.isrc for r in both.parsed.rows} | {r.analytics_track for r in both.parsed.rows}
+    assert set(isrcs) <= found and {str(t) for t in tracks} <= found
+    comma = httpx.get(f"{served}/artist-history-api/artist-history", headers={"X-API-Key": TEST_KEY},
+                      params={"isrc": ",".join(isrcs), "analytics_track": ",".join(map(str, tracks)), "limit": 50000})
+    assert json.loads(both.content) == comma.json()

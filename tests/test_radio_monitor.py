@@ -22,6 +22,7 @@ import pytest
 from chartgw.groups.radio.monitor import Monitor
 from chartgw.groups.radio.storage import Watched, commit_batch, open_db, play_writes, select_stations
 from chartgw.samples.radio import Mount, RadioStreamServer, Schedule, free_port
+from chartgw.store import Query
 from tests.fixtures import FIXED_NOW
 
 
@@ -279,7 +280,7 @@ def test_batches_are_all_or_nothing(path: Path) -> None:
     db = open_db(path)
     good = play_writes("a", FIXED_NOW, FIXED_NOW, "A - B", "track", "A", "B", "icy")
     with pytest.raises(sqlite3.OperationalError):
-        commit_batch(db, [*good, ("INSERT INTO no_such_table VALUES (1)", ())])
+        commit_batch(db, [*good, (Query("bad", "INSERT INTO no_such_table VALUES (1)"), ())])
     assert db.execute("SELECT count(*) FROM plays").fetchone()[0] == 0
     commit_batch(db, good)
     assert db.execute("SELECT count(*) FROM plays").fetchone()[0] == 1

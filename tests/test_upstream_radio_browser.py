@@ -4,12 +4,14 @@ read back, and refusal of bodies that are not the directory's."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import httpx
 import pytest
 
+from chartgw.crawl import CrawlError, Fetcher, RetryPolicy
 from chartgw.replay import Reply, replaying, request_key
 from chartgw.samples import radio as samples
 from chartgw.upstreams import UpstreamFormatError, radio_browser
@@ -185,14 +187,19 @@ def test_fetch_fails_over_to_the_next_server() -> None:
             replaying({request_key(request): Reply(body, content_type=samples.JSON_TYPE)}) as good:
 
         def run(origins: list[str]) -> tuple[str, list[Station]]:
-            with httpx.Client(timeout=5) as client:
-                return radio_browser.fetch_with_failover(client, origins, request, radio_browser.parse_stations)
+            async def fetch() -> tuple[str, list[Station]]:  # what the directory crawl runs: the runner's Fetcher
+                async with httpx.AsyncClient(timeout=5) as client:
+                    origin, _, stations = await Fetcher(client, RetryPolicy()).fetch_any(
+                        request, origins, radio_browser.parse_stations)
+                    return origin, stations
+
+            return asyncio.run(fetch())
 
         origin, stations = run([dead, broken.origin, wrong.origin, good.origin])
         assert origin == good.origin
         assert [s.name for s in stations] == ["Hit Radio DE", "Pop Wave DE"]
         assert good.seen[0][1]["user-agent"].startswith("chartgw/")
-        with pytest.raises(UpstreamFormatError) as error:
+        with pytest.raises(CrawlError) as error:  # every server failed: the target's crawl fails with why
             run([dead, broken.origin, wrong.origin])
         message = str(error.value)
         assert "ConnectError" in message and "HTTP 503" in message and "markup" in message

@@ -100,11 +100,14 @@ def seed(names: Sequence[str] | None = None, now: datetime | None = None) -> lis
 
 def keep_fresh(every_seconds: float) -> int:
     """Seed every group again every `every_seconds` at the time of day, until interrupted: the demo's
-    snapshots stay within their cadence while `scripts/serve` runs. One line per round on stderr."""
+    snapshots stay within their cadence while `scripts/serve` runs. One line per round on stderr; SIGTERM (as
+    `chartgw.cli` raises it) or Ctrl-C stops it between rounds or within one, with 0."""
     import sys
     import time
 
-    try:
+    try:  # (a stop right after the line below is inside the try too)
+        print(f"demo: crawling the samples again every {every_seconds:g} s until stopped (SIGINT or SIGTERM)",
+              file=sys.stderr, flush=True)
         while True:
             time.sleep(every_seconds)
             outcomes = seed()

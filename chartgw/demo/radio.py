@@ -4,8 +4,6 @@ crawled from replayed radio-browser answers listing them, and the real monitor r
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import sqlite3
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -15,7 +13,7 @@ from chartgw import config
 from chartgw.clock import fixed
 from chartgw.crawl import Outcome
 from chartgw.group import crawl_group, retention
-from chartgw.groups.radio import GROUP
+from chartgw.groups.radio import GROUP, storage
 from chartgw.groups.radio.directory import countries, tags
 from chartgw.groups.radio.monitor import Monitor, MonitorReport, run_until_signalled
 from chartgw.groups.radio.rollup import rollup
@@ -23,7 +21,7 @@ from chartgw.groups.radio.routes import HEARTBEAT_GRACE
 from chartgw.groups.radio.settings import DIRECTORY_LIMIT_SETTING, NAME
 from chartgw.replay import Reply, replay_upstreams, request_key
 from chartgw.samples import radio as samples
-from chartgw.store import group_db_path, iso
+from chartgw.store import group_db_path, iso, read_once
 from chartgw.upstreams import radio_browser as rb
 
 SEED_STEP = timedelta(seconds=60)
@@ -110,15 +108,11 @@ def _recorded(now: datetime) -> tuple[bool, bool]:
     """Whether the group file holds plays already, and whether a monitor is running on it (a heartbeat
     within HEARTBEAT_GRACE of `now`, not stopped)."""
     path = group_db_path(NAME)
-    if not path.exists():
+    played, runs = read_once(path, storage.ANY_PLAY), read_once(path, storage.LAST_RUN)
+    if not played or runs is None:  # no file or no monitor tables yet
         return False, False
-    with contextlib.closing(sqlite3.connect(path, timeout=30)) as db:
-        try:
-            played = db.execute("SELECT count(*) FROM plays").fetchone()[0] > 0
-            run = db.execute("SELECT heartbeat_at, stopped_at FROM monitor_runs ORDER BY id DESC LIMIT 1").fetchone()
-        except sqlite3.OperationalError:  # no monitor tables yet
-            return False, False
-    return played, bool(run and run[1] is None and run[0] >= iso(now - HEARTBEAT_GRACE))
+    run = runs[0] if runs else None
+    return bool(played[0][0]), bool(run and run[2] is None and run[1] >= iso(now - HEARTBEAT_GRACE))
 
 
 async def _session(clock: SteppedClock, start: datetime, end: datetime) -> None:

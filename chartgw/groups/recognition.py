@@ -56,8 +56,6 @@ MAX_AGE = 600
 _SLUG_CHARS = re.compile(r"[a-z0-9-]+")
 _decode_catalogue = msgspec.json.Decoder(CatalogueEntry).decode
 _decode_track_list = msgspec.json.Decoder(TrackList).decode
-NEWEST = "chart_date DESC, chart_hour DESC, id DESC"
-"""What "latest" means for the store's readers: the newest chart time, then the newest fetch."""
 
 
 # --- crawl ----------------------------------------------------------------------------------------------

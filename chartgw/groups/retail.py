@@ -15,7 +15,6 @@ marketplace, keyed by ASIN.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -28,7 +27,20 @@ from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched
 from chartgw.endpoints import ApiError, Call, not_found
 from chartgw.params import InvalidParams, Param, accepts, literal_error
 from chartgw.responses import Describe, HealthHead, SnapshotMeta, TargetStatus, records_array, snapshot_meta
-from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, StoredEntry, glob_escape, group_db_path, iso, parse_iso
+from chartgw.store import (
+    Coverage,
+    NewSnapshot,
+    RunRow,
+    SnapshotReader,
+    SnapshotRow,
+    StoredEntry,
+    glob_escape,
+    group_db_path,
+    iso,
+    parse_iso,
+    read_once,
+    tables,
+)
 from chartgw.text import artist_key, search_key, split_artists, title_key
 from chartgw.upstreams import amazon
 from chartgw.upstreams.amazon import AmazonPageError, RetailEntry, RetailItem, RetailRaw
@@ -405,20 +417,8 @@ def streaks(runs: Iterable[tuple[str, bytes]], wanted: Sequence[str]) -> dict[st
 
 def stored_streaks(group: str, wanted: Sequence[str]) -> dict[str, Streak]:
     """The streaks recorded in the group's file, read at crawl time (no file yet: no failures)."""
-    path = group_db_path(group)
-    if not path.exists():
-        return streaks([], wanted)
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
-    try:
-        rows = db.execute("SELECT started_at, detail FROM crawl_runs WHERE kind = 'crawl' ORDER BY id DESC LIMIT ?",
-                          (RUNS_READ,)).fetchall()
-    except sqlite3.OperationalError as exc:
-        if "no such table" not in str(exc):
-            raise
-        rows = []
-    finally:
-        db.close()
-    return streaks(rows, wanted)
+    runs = [RunRow(*row) for row in read_once(group_db_path(group), tables.RUNS, ("crawl", RUNS_READ)) or []]
+    return streaks(((r.started_at, r.detail) for r in runs), wanted)
 
 
 def backoff_hours() -> tuple[int, int]:
@@ -519,11 +519,16 @@ class _Meta(msgspec.Struct):
 _meta = msgspec.json.Decoder(_Meta)
 
 
-async def snapshot_name(reader: SnapshotReader, snapshot_id: int) -> str | None:
-    rows = await reader.fetchall("SELECT meta FROM snapshots WHERE id = ?", (snapshot_id,))
-    if not rows or rows[0][0] is None:
+def held_span(held: Coverage | None) -> tuple[int, str | None, str | None, str | None]:
+    """(snapshots, first and last chart date, last fetch) of a target's coverage; nothing held: (0, None, ...)."""
+    return (held.snapshots, held.first, held.last, held.last_fetched_at) if held else (0, None, None, None)
+
+
+def snapshot_name(row: SnapshotRow) -> str | None:
+    """The list's name as the page printed it (kept in the snapshot's meta)."""
+    if row.meta is None:
         return None
-    meta = _meta.decode(rows[0][0])
+    meta = _meta.decode(row.meta)
     return meta.name or meta.heading
 
 
@@ -540,7 +545,7 @@ async def chart_response(call: Call, target: str, where: str, limit: int, includ
     row = await latest_row(reader, target, key, where)
     records = await reader.records(row.id, limit)
     market, chart = split_target(target)
-    return ChartResponse(key, market, chart, await snapshot_name(reader, row.id),
+    return ChartResponse(key, market, chart, snapshot_name(row),
                          snapshot_meta(row, CADENCE_SECONDS, call.now), len(records), listing(records, include_raw))
 
 
@@ -548,12 +553,12 @@ async def rank_response(call: Call, target: str, where: str, rank: int, include_
     reader = call.data.reader
     key = key_of(target)
     row = await latest_row(reader, target, key, where)
-    found = await reader.fetchall("SELECT record FROM entries WHERE snapshot_id = ? AND rank = ? LIMIT 1", (row.id, rank))
-    if not found:
+    found = await reader.record_at_rank(row.id, rank)
+    if found is None:
         raise not_found(f"Rank {rank} is past the {row.row_count} rows of {key}'s latest snapshot")
     market, chart = split_target(target)
     return RankResponse(key, market, chart, snapshot_meta(row, CADENCE_SECONDS, call.now),
-                        one_record(found[0][0], include_raw))
+                        one_record(found, include_raw))
 
 
 def cadence_of(target: str) -> int:
@@ -578,7 +583,3 @@ def unknown(what: str, value: str, where: str) -> ApiError:
     return not_found(f"Unknown {what} {value!r}; {where} lists them")
 
 
-async def coverage(reader: SnapshotReader) -> dict[str, tuple[int, str, str, str]]:
-    """Per target: snapshots stored, first and last chart date, last fetch."""
-    return {row[0]: (row[1], row[2], row[3], row[4]) for row in await reader.fetchall(
-        "SELECT target, count(*), min(chart_date), max(chart_date), max(fetched_at) FROM snapshots GROUP BY target")}

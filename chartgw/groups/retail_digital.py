@@ -21,7 +21,7 @@ from chartgw.group import EntryMapping, Group, Schedule
 from chartgw.groups import retail
 from chartgw.params import Param
 from chartgw.responses import (
-    BUNDLE_ROWS,
+    BUNDLE_LIMIT,
     RunInfo,
     SnapshotMeta,
     health_route,
@@ -155,7 +155,7 @@ async def latest(call: Call) -> LatestResponse:
     charts = []
     for row in rows:
         market, chart = retail.split_target(row.target)
-        charts.append(ChartSummary(retail.key_of(row.target), market, chart, await retail.snapshot_name(reader, row.id),
+        charts.append(ChartSummary(retail.key_of(row.target), market, chart, retail.snapshot_name(row),
                                    snapshot_meta(row, retail.CADENCE_SECONDS, call.now)))
     return LatestResponse(run_info(runs[0]) if runs else None, len(charts), charts)
 
@@ -165,8 +165,8 @@ async def feed(call: Call) -> FeedResponse:
     charts = []
     for row in await _latest_rows(call):
         market, chart = retail.split_target(row.target)
-        records = await reader.records(row.id, BUNDLE_ROWS)
-        charts.append(FeedChart(retail.key_of(row.target), market, chart, await retail.snapshot_name(reader, row.id),
+        records = await reader.records(row.id, call.params["limit"])
+        charts.append(FeedChart(retail.key_of(row.target), market, chart, retail.snapshot_name(row),
                                 snapshot_meta(row, retail.CADENCE_SECONDS, call.now), len(records),
                                 records_array(records)))
     return FeedResponse(len(charts), charts)
@@ -183,7 +183,7 @@ def _url(market: str, chart: str) -> str | None:
 
 async def charts(call: Call) -> ChartsResponse:
     reader = call.data.reader
-    covered = await retail.coverage(reader)
+    covered = await reader.coverage()
     newest = {row.target: row for row in await reader.latest_per_target(retail.market_pattern())}
     wanted = configured_lists()
     landing_markets = {m for m, s in configured() if s == retail.LANDING}
@@ -193,10 +193,10 @@ async def charts(call: Call) -> ChartsResponse:
         if market not in amazon.MARKETPLACES:
             continue
         row = newest.get(target)
-        count, first, last, fetched = covered.get(target, (0, None, None, None))
+        count, first, last, fetched = retail.held_span(covered.get(target))
         landing = chart.startswith(retail.LANDING + "-")
         infos.append(ChartInfo(retail.key_of(target), market, chart, "landing" if landing else "list",
-                               await retail.snapshot_name(reader, row.id) if row else None, _url(market, chart),
+                               retail.snapshot_name(row) if row else None, _url(market, chart),
                                target in wanted or (landing and market in landing_markets), count, first, last, fetched,
                                row.row_count if row else None))
     return ChartsResponse(retail.CADENCE_SECONDS, len(infos), infos)
@@ -218,8 +218,9 @@ ROUTES: tuple[Route, ...] = (
     snapshots_route(retail.cadence_of, "Stored snapshots of every chart, newest first"),
     Route("/latest", latest, rows="charts", response=LatestResponse,
           summary="The latest crawl run and every chart's latest snapshot summary"),
-    Route("/charts.json", feed, rows="charts", response=FeedResponse,
-          summary="The raw feed: every chart's latest rows as received (with the verbatim texts)"),
+    Route("/charts.json", feed, (BUNDLE_LIMIT,), rows="charts", response=FeedResponse,
+          summary="The raw feed: every chart's latest rows as received (with the verbatim texts), 100 rows each "
+                  "unless limit says fewer"),
     Route("/charts", charts, errors=(), rows="charts", response=ChartsResponse,
           summary="Chart keys with marketplace, category, source and snapshot coverage"),
     Route("/charts/{chart_key}/latest", chart_latest, (

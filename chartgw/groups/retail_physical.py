@@ -8,6 +8,7 @@ grid: 100 ranks) and kept as one snapshot per day, with no retention limit, so a
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 import msgspec
@@ -19,7 +20,7 @@ from chartgw.group import EntryMapping, Group, Schedule
 from chartgw.groups import retail
 from chartgw.params import Param
 from chartgw.responses import SnapshotsResponse, health_route, snapshot_meta
-from chartgw.store import glob_escape
+from chartgw.store import Query, Storage, glob_escape
 from chartgw.upstreams import amazon
 
 NAME = "retail-physical"
@@ -167,7 +168,7 @@ async def resolve(call: Call, key: str | None) -> str:
 
 async def categories(call: Call) -> CategoriesResponse:
     reader = call.data.reader
-    coverage: dict[str, tuple[int, str | None, str | None, str | None]] = {**await retail.coverage(reader)}
+    coverage = await reader.coverage()
     wanted = configured_targets()
     infos = []
     for target in [*wanted, *sorted(t for t in coverage if t not in wanted)]:
@@ -176,7 +177,7 @@ async def categories(call: Call) -> CategoriesResponse:
             continue
         found = amazon.category(GROUP_KIND, slug)
         path = found.paths.get(market)
-        count, first, last, fetched = coverage.get(target, (0, None, None, None))
+        count, first, last, fetched = retail.held_span(coverage.get(target))
         infos.append(CategoryInfo(retail.key_of(target), market, slug, found.name,
                                   f"https://{amazon.MARKETPLACES[market].host}{amazon.grid_path(path)}" if path else "",
                                   market in found.guessed, target in wanted, count, first, last, fetched))
@@ -200,8 +201,13 @@ async def snapshots(call: Call) -> SnapshotsResponse:
     return SnapshotsResponse(len(rows), [snapshot_meta(row, retail.CADENCE_SECONDS, call.now) for row in rows])
 
 
-RECORD_CHUNK = 400
-"""Appearances whose records are read per statement (two bound values each)."""
+APPEARANCES = Query("appearances", "SELECT s.id, s.target, s.chart_date, s.fetched_at, e.position FROM entries e"
+                                   " JOIN snapshots s ON s.id = e.snapshot_id WHERE e.item_id = ?1"
+                                   " AND (?2 IS NULL OR s.target = ?2) ORDER BY s.chart_date DESC, s.id DESC")
+"""Every listing of an item (in one list when given), newest chart first: from the item index alone."""
+RECORDS_AT = Query("records_at", "SELECT k.value ->> 0, k.value ->> 1, e.record FROM json_each(?) k"
+                                 " JOIN entries e ON e.snapshot_id = k.value ->> 0 AND e.position = k.value ->> 1")
+"""The records at a JSON list of [snapshot id, position]."""
 
 
 async def history(call: Call) -> ProductHistory:
@@ -211,24 +217,14 @@ async def history(call: Call) -> ProductHistory:
     asin, key, limit = call.params["asin"], call.params["category"], call.params["limit"]
     reader = call.data.reader
     target = await resolve(call, key) if key is not None else None
-    where, params = (" AND s.target = ?", [asin, target]) if target else ("", [asin])
-    rows = await reader.fetchall(
-        "SELECT s.id, s.target, s.chart_date, s.fetched_at, e.position FROM entries e"
-        f" JOIN snapshots s ON s.id = e.snapshot_id WHERE e.item_id = ?{where}"
-        " ORDER BY s.chart_date DESC, s.id DESC", params)
+    rows = await reader.fetchall(APPEARANCES, (asin, target))
     if not rows:
         scope = f" in {retail.key_of(target)}" if target else ""
         raise not_found(f"ASIN {asin} was never seen{scope}; it has appeared in no stored best-seller list")
     best = min(rows, key=lambda r: (r[4], r[2]))
     shown = rows[:limit]
-    records: dict[tuple[int, int], bytes] = {}
-    for start in range(0, len(shown), RECORD_CHUNK):
-        chunk = shown[start:start + RECORD_CHUNK]
-        found = await reader.fetchall(
-            f"WITH k(sid, pos) AS (VALUES {','.join(['(?, ?)'] * len(chunk))}) SELECT k.sid, k.pos, e.record"
-            " FROM k JOIN entries e ON e.snapshot_id = k.sid AND e.position = k.pos",
-            [value for row in chunk for value in (row[0], row[4])])
-        records.update({(sid, pos): record for sid, pos, record in found})
+    found = await reader.fetchall(RECORDS_AT, (json.dumps([(row[0], row[4]) for row in shown]),))
+    records: dict[tuple[int, int], bytes] = {(sid, pos): record for sid, pos, record in found}
     appearances = []
     title = artist = None
     for snapshot_id, seen_target, chart_date, fetched_at, position in shown:
@@ -296,5 +292,6 @@ GROUP = Group(
     delay_seconds=retail.delay_seconds,
     settings=(*retail.SETTINGS, CATEGORIES_SETTING),
     entries=EntryMapping(market="target:0", artists=None, ids={"asin": "asin"}),
+    storage=Storage(queries=(APPEARANCES, RECORDS_AT)),
 )
 

@@ -44,7 +44,7 @@ from chartgw.responses import (
     snapshot_meta,
     snapshots_route,
 )
-from chartgw.store import NewSnapshot, SnapshotRow, StoredEntry, parse_iso
+from chartgw.store import NewSnapshot, Query, SnapshotRow, Storage, StoredEntry, parse_iso
 from chartgw.targets import TargetKey
 from chartgw.upstreams import UpstreamRequest, chartmetric
 from chartgw.upstreams.chartmetric import INTERVALS, PAGE_SIZE, AccessToken, ChartmetricError, ShortVideoEntry
@@ -415,16 +415,21 @@ async def chart(call: Call) -> ChartResponse:
     code2, interval = call.params["code2"], call.params["interval"]
     row = await _latest(call, code2, interval)
     offset, limit = call.params["offset"], call.params["limit"]
-    rows = await call.data.reader.fetchall(
-        "SELECT record FROM entries WHERE snapshot_id = ? ORDER BY position LIMIT ? OFFSET ?", (row.id, limit, offset))
-    records = [r[0] for r in rows]
+    records = await call.data.reader.records(row.id, limit, offset)
     return ChartResponse(code2, interval, snapshot_meta(row, _cadence(row.target), call.now), row.row_count, offset,
                          len(records), records_array(records))
 
 
-def _chart_snapshots_sql() -> str:
-    """The newest snapshot of each chart date of one target."""
-    return "SELECT max(id) FROM snapshots WHERE target = ? GROUP BY chart_date"
+_CHART_SNAPSHOTS = "SELECT max(id) FROM snapshots WHERE target = ?1 GROUP BY chart_date"
+"""The newest snapshot of each chart date of one target."""
+APPEARANCES = Query("appearances", "SELECT s.chart_date, s.id, s.fetched_at, e.record FROM entries e JOIN snapshots s"
+                                   f" ON s.id = e.snapshot_id WHERE s.id IN ({_CHART_SNAPSHOTS})"
+                                   " AND (?2 IS NULL OR e.item_id = ?2) AND (?3 IS NULL OR instr(e.record, ?3) > 0)"
+                                   " ORDER BY s.chart_date DESC, e.position")
+"""The entries of a track id and/or naming a sound id (as a JSON string) in each chart date's snapshot, newest first."""
+CHARTS = Query("charts", f"SELECT id, chart_date, row_count FROM snapshots WHERE id IN ({_CHART_SNAPSHOTS})"
+                         " ORDER BY chart_date DESC LIMIT ?2")
+"""Each chart date's snapshot of one target, newest first."""
 
 
 async def history(call: Call) -> TrackHistoryResponse | MovementResponse:
@@ -435,17 +440,7 @@ async def history(call: Call) -> TrackHistoryResponse | MovementResponse:
     if track_id is None and sound_id is None:
         return await _movement(call, code2, interval, target)
     reader = call.data.reader
-    where, params = [], [target]
-    if track_id is not None:
-        where.append("e.item_id = ?")
-        params.append(track_id)
-    if sound_id is not None:
-        where.append("instr(e.record, ?) > 0")
-        params.append(f'"{sound_id}"')
-    rows = await reader.fetchall(
-        f"SELECT s.chart_date, s.id, s.fetched_at, e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id"
-        f" WHERE s.id IN ({_chart_snapshots_sql()}) AND {' AND '.join(where)} ORDER BY s.chart_date DESC, e.position",
-        params)
+    rows = await reader.fetchall(APPEARANCES, (target, track_id, f'"{sound_id}"' if sound_id is not None else None))
     appearances: list[Appearance] = []
     track: TrackInfo | None = None
     seen: set[int] = set()
@@ -482,9 +477,7 @@ def _mover(entry: ShortVideoEntry, rank: int | None, previous: int | None) -> Mo
 async def _movement(call: Call, code2: str, interval: str, target: str) -> MovementResponse:
     reader = call.data.reader
     limit = call.params["limit"]
-    snapshot_rows = await reader.fetchall(
-        f"SELECT id, chart_date, row_count FROM snapshots WHERE id IN ({_chart_snapshots_sql()})"
-        " ORDER BY chart_date DESC LIMIT ?", (target, limit + 1))
+    snapshot_rows = await reader.fetchall(CHARTS, (target, limit + 1))
 
     async def entries_of(snapshot_id: int) -> dict[str, ShortVideoEntry]:
         records = await reader.records(snapshot_id, MAX_ROWS)
@@ -561,6 +554,7 @@ GROUP = Group(
     settings=(TOKEN_SETTING, COUNTRIES_SETTING, INTERVALS_SETTING),
     entries=EntryMapping(market="target:0", artist=("artist",), artists="artists", title=("name",),
                          ids={"isrc": "isrc", "analytics_track": "track_id"}),
+    storage=Storage(queries=(APPEARANCES, CHARTS)),
 )
 
 assert set(CADENCE_SECONDS) == set(INTERVALS)

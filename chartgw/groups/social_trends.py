@@ -248,10 +248,9 @@ def _info(where: Location, row: SnapshotRow | None, configured: Sequence[str]) -
                         row.fetched_at if row else None)
 
 
-async def _meta(call: Call, snapshot_id: int) -> SnapshotInfo:
-    rows = await call.data.reader.fetchall("SELECT meta FROM snapshots WHERE id = ?", (snapshot_id,))
-    if rows and rows[0][0]:
-        return msgspec.json.decode(rows[0][0], type=SnapshotInfo)
+def _meta(row: SnapshotRow) -> SnapshotInfo:
+    if row.meta:
+        return msgspec.json.decode(row.meta, type=SnapshotInfo)
     return SnapshotInfo(source="unknown", as_of=None, created_at=None)
 
 
@@ -272,7 +271,7 @@ async def _trends(call: Call, where: Location) -> TrendsResponse:
         hint = "" if where.slug in crawled() else " (it is not among CHARTGW_SOCIAL_TRENDS_LOCATIONS; POST /refresh fetches it)"
         raise ApiError(404, f"No trends of {where.slug} stored yet{hint}; see {LOCATIONS_PATH}")
     records = await call.data.reader.records(row.id, call.params["limit"])
-    info = await _meta(call, row.id)
+    info = _meta(row)
     return TrendsResponse(_info(where, row, crawled()), info.source, info.as_of,
                           snapshot_meta(row, CADENCE_SECONDS, call.now), len(records), records_array(records))
 
@@ -415,7 +414,7 @@ async def refresh(call: Call) -> RefreshResponse:
                             "still served")
     rows = await call.data.reader.snapshots_with_ids([outcome.snapshot_id])
     row = rows[0]
-    info = await _meta(call, row.id)
+    info = _meta(row)
     return RefreshResponse(_info(where, row, crawled()), info.source, info.as_of, joined,
                            snapshot_meta(row, CADENCE_SECONDS, call.now), row.row_count)
 

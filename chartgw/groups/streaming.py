@@ -25,7 +25,7 @@ from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
 from chartgw.endpoints import ApiError, Call, Route, not_found
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule
-from chartgw.params import LETTER_OR_DIGIT, InvalidParams, Param, accepts, search_term
+from chartgw.params import LETTER_OR_DIGIT, InvalidParams, Param, accepts, limit_param, search_term
 from chartgw.records import stored_entry
 from chartgw.responses import (
     HealthHead,
@@ -256,6 +256,9 @@ class Appearance(msgspec.Struct):
     rank: int
     streams: int | None
     """Null on viral charts, the public overview and legacy viral imports."""
+    title: str
+    """The title as that chart printed it ("Seven (feat. Latto) (Explicit Ver.)"): versions of the song are one
+    history."""
 
 
 class HistoryResponse(msgspec.Struct):
@@ -265,7 +268,7 @@ class HistoryResponse(msgspec.Struct):
     chart_type: str | None
     count: int
     appearances: list[Appearance]
-    """Oldest chart date first; one per chart (country, chart type, date)."""
+    """Oldest chart date first; one per chart (country, chart type, date): the best ranked version that day."""
 
 
 class HealthResponse(HealthHead):
@@ -276,11 +279,12 @@ class HealthResponse(HealthHead):
     targets: list[TargetStatus]
 
 
-class _RankStreams(msgspec.Struct):
+class _TitleStreams(msgspec.Struct):
+    title: str
     streams: int | None = None
 
 
-_decode_streams = msgspec.json.Decoder(_RankStreams).decode
+_decode_title_streams = msgspec.json.Decoder(_TitleStreams).decode
 
 
 # --- handlers -----------------------------------------------------------------------------------
@@ -326,7 +330,8 @@ async def dates(call: Call) -> DatesResponse:
     found = await call.data.reader.dates(target_key(chart_type, country))
     if not found:
         raise await _no_chart(call.data.reader, country, chart_type)
-    return DatesResponse(country, chart_type, len(found), found)
+    shown = found[:call.params["limit"]] if call.params["limit"] is not None else found
+    return DatesResponse(country, chart_type, len(shown), shown)
 
 
 async def countries(call: Call) -> CountriesResponse:
@@ -377,12 +382,23 @@ async def search(call: Call) -> SearchResponse:
 
 
 async def history(call: Call) -> HistoryResponse:
+    """Every chart appearance of the song `title` names (`title_key`: featuring credits and version marks folded),
+    the best ranked of its versions per chart. Entries are found by key prefix, so a key stored before version
+    marks were folded ("sevenexplicitver") is found too, then kept only when its title names the song now."""
     artist, title, country, chart_type = (call.params[k] for k in ("artist", "title", "country", "chart_type"))
-    rows = await call.data.reader.history(title_key(title), compact(artist), _pattern(chart_type, country))
-    appearances = []
+    song = title_key(title)
+    rows = await call.data.reader.history(glob_escape(song) + "*", compact(artist), _pattern(chart_type, country))
+    best: dict[tuple[str, str], Appearance] = {}
     for row, rank, record in _one_snapshot_per_chart(rows):
+        entry = _decode_title_streams(record)
+        if title_key(entry.title) != song:
+            continue
         seen_type, seen_country = split_target(row.target)
-        appearances.append(Appearance(seen_country, seen_type, row.chart_date, rank, _decode_streams(record).streams))
+        seen = best.get((row.target, row.chart_date))
+        if seen is None or rank < seen.rank:
+            best[(row.target, row.chart_date)] = Appearance(seen_country, seen_type, row.chart_date, rank, entry.streams,
+                                                            entry.title)
+    appearances = list(best.values())  # rows come oldest chart date first, then by target
     if not appearances:
         raise not_found(f"'{title}' by '{artist}' is on no stored chart"
                         + (f" of {_pattern(chart_type, country).replace('*', 'any')}" if country or chart_type else ""))
@@ -421,7 +437,8 @@ ROUTES: tuple[Route, ...] = (
     Route("/chart", chart, (COUNTRY, CHART_TYPE, Param("chart_date", kind="date", required=True,
                                                        description="Chart date, YYYY-MM-DD"), LIMIT),
           rows="entries", response=ChartResponse, summary="The chart of a country and chart type on a date"),
-    Route("/dates", dates, (COUNTRY, CHART_TYPE), rows="dates", response=DatesResponse,
+    Route("/dates", dates, (COUNTRY, CHART_TYPE, limit_param("Dates to return, newest first", 5000, None)),
+          rows="dates", response=DatesResponse,
           summary="Chart dates stored for a country and chart type, newest first"),
     Route("/search", search, (
         Param("q", required=True, min_length=1, check=search_term,
@@ -433,7 +450,8 @@ ROUTES: tuple[Route, ...] = (
         Param("artist", required=True, min_length=1, check=search_term,
               description="An artist credited on the track (contained, normalised)"),
         Param("title", required=True, min_length=1, check=_title,
-              description="The track title (normalised; featuring credits ignored)"),
+              description="The track title, normalised: featuring credits and version marks ignored (\"Seven\" finds "
+                          "\"Seven (feat. Latto) (Explicit Ver.)\"; see chartgw.text.title_key)"),
         ANY_COUNTRY, ANY_CHART_TYPE,
     ), rows="appearances", response=HistoryResponse,
        summary="Every chart appearance of a track: date, rank and streams, oldest first"),

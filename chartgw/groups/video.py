@@ -29,7 +29,7 @@ from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedul
 from chartgw.params import InvalidParams, Param
 from chartgw.records import stored_entry
 from chartgw.responses import (
-    BUNDLE_ROWS,
+    BUNDLE_LIMIT,
     PULL_JSON_ROUTE,
     BundledChart,
     RunInfo,
@@ -313,7 +313,7 @@ async def country_latest(call: Call) -> CountryLatestResponse:
     if not rows:
         why = "yet" if code in countries() else f"({code} is not in CHARTGW_VIDEO_COUNTRIES)"
         raise not_found(f"No video chart of {country_name(code)} {why}")
-    charts = await chart_bundle(reader, rows, BUNDLE_ROWS, cadence_of, call.now)
+    charts = await chart_bundle(reader, rows, call.params["limit"], cadence_of, call.now)
     return CountryLatestResponse(code, country_name(code), len(charts), charts)
 
 
@@ -373,7 +373,8 @@ ROUTES: tuple[Route, ...] = (
     health_route(NAME, lambda: {c.target: c.cadence_seconds for c in catalogue()},
                  "Every catalogue chart's latest snapshot, with age and a stale flag"),
     snapshots_route(cadence_of, "Stored snapshots of every chart, newest first"),
-    latest_pull_route(None, cadence_of, "The latest pull: its run and every chart's newest snapshot (100 rows each)"),
+    latest_pull_route(None, cadence_of, "The latest pull: its run and every chart's newest snapshot "
+                                        "(100 rows each unless limit says fewer)"),
     PULL_JSON_ROUTE,
     Route("/countries", countries_list, errors=(), rows="countries", response=CountriesResponse,
           summary="Configured countries and countries with data, with their charts and latest dates"),
@@ -389,8 +390,8 @@ ROUTES: tuple[Route, ...] = (
     Route("/shorts/backfills/latest", latest_backfill, response=RunInfo, summary="The newest shorts backfill run"),
     Route("/shorts/global/{period}/{date}", shorts_chart, (PERIOD, DATE, CHART_LIMIT),
           rows="entries", response=SongChartResponse, summary="The global shorts chart of one end date"),
-    Route("/{country}/latest", country_latest, (COUNTRY,), rows="charts", response=CountryLatestResponse,
-          summary="Every chart of one country, newest snapshot each (100 rows each)"),
+    Route("/{country}/latest", country_latest, (COUNTRY, BUNDLE_LIMIT), rows="charts", response=CountryLatestResponse,
+          summary="Every chart of one country, newest snapshot each (100 rows each unless limit says fewer)"),
 )
 
 PER_UPSTREAM = 2

@@ -9,9 +9,11 @@ address (the real capture names nl1 and de1 twice, and one host outside *.api.ra
 `server_origins` turns that list into the origins to try, in a seeded random order (the API asks
 clients to spread their load over the servers), each distinct host once, with the list's own origin
 last. How the group fails over: take the origins in that order, try the next one on a transport
-error, a 5xx or a body the parser refuses, and stop at the first good answer; `fetch_with_failover`
-does exactly that. With `CHARTGW_UPSTREAM_RADIO_BROWSER` set, every server the list names (and the
-list's origin itself) is replaced by that one origin, so a replay server stands in for all of them.
+error, a status other than 200 (4xx included: a server out of sync answers 404 for known paths) or a
+body the parser refuses, and stop at the first good answer: the crawl runner's `Fetcher.fetch_any`,
+each try with its retries, body cap and politeness. With `CHARTGW_UPSTREAM_RADIO_BROWSER` set, every
+server the list names (and the list's origin itself) is replaced by that one origin, so a replay server
+stands in for all of them.
 
 Requests follow the API's documentation and public clients: `/json/stations/bycountrycodeexact/{CC}`
 and `/json/stations/bytagexact/{tag}` with `order=clickcount&reverse=true&hidebroken=true&limit=N`,
@@ -26,11 +28,10 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import quote
 
-import httpx
 import msgspec
 
 from chartgw.upstreams import ORIGINS, UpstreamFormatError, UpstreamRequest, declare_upstream, origin
@@ -46,7 +47,6 @@ ORDER = (("order", "clickcount"), ("reverse", "true"), ("hidebroken", "true"))
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+")
 _COUNTRY = re.compile(r"[A-Za-z]{2}")
 _HEADERS = (("User-Agent", USER_AGENT), ("Accept", "application/json"))
-T = TypeVar("T")
 
 
 class Server(msgspec.Struct, kw_only=True, omit_defaults=False):
@@ -195,35 +195,6 @@ def configured_origins(servers: Sequence[Server], seed: int | str | None = 0) ->
     origin than the real one, that origin replaces every server."""
     chosen = origin(UPSTREAM)
     return server_origins(servers, override=chosen if chosen != ORIGINS[UPSTREAM] else None, seed=seed)
-
-
-def fetch_with_failover(
-    client: httpx.Client,
-    origins: Sequence[str],
-    request: UpstreamRequest,
-    parse: Callable[[bytes], T],
-) -> tuple[str, T]:
-    """`request` sent to each origin in turn until one answers 2xx with a body `parse` accepts;
-    returns (that origin, the parsed value). A transport error, a non-2xx status or a refused body
-    moves on to the next origin (4xx included: a server out of sync answers 404 for known paths);
-    when every origin fails, UpstreamFormatError lists why each did. Synchronous: a crawl target's
-    build, which runs it, is not a coroutine."""
-    failures: list[str] = []
-    for origin_ in origins:
-        try:
-            response = client.request(request.method, origin_ + request.path, params=list(request.params),
-                                      headers=list(request.headers))
-        except httpx.HTTPError as exc:
-            failures.append(f"{origin_}: {type(exc).__name__}: {exc}")
-            continue
-        if not 200 <= response.status_code < 300:
-            failures.append(f"{origin_}: HTTP {response.status_code}")
-            continue
-        try:
-            return origin_, parse(response.content)
-        except UpstreamFormatError as exc:
-            failures.append(f"{origin_}: {exc}")
-    raise UpstreamFormatError("radio-browser: every server failed: " + "; ".join(failures or ["no servers"]))
 
 
 # --- parsers --------------------------------------------------------------------------------------------

@@ -10,9 +10,10 @@ An artist is identified by `name`, `name_local` and any ids (a union). Names are
 widened by the alias links the charts print ("아이유(IU)"), the shipped alias table and names learned from
 ids two single-artist entries share. Each key and each id parameter is a *stream*: its rows read newest
 first from one key's range of the index, so a page merges the streams' heads and a coverage sums each
-stream (from the sums the index keeps, where the dates allow). Array parameters take comma-separated values
-(the platform keeps only the last of repeated query parameters). `/artist-history/plot` draws a history page
-as SVG.
+stream (from the sums the index keeps, where the dates allow). The spec's array parameters take their values
+repeated (`?isrc=A&isrc=B`, what generated clients send) or comma-separated (`?isrc=A,B`) alike. `name` and
+`artist` (the usage example's alias) may both be given when they normalise alike. `/artist-history/plot` draws
+a history page as SVG.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ register_sources = index.register_groups
 # --- CLI ------------------------------------------------------------------------------------------
 
 def index_outcomes(results: list[index.IndexResult]) -> list[Outcome]:
-    return [Outcome(r.source, "ok" if r.error is None else "failed", r.rows, r.last_snapshot_id, error=r.error)
-            for r in results]
+    return [Outcome(r.source, "ok" if r.error is None else "failed", r.rows, r.last_snapshot_id,
+                    duration_ms=r.duration_ms, error=r.error) for r in results]
 
 
 def run_index(ctx: Context, values: dict[str, Any]) -> list[Outcome]:

@@ -1,5 +1,9 @@
 """/artist-history query parameters: which artist (names, ids), which charts, markets and dates, read and
 checked into one `Query` (FastAPI-identical 422 items).
+
+The spec's array parameters take their values repeated (`?isrc=A&isrc=B`, what generated clients send) or
+comma-separated (`?isrc=A,B`) alike. `name` and `artist` (the usage example's alias) may both be given when they
+normalise alike.
 """
 
 from __future__ import annotations
@@ -25,31 +29,22 @@ ID_PARAMS = ("isrc", "download_store_track_id", "streaming_track_id", "analytics
 """The spec's id parameters, in its table's order; each is the index column of the same name."""
 MAX_VALUES = 100
 """Values one array parameter may list."""
+ID_PATTERN = "^[A-Za-z0-9_.:-]+$"
+"""What one string id may be (ISRCs, store and platform ids, video ids)."""
 MAX_KEYS = 200
 """Artist keys one query may widen to through aliases."""
 
 
 # --- parameters -----------------------------------------------------------------------------------
 
-@accepts(pattern=comma_separated("[A-Za-z0-9_.:-]+", MAX_VALUES))
 def _values(raw: str) -> tuple[str, ...]:
+    """The values of a comma-separated string parameter (`sources`, `markets`), once each."""
     values = tuple(dict.fromkeys(v.strip() for v in raw.split(",") if v.strip()))
     if not values:
         raise ValueError("give at least one value (several are comma-separated)")
     if len(values) > MAX_VALUES:
         raise ValueError(f"at most {MAX_VALUES} comma-separated values")
     return values
-
-
-@accepts(pattern=comma_separated("[0-9]+", MAX_VALUES))
-def _int_values(raw: str) -> tuple[str, ...]:
-    values = _values(raw)
-    for value in values:
-        try:
-            int(value)
-        except ValueError:
-            raise ValueError(f"{value!r} is not an integer; give integers, comma-separated") from None
-    return tuple(str(int(v)) for v in values)
 
 
 @accepts(pattern=lambda: comma_separated(f"(?:{one_of([g.name for g in index.source_groups()])})(?::[a-z0-9/_-]*)?",
@@ -78,15 +73,18 @@ def route_params(paged: bool) -> tuple[Param, ...]:
         Param("name", check=search_term, description="Artist name (any script); matched on normalised keys and aliases"),
         Param("name_local", check=search_term, description="Artist name in the local script (e.g. 아이유); a union with name"),
         Param("artist", check=search_term,
-              description="Alias of `name` (the published usage example's parameter); both with different values is a 422"),
+              description="Alias of `name` (the published usage example's parameter); both may be given when they "
+                          "normalise alike (case, accents, punctuation), else a 422"),
     ]
     for name in ID_PARAMS:
         if name in INT_PARAMS:
             params.append(Param(name, kind="int", description=f"{name} (integer)"))
         elif name in INT_LIST_PARAMS:
-            params.append(Param(name, check=_int_values, description=f"{name}: integers, comma-separated"))
+            params.append(Param(name, kind="int", array=True, max_items=MAX_VALUES,
+                                description=f"{name}: integers, the parameter repeated or comma-separated"))
         else:
-            params.append(Param(name, check=_values, description=f"{name}: values, comma-separated"))
+            params.append(Param(name, array=True, max_items=MAX_VALUES, pattern=ID_PATTERN,
+                                description=f"{name}: ids, the parameter repeated or comma-separated"))
     params += [
         Param("sources", check=_sources,
               description="Comma-separated source groups, or `group:chart` (a chart or chart prefix: korea-chart:portal-a)"),
@@ -132,15 +130,15 @@ def read_query(params: dict[str, Any]) -> Query:
     """The query of validated parameters, or a 422 for what only the combination makes wrong."""
     errors = []
     name, artist = params.get("name"), params.get("artist")
-    if name is not None and artist is not None and name != artist:
-        errors.append(value_error_item("artist", artist, "`artist` is an alias of `name`; give one, or the same value"))
+    if name is not None and artist is not None and index.name_keys(name) != index.name_keys(artist):
+        errors.append(value_error_item("artist", artist, "`artist` is an alias of `name`; give one, or the same name"))
     name = name if name is not None else artist
     names = {k: v for k, v in (("name", name), ("name_local", params.get("name_local"))) if v is not None}
     ids: dict[str, tuple[str, ...]] = {}
     for kind in ID_PARAMS:
         value = params.get(kind)
         if value is not None:
-            ids[kind] = (str(value),) if kind in INT_PARAMS else value
+            ids[kind] = (str(value),) if kind in INT_PARAMS else tuple(dict.fromkeys(str(v) for v in value))
     if not names and not ids:
         errors.append({"type": "missing", "loc": ["query", "name"],
                        "msg": f"Field required: give at least one of {', '.join(IDENTIFYING)} (or artist)", "input": None})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import msgspec
@@ -103,6 +102,12 @@ class IndexHealth(HealthHead):
     rows: int
     sources: list[SourceStatus]
 
+    def reasons(self) -> list[str]:
+        """What only the index can tell the front page (`chartgw.reasons`): that nothing is indexed yet."""
+        if any(s.indexed_at for s in self.sources):
+            return []
+        return ["nothing indexed yet (`chartgw index artist-history-api` builds it; each crawl adds to it)"]
+
 
 def echo_of(query: Query) -> QueryEcho:
     return QueryEcho(query.names, query.keys, {k: list(v) for k, v in query.ids.items()},
@@ -110,6 +115,14 @@ def echo_of(query: Query) -> QueryEcho:
                      query.until)
 
 
+_decode_credits = msgspec.json.Decoder().decode
+
+
 def to_appearance(row: Any) -> Appearance:
     (_, source, chart, market, chart_date, rank, title, artist, credits, hours, *ids) = row
-    return Appearance(source, chart, market, chart_date, rank, title, artist, json.loads(credits), hours, *ids)
+    return Appearance(source, chart, market, chart_date, rank, title, artist, _decode_credits(credits), hours, *ids)
+
+
+def to_appearances(page: list[Any]) -> list[Appearance]:
+    """The rows of a page (up to thousands: its handlers make them in a worker thread, not on the event loop)."""
+    return [to_appearance(r) for r in page]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from chartgw.groups.artist_history.responses import (
     SourceCoverage,
     SourceStatus,
     echo_of,
-    to_appearance,
+    to_appearances,
 )
 from chartgw.groups.artist_history.storage import (
     ROW_OF_K,
@@ -35,7 +36,7 @@ from chartgw.groups.artist_history.storage import (
     resolve,
     stream_where,
 )
-from chartgw.store import group_db_path, parse_iso
+from chartgw.store import group_db_path, parse_iso, read_once, tables
 
 # --- handlers -------------------------------------------------------------------------------------
 
@@ -72,7 +73,8 @@ async def _page(call: Call) -> tuple[Query, list[Any], str | None]:
 
 async def history(call: Call) -> HistoryResponse:
     query, page, next_cursor = await _page(call)
-    return HistoryResponse(echo_of(query), len(page), call.params["limit"], next_cursor, [to_appearance(r) for r in page])
+    rows = await asyncio.to_thread(to_appearances, page)
+    return HistoryResponse(echo_of(query), len(page), call.params["limit"], next_cursor, rows)
 
 
 def _carried(group: Group) -> list[str]:
@@ -197,22 +199,17 @@ async def _indexed(call: Call) -> dict[str, int]:
     return {r[0]: int(r[1]) for r in await fetch(call, "SELECT source, rows FROM sources", [])}
 
 
-def _source_state(folder: Path, name: str, last: int) -> tuple[int | None, int | None, str | None]:
-    """(newest snapshot id, snapshots after `last`, fetched_at of the oldest of them) of a source's file."""
-    path = folder / group_db_path(name).name
-    if not path.exists():
-        return None, None, None
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+def _source_states(folder: Path, marks: dict[str, int]) -> dict[str, tuple[int | None, int | None, str | None]]:
+    """Per source: (newest snapshot id, snapshots after its mark, fetched_at of the oldest of them) of its file.
+    Synchronous, a connection per file: run in a worker thread, never on the event loop."""
+    states: dict[str, tuple[int | None, int | None, str | None]] = {}
+    for name, last in marks.items():
         try:
-            newest, pending, oldest = db.execute(
-                "SELECT (SELECT max(id) FROM snapshots), count(*), min(fetched_at) FROM snapshots WHERE id > ?",
-                (last,)).fetchone()
-        finally:
-            db.close()
-    except sqlite3.Error:
-        return None, None, None
-    return newest, pending, oldest
+            rows = read_once(folder / group_db_path(name).name, tables.PENDING_AFTER, (last,), timeout=5.0)
+        except sqlite3.Error:
+            rows = None
+        states[name] = rows[0] if rows else (None, None, None)
+    return states
 
 
 async def health(call: Call) -> IndexHealth:
@@ -220,9 +217,12 @@ async def health(call: Call) -> IndexHealth:
     indexed = {r[0]: (int(r[1]), r[2]) for r in rows}
     counts = await _indexed(call)
     statuses = []
-    for group in index.source_groups():
+    groups = index.source_groups()
+    states = await asyncio.to_thread(_source_states, call.data.reader.path.parent,
+                                     {g.name: indexed.get(g.name, (0, None))[0] for g in groups})
+    for group in groups:
         last, indexed_at = indexed.get(group.name, (None, None))
-        newest, pending, oldest = _source_state(call.data.reader.path.parent, group.name, last or 0)
+        newest, pending, oldest = states[group.name]
         lag = int((call.now - parse_iso(oldest)).total_seconds()) if oldest else (0 if newest is not None else None)
         stale = bool(lag and lag > STALE_AFTER_SECONDS)
         statuses.append(SourceStatus(group.name, last, newest, indexed_at, pending, lag, counts.get(group.name, 0),
@@ -240,7 +240,9 @@ def _plot_title(query: Query) -> str:
 async def plot(call: Call) -> str:
     """`/artist-history/plot`: the rows of the same /artist-history page, drawn."""
     query, page, next_cursor = await _page(call)
-    return render_plot(_plot_title(query), [to_appearance(r) for r in page], more=next_cursor is not None)
+    # Drawing thousands of rows takes tens of milliseconds: not on the event loop.
+    return await asyncio.to_thread(lambda: render_plot(_plot_title(query), to_appearances(page),
+                                                       more=next_cursor is not None))
 
 
 # --- the route table ------------------------------------------------------------------------------

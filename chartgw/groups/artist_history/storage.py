@@ -16,6 +16,7 @@ from chartgw import artist_history as index
 from chartgw.endpoints import ApiError, Call
 from chartgw.groups.artist_history.query import MAX_KEYS, Query, value_error_item
 from chartgw.params import InvalidParams
+from chartgw.store import Query as StoreQuery
 from chartgw.text import artist_key
 
 # --- queries --------------------------------------------------------------------------------------
@@ -26,8 +27,10 @@ def _rebuilding() -> ApiError:
 
 
 async def fetch(call: Call, sql: str, args: list[Any]) -> list[Any]:
+    """One read of the index. Its statements are composed per request (a stream per artist key, the filters
+    asked), so each runs as a query of its own (`StoreQuery`) rather than one declared beforehand."""
     try:
-        return list(await call.data.reader.fetchall(sql, args))
+        return list(await call.data.reader.fetchall(StoreQuery("artist-history", sql), args))
     except sqlite3.OperationalError as exc:
         if "no such column" not in str(exc):
             raise

@@ -41,6 +41,7 @@ from chartgw.groups.dj_rankings.records import (
     YEARS_SETTING,
 )
 from chartgw.groups.dj_rankings.routes import ROUTES
+from chartgw.groups.dj_rankings.storage import STORAGE
 from chartgw.upstreams import djmag, musicbrainz
 
 
@@ -109,4 +110,5 @@ GROUP = Group(
     # A DJ ranking is an artist chart: the DJ is the artist, there is no title. Only the lists are chart entries.
     entries=EntryMapping(market="=global", artist=("name",), artists=None, title=(),
                          skip_targets=(PLAN, "dj/*", "musicbrainz/*", "discography/*")),
+    storage=STORAGE,
 )

@@ -37,6 +37,7 @@ from chartgw.groups.dj_rankings.records import (
     refresh_days,
     stored_list_entry,
 )
+from chartgw.groups.dj_rankings.storage import NEWEST_FETCHES
 from chartgw.records import stored_entry
 from chartgw.store import NewSnapshot, SnapshotWriter, StoredEntry, group_db_path, parse_iso
 from chartgw.targets import TargetKey
@@ -57,11 +58,8 @@ class Stored:
 def _stored(store: SnapshotWriter, pattern: str, records: bool = True) -> dict[str, Stored]:
     """The newest snapshot of every target matching GLOB `pattern` (by fetch), with its meta and (unless
     `records` is false) its records."""
-    rows = store.db.execute(
-        "SELECT s.target, s.id, s.fetched_at, s.meta FROM snapshots s JOIN (SELECT target, max(id) AS id FROM snapshots"
-        " WHERE target GLOB ? GROUP BY target) newest ON newest.id = s.id", (pattern,)).fetchall()
     return {target: Stored(parse_iso(fetched_at), store.records(snapshot_id) if records else [], meta)
-            for target, snapshot_id, fetched_at, meta in rows}
+            for target, snapshot_id, fetched_at, meta in store.rows(NEWEST_FETCHES, (pattern,))}
 
 
 def _stored_lists(store: SnapshotWriter) -> dict[int, list[DjRankEntry]]:

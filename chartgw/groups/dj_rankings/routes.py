@@ -7,6 +7,7 @@ from typing import Literal
 
 import msgspec
 
+from chartgw.countries import COUNTRIES, GLOBAL, country_code
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.groups.dj_rankings.records import (
     DAY,
@@ -19,7 +20,7 @@ from chartgw.groups.dj_rankings.records import (
     refresh_days,
 )
 from chartgw.groups.dj_rankings.storage import Dj, Index, RankingYear, YearList, load_index
-from chartgw.params import Param, accepts, search_param
+from chartgw.params import Param, accepts, limit_param, search_param
 from chartgw.responses import HealthHead, SnapshotMeta, records_array, snapshot_meta
 from chartgw.store import SnapshotRow, parse_iso
 from chartgw.text import compact
@@ -215,13 +216,33 @@ def _year_or_404(index: Index, year: int) -> YearList:
     return found
 
 
-async def year_list(call: Call) -> ListResponse:
-    index = await load_index(call.data.reader)
-    year = call.params["year"]
-    found = _year_or_404(index, year)
-    entries = found.entries[:call.params["limit"]]
+_CODE_OF_NAME = {name: code for code, name in COUNTRIES.items()}
+"""Entries name their DJ's country by its name in `COUNTRIES` (`djmag.country_of`); the filter takes its code."""
+
+
+def _list_response(call: Call, index: Index, year: int) -> ListResponse:
+    """A held year's list, narrowed to the `country` and `genre` asked (ranks stay the poll's), then `limit`ed."""
+    entries = _year_or_404(index, year).entries
+    country, genre = call.params["country"], call.params["genre"]
+    if country is not None and country != GLOBAL:
+        entries = [e for e in entries if e.country is not None and _CODE_OF_NAME.get(e.country) == country]
+    if genre is not None:
+        needle = compact(genre)
+        entries = [e for e in entries if e.genre is not None and needle in compact(e.genre)]
+    entries = entries[:call.params["limit"]]
     return ListResponse(year, _meta(index, year, call.now), year - 1 if year - 1 in index.years else None, len(entries),
                         entries)
+
+
+async def year_list(call: Call) -> ListResponse:
+    return _list_response(call, await load_index(call.data.reader), call.params["year"])
+
+
+async def latest_list(call: Call) -> ListResponse:
+    index = await load_index(call.data.reader)
+    if not index.years:
+        raise not_found(f"No Top 100 is held yet; see /{NAME}/health")
+    return _list_response(call, index, next(iter(index.years)))
 
 
 async def year_rank(call: Call) -> RankResponse:
@@ -303,6 +324,14 @@ def slug_value(value: str) -> str:
 # --- the route table ------------------------------------------------------------------------------------
 
 YEAR = Param("year", "path", kind="int", description="Poll year, as listed by /dj-rankings/years")
+LIST_FILTERS = (
+    limit_param("DJs to return, from rank 1", 100, 100),
+    Param("country", check=country_code,
+          description="Only DJs from this country: an ISO 3166-1 alpha-2 code, any case (`nl` for the entries' "
+                      "\"Netherlands\"); 'global' or absent: every country"),
+    search_param("genre", required=False,
+                 description="Only DJs whose style contains this (\"techno\" finds Techno, Melodic techno, Hard techno)"),
+)
 
 
 ROUTES: tuple[Route, ...] = (
@@ -316,9 +345,10 @@ ROUTES: tuple[Route, ...] = (
     Route("/djs/{slug}", dj_details, (
         Param("slug", "path", check=slug_value, description="DJ Mag's slug of the DJ, as in the lists' `slug`"),
     ), response=DjResponse, summary="One DJ: profile, every held year's rank and the MusicBrainz discography"),
-    Route("/{year}", year_list, (
-        YEAR, Param("limit", kind="int", default=100, ge=1, le=100, description="DJs to return, from rank 1"),
-    ), rows="entries", response=ListResponse, summary="One poll year's Top 100 with country, genre, image and change"),
+    Route("/latest", latest_list, LIST_FILTERS, rows="entries", response=ListResponse,
+          summary="The newest poll year's Top 100, as /{year} gives it"),
+    Route("/{year}", year_list, (YEAR, *LIST_FILTERS), rows="entries", response=ListResponse,
+          summary="One poll year's Top 100 with country, genre, image and change, optionally by country and genre"),
     Route("/{year}/{rank}", year_rank, (
         YEAR, Param("rank", "path", kind="int", ge=1, le=100, description="Rank, 1-100"),
     ), response=RankResponse, summary="One rank of one poll year"),

@@ -1,9 +1,11 @@
-"""/dj-rankings' reading side: the index the endpoints answer from, built from every held list, DJ page,
-search and discography snapshot.
+"""/dj-rankings' storage: its queries, and the reading side: the index the endpoints answer from, built from
+every held list, DJ page, search and discography snapshot.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -23,11 +25,22 @@ from chartgw.groups.dj_rankings.records import (
     decode_page,
     decode_search_meta,
 )
-from chartgw.store import SnapshotReader, SnapshotRow
+from chartgw.store import Query, SnapshotReader, SnapshotRow, Storage
 from chartgw.text import compact
 from chartgw.upstreams import djmag
 from chartgw.upstreams.djmag import Change, DjRankEntry, ParsedList
 from chartgw.upstreams.musicbrainz import ArtistCandidate
+
+# --- queries -----------------------------------------------------------------------------------------------
+
+NEWEST_FETCHES = Query("newest_fetches", "SELECT s.target, s.id, s.fetched_at, s.meta FROM snapshots s JOIN"
+                                         " (SELECT target, max(id) AS id FROM snapshots WHERE target GLOB ? GROUP BY"
+                                         " target) newest ON newest.id = s.id")
+"""The newest fetch of every target matching a GLOB (what a crawl plans from: its last look at each page)."""
+RECORDS_OF = Query("records_of", "SELECT snapshot_id, record FROM entries WHERE snapshot_id IN"
+                                 " (SELECT value FROM json_each(?)) ORDER BY snapshot_id, position")
+"""The records of a JSON list of snapshot ids."""
+STORAGE = Storage(queries=(NEWEST_FETCHES, RECORDS_OF))
 
 # --- the index the endpoints read ------------------------------------------------------------------------
 
@@ -75,30 +88,16 @@ _indexes: dict[tuple[str, int | None, int], Index] = {}
 
 async def _records_of(reader: SnapshotReader, ids: Sequence[int]) -> dict[int, list[bytes]]:
     found: dict[int, list[bytes]] = {i: [] for i in ids}
-    for start in range(0, len(ids), 500):
-        chunk = list(ids[start:start + 500])
-        rows = await reader.fetchall(
-            f"SELECT snapshot_id, record FROM entries WHERE snapshot_id IN ({','.join('?' * len(chunk))})"
-            " ORDER BY snapshot_id, position", chunk)
-        for snapshot_id, record in rows:
-            found[snapshot_id].append(record)
-    return found
-
-
-async def _metas_of(reader: SnapshotReader, ids: Sequence[int]) -> dict[int, bytes | None]:
-    found: dict[int, bytes | None] = {}
-    for start in range(0, len(ids), 500):
-        chunk = list(ids[start:start + 500])
-        rows = await reader.fetchall(f"SELECT id, meta FROM snapshots WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-        found.update({row[0]: row[1] for row in rows})
+    for snapshot_id, record in await reader.fetchall(RECORDS_OF, (json.dumps(list(ids)),)):
+        found[snapshot_id].append(record)
     return found
 
 
 async def load_index(reader: SnapshotReader) -> Index:
     """Every held list (merged with the DJs' pages, changes derived), every DJ's page, search and
     discography metadata: read once per commit (keyed on the file and its newest snapshot id)."""
-    head = await reader.fetchall("SELECT max(id), count(*) FROM snapshots")
-    key = (str(reader.path), head[0][0] if head else None, head[0][1] if head else 0)
+    newest, count, _ = await reader.after(0)
+    key = (str(reader.path), newest, count)
     cached = _indexes.get(key)
     if cached is not None:
         return cached
@@ -108,7 +107,18 @@ async def load_index(reader: SnapshotReader) -> Index:
     searches = {p["slug"]: row for row in rows if (p := SEARCH.parse(row.target))}
     discographies = {p["slug"]: row for row in rows if (p := DISCOGRAPHY.parse(row.target))}
     records = await _records_of(reader, [r.id for r in [*lists.values(), *pages.values(), *searches.values()]])
-    metas = await _metas_of(reader, [r.id for r in [*searches.values(), *discographies.values()]])
+    # Decoding every list and page and deriving the changes takes tens of milliseconds: not on the event loop.
+    index = await asyncio.to_thread(_assemble, lists, pages, searches, discographies, records)
+    if len(_indexes) > 8:
+        _indexes.clear()
+    _indexes[key] = index
+    return index
+
+
+def _assemble(lists: dict[int, SnapshotRow], pages: dict[str, SnapshotRow], searches: dict[str, SnapshotRow],
+              discographies: dict[str, SnapshotRow], records: dict[int, list[bytes]]) -> Index:
+    """The index of what `load_index` read."""
+    metas = {r.id: r.meta for r in [*searches.values(), *discographies.values()]}
     page_of = {slug: decode_page(records[row.id][0]) for slug, row in pages.items() if records[row.id]}
 
     raw_lists = {year: [decode_entry(r) for r in records[row.id]] for year, row in sorted(lists.items())}
@@ -139,11 +149,7 @@ async def load_index(reader: SnapshotReader) -> Index:
         if (row := discographies.get(slug)) is not None and (meta := metas.get(row.id)):
             dj.discography_row, dj.discography = row, decode_discography_meta(meta)
         dj.keys = (compact(dj.name), compact(slug), *((compact(dj.page.name),) if dj.page else ()))
-    index = Index(years, djs)
-    if len(_indexes) > 8:
-        _indexes.clear()
-    _indexes[key] = index
-    return index
+    return Index(years, djs)
 
 
 def _with_page(entry: DjRankEntry, page: DjPage | None, year: int) -> DjRankEntry:

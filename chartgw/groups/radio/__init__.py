@@ -2,8 +2,9 @@
 
 The directory: `chartgw crawl radio` asks radio-browser for its server list (the discovery target
 `servers`), then, per configured country (`CHARTGW_RADIO_COUNTRIES`) and tag (`CHARTGW_RADIO_TAGS`),
-the most clicked working stations, from the first server of the list that answers (failover on a
-transport error, a non-2xx answer or a body the parser refuses). Each list is a snapshot
+the most clicked working stations, from the first server of the list that answers (the crawl runner's
+`Fetcher.fetch_any`: each server with the runner's retries, body cap and politeness; the next one on a
+failure or a body the parser refuses). Each list is a snapshot
 (`directory/{cc}`, `directory-tag/{tag}`); the merged `stations` table keeps every station ever
 listed: one no configured list names any more is marked inactive (never deleted; its plays stay).
 
@@ -22,6 +23,7 @@ from chartgw.clock import Clock, utc_now
 from chartgw.context import Context
 from chartgw.crawl import Outcome
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
+from chartgw.groups.radio import storage
 from chartgw.groups.radio.directory import discovery, targets
 from chartgw.groups.radio.monitor import Monitor, run_until_signalled
 from chartgw.groups.radio.rollup import PLAYS_RETENTION
@@ -71,4 +73,5 @@ GROUP = Group(
     settings=SETTINGS,
     entries=EntryMapping(market=_market, artist=("artist",), artists="artists", title=("title",),
                          skip_targets=("servers", "directory/*", "directory-tag/*"), sub_daily_targets=("plays/*",)),
+    storage=storage.STORAGE,
 )

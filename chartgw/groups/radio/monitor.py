@@ -42,6 +42,7 @@ import httpx
 
 from chartgw import config
 from chartgw.clock import Clock, utc_now
+from chartgw.groups.radio import storage
 from chartgw.groups.radio.rollup import rollup
 from chartgw.groups.radio.settings import (
     BACKOFF_MAX_SETTING,
@@ -153,8 +154,7 @@ class Monitor:
                                          timeout=httpx.Timeout(self.read_timeout))
         try:
             now = self.clock()
-            cur = self.db.execute("INSERT INTO monitor_runs (pid, started_at, heartbeat_at, stations, plays)"
-                                  " VALUES (?, ?, ?, 0, 0)", (os.getpid(), iso(now), iso(now)))
+            cur = self.db.execute(storage.START_RUN.sql, (os.getpid(), iso(now), iso(now)))
             self._run_id = int(cur.lastrowid or 0)
             self._rescan()
             writer = asyncio.create_task(self._writer())
@@ -171,8 +171,8 @@ class Monitor:
                     task.cancel()
                 await asyncio.gather(*self.tasks.values(), beat, return_exceptions=True)
                 await writer
-                self.pending.append(("UPDATE monitor_runs SET stopped_at = ?, heartbeat_at = ?, plays = ? WHERE id = ?",
-                                     (iso(self.clock()), iso(self.clock()), self.report.plays, self._run_id)))
+                self.pending.append((storage.STOP_RUN, (iso(self.clock()), iso(self.clock()), self.report.plays,
+                                                   self._run_id)))
                 self._flush()
         finally:
             await self._client.aclose()
@@ -210,11 +210,8 @@ class Monitor:
                 self.tasks.pop(station_id).cancel()
                 run = self.runs.pop(station_id)
                 if run.last_heard is not None:
-                    self.pending.append(("UPDATE plays SET ended_at = ? WHERE station_id = ? AND ended_at IS NULL",
-                                         (iso(run.last_heard), station_id)))
-        self.pending.append(("UPDATE station_state SET monitored = 0, status = 'unwatched', updated_at = ?"
-                             " WHERE monitored = 1 AND station_id NOT IN (SELECT value FROM json_each(?))",
-                             (now, _json_list(list(wanted)))))
+                    self.pending.append((storage.END_PLAY, (iso(run.last_heard), station_id)))
+        self.pending.append((storage.UNWATCH, (now, json.dumps(list(wanted)))))
         for station_id, watched in wanted.items():
             if station_id in self.tasks:
                 self.runs[station_id].watched = watched
@@ -229,16 +226,14 @@ class Monitor:
     def _restore(self, watched: Watched) -> StationRun:
         """The saved state of a station: its method, backoff and the play in progress."""
         run = StationRun(watched)
-        row = self.db.execute("SELECT method, failures, next_attempt_at, last_heard_at FROM station_state"
-                              " WHERE station_id = ?", (watched.station_id,)).fetchone()
+        row = self.db.execute(storage.SAVED_STATE.sql, (watched.station_id,)).fetchone()
         if row:
             method, failures, next_attempt, last_heard = row
             run.method = method if method in ("icecast", "shoutcast1", "shoutcast2", "icy") else None
             run.failures = int(failures or 0)
             run.next_attempt = parse_iso(next_attempt) if next_attempt else None
             run.last_heard = parse_iso(last_heard) if last_heard else None
-        open_play = self.db.execute("SELECT stream_title FROM plays WHERE station_id = ? AND ended_at IS NULL"
-                                    " ORDER BY id DESC LIMIT 1", (watched.station_id,)).fetchone()
+        open_play = self.db.execute(storage.OPEN_TITLE.sql, (watched.station_id,)).fetchone()
         run.title = open_play[0] if open_play else None
         return run
 
@@ -275,8 +270,7 @@ class Monitor:
                     await asyncio.to_thread(rollup, self.clock(), self.path, self.retention)
                 except (sqlite3.Error, ValueError) as exc:  # retried next hour; plays are safe in their table
                     print(f"radio monitor: roll-up failed: {exc}", file=sys.stderr)
-            self.pending.append(("UPDATE monitor_runs SET heartbeat_at = ?, stations = ?, plays = ? WHERE id = ?",
-                                 (iso(self.clock()), len(self.tasks), self.report.plays, self._run_id)))
+            self.pending.append((storage.HEARTBEAT, (iso(self.clock()), len(self.tasks), self.report.plays, self._run_id)))
             if self.fixed_stations is None and time.monotonic() - last_scan >= self.rescan_seconds:
                 last_scan = time.monotonic()
                 self._rescan()
@@ -373,8 +367,6 @@ class Monitor:
         await self._sleep(delay)
 
 
-def _json_list(values: list[str]) -> str:
-    return json.dumps(values)
 
 
 # --- the command ---------------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import msgspec
 
+from chartgw.groups.radio import storage
 from chartgw.groups.radio.settings import NAME
-from chartgw.groups.radio.storage import create_schema
 from chartgw.records import stored_entry
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry, group_db_path, iso, parse_iso
 from chartgw.text import split_artists
@@ -48,27 +48,18 @@ def rollup(now: datetime, path: Path | None = None, retention: dict[str, float] 
     end = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
     committed = 0
     with SnapshotWriter(path or group_db_path(NAME), retention=PLAYS_RETENTION if retention is None else retention,
-                         now=lambda: now) as store:
-        db = store.db
-        create_schema(db)
-        last = db.execute("SELECT max(chart_date || 'T' || printf('%02d', chart_hour)) FROM snapshots"
-                          " WHERE target GLOB 'plays/*'").fetchone()[0]
+                         now=lambda: now, tables=storage.TABLES) as store:
+        ((last,),) = store.rows(storage.LAST_ROLLED_HOUR)
         if last:
             start = datetime.strptime(last, "%Y-%m-%dT%H").replace(tzinfo=UTC) + timedelta(hours=1)
         else:
-            first = db.execute("SELECT min(started_at) FROM plays").fetchone()[0]
+            ((first,),) = store.rows(storage.FIRST_PLAY)
             if first is None:
                 return 0
             start = parse_iso(first).replace(minute=0, second=0)
         hour = max(start, end - ROLLUP_LOOKBACK)
         while hour < end:
-            rows = db.execute(
-                "SELECT lower(s.countrycode), max(p.artist), max(p.title), count(*), count(DISTINCT p.station_id),"
-                " min(p.started_at), max(p.started_at) FROM plays p JOIN stations s ON s.station_id = p.station_id"
-                " WHERE p.kind = 'track' AND p.started_at >= ? AND p.started_at < ? AND s.countrycode IS NOT NULL"
-                " GROUP BY lower(s.countrycode), p.title_key, p.artist_key"
-                " ORDER BY 1, count(*) DESC, max(p.started_at) DESC, p.title_key",
-                (iso(hour), iso(hour + timedelta(hours=1)))).fetchall()
+            rows = store.rows(storage.HOUR_TRACKS, (iso(hour), iso(hour + timedelta(hours=1))))
             by_country: dict[str, list[StoredEntry]] = {}
             for cc, artist, title, plays, stations, first_at, last_at in rows:
                 entries = by_country.setdefault(cc, [])

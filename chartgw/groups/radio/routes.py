@@ -10,11 +10,12 @@ import msgspec
 
 from chartgw import config
 from chartgw.endpoints import Call, Route, not_found
+from chartgw.groups.radio import storage
 from chartgw.groups.radio.directory import DIRECTORY_CADENCE, directory_targets
 from chartgw.groups.radio.settings import NAME, SILENCE_SETTING
 from chartgw.params import Param, search_param
 from chartgw.responses import HealthHead, TargetStatus, health_status, target_statuses
-from chartgw.store import iso
+from chartgw.store import Query, iso, like_pattern
 from chartgw.text import compact, split_artists
 from chartgw.upstreams.radio_browser import Station
 
@@ -174,14 +175,7 @@ class RadioHealth(HealthHead):
     targets: list[TargetStatus]
 
 
-# --- queries -------------------------------------------------------------------------------------------
-
-STATION_COLUMNS = "s.record, s.active, s.first_seen_at, s.last_seen_at, s.inactive_since, coalesce(st.monitored, 0)"
-MONITORING_COLUMNS = ("st.monitored, st.status, st.method, st.last_title, st.last_title_at, st.last_heard_at, st.last_error,"
-                 " st.error_reason, st.error_at, st.failures, st.next_attempt_at")
-PLAY_COLUMNS = ("p.id, p.station_id, s.name, s.countrycode, p.started_at, p.ended_at, p.stream_title, p.kind, p.artist,"
-                " p.title, p.method")
-PLAY_FROM = "plays p LEFT JOIN stations s ON s.station_id = p.station_id"
+# --- rows (the queries are this group's storage module's) ----------------------------------------------
 
 
 def _directory_station(row: Sequence[Any]) -> DirectoryStation:
@@ -209,8 +203,10 @@ def _current(row: Sequence[Any]) -> CurrentPlay:
     return CurrentPlay(**msgspec.structs.asdict(_play(row)), last_heard_at=row[11])
 
 
-def _like(value: str) -> str:
-    return f"%{compact(value)}%"
+def _like(call: Call, name: str) -> str | None:
+    """The LIKE pattern of search parameter `name` (its folded key), None when not given."""
+    value = call.params[name]
+    return like_pattern(compact(value)) if value is not None else None
 
 
 def _silence() -> int:
@@ -222,24 +218,19 @@ def _heard_since(call: Call) -> str:
 
 
 async def _station_or_404(call: Call, station_id: str) -> Sequence[Any]:
-    rows = await call.data.reader.fetchall(
-        f"SELECT {STATION_COLUMNS}, s.name FROM stations s LEFT JOIN station_state st ON st.station_id = s.station_id"
-        " WHERE s.station_id = ?", (station_id,))
+    rows = await call.data.reader.fetchall(storage.STATION, (station_id,))
     if not rows:
         raise not_found(f"Station {station_id!r} is not in the directory; list stations at /radio/stations")
     return rows[0]
 
 
 async def _state(call: Call, station_id: str) -> Sequence[Any] | None:
-    rows = await call.data.reader.fetchall(f"SELECT {MONITORING_COLUMNS} FROM station_state st WHERE st.station_id = ?",
-                                           (station_id,))
+    rows = await call.data.reader.fetchall(storage.STATE, (station_id,))
     return rows[0] if rows else None
 
 
 async def _open_play(call: Call, station_id: str) -> CurrentPlay | None:
-    rows = await call.data.reader.fetchall(
-        f"SELECT {PLAY_COLUMNS}, st.last_heard_at FROM {PLAY_FROM} JOIN station_state st ON st.station_id = p.station_id"
-        " WHERE p.station_id = ? AND p.ended_at IS NULL ORDER BY p.id DESC LIMIT 1", (station_id,))
+    rows = await call.data.reader.fetchall(storage.OPEN_PLAY, (station_id,))
     return _current(rows[0]) if rows else None
 
 
@@ -251,26 +242,19 @@ def _is_current(play: CurrentPlay | None, monitoring: Monitoring, call: Call) ->
 # --- handlers ------------------------------------------------------------------------------------------
 
 
-def _matching(call: Call, columns: tuple[tuple[str, str], ...], where: list[str], params: list[Any]) -> str:
-    """The WHERE clause of `where` plus a folded-key match per search parameter given (`column`, `name`)."""
-    for column, name in columns:
-        if call.params[name] is not None:
-            where.append(f"{column} LIKE ?")
-            params.append(_like(call.params[name]))
-    return " AND ".join(where)
+async def _page(call: Call, count: Query, page: Query, params: list[Any]) -> tuple[int, list[tuple[Any, ...]]]:
+    """The total of `count` and the page of `page` asked for (limit and offset after `params`)."""
+    reader = call.data.reader
+    total = await reader.fetchall(count, params)
+    rows = await reader.fetchall(page, [*params, call.params["limit"], call.params["offset"]])
+    return int(total[0][0]) if total else 0, rows
 
 
 async def stations_list(call: Call) -> StationsResponse:
-    where, params = ["1 = 1"], list[Any]()
-    clause = _matching(call, (("s.name_key", "q"), ("s.tags_key", "genre"), ("s.city_key", "city")), where, params)
-    reader = call.data.reader
-    total = await reader.fetchall(f"SELECT count(*) FROM stations s WHERE {clause}", params)
-    rows = await reader.fetchall(
-        f"SELECT {STATION_COLUMNS} FROM stations s LEFT JOIN station_state st ON st.station_id = s.station_id"
-        f" WHERE {clause} ORDER BY s.active DESC, s.clickcount DESC, s.station_id LIMIT ? OFFSET ?",
-        [*params, call.params["limit"], call.params["offset"]])
+    total, rows = await _page(call, storage.STATIONS_COUNT, storage.STATIONS_PAGE,
+                              [_like(call, "q"), _like(call, "genre"), _like(call, "city")])
     stations = [_directory_station(r) for r in rows]
-    return StationsResponse(int(total[0][0]) if total else 0, len(stations), stations)
+    return StationsResponse(total, len(stations), stations)
 
 
 async def station_detail(call: Call) -> StationResponse:
@@ -278,24 +262,17 @@ async def station_detail(call: Call) -> StationResponse:
     row = await _station_or_404(call, station_id)
     monitoring = _monitoring(await _state(call, station_id))
     play = await _open_play(call, station_id)
-    count = await call.data.reader.fetchall("SELECT count(*) FROM plays WHERE station_id = ?", (station_id,))
+    count = await call.data.reader.fetchall(storage.PLAY_COUNT, (station_id,))
     current = Play(**{k: v for k, v in msgspec.structs.asdict(play).items() if k != "last_heard_at"}) \
         if play is not None and _is_current(play, monitoring, call) else None
     return StationResponse(_directory_station(row), monitoring, current, int(count[0][0]))
 
 
 async def current_list(call: Call) -> CurrentResponse:
-    where = ["p.ended_at IS NULL", "st.monitored = 1", "st.last_heard_at >= ?", "p.started_at <= ?"]
-    params: list[Any] = [_heard_since(call), iso(call.now)]
-    clause = _matching(call, (("p.artist_key", "artist"), ("p.title_key", "title")), where, params)
-    source = f"{PLAY_FROM} JOIN station_state st ON st.station_id = p.station_id"
-    reader = call.data.reader
-    total = await reader.fetchall(f"SELECT count(*) FROM {source} WHERE {clause}", params)
-    rows = await reader.fetchall(
-        f"SELECT {PLAY_COLUMNS}, st.last_heard_at FROM {source} WHERE {clause}"
-        " ORDER BY p.started_at DESC, p.id DESC LIMIT ? OFFSET ?", [*params, call.params["limit"], call.params["offset"]])
+    total, rows = await _page(call, storage.CURRENT_COUNT, storage.CURRENT_PAGE,
+                              [_heard_since(call), iso(call.now), _like(call, "artist"), _like(call, "title")])
     plays = [_current(r) for r in rows]
-    return CurrentResponse(_silence(), int(total[0][0]) if total else 0, len(plays), plays)
+    return CurrentResponse(_silence(), total, len(plays), plays)
 
 
 async def current_station(call: Call) -> StationCurrentResponse:
@@ -309,26 +286,15 @@ async def current_station(call: Call) -> StationCurrentResponse:
 
 
 async def history(call: Call) -> HistoryResponse:
-    where, params = ["p.started_at <= ?"], list[Any]([iso(call.now)])
-    if call.params["station_id"] is not None:
-        await _station_or_404(call, call.params["station_id"])
-        where.append("p.station_id = ?")
-        params.append(call.params["station_id"])
-    for column, name in (("p.artist_key", "artist"), ("p.title_key", "title")):
-        if call.params[name] is not None:
-            where.append(f"{column} LIKE ?")
-            params.append(_like(call.params[name]))
-    clause = " AND ".join(where)
-    reader = call.data.reader
-    total = await reader.fetchall(f"SELECT count(*) FROM plays p WHERE {clause}", params)
-    rows = await reader.fetchall(f"SELECT {PLAY_COLUMNS} FROM {PLAY_FROM} WHERE {clause}"
-                                 " ORDER BY p.started_at DESC, p.id DESC LIMIT ? OFFSET ?",
-                                 [*params, call.params["limit"], call.params["offset"]])
+    station_id = call.params["station_id"]
+    params: list[Any] = [iso(call.now), _like(call, "artist"), _like(call, "title")]
+    if station_id is None:
+        total, rows = await _page(call, storage.HISTORY_COUNT, storage.HISTORY_PAGE, params)
+    else:
+        await _station_or_404(call, station_id)
+        total, rows = await _page(call, storage.STATION_HISTORY_COUNT, storage.STATION_HISTORY_PAGE, [*params, station_id])
     plays = [_play(r) for r in rows]
-    return HistoryResponse(int(total[0][0]) if total else 0, len(plays), plays)
-
-
-TRACK_COLUMNS = ("max(artist), max(title), count(*), count(DISTINCT station_id), min(started_at), max(started_at)")
+    return HistoryResponse(total, len(plays), plays)
 
 
 def _track(row: Sequence[Any]) -> Track:
@@ -336,37 +302,17 @@ def _track(row: Sequence[Any]) -> Track:
 
 
 async def tracks(call: Call) -> TracksResponse:
-    where, params = ["kind = 'track'", "started_at <= ?"], list[Any]([iso(call.now)])
-    if call.params["q"] is not None:
-        where.append("((artist_key || title_key) LIKE ? OR (title_key || artist_key) LIKE ?)")
-        params += [_like(call.params["q"])] * 2
-    clause = " AND ".join(where)
-    reader = call.data.reader
-    total = await reader.fetchall(f"SELECT count(*) FROM (SELECT 1 FROM plays WHERE {clause}"
-                                  " GROUP BY title_key, artist_key)", params)
-    rows = await reader.fetchall(f"SELECT {TRACK_COLUMNS} FROM plays WHERE {clause} GROUP BY title_key, artist_key"
-                                 " ORDER BY count(*) DESC, max(started_at) DESC, title_key LIMIT ? OFFSET ?",
-                                 [*params, call.params["limit"], call.params["offset"]])
+    total, rows = await _page(call, storage.TRACKS_COUNT, storage.TRACKS_PAGE, [iso(call.now), _like(call, "q")])
     found = [_track(r) for r in rows]
-    return TracksResponse(int(total[0][0]) if total else 0, len(found), found)
-
-
-TOP = 10
+    return TracksResponse(total, len(found), found)
 
 
 async def _window(call: Call, label: str, span: timedelta) -> SummaryWindow:
     reader = call.data.reader
     since, until = iso(call.now - span), iso(call.now)
-    counts = await reader.fetchall(
-        "SELECT count(*), coalesce(sum(kind = 'track'), 0), count(DISTINCT CASE WHEN kind = 'track' THEN"
-        " title_key || '|' || artist_key END) FROM plays WHERE started_at >= ? AND started_at <= ?", (since, until))
-    top = await reader.fetchall(
-        f"SELECT {TRACK_COLUMNS} FROM plays WHERE kind = 'track' AND started_at >= ? AND started_at <= ?"
-        f" GROUP BY title_key, artist_key ORDER BY count(*) DESC, max(started_at) DESC, title_key LIMIT {TOP}",
-        (since, until))
-    credits = await reader.fetchall(
-        "SELECT max(artist), station_id, count(*) FROM plays WHERE kind = 'track' AND started_at >= ? AND started_at <= ?"
-        " GROUP BY artist_key, station_id", (since, until))
+    counts = await reader.fetchall(storage.WINDOW_COUNTS, (since, until))
+    top = await reader.fetchall(storage.WINDOW_TOP, (since, until))
+    credits = await reader.fetchall(storage.WINDOW_CREDITS, (since, until))
     artists: dict[str, tuple[str, int, set[str]]] = {}
     for credit, station_id, plays in credits:
         for name in split_artists(credit or "") or [credit or ""]:
@@ -376,7 +322,7 @@ async def _window(call: Call, label: str, span: timedelta) -> SummaryWindow:
             shown, total, stations = artists.get(key, (name, 0, set()))
             stations.add(station_id)
             artists[key] = (shown, total + int(plays), stations)
-    ranked = sorted(artists.items(), key=lambda kv: (-kv[1][1], -len(kv[1][2]), kv[0]))[:TOP]
+    ranked = sorted(artists.items(), key=lambda kv: (-kv[1][1], -len(kv[1][2]), kv[0]))[:storage.TOP]
     plays, track_plays, distinct = counts[0] if counts else (0, 0, 0)
     return SummaryWindow(label, since, int(plays), int(track_plays), int(distinct), [_track(r) for r in top],
                          [TopArtist(shown, total, len(stations)) for _, (shown, total, stations) in ranked])
@@ -384,8 +330,8 @@ async def _window(call: Call, label: str, span: timedelta) -> SummaryWindow:
 
 async def summary(call: Call) -> SummaryResponse:
     reader = call.data.reader
-    rows = await reader.fetchall("SELECT count(*), coalesce(sum(active), 0) FROM stations")
-    monitored = await reader.fetchall("SELECT count(*) FROM station_state WHERE monitored = 1")
+    rows = await reader.fetchall(storage.DIRECTORY_COUNTS)
+    monitored = await reader.fetchall(storage.MONITORED_COUNT)
     total, active = rows[0] if rows else (0, 0)
     windows = [await _window(call, "24h", timedelta(hours=24)), await _window(call, "7d", timedelta(days=7))]
     return SummaryResponse(int(total), int(active), int(monitored[0][0]) if monitored else 0, windows)
@@ -396,10 +342,9 @@ HEARTBEAT_GRACE = timedelta(seconds=120)
 
 async def describe_health(call: Call, status: str, statuses: list[TargetStatus]) -> RadioHealth:
     reader = call.data.reader
-    runs = await reader.fetchall("SELECT started_at, heartbeat_at, stopped_at FROM monitor_runs ORDER BY id DESC LIMIT 1")
-    states = await reader.fetchall("SELECT count(*), coalesce(sum(status = 'ok'), 0), coalesce(sum(status = 'backoff'), 0)"
-                                   " FROM station_state WHERE monitored = 1")
-    last = await reader.fetchall("SELECT max(started_at) FROM plays WHERE started_at <= ?", (iso(call.now),))
+    runs = await reader.fetchall(storage.LAST_RUN)
+    states = await reader.fetchall(storage.MONITOR_STATES)
+    last = await reader.fetchall(storage.LAST_PLAY, (iso(call.now),))
     started, heartbeat, stopped = runs[0] if runs else (None, None, None)
     running = bool(heartbeat) and stopped is None and heartbeat >= iso(call.now - HEARTBEAT_GRACE)
     watched, ok, failing = states[0] if states else (0, 0, 0)

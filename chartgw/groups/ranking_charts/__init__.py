@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from datetime import date
-from typing import Any, TextIO
+from typing import Any
 
 import httpx
 
@@ -29,8 +29,9 @@ from chartgw.context import Context
 from chartgw.crawl import Outcome, RetryPolicy, run_targets
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
 from chartgw.groups.ranking_charts.charts import BACKFILL_DELAY_SETTING, CHARTS_SETTING, NAME, newest_published
-from chartgw.groups.ranking_charts.crawl import ProgressBar, backfill_weeks, held_dates, import_dump, targets, week_target
+from chartgw.groups.ranking_charts.crawl import backfill_weeks, held_dates, import_dump, targets, week_target
 from chartgw.groups.ranking_charts.routes import ROUTES
+from chartgw.groups.ranking_charts.storage import STORAGE
 from chartgw.upstreams import billboard
 from chartgw.upstreams.billboard import (
     CHARTS_BY_SLUG,
@@ -40,8 +41,7 @@ from chartgw.upstreams.billboard import (
 
 
 async def backfill(slug: str, since: date, until: date | None = None, *, now: Clock = utc_now,
-                   transport: httpx.AsyncBaseTransport | None = None, progress_to: TextIO | None = None,
-                   ) -> list[Outcome]:
+                   transport: httpx.AsyncBaseTransport | None = None) -> list[Outcome]:
     """Fetch every week of `slug` from the week of `until` (default: the newest published) back to the week of
     `since` that is not held yet, one request at a time with the backfill delay, as one recorded "backfill" run.
     Each week commits on its own, so an interrupted backfill keeps what it fetched and the next one resumes."""
@@ -61,10 +61,8 @@ async def backfill(slug: str, since: date, until: date | None = None, *, now: Cl
     policy = RetryPolicy(per_upstream=1, delay_seconds=delay, jitter=0.5)
     options = {"chart": slug, "since": chart_date_for(since).isoformat(), "until": last.isoformat(),
                "weeks": len(weeks), "held_skipped": len(backfill_weeks(slug, since, last, set())) - len(weeks)}
-    progress = ProgressBar(slug, len(weeks), progress_to) if progress_to is not None else None
     return await run_targets(NAME, [week_target(slug, week) for week in weeks], retention=retention(GROUP), now=now,
-                             transport=transport, policy=policy, progress=progress, run_kind="backfill",
-                             run_options=options)
+                             transport=transport, policy=policy, run_kind="backfill", run_options=options)
 
 
 def iso_date(text: str) -> date:
@@ -73,13 +71,12 @@ def iso_date(text: str) -> date:
 
 
 def _backfill_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
-    """`chartgw backfill ranking-charts --chart SLUG --since DATE [--until DATE]`: a progress bar on a terminal only."""
-    stream = sys.stderr if ctx.interactive else None
+    """`chartgw backfill ranking-charts --chart SLUG --since DATE [--until DATE]` (the CLI shows its progress)."""
     try:
         outcomes = asyncio.run(backfill(values["chart"], values["since"], values.get("until"), now=ctx.clock,
-                                        transport=ctx.transport, progress_to=stream))
-        if not outcomes and stream is not None:
-            print(f"chartgw backfill: every week of {values['chart']} in that range is held already", file=stream)
+                                        transport=ctx.transport))
+        if not outcomes and ctx.interactive:
+            print(f"chartgw backfill: every week of {values['chart']} in that range is held already", file=sys.stderr)
         return outcomes
     except KeyboardInterrupt:
         print("\nchartgw backfill: interrupted; the weeks fetched are stored, run it again to resume", file=sys.stderr)
@@ -119,4 +116,5 @@ GROUP = Group(
     ), import_dump)),
     settings=(CHARTS_SETTING, BACKFILL_DELAY_SETTING),
     entries=EntryMapping(market=market_of, artist=("artist",), artists=None, title=("title",)),
+    storage=STORAGE,
 )

@@ -18,6 +18,8 @@ from chartgw.upstreams.billboard import (
 NAME = "ranking-charts"
 WEEK_SECONDS = 7 * 86400
 PRESETS = ("top-10", "top-40", "debuts", "re-entries", "gainers", "year-ago")
+DEFAULT_PRESET = "top-10"
+"""The preset of `/preset` without one (the spec lists `preset` as optional): the view a chart is known by."""
 SLUG_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 FEATURING = re.compile(r"\s+(?:featuring|feat\.|ft\.)\s+", re.IGNORECASE)
 

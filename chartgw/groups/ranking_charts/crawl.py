@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from chartgw.context import Context
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
@@ -39,15 +39,14 @@ def stored(entry: RankingEntryWithRaw) -> StoredEntry:
 
 
 def _held_records(store: SnapshotWriter, slug: str, chart_date: str) -> list[bytes]:
-    row = store.db.execute("SELECT max(id) FROM snapshots WHERE target = ? AND chart_date = ?",
-                           (slug, chart_date)).fetchone()
-    return store.records(row[0]) if row and row[0] is not None else []
+    held = store.held(slug, chart_date)
+    return store.records(held.id) if held is not None else []
 
 
 def held_dates(slug: str) -> set[str]:
     """The chart dates of `slug` already stored (what a backfill skips)."""
     with SnapshotWriter(group_db_path(NAME)) as store:
-        return {row[0] for row in store.db.execute("SELECT DISTINCT chart_date FROM snapshots WHERE target = ?", (slug,))}
+        return set(store.dates(slug))
 
 
 def _build(slug: str, requested: date | None, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
@@ -75,25 +74,6 @@ def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget
     """The latest week of the selected chart, or of every configured chart."""
     chart = selection.get("chart")
     return [week_target(slug) for slug in ([chart] if chart else configured())]
-
-
-class ProgressBar:
-    """One line redrawn on a terminal: weeks done of the total, failures, the week just fetched."""
-
-    def __init__(self, slug: str, total: int, stream: TextIO, width: int = 30) -> None:
-        self.slug, self.total, self.stream, self.width = slug, total, stream, width
-        self.done = self.failed = 0
-
-    def __call__(self, outcome: Outcome) -> None:
-        self.done += 1
-        self.failed += outcome.status != "ok"
-        filled = self.width * self.done // max(self.total, 1)
-        week = outcome.target.partition("@")[2]
-        self.stream.write(f"\r{self.slug} [{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} weeks"
-                          f", {self.failed} failed, {week}")
-        if self.done == self.total:
-            self.stream.write("\n")
-        self.stream.flush()
 
 
 def backfill_weeks(slug: str, since: date, until: date, held: set[str]) -> list[date]:

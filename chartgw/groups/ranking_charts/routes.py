@@ -10,6 +10,7 @@ import msgspec
 
 from chartgw.endpoints import ApiError, Call, Route, not_found
 from chartgw.groups.ranking_charts.charts import (
+    DEFAULT_PRESET,
     NAME,
     PRESETS,
     SLUG_PATTERN,
@@ -19,9 +20,10 @@ from chartgw.groups.ranking_charts.charts import (
     weeks_between,
     year_before,
 )
+from chartgw.groups.ranking_charts.storage import SEARCH
 from chartgw.params import Param, accepts, search_term
 from chartgw.responses import SnapshotMeta, health_route, snapshot_meta
-from chartgw.store import SnapshotReader, SnapshotRow, glob_escape
+from chartgw.store import SnapshotReader, SnapshotRow, glob_escape, like_pattern
 from chartgw.text import compact
 from chartgw.upstreams import billboard
 from chartgw.upstreams.billboard import (
@@ -139,10 +141,7 @@ def _kind(slug: str) -> str:
 
 async def _coverage(reader: SnapshotReader, slug: str | None = None) -> dict[str, tuple[str, str, int]]:
     """Target -> (first chart date, last chart date, weeks held)."""
-    where, params = (" WHERE target = ?", [slug]) if slug else ("", [])
-    rows = await reader.fetchall("SELECT target, min(chart_date), max(chart_date), count(DISTINCT chart_date)"
-                                 f" FROM snapshots{where} GROUP BY target", params)
-    return {row[0]: (row[1], row[2], row[3]) for row in rows}
+    return {target: (held.first, held.last, held.dates) for target, held in (await reader.coverage(slug)).items()}
 
 
 async def charts(call: Call) -> ChartsResponse:
@@ -174,13 +173,6 @@ def _not_held(slug: str, coverage: tuple[str, str, int], why: str) -> ApiError:
                      f"(see /{NAME}/charts/{slug}/dates)")
 
 
-async def _neighbours(reader: SnapshotReader, slug: str, chart_date: str) -> tuple[str | None, str | None]:
-    rows = await reader.fetchall(
-        "SELECT (SELECT max(chart_date) FROM snapshots WHERE target = ?1 AND chart_date < ?2),"
-        " (SELECT min(chart_date) FROM snapshots WHERE target = ?1 AND chart_date > ?2)", (slug, chart_date))
-    return (rows[0][0], rows[0][1]) if rows else (None, None)
-
-
 def _plain(records: Sequence[bytes]) -> bytes:
     """Stored records (entries with their raw values) as a JSON array of plain entries."""
     return _encode(_decode_entries(b"[" + b",".join(records) + b"]"))
@@ -197,7 +189,7 @@ async def _chart_response(call: Call, slug: str, coverage: tuple[str, str, int],
     else:
         every = await reader.records(row.id, 1_000_000)
         records = [every[i] for i in pick(_decode_with_raw(b"[" + b",".join(every) + b"]"))][:limit]
-    previous, following = await _neighbours(reader, slug, row.chart_date)
+    previous, following = await reader.neighbours(slug, row.chart_date)
     entries: Any = msgspec.Raw(b"[" + b",".join(records) + b"]" if include_raw else _plain(records))
     kind = ChartResponseWithRaw if include_raw else ChartResponse
     return kind(chart_slug=slug, kind=_kind(slug), title=_title(slug), chart_date=row.chart_date,
@@ -274,19 +266,14 @@ async def preset(call: Call) -> ChartResponse | ChartResponseWithRaw:
 
 async def snapshots(call: Call) -> SnapshotsResponse:
     slug, _ = await _chart_or_404(call)
-    rows = await call.data.reader.fetchall(
-        f"SELECT {SnapshotRow.COLUMNS} FROM snapshots WHERE target = ? ORDER BY chart_date DESC, id DESC LIMIT ?",
-        (slug, call.params["limit"]))
-    metas = [snapshot_meta(SnapshotRow(*row), WEEK_SECONDS, call.now) for row in rows]
+    rows = await call.data.reader.newest(slug, call.params["limit"])
+    metas = [snapshot_meta(row, WEEK_SECONDS, call.now) for row in rows]
     return SnapshotsResponse(slug, len(metas), metas)
 
 
 async def dates(call: Call) -> DatesResponse:
     slug, (first, last, weeks) = await _chart_or_404(call)
-    rows = await call.data.reader.fetchall(
-        "SELECT DISTINCT chart_date FROM snapshots WHERE target = ? ORDER BY chart_date DESC LIMIT ?",
-        (slug, call.params["limit"]))
-    found = [row[0] for row in rows]
+    found = await call.data.reader.dates(slug, call.params["limit"])
     return DatesResponse(slug, weeks, first, last, len(found), found)
 
 
@@ -295,13 +282,8 @@ async def search(call: Call) -> SearchResponse:
     reader = call.data.reader
     if slug is not None:
         await _chart_or_404(call)
-    like = "%" + compact(q).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     scope = glob_escape(slug) if slug else "*"
-    rows = await reader.fetchall(
-        "SELECT s.target, s.chart_date, e.rank, e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id"
-        " WHERE s.id IN (SELECT max(id) FROM snapshots WHERE target GLOB ? GROUP BY target, chart_date)"
-        " AND e.search_key LIKE ? ESCAPE '\\' ORDER BY s.chart_date DESC, e.rank, s.target LIMIT ?",
-        (scope, like, limit))
+    rows = await reader.fetchall(SEARCH, (scope, like_pattern(compact(q)), limit))
     hits = [SearchHit(target, _title(target), chart_date, rank, _decode_entry(record))
             for target, chart_date, rank, record in rows]
     return SearchResponse(q, slug, len(hits), hits)
@@ -343,10 +325,10 @@ ROUTES: tuple[Route, ...] = (
     Route("/charts/{chart_slug}/latest", latest, (CHART, LIMIT, INCLUDE_RAW), rows="entries", response=CHART_RESPONSES,
           summary="The latest week of one chart"),
     Route("/charts/{chart_slug}/preset", preset, (
-        CHART, Param("preset", kind="choice", choices=PRESETS, required=True,
-                     description="top-10, top-40, debuts (new this week), re-entries, gainers (biggest climbers "
-                                 "by last week's position, most places first) or year-ago (the same week one year "
-                                 "before the latest)"),
+        CHART, Param("preset", kind="choice", choices=PRESETS, default=DEFAULT_PRESET,
+                     description=f"top-10, top-40, debuts (new this week), re-entries, gainers (biggest climbers "
+                                 f"by last week's position, most places first) or year-ago (the same week one year "
+                                 f"before the latest); {DEFAULT_PRESET} when absent"),
         LIMIT, INCLUDE_RAW,
     ), rows="entries", response=CHART_RESPONSES, summary="A named view of the latest week (or the week one year earlier)"),
     Route("/charts/{chart_slug}/weeks-ago/{weeks_ago}", weeks_ago, (

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from datetime import date, timedelta
 from typing import Any
 
 import httpx
 
 from chartgw import config
+from chartgw import progress as steps
 from chartgw.clock import Clock, utc_now
 from chartgw.context import Context
 from chartgw.crawl import (
@@ -46,6 +46,7 @@ from chartgw.groups.uk_charts.charts import (
 )
 from chartgw.groups.uk_charts.crawl import Progress, fetch_week, held_days, targets
 from chartgw.groups.uk_charts.routes import ROUTES
+from chartgw.groups.uk_charts.storage import STORAGE
 from chartgw.store import SnapshotWriter, group_db_path
 from chartgw.upstreams import officialcharts
 from chartgw.upstreams.officialcharts import (
@@ -79,6 +80,7 @@ async def backfill(chart: str, since: date = FIRST_CHART_WEEK, until: date | Non
                                "delay_seconds": delay}
     started = now()
     skipped = 0
+    steps.expect((newest - oldest).days // 7 + 1, "weeks")
     # Redirects are the Fetcher's to follow (same origin only), as in every crawl.
     async with httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=5.0), transport=transport,
                                  follow_redirects=False) as client:
@@ -91,6 +93,7 @@ async def backfill(chart: str, since: date = FIRST_CHART_WEEK, until: date | Non
                 while week >= oldest:
                     if week in held:
                         skipped += 1
+                        steps.advance()
                         if progress is not None:
                             progress(week, None, len(outcomes), skipped)
                         week -= ONE_WEEK
@@ -98,6 +101,7 @@ async def backfill(chart: str, since: date = FIRST_CHART_WEEK, until: date | Non
                     seen: list[UkChartWeek] = []
                     outcome = await fetch_week(fetcher, store, chart, week, now(), seen)
                     outcomes.append(outcome)
+                    steps.advance(failed=outcome.status != "ok")
                     if progress is not None:
                         progress(week, outcome, len(outcomes), skipped)
                     stopped, failures = _stop_reason(week, outcome, seen, failures)
@@ -140,24 +144,10 @@ def _date_arg(value: str) -> date:
         raise argparse.ArgumentTypeError(f"not a date: {value!r} (use YYYY-MM-DD)") from None
 
 
-def _terminal_progress(chart: str) -> Progress:
-    def show(week: date, outcome: Outcome | None, fetched: int, skipped: int) -> None:
-        state = "held" if outcome is None else outcome.status
-        print(f"\rbackfill {chart} {week.isoformat()} {state:6} fetched {fetched}, already held {skipped}   ",
-              end="", file=sys.stderr, flush=True)
-    return show
-
-
 def _backfill_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
-    """`chartgw backfill uk-charts --chart KEY [--since D] [--until D]`: a progress line on a terminal, silent under cron."""
-    chart = values["chart"]
-    progress = _terminal_progress(chart) if ctx.interactive else None
-    try:
-        return asyncio.run(backfill(chart, values["since"] or FIRST_CHART_WEEK, values.get("until"), now=ctx.clock,
-                                    transport=ctx.transport, progress=progress))
-    finally:
-        if progress is not None:
-            print(file=sys.stderr)
+    """`chartgw backfill uk-charts --chart KEY [--since D] [--until D]` (the CLI shows its progress)."""
+    return asyncio.run(backfill(values["chart"], values["since"] or FIRST_CHART_WEEK, values.get("until"), now=ctx.clock,
+                                transport=ctx.transport))
 
 
 GROUP = Group(
@@ -188,4 +178,5 @@ GROUP = Group(
     ), _backfill_command),),
     settings=(CHARTS_SETTING, BACKFILL_DELAY_SETTING),
     entries=EntryMapping(market="=gb", artist=("artist",), artists=None, title=("title",)),
+    storage=STORAGE,
 )

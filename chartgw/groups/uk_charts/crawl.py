@@ -25,6 +25,7 @@ from chartgw.crawl import (
     request_url,
 )
 from chartgw.groups.uk_charts.charts import TARGET, configured_charts, credited_artists
+from chartgw.groups.uk_charts.storage import WEEKS
 from chartgw.records import stored_entry
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from chartgw.text import compact
@@ -79,12 +80,6 @@ def stored(entry: UkChartEntry, position: int) -> StoredEntry:
                         artists=[keyable(name) for name in credited_artists(entry.artist)], item_id=None)
 
 
-def _held_week(store: SnapshotWriter, key: str, week_start: str) -> int | None:
-    row = store.db.execute("SELECT max(id) FROM snapshots WHERE target = ? AND chart_date = ?",
-                           (key, week_start)).fetchone()
-    return int(row[0]) if row and row[0] is not None else None
-
-
 def _build(key: str, requested: date | None, seen: list[UkChartWeek] | None, fetched: list[Fetched],
            ctx: CrawlContext) -> list[NewSnapshot]:
     """The page as one snapshot of `key` dated by the week the page prints; nothing when that week is held with the
@@ -96,8 +91,8 @@ def _build(key: str, requested: date | None, seen: list[UkChartWeek] | None, fet
     if requested is None:
         officialcharts.require_size(chart, key)
     entries = [stored(entry, position) for position, entry in enumerate(chart.entries, start=1)]
-    held = _held_week(ctx.store, key, chart.week_start)
-    if held is not None and ctx.store.records(held) == [e.record for e in entries]:
+    held = ctx.store.held(key, chart.week_start)
+    if held is not None and ctx.store.records(held.id) == [e.record for e in entries]:
         return []
     source = answer.url
     if requested is not None and requested.isoformat() != chart.week_start:
@@ -126,7 +121,7 @@ def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget
 def held_days(store: SnapshotWriter, key: str) -> set[date]:
     """Every day covered by a held week of `key`."""
     days: set[date] = set()
-    for chart_date, meta in store.db.execute("SELECT DISTINCT chart_date, meta FROM snapshots WHERE target = ?", (key,)):
+    for chart_date, meta in store.rows(WEEKS, (key,)):
         start, end = date.fromisoformat(chart_date), date.fromisoformat(week_end_of(chart_date, meta))
         days.update(start + timedelta(days=n) for n in range((end - start).days + 1))
     return days

@@ -9,7 +9,7 @@ import msgspec
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.groups.uk_charts.charts import NAME, TARGET, WEEK_SECONDS, configured_charts
 from chartgw.groups.uk_charts.crawl import week_end_of
-from chartgw.groups.uk_charts.storage import ROW_COLUMNS, checked_chart_key, coverage_by_target, latest_rows, row_with_meta
+from chartgw.groups.uk_charts.storage import SEARCH, checked_chart_key, latest_rows
 from chartgw.params import Param, search_term
 from chartgw.responses import (
     HealthHead,
@@ -20,7 +20,7 @@ from chartgw.responses import (
     snapshot_meta,
     stored_record,
 )
-from chartgw.store import SnapshotReader, SnapshotRow
+from chartgw.store import SnapshotRow, like_pattern
 from chartgw.text import compact
 from chartgw.upstreams import officialcharts
 from chartgw.upstreams.officialcharts import (
@@ -139,55 +139,45 @@ async def describe_health(call: Call, status: str, statuses: list[TargetStatus])
     charts = []
     for key in configured_charts():
         found = latest.get(TARGET.make(key))
-        charts.append(ChartHealth(key, found[0].chart_date if found else None,
-                                  week_end_of(found[0].chart_date, found[1]) if found else None))
+        charts.append(ChartHealth(key, found.chart_date if found else None,
+                                  week_end_of(found.chart_date, found.meta) if found else None))
     return HealthResponse(status, NAME, len(charts), charts, statuses)
 
 
 async def charts(call: Call) -> ChartsResponse:
     configured = configured_charts()
-    coverage = await coverage_by_target(call.data.reader)
+    coverage = await call.data.reader.coverage()
     latest = await latest_rows(call.data.reader)
     order = [*configured, *(chart.key for chart in CHARTS if chart.key not in configured)]
     listed = []
     for key in order:
         info = CHARTS_BY_KEY[key]
-        first, last, weeks = coverage.get(TARGET.make(key), (None, None, 0))
+        held = coverage.get(TARGET.make(key))
         newest = latest.get(TARGET.make(key))
         listed.append(ChartCoverage(key, info.title, info.kind, info.size, key in configured,
-                                    officialcharts.SITE + officialcharts.chart_path(key), first, last,
-                                    week_end_of(newest[0].chart_date, newest[1]) if newest else None, weeks))
+                                    officialcharts.SITE + officialcharts.chart_path(key), held.first if held else None,
+                                    held.last if held else None,
+                                    week_end_of(newest.chart_date, newest.meta) if newest else None,
+                                    held.dates if held else 0))
     return ChartsResponse(len(listed), listed)
 
 
 async def snapshots(call: Call) -> SnapshotsResponse:
     key = await checked_chart_key(call, call.params["chart_key"])
-    rows = await call.data.reader.fetchall(
-        f"SELECT {SnapshotRow.COLUMNS}, meta FROM snapshots WHERE target GLOB ? ORDER BY id DESC LIMIT ?",
-        (TARGET.pattern(chart_key=key), call.params["limit"]))
     listed = []
-    for values in rows:
-        row, meta = row_with_meta(values)
+    for row in await call.data.reader.snapshots(TARGET.pattern(chart_key=key), call.params["limit"]):
         head = msgspec.structs.asdict(snapshot_meta(row, WEEK_SECONDS, call.now))
         listed.append(WeekSnapshot(**head, chart_key=row.target, week_start=row.chart_date,
-                                   week_end=week_end_of(row.chart_date, meta)))
+                                   week_end=week_end_of(row.chart_date, row.meta)))
     return SnapshotsResponse(key, len(listed), listed)
 
 
-async def _neighbours(reader: SnapshotReader, target: str, week_start: str) -> tuple[str | None, str | None]:
-    rows = await reader.fetchall(
-        "SELECT (SELECT max(chart_date) FROM snapshots WHERE target = ?1 AND chart_date < ?2),"
-        " (SELECT min(chart_date) FROM snapshots WHERE target = ?1 AND chart_date > ?2)", (target, week_start))
-    return (rows[0][0], rows[0][1]) if rows else (None, None)
-
-
-async def _chart_response(call: Call, key: str, row: SnapshotRow, meta: bytes | None,
-                          requested: str | None) -> WeekChartResponse:
+async def _chart_response(call: Call, key: str, row: SnapshotRow, requested: str | None) -> WeekChartResponse:
     reader = call.data.reader
     records = await reader.records(row.id, call.params["limit"])
-    previous, following = await _neighbours(reader, row.target, row.chart_date)
+    previous, following = await reader.neighbours(row.target, row.chart_date)
     info = CHARTS_BY_KEY[key]
-    return WeekChartResponse(key, info.title, info.kind, row.chart_date, week_end_of(row.chart_date, meta), requested,
+    return WeekChartResponse(key, info.title, info.kind, row.chart_date, week_end_of(row.chart_date, row.meta), requested,
                              previous, following, snapshot_meta(row, WEEK_SECONDS, call.now), len(records),
                              records_array(records))
 
@@ -195,13 +185,10 @@ async def _chart_response(call: Call, key: str, row: SnapshotRow, meta: bytes | 
 async def chart_latest(call: Call) -> WeekChartResponse:
     key = await checked_chart_key(call, call.params["chart_key"])
     assert key is not None
-    rows = await call.data.reader.fetchall(
-        f"SELECT {SnapshotRow.COLUMNS}, meta FROM snapshots WHERE target = ? ORDER BY chart_date DESC, id DESC LIMIT 1",
-        (TARGET.make(key),))
-    if not rows:
+    row = await call.data.reader.latest(TARGET.make(key))
+    if row is None:
         raise not_found(f"No week of {key} is held yet; see /uk-charts/charts")
-    row, meta = row_with_meta(rows[0])
-    return await _chart_response(call, key, row, meta, None)
+    return await _chart_response(call, key, row, None)
 
 
 async def chart_week(call: Call) -> WeekChartResponse:
@@ -210,50 +197,32 @@ async def chart_week(call: Call) -> WeekChartResponse:
     day: str = call.params["week_start"]
     target = TARGET.make(key)
     reader = call.data.reader
-    rows = await reader.fetchall(
-        f"SELECT {SnapshotRow.COLUMNS}, meta FROM snapshots WHERE target = ? AND chart_date <= ?"
-        " ORDER BY chart_date DESC, id DESC LIMIT 1", (target, day))
-    if rows:
-        row, meta = row_with_meta(rows[0])
-        if day <= week_end_of(row.chart_date, meta):
-            return await _chart_response(call, key, row, meta, day)
+    row = await reader.on_or_before(target, day)
+    if row is not None and day <= week_end_of(row.chart_date, row.meta):
+        return await _chart_response(call, key, row, day)
     try:
         start, end = officialcharts.chart_week(date.fromisoformat(day))
         week = f"the week {start.isoformat()} to {end.isoformat()}"
     except OverflowError:  # the week of 0001-01-01 or 9999-12-31 runs past the calendar
         week = f"the week of {day}"
-    coverage = await _coverage_of(reader, target)
-    if coverage is None:
+    held = (await reader.coverage(target)).get(target)
+    if held is None:
         raise not_found(f"No week of {key} is held yet; see /uk-charts/charts")
-    first, last, weeks = coverage
-    before, after = await _neighbours(reader, target, day)
+    first, last, weeks = held.first, held.last, held.dates
+    before, after = await reader.neighbours(target, day)
     raise not_found(f"No {key} chart is held for {week}; the weeks held "
                     f"run from {first} to {last} ({weeks} weeks; nearest: {before or 'none'} before, "
                     f"{after or 'none'} after); see /uk-charts/charts")
 
 
-async def _coverage_of(reader: SnapshotReader, target: str) -> tuple[str, str, int] | None:
-    rows = await reader.fetchall(
-        "SELECT min(chart_date), max(chart_date), count(DISTINCT chart_date) FROM snapshots WHERE target = ?",
-        (target,))
-    return (rows[0][0], rows[0][1], rows[0][2]) if rows and rows[0][0] is not None else None
-
-
 async def search(call: Call) -> SearchResponse:
     q, limit = call.params["q"], call.params["limit"]
     key = await checked_chart_key(call, call.params["chart_key"])
-    needle = compact(q)
-    like = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    rows = await call.data.reader.fetchall(
-        f"SELECT {ROW_COLUMNS}, s.meta, e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id"
-        " WHERE s.target GLOB ? AND e.search_key LIKE ? ESCAPE '\\'"
-        " AND s.id = (SELECT max(x.id) FROM snapshots x WHERE x.target = s.target AND x.chart_date = s.chart_date)"
-        " ORDER BY s.chart_date DESC, s.target, e.position LIMIT ?", (TARGET.pattern(chart_key=key), like, limit))
+    rows = await call.data.reader.fetchall(SEARCH, (TARGET.pattern(chart_key=key), like_pattern(compact(q)), limit))
     hits = []
     for values in rows:
-        row, meta = row_with_meta(values[:8])
-        record: bytes = values[8]
-        hits.append(SearchHit(row.target, row.chart_date, row.chart_date, week_end_of(row.chart_date, meta),
+        row, record = SnapshotRow(*values[:8]), values[8]
+        hits.append(SearchHit(row.target, row.chart_date, row.chart_date, week_end_of(row.chart_date, row.meta),
                               _decode_rank(record).rank, stored_record(record)))
     return SearchResponse(q, key, len(hits), hits)
 

@@ -1,0 +1,244 @@
+"""Prometheus metrics (prometheus-client): what the server answered, and what the stores hold.
+
+Requests are counted as they are answered, by the app and by the server's fast lane alike
+(`RequestMetrics.observe`, called through `chartgw.observe.Observer`): one counter and one histogram per
+label set, their children resolved once per set and kept, so an answer costs a tuple lookup and two
+increments. Labels are bounded: a route is its template (`/korea-chart/{site}/charts/{chart_type}`), never the
+raw path, and statuses are the gateway's own.
+
+What the stores hold (crawl attempts, snapshot ages, radio monitor states) is read at scrape time by
+`StoreCollector`, in the scraping thread (`/metrics` renders off the event loop; the own-port listener is a
+thread of its own), at most once per `STORE_SECONDS` however often scrapes come.
+
+With `chartgw serve --workers N` (N > 1) each worker counts into prometheus-client's multiprocess files
+(`PROMETHEUS_MULTIPROC_DIR`, which `chartgw serve` makes), and any worker's scrape adds them all up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    disable_created_metrics,
+    generate_latest,
+    values,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from chartgw.clock import Clock, utc_now
+from chartgw.settings import exported
+from chartgw.store import Query, connect, group_db_path, parse_iso
+from chartgw.store import tables as store_tables
+
+MONITORED_BY_STATE = Query("monitored stations by state",
+                           "SELECT status, count(*) FROM station_state WHERE monitored = 1 GROUP BY status")
+"""The radio monitor's stations by state (chartgw.groups.radio.storage keeps them)."""
+RUNNING_MONITOR = Query("running monitor", "SELECT heartbeat_at FROM monitor_runs WHERE stopped_at IS NULL"
+                        " ORDER BY id DESC LIMIT 1")
+
+__all__ = ["METRICS_PATH", "MetricsEndpoint", "RequestMetrics", "StoreCollector", "multiprocess", "scrape_registry",
+           "worker_files"]
+
+METRICS_PATH = "/metrics"
+DURATION_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                    10.0)
+"""Seconds: the fast lane answers in tens of microseconds, a cached app answer in about a tenth of a
+millisecond, a cold build in milliseconds to seconds."""
+STORE_SECONDS = 10.0
+"""How long one read of the stores answers scrapes: a scrape storm costs SQLite one read per this many seconds."""
+RADIO = "radio"
+
+
+def multiprocess() -> bool:
+    """Whether this process counts into prometheus-client's multiprocess files (`chartgw serve --workers N`), as
+    prometheus-client decided when it was imported (from PROMETHEUS_MULTIPROC_DIR)."""
+    return values.ValueClass is not values.MutexValue
+
+
+class RequestMetrics:
+    """`chartgw_requests_total` and `chartgw_request_duration_seconds`, with their children kept per label set."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        # No `_created` series beside each counter: half the series, nothing lost. (Unannotated in prometheus-client.)
+        disable_created_metrics()  # type: ignore[no-untyped-call]
+        self.requests = Counter(
+            "chartgw_requests_total", "Answers, by group, route template, status, what answered (the fast lane or "
+            "the app) and the response cache's part (hit, miss, or none for uncached routes and refusals)",
+            ("group", "route", "status", "answered_by", "cache"), registry=registry)
+        self.duration = Histogram(
+            "chartgw_request_duration_seconds", "Time from the request's head to the answer's last byte handed "
+            "to the server", ("group", "route", "answered_by"), buckets=DURATION_BUCKETS, registry=registry)
+        self._series: dict[tuple[str, str, int, str, str], tuple[Any, Any]] = {}
+
+    def observe(self, group: str, route: str, status: int, answered_by: str, cache: str, seconds: float) -> None:
+        key = (group, route, status, answered_by, cache)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = (self.requests.labels(group, route, str(status), answered_by, cache),
+                                          self.duration.labels(group, route, answered_by))
+        series[0].inc()
+        series[1].observe(seconds)
+
+
+class StoreCollector:
+    """Crawl attempts, snapshot ages and radio monitor states, read from the groups' files at scrape time.
+
+    Attempts are counted from each file's `fetch_log` (append-only) incrementally: each read counts only the
+    rows past the last one seen. Ages are worked out at each scrape from the fetch times read, by `clock`.
+    """
+
+    def __init__(self, groups: Sequence[str], clock: Clock = utc_now, store_seconds: float = STORE_SECONDS) -> None:
+        self.paths = {group: group_db_path(group) for group in groups}  # the data folder in force when the app is built
+        self.clock = clock
+        self.store_seconds = store_seconds
+        self._lock = threading.Lock()
+        self._read_at = float("-inf")
+        self._seen: dict[str, int] = {}  # group -> the last fetch_log id counted
+        self._attempts: dict[tuple[str, str, str], int] = {}  # (group, target, outcome) -> attempts
+        self._fetched: dict[tuple[str, str], float] = {}  # (group, target) -> newest snapshot's fetch, epoch seconds
+        self._stations: dict[str, int] = {}  # radio monitor state -> monitored stations
+        self._heartbeat: float | None = None
+
+    def describe(self) -> Iterable[Metric]:
+        """The families, without reading the stores (prometheus-client asks this when the collector registers)."""
+        return self._families()
+
+    def collect(self) -> Iterable[Metric]:
+        with self._lock:
+            if time.monotonic() - self._read_at >= self.store_seconds:
+                self._read()
+                self._read_at = time.monotonic()
+            families = attempts, ages, stations, heartbeat = self._families()
+            now = self.clock().timestamp()
+            for (group, target, outcome), count in sorted(self._attempts.items()):
+                attempts.add_metric([group, target, outcome], count)
+            for (group, target), fetched in sorted(self._fetched.items()):
+                ages.add_metric([group, target], max(now - fetched, 0.0))
+            for state, count in sorted(self._stations.items()):
+                stations.add_metric([state], count)
+            if self._heartbeat is not None:
+                heartbeat.add_metric([], max(now - self._heartbeat, 0.0))
+        return families
+
+    @staticmethod
+    def _families() -> tuple[CounterMetricFamily, GaugeMetricFamily, GaugeMetricFamily, GaugeMetricFamily]:
+        return (
+            CounterMetricFamily("chartgw_crawl_attempts", "Crawl attempts recorded in the group's fetch log, by "
+                                "target and outcome (ok: a snapshot committed; failed: nothing changed)",
+                                labels=("group", "target", "outcome")),
+            GaugeMetricFamily("chartgw_snapshot_age_seconds", "Seconds since the newest snapshot of each target was "
+                              "fetched", labels=("group", "target")),
+            GaugeMetricFamily("chartgw_radio_monitor_stations", "Stations the radio monitor watches, by state (ok: "
+                              "heard; backoff: failing, retried later; starting: not heard yet)", labels=("state",)),
+            GaugeMetricFamily("chartgw_radio_monitor_heartbeat_age_seconds", "Seconds since the running radio "
+                              "monitor's last heartbeat (absent when none runs)"),
+        )
+
+    def _read(self) -> None:
+        for group, path in self.paths.items():
+            if not path.exists():
+                continue
+            try:
+                with contextlib.closing(connect(path, readonly=True, timeout=1)) as db:
+                    self._read_group(group, db)
+            except sqlite3.Error:
+                continue  # a file being replaced or locked past the timeout: the last read stands
+
+    def _read_group(self, group: str, db: sqlite3.Connection) -> None:
+        tables = {row[0] for row in db.execute(store_tables.TABLE_NAMES.sql)}
+        if "fetch_log" in tables:
+            self._count_attempts(group, db)
+        if "snapshots" in tables:
+            for target, fetched in db.execute(store_tables.NEWEST_FETCH_PER_TARGET.sql):
+                self._fetched[(group, target)] = parse_iso(fetched).timestamp()
+        if group == RADIO and "station_state" in tables:  # chartgw.groups.radio.storage keeps each station's state
+            self._stations = {str(state): int(count) for state, count in db.execute(MONITORED_BY_STATE.sql)}
+            running = db.execute(RUNNING_MONITOR.sql).fetchone() if "monitor_runs" in tables else None
+            self._heartbeat = parse_iso(running[0]).timestamp() if running else None
+
+    def _count_attempts(self, group: str, db: sqlite3.Connection) -> None:
+        last = db.execute(store_tables.LAST_FETCH_LOG_ID.sql).fetchone()[0] or 0
+        seen = self._seen.get(group, 0)
+        if last < seen:  # the file was replaced: count it again from the start
+            seen = 0
+            self._attempts = {k: v for k, v in self._attempts.items() if k[0] != group}
+        for target, outcome, count in db.execute(store_tables.FETCH_OUTCOMES_BETWEEN.sql, (seen, last)):
+            key = (group, target, outcome)
+            self._attempts[key] = self._attempts.get(key, 0) + count
+        self._seen[group] = last
+
+
+def scrape_registry(requests: CollectorRegistry, stores: StoreCollector) -> CollectorRegistry:
+    """What a scrape renders: this process's request metrics (or, with several workers, every worker's from the
+    multiprocess files), its process figures, and the stores."""
+    if multiprocess():
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # unannotated in prometheus-client
+    else:
+        registry = requests
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
+    registry.register(stores)
+    return registry
+
+
+class MetricsEndpoint:
+    """`GET /metrics` on the API's port, and the own-port listener (a thread) when the setting asks for one."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self._listener: Any = None
+        self.address: tuple[str, int] | None = None
+        """Where the own-port listener listens, once started (the port when 0 was asked)."""
+
+    async def page(self, request: Request) -> Response:
+        body = await run_in_threadpool(generate_latest, self.registry)
+        return Response(body, media_type=CONTENT_TYPE_LATEST, headers={"Cache-Control": "no-store"})
+
+    def listen(self, host: str, port: int) -> None:
+        """Serve the metrics on `host:port` from a thread. With several workers the first to bind serves every
+        worker's metrics (the multiprocess files), and the others leave it be."""
+        from prometheus_client import start_http_server
+
+        try:
+            server, _ = start_http_server(port, host, registry=self.registry)
+        except OSError:
+            if multiprocess():
+                return
+            raise
+        self._listener = server
+        self.address = (str(server.server_address[0]), int(server.server_address[1]))
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._listener.shutdown()
+            self._listener.server_close()
+            self._listener = None
+
+
+
+@contextlib.contextmanager
+def worker_files(workers: int) -> Iterator[None]:
+    """With several server workers, a fresh folder for their multiprocess metric files (PROMETHEUS_MULTIPROC_DIR,
+    set before the workers start), removed afterwards; one worker counts in memory."""
+    if workers <= 1 or multiprocess():  # one worker; or the operator's own folder
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="chartgw-metrics-") as folder, exported({"PROMETHEUS_MULTIPROC_DIR": folder}):
+        yield

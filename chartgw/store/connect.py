@@ -1,0 +1,76 @@
+"""The one way chartgw opens SQLite: every connection, synchronous or async, writer or reader, with its pragmas.
+
+A writer (a crawl, the radio monitor, the key store, the artist-history index) works in WAL mode with a busy
+timeout and `synchronous=FULL`, in autocommit mode so that each transaction is an explicit `BEGIN IMMEDIATE ...
+COMMIT` (`transaction`). A reader opens the file read-only by URI: it can never write, never creates a missing
+file, and a WAL file the writer has not made yet is created beside it, not refused. The server reads through
+`connect_async` (aiosqlite: the statements run on the connection's own thread, off the event loop).
+
+No other module calls `sqlite3.connect` or `aiosqlite.connect` (tests/test_store_schema.py greps for it).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import aiosqlite
+
+__all__ = ["BUSY_TIMEOUT_SECONDS", "connect", "connect_async", "connect_memory", "readonly_uri", "transaction"]
+
+BUSY_TIMEOUT_SECONDS = 30.0
+"""How long a writer waits for another writer's lock (crawls are short; the monitor writes small batches)."""
+
+
+def readonly_uri(path: Path) -> str:
+    """`path` as a read-only SQLite URI (characters such as `?` and `#` in the path escaped)."""
+    return path.absolute().as_uri() + "?mode=ro"
+
+
+def connect(path: Path, *, readonly: bool = False, timeout: float = BUSY_TIMEOUT_SECONDS,
+            synchronous: str = "FULL", foreign_keys: bool = False, check_same_thread: bool = True, wal: bool = True,
+            ) -> sqlite3.Connection:
+    """A connection to the SQLite file at `path`.
+
+    A writer (the default) creates the file and its folder, works in WAL mode, autocommit (its transactions
+    are `transaction`'s), with `synchronous` (FULL: a commit survives a power cut) and, when asked, foreign
+    keys enforced. A reader (`readonly`) fails with `sqlite3.OperationalError` when the file does not exist.
+    `wal=False` leaves a new file in rollback-journal mode: one written whole once and then only read (an export,
+    `chartgw.exports`, whose page size the backup API sets, which it cannot do to a file in WAL mode).
+    """
+    if readonly:
+        return sqlite3.connect(readonly_uri(path), uri=True, timeout=timeout, check_same_thread=check_same_thread)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, isolation_level=None, timeout=timeout, check_same_thread=check_same_thread)
+    if wal:
+        db.execute("PRAGMA journal_mode=WAL")
+    db.execute(f"PRAGMA synchronous={synchronous}")
+    if foreign_keys:
+        db.execute("PRAGMA foreign_keys=ON")
+    return db
+
+
+def connect_memory() -> sqlite3.Connection:
+    """An empty database in memory (declarations checked without a file)."""
+    return sqlite3.connect(":memory:")
+
+
+async def connect_async(path: Path, *, timeout: float = 5.0) -> aiosqlite.Connection:
+    """A read-only connection for the server: each statement runs on the connection's thread, never on the
+    event loop. Fails with `sqlite3.OperationalError` when the file does not exist."""
+    return await aiosqlite.connect(readonly_uri(path), uri=True, timeout=timeout)
+
+
+@contextmanager
+def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """`BEGIN IMMEDIATE ... COMMIT` around the block (the write lock taken at once, so a busy file waits at
+    the start, not halfway); ROLLBACK when the block raises anything, even a KeyboardInterrupt."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
