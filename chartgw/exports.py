@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import fcntl
 import functools
 import hashlib
@@ -250,7 +251,8 @@ async def _due(data: GroupData, state: _Exporting, exports: Sequence[ExportInfo]
 
 async def _build_in_thread(group: str, state: _Exporting) -> ExportInfo | None:
     try:
-        return await asyncio.get_running_loop().run_in_executor(_BUILDER, build, group)
+        in_force = contextvars.copy_context()  # the settings the request is answered with (the app's)
+        return await asyncio.get_running_loop().run_in_executor(_BUILDER, in_force.run, build, group)
     except Exception:  # logged; the next request after the data changes tries again
         log.exception("export of %s failed", group)
         state.built_version = None

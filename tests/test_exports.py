@@ -447,4 +447,5 @@ def test_the_export_command_and_its_cron_line(korea: Path, capsys: pytest.Captur
     assert main(["export", "nope"], current()) == 2 and "no group named nope" in capsys.readouterr().err
     assert main(["export"], current()) == 2
     assert main(["export", "streaming"], current()) == 0 and "no data file yet" in capsys.readouterr().err
-    assert "@daily /srv/chartgw/.venv/bin/chartgw export --all >> " in crontab(Path("/srv/chartgw"))
+    line = "@daily CHARTGW_DATA_DIR=/var/lib/chartgw /opt/chartgw/bin/chartgw export --all >> /var/lib/chartgw/export.log 2>&1"
+    assert line in crontab(("/opt/chartgw/bin/chartgw",), Path("/var/lib/chartgw")).splitlines()
