@@ -68,19 +68,20 @@ EXAMPLES = (
     "/social-trends/snapshots?limit=5", "/social-trends/locations", "/social-trends/trends/us",
     "/social-trends/trends/by-woeid/23424977",
     "/short-video/snapshots?limit=5", "/short-video/chart?code2=br", "/short-video/history?code2=br",
-    "/dj-rankings/years", "/dj-rankings/search?q=al", "/dj-rankings/2025",
+    "/dj-rankings/years", "/dj-rankings/search?q=al", "/dj-rankings/2025", "/dj-rankings/latest",
     "/retail-digital/snapshots?limit=5", "/retail-digital/latest", "/retail-digital/charts.json",
     "/retail-digital/charts", "/retail-digital/charts/de-digital-songs/latest",
     "/retail-music/top-songs/latest", "/retail-music/top-songs/snapshots",
     "/retail-physical/categories", "/retail-physical/best-sellers/latest", "/retail-physical/best-sellers/snapshots",
     "/retail-physical/products/B002GI0NO3/history",
     "/radio/stations?limit=5", "/radio/current", "/radio/history", "/radio/tracks", "/radio/summary",
-    "/artist-history-api/artist-history?artist=Taylor%20Swift&limit=20",
-    "/artist-history-api/artist-history/coverage?artist=Taylor%20Swift",
+    "/artist-history-api/artist-history?name=Taylor%20Swift&limit=20",
+    "/artist-history-api/artist-history/coverage?name=Taylor%20Swift",
 )
 """One request per chart or list route of a group's own (the platform's routes are added per group below)."""
 PLATFORM = ("/{g}/fetch-logs?limit=5", "/{g}/exports", "/{g}/diff?target={target}")
-NO_EXAMPLE = {("artist-history-api", "/diff"): "the index holds no snapshots: always a 404"}
+NO_EXAMPLE: dict[tuple[str, str], str] = {}
+"""Chart and list routes the walk cannot ask with a 200 (with the reason): none."""
 csv.field_size_limit(sys.maxsize)  # /pull.json's raw payloads are JSON text in one cell
 
 
