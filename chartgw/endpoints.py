@@ -31,6 +31,8 @@ from chartgw.store import SnapshotReader, group_db_path
 __all__ = [
     "CACHE_SCOPE",
     "JSON",
+    "ORIGIN_HEADER",
+    "REQUEST_ID_HEADER",
     "ApiError",
     "Call",
     "EndpointApp",
@@ -165,10 +167,17 @@ class Route:
             object.__setattr__(self, "params", (*self.params, FORMAT_PARAM))
 
 
-def request_fields(headers: Iterable[tuple[bytes, bytes]]) -> tuple[bytes | None, bytes | None, bytes | None]:
+REQUEST_ID_HEADER = b"x-request-id"
+ORIGIN_HEADER = b"origin"
+"""Read with the fields below for the fast lane's outer layers (`chartgw.observe`: request ids, CORS)."""
+RequestFields = tuple[bytes | None, bytes | None, bytes | None, bytes | None, bytes | None]
+
+
+def request_fields(headers: Iterable[tuple[bytes, bytes]]) -> RequestFields:
     """What a cached answer depends on in a request's headers (lowercase names), read in one pass: If-None-Match,
-    Accept-Encoding and Accept (repeated Accept fields joined, as a list)."""
-    inm = encoding = accept = None
+    Accept-Encoding, Accept (repeated fields joined, as a list), and for the fast lane's outer layers
+    (`chartgw.observe`) X-Request-Id and Origin."""
+    inm = encoding = accept = sent_id = origin = None
     for name, value in headers:
         if name == b"if-none-match":
             inm = value
@@ -176,7 +185,11 @@ def request_fields(headers: Iterable[tuple[bytes, bytes]]) -> tuple[bytes | None
             encoding = value
         elif name == b"accept":
             accept = value if accept is None else accept + b"," + value
-    return inm, encoding, accept
+        elif name == REQUEST_ID_HEADER:
+            sent_id = value
+        elif name == ORIGIN_HEADER:
+            origin = value
+    return inm, encoding, accept, sent_id, origin
 
 
 async def read_body(receive: Receive) -> bytes:
@@ -239,7 +252,7 @@ class EndpointApp:
             # two dict lookups. Otherwise the parameters are validated and the entry is keyed on them.
             version = await self.data.current_version()
             raw = (scope["path"], scope["query_string"])
-            inm, encoding, accept = request_fields(scope["headers"])
+            inm, encoding, accept, _, _ = request_fields(scope["headers"])
             known = self.cache.canonical(raw)
             hit = None
             if known is not None:

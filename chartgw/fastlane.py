@@ -22,10 +22,10 @@ import time
 from chartgw.access import Gate, Reply
 from chartgw.cache import ResponseCache
 from chartgw.cors import CorsPolicy
-from chartgw.endpoints import EndpointApp
+from chartgw.endpoints import REQUEST_ID_HEADER, EndpointApp, request_fields
 from chartgw.formats import rows_asked
 from chartgw.legacy import rewrite
-from chartgw.observe import NO_CACHE, ORIGIN_HEADER, REQUEST_ID_HEADER, Observer, request_id
+from chartgw.observe import NO_CACHE, Observer, request_id
 
 __all__ = ["FastLane", "Reply"]
 
@@ -61,18 +61,7 @@ class FastLane:
         version = endpoint.data.settled_version()
         if version is None:
             return None
-        inm = encoding = accept = sent_id = origin = None
-        for name, value in headers:  # one pass for all the lane reads (`request_fields` and the outer layers')
-            if name == b"if-none-match":
-                inm = value
-            elif name == b"accept-encoding":
-                encoding = value
-            elif name == b"accept":
-                accept = value if accept is None else accept + b"," + value
-            elif name == REQUEST_ID_HEADER:
-                sent_id = value
-            elif name == ORIGIN_HEADER:
-                origin = value
+        inm, encoding, accept, sent_id, origin = request_fields(headers)  # one pass for all the lane reads
         key, variant = known.key, known.variant
         if accept is not None and variant.negotiated and (wanted := rows_asked(accept)) is not None:
             chosen = endpoint.choose(wanted)
