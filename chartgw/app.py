@@ -17,7 +17,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.routing import Route as StarletteRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from chartgw import apidocs, config
+from chartgw import apidocs, config, exports
 from chartgw.access import AccessTable, ApiKeyMiddleware, Gate, KeyChecker, KeyStore, RateLimiter
 from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
@@ -56,9 +56,9 @@ DocumentBuilder = Callable[[], dict[str, Any]]
 
 def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = None) -> list[Route]:
     """The group's own routes plus what every group has: its public root, its OpenAPI document, the log of
-    its crawl attempts and (when it crawls snapshots) the diff between two of them. The document is built anew
-    for each data version (the route's cache keeps it), so what it declares from the data (a discovered
-    catalogue's values) is current; `documents` receives the group's builder."""
+    its crawl attempts, (when it crawls snapshots) the diff between two of them and its whole-history exports. The
+    document is built anew for each data version (the route's cache keeps it), so what it declares from the data
+    (a discovered catalogue's values) is current; `documents` receives the group's builder."""
     own = list(group.routes)
     root_info: list[EndpointInfo] = []
 
@@ -80,6 +80,7 @@ def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = 
               response=dict[str, Any]),
         FETCH_LOGS_ROUTE,
         *([DIFF_ROUTE] if group.targets is not None else []),  # a group that crawls snapshots into its file
+        *exports.EXPORT_ROUTES,
         *own,
     ]
     assert len({(r.method, r.path) for r in routes}) == len(routes), f"{group.name} declares a platform route itself"
@@ -221,7 +222,7 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     # The change feed and webhooks at the root, over every group's file (read through the hub, not `feed`).
     hub = ChangeHub(datas)
     feed = GroupData("changes", clock)
-    root_routes = [*changes_routes(hub), *hooks_routes([g.name for g in groups])]
+    root_routes = [*changes_routes(hub), *hooks_routes([g.name for g in groups]), *exports.root_routes(datas)]
     documents[""] = lambda: build_document("", "chartgw change feed", "Every group's changes and webhooks", root_routes)
     # The groups' routes first: every chart request is matched there; the front door's paths and /docs after.
     routes = [group_routes, StarletteRoute("/", door.page, methods=["GET"]),

@@ -1,5 +1,5 @@
-"""`chartgw serve | crawl | import | backfill | monitor | keys | hooks | deliver | cron | demo | settings | storage`: the
-one entry point for people, cron and the refresh endpoints."""
+"""`chartgw serve | crawl | import | backfill | monitor | keys | hooks | deliver | cron | demo | settings | storage |
+export`: the one entry point for people, cron and the refresh endpoints."""
 
 from __future__ import annotations
 
@@ -353,6 +353,9 @@ def crontab(program: Sequence[str], data: Path) -> str:
     lines.append("# webhooks: `chartgw deliver` sends them for as long as the machine runs")
     lines.append(f"@reboot CHARTGW_DATA_DIR={folder} {_command(program, 'deliver')} >> "
                  f"{shlex.quote(str(data / 'deliver.log'))} 2>&1")
+    lines.append("# whole-history exports of every group (docs/exports.md)")
+    lines.append(f"@daily CHARTGW_DATA_DIR={folder} {_command(program, 'export', '--all')} >> "
+                 f"{shlex.quote(str(data / 'export.log'))} 2>&1")
     return "\n".join(lines) + "\n"
 
 
@@ -381,6 +384,41 @@ def cmd_storage(args: argparse.Namespace) -> int:
         count = f"{r.snapshots:>10}" if r.snapshots is not None else f"{'-':>10}"
         print(f"{r.file:34} {r.bytes / 1e6:9.1f} {count} {per_year}  {detail}".rstrip())
     return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """`chartgw export GROUP... | --all`: each group's whole history as a new export (or the one held, when its bytes
+    are the same), older ones pruned (docs/exports.md). One line per group (JSON with --json); exit 1 if any failed."""
+    import sqlite3
+
+    import msgspec
+
+    from chartgw.exports import build
+
+    if refuse_bad_settings("export", current()):
+        return 2
+    names = [g.name for g in GROUPS] if args.all else args.groups
+    unknown = [name for name in names if name not in {g.name for g in GROUPS}]
+    if not names or unknown:
+        print(f"chartgw export: no group named {', '.join(unknown)}" if unknown else
+              "chartgw export: name the groups to export, or --all", file=sys.stderr)
+        return 2
+    failed = 0
+    for name in names:
+        try:
+            info = build(name)
+        except (OSError, sqlite3.Error) as exc:
+            failed += 1
+            print(f"chartgw export: {name}: {exc}", file=sys.stderr)
+            continue
+        if args.json:
+            print(json.dumps({"group": name, "export": None if info is None else msgspec.to_builtins(info)}))
+        elif info is None:
+            print(f"{name:20} no data file yet", file=sys.stderr)
+        else:
+            span = f"{info.first_chart_date} .. {info.last_chart_date}" if info.first_chart_date else "no snapshots"
+            print(f"{name:20} {info.size / 1e6:9.1f} MB {info.snapshots:>8} snapshots  {span}  {info.url}")
+    return 1 if failed else 0
 
 
 def cmd_cron(args: argparse.Namespace) -> int:
@@ -515,6 +553,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run the radio monitor on local sample streams until stopped (what scripts/serve runs beside "
                            "the server, so /radio/current changes)")
     demo.set_defaults(func=cmd_demo)
+
+    export = commands.add_parser("export", help="build each group's whole-history SQLite export (GET /exports lists them)")
+    export.add_argument("groups", nargs="*", metavar="GROUP",
+                        help=f"the groups to export: {', '.join(g.name for g in GROUPS)}")
+    export.add_argument("--all", action="store_true", help="every group")
+    export.add_argument("--json", action="store_true", help="one JSON object per group on stdout")
+    export.set_defaults(func=cmd_export)
 
     storage = commands.add_parser("storage", help="each group's file size, snapshots, growth per year and retention")
     storage.add_argument("--json", action="store_true")

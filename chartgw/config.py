@@ -31,6 +31,8 @@ __all__ = [
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
     "DEFAULT_DATA_DIR",
+    "EXPORTS_INTERVAL_SECONDS",
+    "EXPORTS_KEEP",
     "HOOKS_HTTP_HOSTS",
     "HOOKS_PER_KEY",
     "HOOKS_PRIVATE_ADDRESSES",
@@ -299,13 +301,26 @@ METRICS = Setting(
 ACCESS_LOG = Setting(
     "ACCESS_LOG", "off", "`on`: one JSON line per answer on standard output (what `chartgw serve --access-log` "
     "turns on)", choice("off", "on"))
+EXPORTS_KEEP = Setting(
+    "EXPORTS_KEEP", "2", "whole-history exports kept per group (`<data dir>/exports/<group>/`); older ones are deleted "
+    "after each build", bounded_int(1, 100))
+
+
+def off_or_seconds(value: str) -> int | None:
+    """"off", or whole seconds up to a year."""
+    return None if value.strip().lower() == "off" else bounded_int(0, 366 * 86400)(value.strip())
+
+
+EXPORTS_INTERVAL_SECONDS = Setting(
+    "EXPORTS_INTERVAL_SECONDS", "3600", "least seconds between two exports of a group built on request (GET /exports "
+    "when the group's data changed); 0 = at every change, off = only `chartgw export` builds them", off_or_seconds)
 SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB,
                                       RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REQUEST_BODY_TIMEOUT_SECONDS,
                                       IDLE_TIMEOUT_SECONDS, SEND_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
                                       REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS, CHANGES_POLL_SECONDS,
                                       CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS, CHANGES_HEARTBEAT_SECONDS, CORS_ORIGINS,
                                       METRICS, ACCESS_LOG, HOOKS_HTTP_HOSTS, HOOKS_PRIVATE_ADDRESSES, HOOKS_TIMEOUT_SECONDS,
-                                      HOOKS_PER_KEY)
+                                      HOOKS_PER_KEY, EXPORTS_KEEP, EXPORTS_INTERVAL_SECONDS)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

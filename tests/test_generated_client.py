@@ -30,6 +30,7 @@ import httpx
 import pytest
 
 from chartgw import artist_history as index
+from chartgw import exports
 from chartgw.clock import fixed
 from chartgw.groups import GROUPS
 from chartgw.hooks import HookStore
@@ -37,8 +38,10 @@ from tests.fixtures import FIXED_NOW, TEST_KEY, client, copy_data, data_dir, ser
 
 CLIENTS_DOC = Path(__file__).resolve().parents[1] / "docs" / "clients.md"
 PACKAGE = "chartgw_client"
-GENERATOR_CONFIG = "post_hooks: []\ncontent_type_overrides:\n  image/svg+xml: application/octet-stream\n"
-"""No ruff/black run over the generated code; the SVG plot read as bytes (the generator knows no image types)."""
+GENERATOR_CONFIG = ("post_hooks: []\ncontent_type_overrides:\n  image/svg+xml: application/octet-stream\n"
+                    "  application/vnd.sqlite3: application/octet-stream\n")
+"""No ruff/black run over the generated code; the SVG plot and the SQLite exports read as bytes (the generator knows
+no image or SQLite types)."""
 
 ARTIST = "Jung Kook"
 CALLS: dict[str, dict[str, Any]] = {
@@ -91,6 +94,8 @@ CALLS: dict[str, dict[str, Any]] = {
 """Arguments of the operations that need some (held in the demo data at FIXED_NOW); the others get none."""
 DIFF_CALLS: dict[str, dict[str, Any]] = {}
 """Each group's GET /diff with a target its demo data has changes of (the served fixture finds them)."""
+EXPORT_CALLS: dict[str, dict[str, Any]] = {}
+"""Each group's GET /exports/{name} with the export the served fixture built."""
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +106,10 @@ def served(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         index.index_all(now=fixed(FIXED_NOW))
         HookStore().create(0, "https://hooks.example.test/in", [], [], [g.name for g in GROUPS], FIXED_NOW)  # hook 1
     for group in GROUPS:
+        with data_dir(path):
+            built = exports.build(group.name)
+        assert built is not None
+        EXPORT_CALLS[f"{group.name.replace('-', '_')}_get_exports_name"] = {"name": f"{built.sha256}.sqlite"}
         if group.targets is not None:
             with sqlite3.connect(path / f"{group.name}.sqlite") as db:
                 target = db.execute("SELECT target FROM changes ORDER BY id DESC LIMIT 1").fetchone()[0]
@@ -164,7 +173,7 @@ def _argument(annotation: Any, value: Any) -> Any:
 def _call(module: types.ModuleType, api: Any, **extra: Any) -> Any:
     name = module.__name__.rsplit(".", 1)[1]
     hints = typing.get_type_hints(module.sync_detailed)
-    given = CALLS.get(name) or DIFF_CALLS.get(name, {})
+    given = CALLS.get(name) or DIFF_CALLS.get(name) or EXPORT_CALLS.get(name, {})
     arguments = {key: _argument(hints[key], value) for key, value in given.items()}
     return module.sync_detailed(client=api, **arguments, **extra)
 
@@ -201,8 +210,9 @@ def test_generated_client_calls_every_get_endpoint_and_its_conditional_get(
             if response.status_code != 200:
                 failures.append(f"{name}: {response.status_code} {response.content[:300]!r}")
                 continue
-            if isinstance(parsed, bytes):  # the SVG plot: image/svg+xml, read as bytes (GENERATOR_CONFIG)
-                ok = parsed == response.content and response.content.lstrip().startswith((b"<svg", b"<?xml"))
+            if isinstance(parsed, bytes):  # the SVG plot and the SQLite exports, read as bytes (GENERATOR_CONFIG)
+                ok = parsed == response.content and response.content.lstrip().startswith(
+                    (b"<svg", b"<?xml", b"SQLite format 3\x00"))
             else:
                 ok = hasattr(parsed, "to_dict") and _same(json.loads(response.content), parsed.to_dict())
             if not ok:

@@ -39,14 +39,14 @@ CONFIGURATION_DOC = PACKAGE.parent / "docs" / "configuration.md"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.clock", "chartgw.countries", "chartgw.text", "chartgw.progress", "chartgw.settings", "chartgw.changes"),
     ("chartgw.config",),
-    ("chartgw.store", "chartgw.params", "chartgw.cache"),
+    ("chartgw.store", "chartgw.params", "chartgw.cache", "chartgw.formats"),
     ("chartgw.records", "chartgw.targets"),
     ("chartgw.upstreams",),
     ("chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi", "chartgw.accesslog",
      "chartgw.cors", "chartgw.metrics"),
     ("chartgw.context", "chartgw.observe"),
     ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history", "chartgw.fastlane",
-     "chartgw.feed", "chartgw.hooks"),
+     "chartgw.feed", "chartgw.hooks", "chartgw.exports"),
     ("chartgw.groups.",),
     ("chartgw.groups",),
     ("chartgw.samples", "chartgw.replay"),  # the demo's: above the groups, so serving never loads them
