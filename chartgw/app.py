@@ -17,7 +17,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.routing import Route as StarletteRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from chartgw import apidocs, config
+from chartgw import apidocs, config, exports
 from chartgw.access import AccessTable, ApiKeyMiddleware, Gate, KeyChecker, KeyStore, RateLimiter
 from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
@@ -28,6 +28,7 @@ from chartgw.feed import DIFF_ROUTE, ChangeHub, changes_routes
 from chartgw.front import FrontDoor
 from chartgw.group import Group
 from chartgw.groups import GROUPS
+from chartgw.hooks import hooks_routes
 from chartgw.legacy import LegacyPrefixMiddleware, legacy_names
 from chartgw.observe import REQUEST_ID_SCOPE, Observability, ObserveMiddleware, RouteLabels
 from chartgw.openapi import build_document
@@ -56,10 +57,10 @@ DocumentBuilder = Callable[[], dict[str, Any]]
 
 
 def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = None) -> list[Route]:
-    """The group's own routes plus what every group has: its public root, its OpenAPI document, the
-    log of its crawl attempts and the diff between two snapshots of a chart. The document is built anew for each
-    data version (the route's cache keeps it), so what it declares from the data (a discovered catalogue's values)
-    is current; `documents` receives the group's builder."""
+    """The group's own routes plus what every group has: its public root, its OpenAPI document, the log of
+    its crawl attempts, (when it crawls snapshots) the diff between two of them and its whole-history exports. The
+    document is built anew for each data version (the route's cache keeps it), so what it declares from the data
+    (a discovered catalogue's values) is current; `documents` receives the group's builder."""
     own = list(group.routes)
     root_info: list[EndpointInfo] = []
 
@@ -80,7 +81,8 @@ def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = 
         Route("/openapi.json", openapi, public=True, errors=(), summary="This OpenAPI document",
               response=dict[str, Any]),
         FETCH_LOGS_ROUTE,
-        DIFF_ROUTE,
+        *([DIFF_ROUTE] if group.targets is not None else []),  # a group that crawls snapshots into its file
+        *exports.EXPORT_ROUTES,
         *own,
     ]
     assert len({(r.method, r.path) for r in routes}) == len(routes), f"{group.name} declares a platform route itself"
@@ -222,16 +224,22 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     door = FrontDoor(groups, datas, documents)
     by_group: dict[str, list[StarletteRoute]] = {}
     for group, route in declared:
+        if read_only:  # exports are built from the writer's files (a followed file moves behind SQLite's back)
+            route = (on_replica(route, "exports", writer_only=True) if route in exports.EXPORT_ROUTES
+                     else on_replica(route))
         by_group.setdefault(group.name, []).append(StarletteRoute(
-            f"/{group.name}{route.path}", EndpointApp(on_replica(route) if read_only else route, datas[group.name], cache),
-            methods=[route.method]))
+            f"/{group.name}{route.path}", EndpointApp(route, datas[group.name], cache), methods=[route.method]))
     seen = Observability([g.name for g in groups], clock, settings)
     group_routes = GroupRoutes(by_group)
-    # The change feed at the root, over every group's file (its routes read them through the hub, not `feed`).
+    # The change feed and webhooks at the root, over every group's file (read through the hub, not `feed`).
     hub = ChangeHub(datas)
     feed = GroupData("changes", clock)
-    root_routes = changes_routes(hub)
-    documents[""] = lambda: build_document("", "chartgw change feed", "Every group's changes", root_routes)
+    hooks, exported = hooks_routes([g.name for g in groups]), exports.root_routes(datas)
+    if read_only:  # hooks.sqlite is the writer's (its `chartgw deliver` reads it) and so are the exports
+        hooks = [on_replica(route, "webhooks", writer_only=True) for route in hooks]
+        exported = [on_replica(route, "exports", writer_only=True) for route in exported]
+    root_routes = [*changes_routes(hub), *hooks, *exported]
+    documents[""] = lambda: build_document("", "chartgw change feed", "Every group's changes and webhooks", root_routes)
     # The groups' routes first: every chart request is matched there; the front door's paths and /docs after.
     routes = [group_routes, StarletteRoute("/", door.page, methods=["GET"]),
               StarletteRoute("/openapi.json", door.openapi, methods=["GET"]),

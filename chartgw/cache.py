@@ -33,11 +33,13 @@ def make_body(body: bytes, version: int, ttl: float) -> CachedBody:
 
 
 class Alias(NamedTuple):
-    """What a raw request was last answered under: its canonical key, and the endpoint that answers it (so
-    the server's fast lane can answer a repeat of the request without routing it)."""
+    """What a raw request was last answered under: its canonical key, the endpoint that answers it (so the
+    server's fast lane can answer a repeat of the request without routing it) and the representation its URL
+    chose (`chartgw.formats.Variant`: one its Accept header may still change, or one its `format` fixed)."""
 
     key: Hashable
     owner: Any
+    variant: Any = None
 
 
 class ResponseCache:
@@ -64,10 +66,10 @@ class ResponseCache:
         """The canonical key (and its endpoint) a raw (path, query) was last answered under, if remembered."""
         return self._aliases.get(raw)
 
-    def remember(self, raw: tuple[str, bytes], key: Hashable, owner: Any = None) -> None:
+    def remember(self, raw: tuple[str, bytes], key: Hashable, owner: Any = None, variant: Any = None) -> None:
         if len(raw[1]) > self.ALIAS_MAX_QUERY:
             return
-        self._aliases[raw] = Alias(key, owner)
+        self._aliases[raw] = Alias(key, owner, variant)
         self._aliases.move_to_end(raw)
         while len(self._aliases) > self.max_aliases:
             self._aliases.popitem(last=False)

@@ -1,5 +1,5 @@
-"""`chartgw serve | crawl | import | backfill | monitor | keys | cron | demo | settings | storage`: the one entry point for
-people, cron and the refresh endpoints."""
+"""`chartgw serve | crawl | import | backfill | monitor | keys | hooks | deliver | cron | demo | settings | storage |
+export`: the one entry point for people, cron and the refresh endpoints."""
 
 from __future__ import annotations
 
@@ -272,6 +272,54 @@ def cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_hooks(args: argparse.Namespace) -> int:
+    """Operators' view of every key's webhooks: list, add (secret printed once), remove, enable, deliveries."""
+    from chartgw.hooks import HookStore, UnsafeURL, check_url
+
+    store = HookStore()
+    names = [g.name for g in GROUPS]
+    if args.hooks_command == "list":
+        print(f"{'id':>4} {'key':>4}  {'state':8} {'created':20} url; groups; targets; failing since")
+        for hook in store.hooks(args.key):
+            state = "disabled" if hook.disabled_at else "active"
+            print(f"{hook.id:>4} {hook.key_id:>4}  {state:8} {hook.created_at:20} {hook.url}; "
+                  f"{','.join(hook.groups) or 'every group'}; {','.join(hook.targets) or 'every target'}; "
+                  f"{hook.failing_since or '-'}" + (f"\n      {hook.disabled_reason}" if hook.disabled_reason else ""))
+    elif args.hooks_command == "add":
+        groups = [g for g in (args.groups or "").split(",") if g]
+        try:
+            check_url(args.url)
+        except UnsafeURL as exc:
+            print(f"chartgw hooks add: {exc}", file=sys.stderr)
+            return 2
+        if any(g not in names for g in groups):
+            print(f"chartgw hooks add: groups are {', '.join(names)}", file=sys.stderr)
+            return 2
+        hook, secret = store.create(args.key, args.url, groups, [t for t in (args.targets or "").split(",") if t], names,
+                                    datetime.now(UTC))
+        print(f"hook {hook.id} for key {hook.key_id}; its signing secret is shown only now:", file=sys.stderr)
+        print(secret)
+    elif args.hooks_command in ("remove", "enable"):
+        done = store.delete(args.id) if args.hooks_command == "remove" else store.enable(args.id)
+        if not done:
+            print(f"chartgw hooks {args.hooks_command}: no webhook {args.id}", file=sys.stderr)
+            return 1
+        print(f"{'removed' if args.hooks_command == 'remove' else 'enabled'} webhook {args.id}", file=sys.stderr)
+    elif args.hooks_command == "deliveries":
+        for a in store.attempts(args.id, args.limit):
+            print(f"{a.attempted_at} {a.msg_id} {a.status or '-':>4} {a.duration_ms:>6} ms {a.delivery_state:9} "
+                  f"{a.error or 'ok'}")
+    return 0
+
+
+def cmd_deliver(args: argparse.Namespace) -> int:
+    from chartgw import deliver
+
+    if refuse_bad_settings("deliver", current()):
+        return 2
+    return deliver.main([g.name for g in GROUPS], args.once)
+
+
 def installed_program() -> tuple[str, ...]:
     """How cron and systemd call chartgw: the `chartgw` executable installed beside the running Python (a venv's
     or pip's bin folder), by its full path; without one (a checkout run as `python -m chartgw`), that."""
@@ -305,6 +353,12 @@ def crontab(program: Sequence[str], data: Path) -> str:
             log = shlex.quote(str(data / f"{group.name}-{verb}.log"))
             lines.append(f"# /{group.name}: `chartgw {verb} {group.name}` runs for as long as the machine does")
             lines.append(f"@reboot CHARTGW_DATA_DIR={folder} {_command(program, verb, group.name)} >> {log} 2>&1")
+    lines.append("# webhooks: `chartgw deliver` sends them for as long as the machine runs")
+    lines.append(f"@reboot CHARTGW_DATA_DIR={folder} {_command(program, 'deliver')} >> "
+                 f"{shlex.quote(str(data / 'deliver.log'))} 2>&1")
+    lines.append("# whole-history exports of every group (docs/exports.md)")
+    lines.append(f"@daily CHARTGW_DATA_DIR={folder} {_command(program, 'export', '--all')} >> "
+                 f"{shlex.quote(str(data / 'export.log'))} 2>&1")
     return "\n".join(lines) + "\n"
 
 
@@ -333,6 +387,41 @@ def cmd_storage(args: argparse.Namespace) -> int:
         count = f"{r.snapshots:>10}" if r.snapshots is not None else f"{'-':>10}"
         print(f"{r.file:34} {r.bytes / 1e6:9.1f} {count} {per_year}  {detail}".rstrip())
     return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """`chartgw export GROUP... | --all`: each group's whole history as a new export (or the one held, when its bytes
+    are the same), older ones pruned (docs/exports.md). One line per group (JSON with --json); exit 1 if any failed."""
+    import sqlite3
+
+    import msgspec
+
+    from chartgw.exports import build
+
+    if refuse_bad_settings("export", current()):
+        return 2
+    names = [g.name for g in GROUPS] if args.all else args.groups
+    unknown = [name for name in names if name not in {g.name for g in GROUPS}]
+    if not names or unknown:
+        print(f"chartgw export: no group named {', '.join(unknown)}" if unknown else
+              "chartgw export: name the groups to export, or --all", file=sys.stderr)
+        return 2
+    failed = 0
+    for name in names:
+        try:
+            info = build(name)
+        except (OSError, sqlite3.Error) as exc:
+            failed += 1
+            print(f"chartgw export: {name}: {exc}", file=sys.stderr)
+            continue
+        if args.json:
+            print(json.dumps({"group": name, "export": None if info is None else msgspec.to_builtins(info)}))
+        elif info is None:
+            print(f"{name:20} no data file yet", file=sys.stderr)
+        else:
+            span = f"{info.first_chart_date} .. {info.last_chart_date}" if info.first_chart_date else "no snapshots"
+            print(f"{name:20} {info.size / 1e6:9.1f} MB {info.snapshots:>8} snapshots  {span}  {info.url}")
+    return 1 if failed else 0
 
 
 def cmd_cron(args: argparse.Namespace) -> int:
@@ -494,6 +583,26 @@ def build_parser() -> argparse.ArgumentParser:
     revoke.add_argument("id", type=int)
     keys.set_defaults(func=cmd_keys)
 
+    hooks = commands.add_parser("hooks", help="every key's webhooks: list, add, remove, enable, deliveries")
+    hook_commands = hooks.add_subparsers(dest="hooks_command", required=True)
+    hook_list = hook_commands.add_parser("list", help="every webhook with its state (never its secret)")
+    hook_list.add_argument("--key", type=int, help="only this key's (its id)")
+    hook_add = hook_commands.add_parser("add", help="register a webhook for a key and print its secret once")
+    hook_add.add_argument("--key", type=int, required=True, help="the key id it belongs to (0: CHARTGW_API_KEYS)")
+    hook_add.add_argument("--url", required=True)
+    hook_add.add_argument("--groups", help="comma-separated (default: every group)")
+    hook_add.add_argument("--targets", help="comma-separated snapshot targets (default: every one)")
+    for verb, text in (("remove", "remove a webhook with its deliveries"), ("enable", "enable a disabled webhook")):
+        hook_commands.add_parser(verb, help=text).add_argument("id", type=int)
+    hook_deliveries = hook_commands.add_parser("deliveries", help="a webhook's delivery attempts, newest first")
+    hook_deliveries.add_argument("id", type=int)
+    hook_deliveries.add_argument("--limit", type=int, default=50)
+    hooks.set_defaults(func=cmd_hooks)
+
+    deliver = commands.add_parser("deliver", help="the webhook worker: send every change to the hooks that want it")
+    deliver.add_argument("--once", action="store_true", help="queue what is new, start what is due, wait for it, exit")
+    deliver.set_defaults(func=cmd_deliver)
+
     cron = commands.add_parser("cron", help="print the crontab for the spec's cadence")
     cron.add_argument("--program", metavar="PATH",
                       help="the chartgw executable the lines call (default: the one installed beside this Python)")
@@ -508,6 +617,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run the radio monitor on local sample streams until stopped (what scripts/serve runs beside "
                            "the server, so /radio/current changes)")
     demo.set_defaults(func=cmd_demo)
+
+    export = commands.add_parser("export", help="build each group's whole-history SQLite export (GET /exports lists them)")
+    export.add_argument("groups", nargs="*", metavar="GROUP",
+                        help=f"the groups to export: {', '.join(g.name for g in GROUPS)}")
+    export.add_argument("--all", action="store_true", help="every group")
+    export.add_argument("--json", action="store_true", help="one JSON object per group on stdout")
+    export.set_defaults(func=cmd_export)
 
     storage = commands.add_parser("storage", help="each group's file size, snapshots, growth per year and retention")
     storage.add_argument("--json", action="store_true")
@@ -557,7 +673,12 @@ runs (Python prints "Exception ignored" and goes on): until the command has stop
 often (SIGALRM), so it lands in the command's own code."""
 
 
+_stopping: list[bool] = []
+"""Set once SIGTERM arrived: the command is unwinding."""
+
+
 def _stop(signum: int, frame: object) -> None:
+    _stopping.append(True)
     signal.setitimer(signal.ITIMER_REAL, RAISE_AGAIN_SECONDS)
     raise Stopped()
 
@@ -572,8 +693,11 @@ def _stopped_by_sigterm() -> Iterator[None]:
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGALRM)}
     hook = sys.unraisablehook
 
-    def quiet(unraisable: Any) -> None:  # a lost Stopped is no news (it is raised again): no "Exception ignored"
-        if not isinstance(unraisable.exc_value, Stopped):
+    def quiet(unraisable: Any) -> None:
+        """A lost Stopped is no news (it is raised again): no "Exception ignored". Nor is what a finaliser of an
+        object the stop cut short says while the command unwinds (an event loop stopped inside its own
+        constructor cannot close: asyncio.run interrupted at its start)."""
+        if not isinstance(unraisable.exc_value, Stopped) and not _stopping:
             hook(unraisable)
 
     sys.unraisablehook = quiet
@@ -583,9 +707,13 @@ def _stopped_by_sigterm() -> Iterator[None]:
         signal.setitimer(signal.ITIMER_REAL, 0)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        sys.unraisablehook = hook
-WRITING_COMMANDS = frozenset({"crawl", "demo", "replicate", "cron"})
-"""Commands that write replicated files (with every group command and keys create/rotate/revoke)."""
+        if not _stopping:  # once stopping, the cut-short objects are freed after this (with the exception): stay quiet
+            sys.unraisablehook = hook
+
+
+WRITING_COMMANDS = frozenset({"crawl", "demo", "replicate", "cron", "hooks", "deliver", "export"})
+"""Commands that write replicated files or work from the writer's (with every group command and keys
+create/rotate/revoke): webhooks and exports are the writer's."""
 
 
 def _writes(args: argparse.Namespace) -> bool:

@@ -31,6 +31,12 @@ __all__ = [
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
     "DEFAULT_DATA_DIR",
+    "EXPORTS_INTERVAL_SECONDS",
+    "EXPORTS_KEEP",
+    "HOOKS_HTTP_HOSTS",
+    "HOOKS_PER_KEY",
+    "HOOKS_PRIVATE_ADDRESSES",
+    "HOOKS_TIMEOUT_SECONDS",
     "IDLE_TIMEOUT_SECONDS",
     "METRICS",
     "RATE_LIMIT_PER_MINUTE",
@@ -296,6 +302,17 @@ CHANGES_MAX_STREAMS = Setting(
 CHANGES_HEARTBEAT_SECONDS = Setting(
     "CHANGES_HEARTBEAT_SECONDS", "15", "seconds between the comment lines an idle change stream sends (keeps proxies "
     "from closing it)", bounded_int(1, 3600))
+HOOKS_HTTP_HOSTS = Setting(
+    "HOOKS_HTTP_HOSTS", "", "hosts a webhook URL may name with plain http, comma-separated (every other hook must be "
+    "https)", comma_list)
+HOOKS_PRIVATE_ADDRESSES = Setting(
+    "HOOKS_PRIVATE_ADDRESSES", "deny", "`allow` lets webhooks reach private, loopback and link-local addresses (tests, "
+    "an operator's own receivers); by default a hook whose host is or resolves to one is refused",
+    choice("deny", "allow"))
+HOOKS_TIMEOUT_SECONDS = Setting(
+    "HOOKS_TIMEOUT_SECONDS", "10", "seconds one webhook delivery attempt may take (connect, send, answer) before it "
+    "counts as failed", bounded_int(1, 300))
+HOOKS_PER_KEY = Setting("HOOKS_PER_KEY", "20", "webhooks one API key may register", bounded_int(1, 10_000))
 CORS_ORIGINS = Setting(
     "CORS_ORIGINS", "", "web origins whose pages may call the API from a browser (comma-separated, e.g. "
     "`https://app.example.com`; `*` = any); empty = CORS off", origins)
@@ -334,12 +351,26 @@ WRITER_URL = Setting("WRITER_URL", "", "the writer's URL, which a reader's 503 t
 REPLICATION_SETTINGS = (REPLICA_URL, REPLICA_S3_ENDPOINT, REPLICA_S3_REGION, REPLICA_S3_ACCESS_KEY_ID,
                         REPLICA_S3_SECRET_ACCESS_KEY, REPLICA_SYNC_SECONDS, REPLICA_FOLLOW_SECONDS,
                         REPLICA_LAG_DEGRADED_SECONDS, READ_ONLY, WRITER_URL)
+EXPORTS_KEEP = Setting(
+    "EXPORTS_KEEP", "2", "whole-history exports kept per group (`<data dir>/exports/<group>/`); older ones are deleted "
+    "after each build", bounded_int(1, 100))
+
+
+def off_or_seconds(value: str) -> int | None:
+    """"off", or whole seconds up to a year."""
+    return None if value.strip().lower() == "off" else bounded_int(0, 366 * 86400)(value.strip())
+
+
+EXPORTS_INTERVAL_SECONDS = Setting(
+    "EXPORTS_INTERVAL_SECONDS", "3600", "least seconds between two exports of a group built on request (GET /exports "
+    "when the group's data changed); 0 = at every change, off = only `chartgw export` builds them", off_or_seconds)
 SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, RETRY_BACKOFF_SECONDS, CACHE_MAX_MB,
                                       RATE_LIMIT_PER_MINUTE, REQUEST_HEAD_TIMEOUT_SECONDS, REQUEST_BODY_TIMEOUT_SECONDS,
                                       IDLE_TIMEOUT_SECONDS, SEND_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
                                       REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS, CHANGES_POLL_SECONDS,
                                       CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS, CHANGES_HEARTBEAT_SECONDS, CORS_ORIGINS,
-                                      METRICS, ACCESS_LOG, *REPLICATION_SETTINGS)
+                                      METRICS, ACCESS_LOG, HOOKS_HTTP_HOSTS, HOOKS_PRIVATE_ADDRESSES, HOOKS_TIMEOUT_SECONDS,
+                                      HOOKS_PER_KEY, EXPORTS_KEEP, EXPORTS_INTERVAL_SECONDS, *REPLICATION_SETTINGS)
 
 
 def upstream_setting(name: str, real_origin: str) -> Setting[str]:

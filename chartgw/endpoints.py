@@ -1,8 +1,9 @@
 """Routes declared as data, and the one ASGI app that answers every one of them.
 
 A group module lists `Route`s; `EndpointApp` does what all routes share: parameter validation,
-the per-version response cache with ETag/304, JSON encoding, and JSON errors (401 is the
-middleware's). A handler only turns validated parameters into a payload.
+the per-version response cache with ETag/304, JSON encoding (and CSV or NDJSON of a chart or list
+route's rows, `chartgw.formats`), and JSON errors (401 is the middleware's). A handler only turns
+validated parameters into a payload.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from chartgw.access import KEY_ID_SCOPE
 from chartgw.cache import CachedBody, ResponseCache, etag_matches, make_body
 from chartgw.clock import Clock, utc_now
 from chartgw.config import SettingError
+from chartgw.formats import FORMAT_PARAM, FORMATS, MEDIA_TYPES, Table, Variant, negotiate, rows_asked
 from chartgw.params import InvalidParams, Param, parse_query, validate
 from chartgw.replication import FollowedReader
 from chartgw.store import SnapshotReader, group_db_path
@@ -30,6 +32,8 @@ from chartgw.store import SnapshotReader, group_db_path
 __all__ = [
     "CACHE_SCOPE",
     "JSON",
+    "ORIGIN_HEADER",
+    "REQUEST_ID_HEADER",
     "ApiError",
     "Call",
     "EndpointApp",
@@ -38,6 +42,7 @@ __all__ = [
     "Route",
     "Streaming",
     "not_found",
+    "request_fields",
 ]
 
 JSON = b"application/json"
@@ -150,9 +155,46 @@ class Route:
     response: Any = None
     """A msgspec type describing the 200 body, for the OpenAPI document."""
     errors: tuple[int, ...] = (404,)
+    body: Any = None
+    """A msgspec type of the JSON request body (a POST's), for the OpenAPI document."""
     media_type: bytes = JSON
     """The 200 body's content type. A JSON route's handler returns a payload to encode; any other route's
     handler returns the body itself (bytes or str), sent as is. Errors are JSON either way."""
+    rows: str | tuple[str, ...] | None = None
+    """A chart or list route: the response field holding its rows (one name per alternative response type when
+    they differ). It then answers CSV and NDJSON of them too (`chartgw.formats`) and takes the `format`
+    parameter, added to `params`; any other route answers JSON only (a 406 to a request for CSV or NDJSON)."""
+
+    def __post_init__(self) -> None:
+        if self.rows is not None and FORMAT_PARAM not in self.params:
+            assert self.media_type == JSON and all(p.name != FORMAT_PARAM.name for p in self.params), \
+                f"{self.path}: rows of a JSON route that declares no `format` itself"
+            object.__setattr__(self, "params", (*self.params, FORMAT_PARAM))
+
+
+REQUEST_ID_HEADER = b"x-request-id"
+ORIGIN_HEADER = b"origin"
+"""Read with the fields below for the fast lane's outer layers (`chartgw.observe`: request ids, CORS)."""
+RequestFields = tuple[bytes | None, bytes | None, bytes | None, bytes | None, bytes | None]
+
+
+def request_fields(headers: Iterable[tuple[bytes, bytes]]) -> RequestFields:
+    """What a cached answer depends on in a request's headers (lowercase names), read in one pass: If-None-Match,
+    Accept-Encoding, Accept (repeated fields joined, as a list), and for the fast lane's outer layers
+    (`chartgw.observe`) X-Request-Id and Origin."""
+    inm = encoding = accept = sent_id = origin = None
+    for name, value in headers:
+        if name == b"if-none-match":
+            inm = value
+        elif name == b"accept-encoding":
+            encoding = value
+        elif name == b"accept":
+            accept = value if accept is None else accept + b"," + value
+        elif name == REQUEST_ID_HEADER:
+            sent_id = value
+        elif name == ORIGIN_HEADER:
+            origin = value
+    return inm, encoding, accept, sent_id, origin
 
 
 async def read_body(receive: Receive) -> bytes:
@@ -181,39 +223,63 @@ class EndpointApp:
         self.data = data
         self.cache = cache
         visibility = b"public" if route.public else b"private"
-        self.cache_control = visibility + (b", max-age=%d" % route.max_age if route.max_age else b", no-cache")
+        self.cache_control = (b"cache-control",
+                              visibility + (b", max-age=%d" % route.max_age if route.max_age else b", no-cache"))
+        self.table = Table(route.rows, route.response) if route.rows is not None else None
+        formats = FORMATS if self.table is not None else ("json",)
+        self.offered = tuple(MEDIA_TYPES[f] if f != "json" else route.media_type for f in formats)
+        """The media types this route answers in, the first (its own) without a `format` or an Accept asking."""
+        by_accept = b"accept-encoding, accept" if self.table is not None else b"accept-encoding"
+        self.negotiated = {f: Variant.of(f, media, True, by_accept) for f, media in zip(formats, self.offered, strict=True)}
+        """Each representation as chosen by the Accept header (or by default), Vary naming Accept where it chooses."""
+        self.explicit = {f: Variant.of(f, media, False, b"accept-encoding")
+                         for f, media in zip(formats, self.offered, strict=True)}
+        """Each representation as chosen by the `format` parameter (the Accept header is not read)."""
+        self.variant = self.negotiated["json"]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         route = self.route
         try:
             if route.cache_ttl <= 0:
                 params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
+                variant = self._requested(params, scope)
                 sent = await read_body(receive) if route.method == "POST" else b""
                 call = Call(params, self.data, self.data.clock(), sent, scope.get(KEY_ID_SCOPE))
                 result = await route.handler(call)
                 if isinstance(result, Streaming):
                     await result(scope, receive, send)
                     return
-                body = self._body(result)
-                await self._send(scope, send, 200, body, [(b"cache-control", b"no-store")], route.media_type)
+                body = self._body(result, variant.format)
+                extra = [(b"cache-control", b"no-store")] + ([variant.vary] if self.table is not None else [])
+                await self._send(scope, send, 200, body, extra, variant.media_type)
                 return
             # A remembered raw request maps straight to its canonical entry: a poll of the same URL costs
             # two dict lookups. Otherwise the parameters are validated and the entry is keyed on them.
             version = await self.data.current_version()
             raw = (scope["path"], scope["query_string"])
+            inm, encoding, accept, _, _ = request_fields(scope["headers"])
             known = self.cache.canonical(raw)
-            hit = self.cache.get(known.key, version) if known is not None else None
+            hit = None
+            if known is not None:
+                key, variant = known.key, known.variant
+                if accept is not None and variant.negotiated and (wanted := rows_asked(accept)) is not None:
+                    key, variant = self._accepted(key, wanted)
+                hit = self.cache.get(key, version)
             outcome = "hit"
             if hit is None:
                 params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
-                key = (scope["path"], *sorted(params.items()))
-                self.cache.remember(raw, key, self)
+                variant = self._requested(params, scope)
+                base = (scope["path"], *sorted(params.items()))
+                key = base if variant.format == "json" else (base, variant.format)
+                self.cache.remember(raw, base if variant.negotiated else key, self,
+                                    self.variant if variant.negotiated else variant)
                 hit = self.cache.get(key, version)
                 if hit is None:
                     outcome = "miss"
-                    hit = await self.cache.build(key, version, lambda: self._build(params, version))
+                    fmt = variant.format
+                    hit = await self.cache.build(key, version, lambda: self._build(params, version, fmt))
             scope[CACHE_SCOPE] = outcome
-            status, headers, body = self.cached_reply(hit, scope["headers"])
+            status, headers, body = self.reply(hit, inm, encoding, variant)
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
         except InvalidParams as exc:
@@ -229,36 +295,64 @@ class EndpointApp:
             body = _encode({"detail": "Storage is busy; try again shortly"})
             await self._send(scope, send, 503, body, [(b"retry-after", b"1")])
 
-    async def _build(self, params: dict[str, Any], version: int) -> CachedBody:
+    def _requested(self, params: dict[str, Any], scope: Scope) -> Variant:
+        """The representation a request asks for: its `format` parameter (taken out of `params`), else its Accept
+        header; a 406 for one this route does not answer in."""
+        fmt = params.pop(FORMAT_PARAM.name, None)
+        if fmt is None and self.table is None:
+            fmt = parse_query(scope["query_string"]).get(FORMAT_PARAM.name)  # not declared here: only json is taken
+            if fmt not in FORMATS[1:]:
+                fmt = None
+        if fmt is not None:
+            if fmt not in self.explicit:
+                raise ApiError(406, f"format={fmt}: this endpoint is not a chart or list and answers JSON only")
+            return self.explicit[fmt]
+        accept = request_fields(scope["headers"])[2]
+        wanted = rows_asked(accept) if accept is not None else None
+        return self.variant if wanted is None else self._accepted(None, wanted)[1]
+
+    def _accepted(self, key: Hashable, accept: bytes) -> tuple[Hashable, Variant]:
+        """The representation an Accept header that names CSV or NDJSON prefers (and its cache key, `key` being
+        the JSON one); a 406 when it accepts none this route answers in."""
+        chosen = self.choose(accept)
+        if chosen is None:
+            offered = ", ".join(media.decode().partition(";")[0] for media in self.offered)
+            raise ApiError(406, f"Not acceptable: this endpoint answers {offered}")
+        return (key if chosen.format == "json" else (key, chosen.format)), chosen
+
+    def choose(self, accept: bytes) -> Variant | None:
+        """The representation `accept` (an Accept value naming CSV or NDJSON, lowercase) prefers; None for none."""
+        index = negotiate(accept, self.offered)
+        return None if index is None else self.negotiated[FORMATS[index]]
+
+    async def _build(self, params: dict[str, Any], version: int, fmt: str) -> CachedBody:
         payload = await self.route.handler(Call(params, self.data, self.data.clock()))
-        body = self._body(payload)
+        body = self._body(payload, fmt)
         if len(body) >= THREAD_BODY_BYTES:  # its digest and gzip copy take milliseconds: not on the event loop
             return await asyncio.to_thread(make_body, body, version, self.route.cache_ttl)
         return make_body(body, version, self.route.cache_ttl)
 
-    def _body(self, payload: Any) -> bytes:
-        """A 200 body: the payload encoded for a JSON route, else what the handler returned."""
+    def _body(self, payload: Any, fmt: str = "json") -> bytes:
+        """A 200 body: the payload encoded for a JSON route (or its rows as `fmt`), else what the handler returned."""
+        if fmt != "json":
+            assert self.table is not None
+            return self.table.body(payload, fmt)
         if self.route.media_type == JSON:
             return _encode(payload)
         return payload.encode() if isinstance(payload, str) else bytes(payload)
 
-    def cached_reply(self, hit: CachedBody, request_headers: Iterable[tuple[bytes, bytes]],
-                     ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        """Status, headers and body answering a request for a cached body: 304 when its If-None-Match
-        holds the ETag, gzip when accepted and worth it. The server's fast lane sends the same."""
-        inm = accept = None
-        for name, value in request_headers:
-            if name == b"if-none-match":
-                inm = value
-            elif name == b"accept-encoding":
-                accept = value
-        base = [(b"etag", hit.etag), (b"cache-control", self.cache_control), (b"vary", b"accept-encoding")]
-        if inm is not None and etag_matches(inm, hit.etag):
+    def reply(self, hit: CachedBody, if_none_match: bytes | None, accept_encoding: bytes | None,
+              variant: Variant) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """Status, headers and body answering a request for a cached body of `variant`, from the request's fields
+        (`request_fields`): 304 when its If-None-Match holds the ETag, gzip when accepted and worth it. The server's
+        fast lane sends the same."""
+        base = [(b"etag", hit.etag), self.cache_control, variant.vary]
+        if if_none_match is not None and etag_matches(if_none_match, hit.etag):
             return 304, base, b""
-        if hit.gzipped is not None and accept is not None and b"gzip" in accept:
-            return 200, [(b"content-type", self.route.media_type), (b"content-length", b"%d" % len(hit.gzipped)),
+        if hit.gzipped is not None and accept_encoding is not None and b"gzip" in accept_encoding:
+            return 200, [variant.content_type, (b"content-length", b"%d" % len(hit.gzipped)),
                          *base, (b"content-encoding", b"gzip")], hit.gzipped
-        return 200, [(b"content-type", self.route.media_type), (b"content-length", b"%d" % len(hit.body)), *base], hit.body
+        return 200, [variant.content_type, (b"content-length", b"%d" % len(hit.body)), *base], hit.body
 
     async def _send(self, scope: Scope, send: Send, status: int, body: bytes,
                     extra: list[tuple[bytes, bytes]] | None = None, media_type: bytes = JSON) -> None:

@@ -4,10 +4,15 @@ Partners poll the same URLs over and over, and most polls change nothing. Once a
 through the app (routed, validated, built), the response cache remembers its raw path and query and the
 endpoint that answered it. The server (`chartgw.server`) asks `FastLane.reply` as soon as a request's head
 is parsed; when the request is a repeat whose body is cached for the current data version, the reply is
-built from the same parts the app uses (the key middleware's `Gate`, `EndpointApp.cached_reply`) and
+built from the same parts the app uses (the key middleware's `Gate`, `EndpointApp.reply`) and
 written without an ASGI task, scope or middleware pass; a refusal of the gate (401, 429) is sent as the app
 sends it. Anything else (a miss, a stale version, a public path or a legacy prefix not seen before) is None:
 the app answers it as always, so the lane never answers anything the app would answer differently.
+
+The representation is the app's choice too: a URL with `format=` names its own cached body; without it, a
+request whose Accept header names CSV or NDJSON gets the body the endpoint chooses for it (`EndpointApp.choose`)
+when that is cached, and the app otherwise (which answers a 406 where the endpoint answers neither). A JSON
+poll reads its Accept header in the same pass over its headers as If-None-Match and Accept-Encoding.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ import time
 from chartgw.access import Gate, Reply
 from chartgw.cache import ResponseCache
 from chartgw.cors import CorsPolicy
-from chartgw.endpoints import EndpointApp
+from chartgw.endpoints import REQUEST_ID_HEADER, EndpointApp, request_fields
+from chartgw.formats import rows_asked
 from chartgw.legacy import rewrite
-from chartgw.observe import NO_CACHE, ORIGIN_HEADER, REQUEST_ID_HEADER, Observer, request_id
+from chartgw.observe import NO_CACHE, Observer, request_id
 
 __all__ = ["FastLane", "Reply"]
 
@@ -53,25 +59,29 @@ class FastLane:
         if not isinstance(endpoint, EndpointApp):
             return None
         version = endpoint.data.settled_version()
-        hit = self.cache.get(known.key, version) if version is not None else None
+        if version is None:
+            return None
+        inm, encoding, accept, sent_id, origin = request_fields(headers)  # one pass for all the lane reads
+        key, variant = known.key, known.variant
+        if accept is not None and variant.negotiated and (wanted := rows_asked(accept)) is not None:
+            chosen = endpoint.choose(wanted)
+            if chosen is None:
+                return None  # the app's 406
+            if chosen is not variant:
+                key, variant = (key, chosen.format), chosen
+        hit = self.cache.get(key, version)
         if hit is None:
             return None
         refusal, key_id, rate = self.gate.admit(path, headers)
         if refusal is not None:
-            return self._answered(refusal, endpoint, key_id, headers, started, NO_CACHE)  # the app's 401 or 429
-        status, sent, body = endpoint.cached_reply(hit, headers)
+            return self._answered(refusal, endpoint, key_id, sent_id, origin, started, NO_CACHE)  # the app's 401 or 429
+        status, sent, body = endpoint.reply(hit, inm, encoding, variant)
         sent.extend(rate)
-        return self._answered((status, sent, body), endpoint, key_id, headers, started, "hit")
+        return self._answered((status, sent, body), endpoint, key_id, sent_id, origin, started, "hit")
 
-    def _answered(self, reply: Reply, endpoint: EndpointApp, key_id: int | None, headers: list[tuple[bytes, bytes]],
-                  started: float, cache: str) -> Reply:
+    def _answered(self, reply: Reply, endpoint: EndpointApp, key_id: int | None, sent_id: bytes | None,
+                  origin: bytes | None, started: float, cache: str) -> Reply:
         """`reply` with what the app's outer layers add (CORS headers, the request id), counted and logged."""
-        sent_id = origin = None
-        for name, value in headers:
-            if name == REQUEST_ID_HEADER:
-                sent_id = value
-            elif name == ORIGIN_HEADER:
-                origin = value
         rid = request_id(sent_id)
         status, sent, body = reply
         if self.cors is not None:

@@ -130,7 +130,8 @@ DIFF_ROUTE = Route("/diff", diff, (
     Param("target", required=True, min_length=1, description="The chart (a snapshot target, as in /snapshots)"),
     Param("from", kind="int", ge=1, description="The older snapshot's id; default: the snapshot before `to`"),
     Param("to", kind="int", ge=1, description="The newer snapshot's id; default: the target's latest"),
-), response=DiffResponse, summary="What changed between two snapshots of one chart: every entry in, out and moved")
+), rows="entries", response=DiffResponse,
+   summary="What changed between two snapshots of one chart: every entry in, out and moved")
 
 
 # --- GET /changes ----------------------------------------------------------------------------------

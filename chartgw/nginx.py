@@ -106,9 +106,17 @@ http {
         0 chartgw_public;
         default chartgw_keyed;
     }
-    # POST refreshes run crawls: on the writer when there is one, else the readers answer 503 naming it.
-    map $request_method $chartgw_post {
-        POST %(post_upstream)s;
+    # POST refreshes run crawls, webhooks live in the writer's hooks.sqlite and exports are built from the
+    # writer's files: on the writer when there is one, else the readers answer 503 naming it.
+    map $request_method $chartgw_write {
+        POST 1;
+        DELETE 1;
+        default 0;
+    }
+    map "$chartgw_write:$uri" $chartgw_post {
+        ~^1: %(post_upstream)s;
+        ~^0:/hooks(/|$) %(post_upstream)s;
+        ~^0:(/[^/]+)?/exports(/|$) %(post_upstream)s;
         default $chartgw_upstream;
     }
 

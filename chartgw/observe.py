@@ -24,7 +24,7 @@ from chartgw import config
 from chartgw.access import KEY_ID_SCOPE
 from chartgw.accesslog import AccessLog
 from chartgw.clock import Clock
-from chartgw.endpoints import CACHE_SCOPE, EndpointApp
+from chartgw.endpoints import CACHE_SCOPE, REQUEST_ID_HEADER, EndpointApp
 from chartgw.metrics import METRICS_PATH, MetricsEndpoint, RequestMetrics, StoreCollector, scrape_registry
 from chartgw.settings import Settings
 
@@ -40,8 +40,6 @@ __all__ = [
     "request_id",
 ]
 
-REQUEST_ID_HEADER = b"x-request-id"
-ORIGIN_HEADER = b"origin"
 REQUEST_ID_SCOPE = "chartgw.request_id"
 APP = "app"
 LANE = "lane"

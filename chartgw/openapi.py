@@ -8,11 +8,14 @@ from typing import Any
 import msgspec
 
 from chartgw.endpoints import JSON, Route
+from chartgw.formats import DOCUMENTED
 from chartgw.params import Param
 
 ERROR_DESCRIPTIONS = {
     401: "Missing, unknown, revoked or expired API key",
+    403: "A limit of the key is reached",
     404: "No such identifier, or no snapshot yet",
+    406: "Not acceptable: the representation asked for (format, Accept) is not one this endpoint answers in",
     409: "Another refresh is running",
     422: "Validation error",
     429: "Rate limit of the key reached; retry after the Retry-After seconds",
@@ -111,7 +114,7 @@ def _parameter(param: Param, fixed: dict[str, str]) -> dict[str, Any]:
 
 
 def build_document(name: str, title: str, description: str, routes: list[Route]) -> dict[str, Any]:
-    types = list(dict.fromkeys(t for r in routes for t in _response_types(r)))
+    types = list(dict.fromkeys([*(t for r in routes for t in _response_types(r)), *(r.body for r in routes if r.body)]))
     refs, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
     schemas = {**COMMON_SCHEMAS, **components}
     ref_of = dict(zip(types, refs, strict=True))
@@ -119,17 +122,20 @@ def build_document(name: str, title: str, description: str, routes: list[Route])
     for route in routes:
         cached = route.cache_ttl > 0
         rate = {} if route.public else RATE_HEADERS
+        content = ({"application/json": {"schema": _one_of([ref_of[t] for t in _response_types(route)])}}
+                   if route.media_type == JSON else {route.media_type.decode(): {"schema": {"type": "string"}}})
+        if route.rows is not None:  # a chart or list: its rows as CSV and NDJSON too (chartgw.formats)
+            content.update({media: {"schema": {"type": "string"}} for media in DOCUMENTED.values()})
         responses: dict[str, Any] = {"200": {
-            "description": "Success",
+            "description": "Success" if route.rows is None else "Success: the JSON answer, or its rows as CSV or NDJSON",
             "headers": {**(ETAG_HEADER if cached else {}), **rate},
-            "content": {"application/json": {"schema": _one_of([ref_of[t] for t in _response_types(route)])}}
-            if route.media_type == JSON else {route.media_type.decode(): {"schema": {"type": "string"}}},
+            "content": content,
         }}
         if cached:
             responses["304"] = {"description": "Not modified: the If-None-Match sent names the current body",
                                 "headers": {**ETAG_HEADER, **rate}}
         codes = (set(route.errors) | ({422} if route.params else set()) | (set() if route.public else {401, 429})
-                 | {503})
+                 | {406, 503})
         for code in sorted(codes):
             schema = "HTTPValidationError" if code == 422 else "Error"
             responses[str(code)] = {"description": ERROR_DESCRIPTIONS.get(code, "Error"),
@@ -144,6 +150,9 @@ def build_document(name: str, title: str, description: str, routes: list[Route])
                 + ([IF_NONE_MATCH] if cached else []),
                 "responses": responses,
             }
+            if route.body is not None:
+                operation["requestBody"] = {"required": True,
+                                            "content": {"application/json": {"schema": ref_of[route.body]}}}
             if not route.public:
                 operation["security"] = [{"APIKeyHeader": []}]
             paths.setdefault(path, {})[route.method.lower()] = operation

@@ -80,15 +80,16 @@ async def crawl_in_subprocess(group: str, options: dict[str, str | None]) -> lis
     return list(outcomes)
 
 
-def on_replica(route: Route) -> Route:
-    """`route` as a read replica serves it: a POST (a refresh, which crawls) answers 503 naming the writer once its
-    request is valid; every other route is unchanged."""
-    if route.method != "POST":
+def on_replica(route: Route, what: str = "refreshes", writer_only: bool = False) -> Route:
+    """`route` as a read replica serves it: a write (a POST refresh, which crawls; any route when `writer_only`,
+    such as the webhooks, whose file only the writer keeps) answers 503 naming the writer once its request is
+    valid; every other route is unchanged."""
+    if route.method == "GET" and not writer_only:
         return route
 
     async def refuse(call: Call) -> Any:
         writer = config.get(config.WRITER_URL)
-        raise ApiError(503, "This gateway is a read-only replica: refreshes run on the writer"
+        raise ApiError(503, f"This gateway is a read-only replica: {what} run on the writer"
                             + (f" ({writer})" if writer else ""))
 
     return dataclasses.replace(route, handler=refuse, errors=tuple(sorted({*route.errors, 503})))

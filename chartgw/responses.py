@@ -154,7 +154,8 @@ async def fetch_logs(call: Call) -> FetchLogResponse:
 FETCH_LOGS_ROUTE = Route("/fetch-logs", fetch_logs, (
     Param("status", kind="choice", choices=("ok", "failed"), description="Only attempts with this outcome"),
     Param("limit", kind="int", default=100, ge=1, le=1000, description="Attempts to return, newest first"),
-), errors=(), response=FetchLogResponse, cache_ttl=5, summary="Crawl attempts, newest first, with HTTP status, rows and error")
+), errors=(), rows="entries", response=FetchLogResponse, cache_ttl=5,
+   summary="Crawl attempts, newest first, with HTTP status, rows and error")
 
 
 class TargetStatus(msgspec.Struct):
@@ -268,7 +269,7 @@ def snapshots_route(cadence_of: Callable[[str], int], summary: str) -> Route:
 
     return Route("/snapshots", snapshots, (
         Param("limit", kind="int", default=50, ge=1, le=500, description="Snapshots to return, newest first"),
-    ), errors=(), response=SnapshotsResponse, summary=summary)
+    ), errors=(), rows="snapshots", response=SnapshotsResponse, summary=summary)
 
 
 class LatestPullResponse(msgspec.Struct):
@@ -296,7 +297,7 @@ def latest_pull_route(targets: Callable[[], Sequence[str]] | None, cadence_of: C
         charts = await chart_bundle(reader, rows, call.params["limit"], cadence_of, call.now)
         return LatestPullResponse(run_info(runs[0]) if runs else None, len(charts), charts)
 
-    return Route("/latest", latest, (BUNDLE_LIMIT,), response=LatestPullResponse, summary=summary)
+    return Route("/latest", latest, (BUNDLE_LIMIT,), rows="charts", response=LatestPullResponse, summary=summary)
 
 
 class RawPayload(msgspec.Struct):
@@ -338,5 +339,5 @@ async def pull_json(call: Call) -> PullResponse:
     return PullResponse(run_info(runs[0]) if runs else None, len(payloads), payloads)
 
 
-PULL_JSON_ROUTE = Route("/pull.json", pull_json, response=PullResponse,
+PULL_JSON_ROUTE = Route("/pull.json", pull_json, rows="payloads", response=PullResponse,
                         summary="The raw upstream payloads of the latest pull, exactly as received")

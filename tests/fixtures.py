@@ -33,8 +33,9 @@ KEY_HEADERS = {"X-API-Key": TEST_KEY}
 FIXED_NOW = datetime(2026, 11, 20, 5, 30, 0, tzinfo=UTC)  # 14:30 KST
 
 
-TEST_SETTINGS = Settings({"CRAWL_DELAY_SECONDS": "0", "RETRY_BACKOFF_SECONDS": "0.01"})
-"""What every test starts from (tests/conftest.py installs it): the defaults, with no pause between requests."""
+TEST_SETTINGS = Settings({"CRAWL_DELAY_SECONDS": "0", "RETRY_BACKOFF_SECONDS": "0.01", "EXPORTS_INTERVAL_SECONDS": "off"})
+"""What every test starts from (tests/conftest.py installs it): the defaults, with no pause between requests and no
+export built on request (a listing never writes into shared test data; tests of exports turn it on)."""
 
 
 def configure(name: str, value: str | None) -> Settings:

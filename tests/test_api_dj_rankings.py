@@ -341,7 +341,7 @@ def test_openapi_lists_every_route(api: TestClient) -> None:
     response = api.get("/dj-rankings/openapi.json")
     assert response.status_code == 200
     document = response.json()
-    assert set(document["paths"]) == {"/", "/health", "/openapi.json", "/fetch-logs", "/years", "/search",
+    assert set(document["paths"]) == {"/", "/health", "/openapi.json", "/fetch-logs", "/diff", "/years", "/search",
                                       "/djs/{slug}", "/latest", "/{year}", "/{year}/{rank}"}
     for path in ("/latest", "/{year}"):
         params = {p["name"]: p["schema"] for p in document["paths"][path]["get"]["parameters"] if p["in"] == "query"}

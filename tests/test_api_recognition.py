@@ -207,7 +207,7 @@ def test_openapi_lists_every_route(api: TestClient) -> None:
     document = api.get("/recognition/openapi.json").json()
     assert set(document["paths"]) == {
         "/", "/health", "/charts", "/top-200/{market}/latest", "/genre/{market}/{genre}/latest",
-        "/viral/{market}/latest", "/top-50/{market}/{city}/latest", "/snapshots", "/search", "/openapi.json", "/fetch-logs"}
+        "/viral/{market}/latest", "/top-50/{market}/{city}/latest", "/snapshots", "/search", "/openapi.json", "/fetch-logs", "/diff"}
     entry = document["components"]["schemas"]["RecognitionEntry"]
     assert set(entry["required"]) == {"rank", "artist", "artists", "title", "chart_date"}
     for field in ("url", "artwork_url", "store_url", "shazam_track_id"):

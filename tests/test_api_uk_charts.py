@@ -194,7 +194,7 @@ def test_root_health_and_openapi_are_public(api: TestClient) -> None:
     root = api.get("/uk-charts/").json()
     assert root["service"] == "uk-charts" and root["openapi"] == "/uk-charts/openapi.json"
     document = api.get("/uk-charts/openapi.json").json()
-    assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs"}
+    assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs", "/diff"}
     week = document["paths"]["/{chart_key}/{week_start}"]["get"]
     assert [p["name"] for p in week["parameters"]] == ["chart_key", "week_start", "limit", "If-None-Match"]
     entry = document["components"]["schemas"]["UkChartEntry"]["properties"]

@@ -88,7 +88,9 @@ def test_crontab_covers_every_schedule_in_kst_calling_the_program_with_its_data_
                for line in lines)
     boot = [line for line in tab.splitlines() if line.startswith("@reboot")]
     assert boot == ["@reboot CHARTGW_DATA_DIR=/var/lib/chartgw /opt/chartgw/bin/chartgw monitor radio"
-                    " >> /var/lib/chartgw/radio-monitor.log 2>&1"]
+                    " >> /var/lib/chartgw/radio-monitor.log 2>&1",
+                    "@reboot CHARTGW_DATA_DIR=/var/lib/chartgw /opt/chartgw/bin/chartgw deliver"
+                    " >> /var/lib/chartgw/deliver.log 2>&1"]
     quoted = crontab(("/usr/bin/python3", "-m", "chartgw"), Path("/srv/my data"))
     assert "CHARTGW_DATA_DIR='/srv/my data' /usr/bin/python3 -m chartgw crawl korea-chart" in quoted
 

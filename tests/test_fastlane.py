@@ -133,6 +133,43 @@ def test_gzip_query_variants_and_legacy_prefixes_go_the_same_way(served: tuple[i
         assert len(fast.body) < len(plain.body)
 
 
+def test_csv_and_ndjson_repeats_are_the_apps_answers_per_representation(served: tuple[int, CountingLane]) -> None:
+    """A repeat asking for CSV or NDJSON (by `format` or by Accept) gets from the lane the app's bytes of that
+    representation, with its own ETag; the JSON poll of the same URL stays JSON."""
+    port, lane = served
+    url = PATH + "?limit=5"
+    json_answer = _lane_and_app(port, lane, url)[0]
+    seen = {json_answer.header(b"etag")}
+    for path, headers, media in ((url + "&format=csv", {}, b"text/csv; charset=utf-8"),
+                                 (url, {"Accept": "text/csv"}, b"text/csv; charset=utf-8"),
+                                 (url + "&format=ndjson", {}, b"application/x-ndjson"),
+                                 (url, {"Accept": "application/x-ndjson, application/json;q=0.5"}, b"application/x-ndjson")):
+        fast, slow = _lane_and_app(port, lane, path, **headers)
+        assert fast.status == slow.status == 200 and fast.header(b"content-type") == media, (path, headers)
+        assert fast.stable() == slow.stable() and fast.body == slow.body
+        assert fast.header(b"vary") == (b"accept-encoding, accept" if headers else b"accept-encoding")
+        seen.add(fast.header(b"etag"))
+        again, app_again = _lane_and_app(port, lane, path, **headers, **{"If-None-Match": fast.header(b"etag").decode()})
+        assert again.status == app_again.status == 304 and again.stable() == app_again.stable()
+    assert len(seen) == 3  # JSON, CSV and NDJSON: one ETag each (CSV by format or by Accept is one body)
+    plain = _lane_and_app(port, lane, url)[0]
+    assert plain.body == json_answer.body and plain.header(b"content-type") == b"application/json"
+
+
+def test_a_representation_the_endpoint_lacks_is_the_apps_406(served: tuple[int, CountingLane]) -> None:
+    """/health is no chart or list: the lane answers its JSON repeat, leaves an Accept of CSV only to the app
+    (a 406) and answers `*/*` as JSON."""
+    port, lane = served
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    _lane_and_app(port, lane, "/korea-chart/health")
+    answered = lane.answered
+    refused = _get(conn, "/korea-chart/health", Accept="text/csv")
+    assert refused.status == 406 and refused.body.startswith(b'{"detail":') and lane.answered == answered
+    fast, slow = _lane_and_app(port, lane, "/korea-chart/health", Accept="text/csv, */*;q=0.1")
+    assert fast.status == slow.status == 200 and fast.header(b"content-type") == b"application/json"
+    assert _get(conn, "/korea-chart/health?format=ndjson").status == 406
+
+
 def test_first_requests_other_methods_and_closing_connections_go_to_the_app(served: tuple[int, CountingLane]) -> None:
     port, lane = served
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.app import access_table, declared_routes
+from chartgw.app import access_table, declared_routes, service_routes
 from chartgw.config import environment
 from chartgw.endpoints import ApiError, GroupData
 from chartgw.feed import STREAM_BUFFER, ChangeHub, Subscriber, decode_cursor, encode_cursor
@@ -29,8 +29,9 @@ from chartgw.groups import GROUPS
 from chartgw.store import ChangeRow, FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, data_dir, serving
 
-ALPHA = Group("alpha", "Alpha", "A test group", ())
-BETA = Group("beta", "Beta", "Another test group", ())
+# Groups that crawl (no target here: the tests commit every snapshot themselves), so the platform gives them /diff.
+ALPHA = Group("alpha", "Alpha", "A test group", (), targets=lambda *selection: ())
+BETA = Group("beta", "Beta", "Another test group", (), targets=lambda *selection: ())
 
 
 def chart(target: str, titles: str, day: int = 0, *, ids: dict[str, str] | None = None) -> NewSnapshot:
@@ -89,6 +90,12 @@ def test_diff_answers_every_entry_in_out_and_moved_with_its_record(api: TestClie
     # Cached per data version: the ETag answers a 304 until a commit changes the file.
     etag = response.headers["etag"]
     assert api.get("/alpha/diff?target=top", headers={**KEY_HEADERS, "If-None-Match": etag}).status_code == 304
+
+
+def test_every_group_that_crawls_snapshots_has_a_diff() -> None:
+    for group in GROUPS:
+        assert any(r.path == "/diff" for r in service_routes(group)) is (group.targets is not None), group.name
+    assert not any(r.path == "/diff" for r in service_routes(Group("index", "Index", "No snapshots", ())))
 
 
 def test_diff_of_a_first_snapshot_has_every_entry_new(api: TestClient, data: Path) -> None:

@@ -15,6 +15,7 @@ import importlib
 import inspect
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 import types
@@ -29,13 +30,18 @@ import httpx
 import pytest
 
 from chartgw import artist_history as index
+from chartgw import exports
 from chartgw.clock import fixed
+from chartgw.groups import GROUPS
+from chartgw.hooks import HookStore
 from tests.fixtures import FIXED_NOW, TEST_KEY, client, copy_data, data_dir, serving
 
 CLIENTS_DOC = Path(__file__).resolve().parents[1] / "docs" / "clients.md"
 PACKAGE = "chartgw_client"
-GENERATOR_CONFIG = "post_hooks: []\ncontent_type_overrides:\n  image/svg+xml: application/octet-stream\n"
-"""No ruff/black run over the generated code; the SVG plot read as bytes (the generator knows no image types)."""
+GENERATOR_CONFIG = ("post_hooks: []\ncontent_type_overrides:\n  image/svg+xml: application/octet-stream\n"
+                    "  application/vnd.sqlite3: application/octet-stream\n")
+"""No ruff/black run over the generated code; the SVG plot and the SQLite exports read as bytes (the generator knows
+no image or SQLite types)."""
 
 ARTIST = "Jung Kook"
 CALLS: dict[str, dict[str, Any]] = {
@@ -83,8 +89,13 @@ CALLS: dict[str, dict[str, Any]] = {
     "artist_history_api_get_artist_history": {"name": ARTIST},
     "artist_history_api_get_artist_history_plot": {"name": ARTIST},
     "artist_history_api_get_artist_history_coverage": {"name": ARTIST},
+    "get_hooks_id_deliveries": {"id": 1},
 }
 """Arguments of the operations that need some (held in the demo data at FIXED_NOW); the others get none."""
+DIFF_CALLS: dict[str, dict[str, Any]] = {}
+"""Each group's GET /diff with a target its demo data has changes of (the served fixture finds them)."""
+EXPORT_CALLS: dict[str, dict[str, Any]] = {}
+"""Each group's GET /exports/{name} with the export the served fixture built."""
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +104,16 @@ def served(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     path = copy_data(all_groups_data, tmp_path_factory.mktemp("client") / "data")
     with data_dir(path):
         index.index_all(now=fixed(FIXED_NOW))
+        HookStore().create(0, "https://hooks.example.test/in", [], [], [g.name for g in GROUPS], FIXED_NOW)  # hook 1
+    for group in GROUPS:
+        with data_dir(path):
+            built = exports.build(group.name)
+        assert built is not None
+        EXPORT_CALLS[f"{group.name.replace('-', '_')}_get_exports_name"] = {"name": f"{built.sha256}.sqlite"}
+        if group.targets is not None:
+            with sqlite3.connect(path / f"{group.name}.sqlite") as db:
+                target = db.execute("SELECT target FROM changes ORDER BY id DESC LIMIT 1").fetchone()[0]
+            DIFF_CALLS[f"{group.name.replace('-', '_')}_get_diff"] = {"target": target}
     with serving(client(path).app, lifespan="on") as base:
         yield base
 
@@ -124,8 +145,8 @@ def generated(served: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 def _operations(package: types.ModuleType, skip_paths: Collection[str] = ()) -> dict[str, types.ModuleType]:
     """Every generated GET operation module, by operation id, but those of `skip_paths`."""
-    folder = Path(package.__file__).parent / "api" / "default"  # type: ignore[arg-type]
-    modules = {p.stem: importlib.import_module(f"{PACKAGE}.api.default.{p.stem}") for p in folder.glob("*.py")
+    folder = Path(package.__file__).parent / "api"  # type: ignore[arg-type]
+    modules = {p.stem: importlib.import_module(f"{PACKAGE}.api.{p.parent.name}.{p.stem}") for p in folder.glob("*/*.py")
                if p.stem != "__init__"}
     return {name: module for name, module in modules.items() if '"method": "get"' in (source := inspect.getsource(module))
             and not any(f'"url": "{path}"' in source for path in skip_paths)}
@@ -152,7 +173,8 @@ def _argument(annotation: Any, value: Any) -> Any:
 def _call(module: types.ModuleType, api: Any, **extra: Any) -> Any:
     name = module.__name__.rsplit(".", 1)[1]
     hints = typing.get_type_hints(module.sync_detailed)
-    arguments = {key: _argument(hints[key], value) for key, value in CALLS.get(name, {}).items()}
+    given = CALLS.get(name) or DIFF_CALLS.get(name) or EXPORT_CALLS.get(name, {})
+    arguments = {key: _argument(hints[key], value) for key, value in given.items()}
     return module.sync_detailed(client=api, **arguments, **extra)
 
 
@@ -171,7 +193,7 @@ def test_generated_client_calls_every_get_endpoint_and_its_conditional_get(
         served: str, generated: types.ModuleType) -> None:
     streams = _event_streams(served)
     assert streams == {"/changes/stream"}
-    operations = _operations(generated, streams)
+    operations = _operations(generated, streams)  # each group's /diff is called with a target it holds (DIFF_CALLS)
     assert len(operations) >= 140 and set(CALLS) <= set(operations), sorted(set(CALLS) - set(operations))
     api = generated.AuthenticatedClient(base_url=served, token=TEST_KEY, auth_header_name="X-API-Key", prefix="",
                                         raise_on_unexpected_status=True)
@@ -188,8 +210,9 @@ def test_generated_client_calls_every_get_endpoint_and_its_conditional_get(
             if response.status_code != 200:
                 failures.append(f"{name}: {response.status_code} {response.content[:300]!r}")
                 continue
-            if isinstance(parsed, bytes):  # the SVG plot: image/svg+xml, read as bytes (GENERATOR_CONFIG)
-                ok = parsed == response.content and response.content.lstrip().startswith((b"<svg", b"<?xml"))
+            if isinstance(parsed, bytes):  # the SVG plot and the SQLite exports, read as bytes (GENERATOR_CONFIG)
+                ok = parsed == response.content and response.content.lstrip().startswith(
+                    (b"<svg", b"<?xml", b"SQLite format 3\x00"))
             else:
                 ok = hasattr(parsed, "to_dict") and _same(json.loads(response.content), parsed.to_dict())
             if not ok:
@@ -222,7 +245,7 @@ def test_generated_client_sends_every_value_of_an_array_parameter(served: str, g
     parameter once per value (`?isrc=A&isrc=B`): the gateway answers for both, as for `?isrc=A,B`."""
     import httpx
 
-    module = importlib.import_module(f"{PACKAGE}.api.default.artist_history_api_get_artist_history")
+    module = importlib.import_module(f"{PACKAGE}.api.artist_history_api.artist_history_api_get_artist_history")
     hints = typing.get_type_hints(module.sync_detailed)
     assert list[str] in typing.get_args(hints["isrc"]) and list[int] in typing.get_args(hints["analytics_track"])
     api = generated.AuthenticatedClient(base_url=served, token=TEST_KEY, auth_header_name="X-API-Key", prefix="",

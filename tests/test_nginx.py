@@ -70,7 +70,8 @@ def test_the_default_configuration_is_one_nginx_accepts(tmp_path: Path, capsys: 
     for directive in ("hash $http_x_api_key consistent;", "server 10.0.0.3:8000 max_fails=1 fail_timeout=5s;",
                       "keepalive 64;", "proxy_next_upstream error timeout http_502 http_504;", "gzip off;",
                       "large_client_header_buffers 4 8k;", "client_header_timeout 10s;", "client_max_body_size 64k;",
-                      '"/korea-chart/health" 0;', "proxy_no_cache $chartgw_keyed;", "POST chartgw_writer;"):
+                      '"/korea-chart/health" 0;', "proxy_no_cache $chartgw_keyed;", "~^1: chartgw_writer;",
+                      "~^0:/hooks(/|$) chartgw_writer;", "~^0:(/[^/]+)?/exports(/|$) chartgw_writer;"):
         assert directive in conf
     assert '"/korea-chart/sites"' not in conf  # keyed: not in the public map
     (tmp_path / "nginx.conf").write_text(conf)

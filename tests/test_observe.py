@@ -29,7 +29,7 @@ from chartgw.groups.radio import storage as radio_monitor
 from chartgw.metrics import StoreCollector
 from chartgw.observe import request_id
 from chartgw.params import Param
-from chartgw.store import iso
+from chartgw.store import Query, iso
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, build_group_db, child_env, configure, data_dir
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -247,13 +247,12 @@ def test_crawl_attempts_and_snapshot_ages_are_read_from_the_stores(korea_data: P
 def test_radio_monitor_states_are_read_from_its_file(tmp_path: Path) -> None:
     with data_dir(tmp_path):
         db = radio_monitor.open_db()
-        radio_monitor.create_schema(db)
         radio_monitor.commit_batch(db, [
             radio_monitor.state_write("s1", status="ok"), radio_monitor.state_write("s2", status="ok"),
             radio_monitor.state_write("s3", status="backoff"), radio_monitor.state_write("s4", status="starting"),
             radio_monitor.state_write("s5", status="unwatched", monitored=0),
-            ("INSERT INTO monitor_runs (pid, started_at, heartbeat_at, stations, plays) VALUES (1, ?, ?, 4, 0)",
-             (iso(FIXED_NOW), iso(FIXED_NOW))),
+            (Query("a running monitor", "INSERT INTO monitor_runs (pid, started_at, heartbeat_at, stations, plays)"
+                   " VALUES (1, ?, ?, 4, 0)"), (iso(FIXED_NOW), iso(FIXED_NOW))),
         ])
         db.close()
         collector = StoreCollector(["radio"], clock=fixed(FIXED_NOW + timedelta(seconds=40)))

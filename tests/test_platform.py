@@ -39,19 +39,19 @@ CONFIGURATION_DOC = PACKAGE.parent / "docs" / "configuration.md"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.clock", "chartgw.countries", "chartgw.text", "chartgw.progress", "chartgw.settings", "chartgw.changes"),
     ("chartgw.config",),
-    ("chartgw.store", "chartgw.params", "chartgw.cache", "chartgw.replication"),
+    ("chartgw.store", "chartgw.params", "chartgw.cache", "chartgw.formats", "chartgw.replication"),
     ("chartgw.records", "chartgw.targets"),
     ("chartgw.upstreams",),
     ("chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi", "chartgw.accesslog",
      "chartgw.cors", "chartgw.metrics"),
     ("chartgw.context", "chartgw.observe"),
     ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history", "chartgw.fastlane",
-     "chartgw.feed"),
+     "chartgw.feed", "chartgw.hooks", "chartgw.exports"),
     ("chartgw.groups.",),
     ("chartgw.groups",),
     ("chartgw.samples", "chartgw.replay"),  # the demo's: above the groups, so serving never loads them
     ("chartgw.demo",),
-    ("chartgw.entries", "chartgw.reasons", "chartgw.front", "chartgw.apidocs", "chartgw.app", "chartgw.disk", "chartgw.cli",
+    ("chartgw.entries", "chartgw.reasons", "chartgw.front", "chartgw.deliver", "chartgw.apidocs", "chartgw.app", "chartgw.disk", "chartgw.cli",
      "chartgw.__main__", "chartgw"),
 )
 

@@ -238,6 +238,28 @@ def test_a_read_only_gateway_serves_refuses_refreshes_and_counts_usage_in_a_node
         assert db.execute("SELECT sum(requests) FROM key_usage").fetchone()[0] == 3  # every keyed request above
 
 
+def test_a_read_only_gateway_sends_webhooks_and_exports_to_the_writer(korea_data: Path, tmp_path: Path) -> None:
+    """hooks.sqlite and the exports are the writer's: a reader writes neither, and answers 503 naming the writer."""
+    data = copy_data(korea_data, tmp_path / "reader")
+    settings = {"CHARTGW_READ_ONLY": "1", "CHARTGW_WRITER_URL": "https://writer.example:8000",
+                "CHARTGW_EXPORTS_INTERVAL_SECONDS": "0"}
+    with environment(settings), data_dir(data):
+        app = build_app(checker=KeyChecker(data / "keys.sqlite", [TEST_KEY]), clock=lambda: FIXED_NOW,
+                        limiter=RateLimiter(0))
+        with TestClient(app) as api:
+            for method, path, what in (
+                    ("POST", "/hooks", "webhooks"), ("GET", "/hooks", "webhooks"), ("DELETE", "/hooks/1", "webhooks"),
+                    ("GET", "/hooks/1/deliveries", "webhooks"), ("GET", "/exports", "exports"),
+                    ("GET", "/korea-chart/exports", "exports"), ("GET", f"/korea-chart/exports/{'a' * 64}.sqlite", "exports")):
+                body = {"url": "https://partner.example/hook"} if method == "POST" else None
+                answer = api.request(method, path, headers=KEY_HEADERS, json=body)
+                assert answer.status_code == 503, (method, path, answer.text)
+                assert answer.json() == {"detail": f"This gateway is a read-only replica: {what} run on the writer "
+                                                   "(https://writer.example:8000)"}
+            assert api.get("/changes", headers=KEY_HEADERS).status_code == 200  # the feed reads the followed files
+    assert not (data / "hooks.sqlite").exists() and not (data / "exports").exists()
+
+
 def test_a_reader_lists_keys_and_its_usage_and_refuses_to_write(korea_data: Path, tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     data = copy_data(korea_data, tmp_path / "reader")
@@ -250,7 +272,8 @@ def test_a_reader_lists_keys_and_its_usage_and_refuses_to_write(korea_data: Path
         assert main(["keys", "usage", "--days", "4000"]) == 0
         assert f"{key_id:>4}  {day} {7:>9} {2:>7}  partner-a" in capsys.readouterr().out
         for argv in (["keys", "create", "--name", "x"], ["keys", "revoke", "1"], ["crawl", "korea-chart"],
-                     ["demo", "--if-empty"], ["backfill", "video"], ["replicate"]):
+                     ["demo", "--if-empty"], ["backfill", "video"], ["replicate"], ["hooks", "list"], ["deliver"],
+                     ["export", "--all"]):
             assert main(argv) == 2, argv
             assert "read replica (CHARTGW_READ_ONLY=1)" in capsys.readouterr().err
     assert (data / "keys.sqlite").read_bytes() == keys_before

@@ -184,17 +184,20 @@ def test_every_character_the_search_pattern_admits_makes_a_valid_term() -> None:
     assert search_term("아이유") == "아이유" and pattern.search("아이유") and not pattern.search("?!_")
 
 
-def test_the_change_feed_answers_every_schema_valid_request_as_documented(app: Any) -> None:
-    """GET /changes from the gateway's joined document, as the groups' operations above, with `wait` sent as 0 (a long
-    poll holds a request for its whole wait when nothing is committed). A 422 passes only for a `since` of the
-    documented form that is not a cursor this feed gave (opaque, like artist-history's cursor). GET /changes/stream
-    never ends, so it is not sent here (tests/test_feed.py reads it from a real server)."""
+def test_the_change_feed_and_webhooks_answer_every_schema_valid_request_as_documented(app: Any) -> None:
+    """The gateway's own root operations from its joined document, as the groups' operations above: GET /changes with
+    `wait` sent as 0 (a long poll holds a request for its whole wait when nothing is committed), GET /hooks and GET
+    /hooks/{id}/deliveries (a 404 for a hook the key does not have). A 422 passes only for a `since` of the documented
+    form that is not a cursor this feed gave (opaque, like artist-history's cursor). Not sent: GET /changes/stream,
+    which never ends (tests/test_feed.py reads it from a real server), and the hooks' POST and DELETE
+    (tests/test_hooks.py)."""
     from chartgw.feed import decode_cursor
 
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert {(op.method.upper(), op.path) for op in operations} >= {("GET", "/changes"), ("GET", "/changes/stream")}
-    operation = next(op for op in operations if op.path == "/changes")
+    root = {(op.method.upper(), op.path) for op in operations if op.path.startswith(("/changes", "/hooks"))}
+    assert root == {("GET", "/changes"), ("GET", "/changes/stream"), ("POST", "/hooks"), ("GET", "/hooks"),
+                    ("DELETE", "/hooks/{id}"), ("GET", "/hooks/{id}/deliveries")}
 
     def foreign(since: str) -> bool:
         try:
@@ -203,18 +206,24 @@ def test_the_change_feed_answers_every_schema_valid_request_as_documented(app: A
             return True
         return False
 
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, phases=[Phase.explicit, Phase.generate],
-              suppress_health_check=list(HealthCheck))
-    @given(case=operation.as_strategy(generation_mode=GenerationMode.POSITIVE))
-    def fuzz(case: Any) -> None:
-        case.query = {**(case.query or {}), "wait": 0}
-        response = case.call(headers=KEY_HEADERS)
-        case.validate_response(response, checks=CHECKS, headers=KEY_HEADERS)
-        if response.status_code == 200:
-            return
-        since = str(case.query.get("since", ""))
-        detail = response.json().get("detail") if response.status_code == 422 else None
-        assert isinstance(detail, list) and [e["loc"] for e in detail] == [["query", "since"]] and foreign(since), (
-            f"schema-valid request rejected: {response.status_code} for GET {response.request.url}: {response.text[:500]}")
+    def fuzz_one(operation: Any) -> None:
+        @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+                  phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+        @given(case=operation.as_strategy(generation_mode=GenerationMode.POSITIVE))
+        def fuzz(case: Any) -> None:
+            if operation.path == "/changes":
+                case.query = {**(case.query or {}), "wait": 0}
+            response = case.call(headers=KEY_HEADERS)
+            case.validate_response(response, checks=CHECKS, headers=KEY_HEADERS)
+            if response.status_code in ACCEPTED:
+                return
+            since = str((case.query or {}).get("since", ""))
+            detail = response.json().get("detail") if response.status_code == 422 else None
+            assert isinstance(detail, list) and [e["loc"] for e in detail] == [["query", "since"]] and foreign(since), (
+                f"schema-valid request rejected: {response.status_code} for {response.request.url}: {response.text[:500]}")
 
-    fuzz()
+        fuzz()
+
+    for operation in operations:
+        if operation.method.upper() == "GET" and operation.path in ("/changes", "/hooks", "/hooks/{id}/deliveries"):
+            fuzz_one(operation)

@@ -216,3 +216,25 @@ def test_a_failure_beside_a_stop_in_a_task_group_is_not_hidden(monkeypatch: pyte
     monkeypatch.setattr(cli, "GROUPS", (tiny,))
     with pytest.raises(BaseExceptionGroup):
         cli.main(["backfill", "tiny"], current())
+
+
+def test_what_an_object_cut_short_by_sigterm_says_when_freed_is_not_printed(tmp_path: Path) -> None:
+    """asyncio.run stopped inside the event loop's constructor leaves a loop whose finaliser raises, freed only
+    after `main` returned (with the exception's traceback): the quiet hook stays on once the command stops."""
+    script = tmp_path / "cut_short.py"
+    script.write_text(
+        "import os, signal, sys\n"
+        "from chartgw import cli\n"
+        "class HalfBuilt:\n"
+        "    def __del__(self):\n"
+        "        raise AttributeError('half built')\n"
+        "def command(args):\n"
+        "    held = HalfBuilt()\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    signal.pause()\n"
+        "cli.build_parser = lambda: type('P', (), {'parse_args': lambda self, argv: "
+        "type('A', (), {'func': staticmethod(command)})()})()\n"
+        "sys.exit(cli.main([]))\n")
+    done = subprocess.run([sys.executable, str(script)], env=child_env(), capture_output=True, timeout=60)
+    said = done.stderr.decode()
+    assert done.returncode == 128 + signal.SIGTERM and "half built" not in said and "Traceback" not in said, said

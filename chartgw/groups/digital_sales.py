@@ -195,14 +195,14 @@ ROUTES: tuple[Route, ...] = (
     latest_pull_route(lambda: [target_key(c.slug, cc) for c, cc in configured_targets()], lambda target: CADENCE_SECONDS,
                       "The latest pull: run outcome and every configured combo x country's latest chart (100 rows each)"),
     PULL_JSON_ROUTE,
-    Route("/combos", combos, errors=(), response=CombosResponse,
+    Route("/combos", combos, errors=(), rows="combos", response=CombosResponse,
           summary="The combos (feed kind and media) and, per configured country, the latest chart date"),
     Route("/{combo}/{country}/latest", combo_latest, (
         Param("combo", "path", kind="choice", choices=COMBO_SLUGS, description="Combo (see /digital-sales/combos)"),
         Param("country", "path", check=country_code,
               description="ISO 3166-1 alpha-2 storefront; must be one of the configured countries"),
         Param("limit", kind="int", default=100, ge=1, le=200, description="Rows to return, from rank 1"),
-    ), response=ComboChartResponse, summary="Latest chart of one combo in one country"),
+    ), rows="entries", response=ComboChartResponse, summary="Latest chart of one combo in one country"),
 )
 
 

@@ -448,20 +448,20 @@ LIST_LIMIT = Param("limit", kind="int", default=50, ge=1, le=500, description="I
 ROUTES: tuple[Route, ...] = (
     Route("/health", health, public=True, cache_ttl=5, max_age=300, errors=(), response=HealthResponse,
           summary="Discovery counts and how many discovered charts have a fresh snapshot"),
-    Route("/charts", charts, response=ChartsResponse, max_age=MAX_AGE, cache_ttl=60,
+    Route("/charts", charts, rows="charts", response=ChartsResponse, max_age=MAX_AGE, cache_ttl=60,
           summary="The discovered chart catalogue: Top 200, genre, viral and city Top 50 charts"),
-    Route("/top-200/{market}/latest", top_200, (MARKET, LIMIT, INCLUDE_RAW), response=ChartResponse,
+    Route("/top-200/{market}/latest", top_200, (MARKET, LIMIT, INCLUDE_RAW), rows="entries", response=ChartResponse,
           max_age=MAX_AGE, cache_ttl=60, summary="Latest Top 200 of a market"),
     Route("/genre/{market}/{genre}/latest", genre_chart, (
         MARKET, _slug_param("genre", "path", "Genre slug as in /recognition/charts (\"hip-hop-rap\")"),
         LIMIT, INCLUDE_RAW,
-    ), response=ChartResponse, max_age=MAX_AGE, cache_ttl=60, summary="Latest genre chart of a market"),
-    Route("/viral/{market}/latest", viral, (MARKET, LIMIT, INCLUDE_RAW), response=ChartResponse,
+    ), rows="entries", response=ChartResponse, max_age=MAX_AGE, cache_ttl=60, summary="Latest genre chart of a market"),
+    Route("/viral/{market}/latest", viral, (MARKET, LIMIT, INCLUDE_RAW), rows="entries", response=ChartResponse,
           max_age=MAX_AGE, cache_ttl=60, summary="Latest viral chart of a market"),
     Route("/top-50/{market}/{city}/latest", top_50, (
         MARKET, _slug_param("city", "path", "City slug as in /recognition/charts (\"sao-paulo\")"),
         LIMIT, INCLUDE_RAW,
-    ), response=ChartResponse, max_age=MAX_AGE, cache_ttl=60,
+    ), rows="entries", response=ChartResponse, max_age=MAX_AGE, cache_ttl=60,
         summary="Latest city Top 50; only cities the catalogue lists"),
     Route("/snapshots", snapshots, (
         CHART_KIND,
@@ -469,14 +469,14 @@ ROUTES: tuple[Route, ...] = (
         _slug_param("genre", "query", "Only this genre (genre charts)"),
         _slug_param("city", "query", "Only this city (city Top 50s)"),
         LIST_LIMIT,
-    ), errors=(), response=SnapshotsResponse, max_age=MAX_AGE, cache_ttl=60,
+    ), errors=(), rows="snapshots", response=SnapshotsResponse, max_age=MAX_AGE, cache_ttl=60,
         summary="Stored chart snapshots, newest first"),
     Route("/search", search, (
         search_param(description="Text in an artist or a title"),
         CHART_KIND,
         _slug_param("market", "query", "Only this market"),
         LIST_LIMIT,
-    ), errors=(), response=SearchResponse, max_age=MAX_AGE, cache_ttl=60,
+    ), errors=(), rows="hits", response=SearchResponse, max_age=MAX_AGE, cache_ttl=60,
         summary="Artist or title search over the latest snapshot of every chart"),
 )
 

@@ -216,17 +216,17 @@ ROUTES: tuple[Route, ...] = (
                  "Every configured Digital Music list's latest snapshot, and each marketplace's crawl state",
                  describe=retail.describe_health(NAME), response=retail.RetailHealth),
     snapshots_route(retail.cadence_of, "Stored snapshots of every chart, newest first"),
-    Route("/latest", latest, response=LatestResponse,
+    Route("/latest", latest, rows="charts", response=LatestResponse,
           summary="The latest crawl run and every chart's latest snapshot summary"),
-    Route("/charts.json", feed, (BUNDLE_LIMIT,), response=FeedResponse,
+    Route("/charts.json", feed, (BUNDLE_LIMIT,), rows="charts", response=FeedResponse,
           summary="The raw feed: every chart's latest rows as received (with the verbatim texts), 100 rows each "
                   "unless limit says fewer"),
-    Route("/charts", charts, errors=(), response=ChartsResponse,
+    Route("/charts", charts, errors=(), rows="charts", response=ChartsResponse,
           summary="Chart keys with marketplace, category, source and snapshot coverage"),
     Route("/charts/{chart_key}/latest", chart_latest, (
         Param("chart_key", "path", description="A chart key from /retail-digital/charts (\"us-digital-albums\")"),
         Param("limit", kind="int", default=100, ge=1, le=100, description="Rows to return, from rank 1"),
-    ), response=retail.ChartResponse, summary="The latest snapshot of one chart"),
+    ), rows="entries", response=retail.ChartResponse, summary="The latest snapshot of one chart"),
 )
 
 

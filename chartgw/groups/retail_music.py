@@ -77,13 +77,14 @@ ROUTES: tuple[Route, ...] = (
                  describe=retail.describe_health(NAME), response=retail.RetailHealth),
     Route("/top-songs/latest", latest, (
         Param("limit", kind="int", default=100, ge=1, le=100, description="Rows to return, from rank 1"), MARKET,
-    ), response=retail.ChartResponse, summary="The latest top songs (best-selling digital songs) of a marketplace"),
+    ), rows="entries", response=retail.ChartResponse,
+       summary="The latest top songs (best-selling digital songs) of a marketplace"),
     Route("/top-songs/rank/{rank}", rank, (retail.RANK_PARAM, MARKET), response=retail.RankResponse,
           summary="One rank of the latest top songs"),
     Route("/top-songs/snapshots", snapshots, (
         Param("limit", kind="int", default=50, ge=1, le=1000, description="Snapshots to return, newest first"),
         Param("market", kind="choice", choices=retail.MARKET_CODES, description="Only this marketplace; all when absent"),
-    ), response=SnapshotsResponse, summary="Stored top-songs snapshots, newest first"),
+    ), rows="snapshots", response=SnapshotsResponse, summary="Stored top-songs snapshots, newest first"),
 )
 
 

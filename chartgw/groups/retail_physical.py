@@ -246,26 +246,26 @@ ROUTES: tuple[Route, ...] = (
     health_route(NAME, lambda: {t: retail.CADENCE_SECONDS for t in configured_targets()},
                  "Every configured category's latest snapshot, and each marketplace's crawl state (refusals, backoff)",
                  describe=retail.describe_health(NAME), response=retail.RetailHealth),
-    Route("/categories", categories, errors=(), response=CategoriesResponse,
+    Route("/categories", categories, errors=(), rows="categories", response=CategoriesResponse,
           summary="Category keys (marketplace x category) with their Amazon list and snapshot coverage"),
     Route("/best-sellers/latest", latest, (
         CATEGORY,
         Param("limit", kind="int", default=100, ge=1, le=100, description="Rows to return, from rank 1"),
         retail.INCLUDE_RAW,
-    ), response=retail.ChartResponse, summary="The latest best-seller list of a category"),
+    ), rows="entries", response=retail.ChartResponse, summary="The latest best-seller list of a category"),
     Route("/best-sellers/rank/{rank}", rank, (retail.RANK_PARAM, CATEGORY, retail.INCLUDE_RAW),
           response=retail.RankResponse, summary="One rank of a category's latest list"),
     Route("/best-sellers/snapshots", snapshots, (
         Param("category", description="Category key (\"us-rock\") or bare category; every category when absent"),
         Param("limit", kind="int", default=50, ge=1, le=1000, description="Snapshots to return, newest first"),
-    ), response=SnapshotsResponse, summary="Stored snapshots of one category or all, newest first"),
+    ), rows="snapshots", response=SnapshotsResponse, summary="Stored snapshots of one category or all, newest first"),
     Route("/products/{asin}/history", history, (
         retail.ASIN_PARAM,
         Param("category", description="Only this category key (\"us-rock\") or bare category; every category when "
                                       "absent"),
         Param("limit", kind="int", default=100, ge=1, le=10000,
               description="Appearances to return, newest first (the run summary covers all of them)"),
-    ), response=ProductHistory,
+    ), rows="appearances", response=ProductHistory,
         summary="Every snapshot a product appeared in, with rank, price and rating then; first/last seen, best rank"),
 )
 

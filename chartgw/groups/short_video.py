@@ -521,13 +521,13 @@ ROUTES: tuple[Route, ...] = (
         CODE2, INTERVAL,
         Param("limit", kind="int", default=100, ge=1, le=500, description="Rows to return"),
         Param("offset", kind="int", default=0, ge=0, le=MAX_ROWS, description="Rows to skip, from rank 1"),
-    ), response=ChartResponse, summary="Popular TikTok tracks of a country (latest stored chart), paged"),
+    ), rows="entries", response=ChartResponse, summary="Popular TikTok tracks of a country (latest stored chart), paged"),
     Route("/history", history, (
         CODE2, INTERVAL,
         Param("limit", kind="int", default=30, ge=1, le=400, description="Charts (chart dates) to return, newest first"),
         Param("track_id", check=_digits, description="Chartmetric track id (`track_id` of an entry, `cm_track` upstream)"),
         Param("sound_id", check=_digits, description="TikTok sound id (`sound_id` or one of `sound_ids` of an entry)"),
-    ), response=(TrackHistoryResponse, MovementResponse),
+    ), rows=("appearances", "charts"), response=(TrackHistoryResponse, MovementResponse),
         summary="A track's ranks and posts on every stored chart, or without a filter the chart's entries in and out"),
     snapshots_route(_cadence, "Stored chart snapshots of every country and interval, newest first"),
 )

@@ -426,16 +426,16 @@ LIMIT = Param("limit", kind="int", default=50, ge=1, le=100, description="Trends
 ROUTES: tuple[Route, ...] = (
     health_route(NAME, expected_cadences, "The trend source and every crawled location's latest snapshot time",
                  describe=describe_health, response=HealthResponse, pattern=TARGET.pattern()),
-    Route("/locations", locations, errors=(), response=LocationsResponse,
+    Route("/locations", locations, errors=(), rows="locations", response=LocationsResponse,
           summary="Supported locations: slug, name, WOEID, kind, whether crawled, latest snapshot time"),
     Route("/trends/{location_slug}", trends_by_slug, (
         Param("location_slug", "path", description="Location slug (see /social-trends/locations)"),
         LIMIT,
-    ), response=TrendsResponse, summary="Latest cached trends of a location by slug"),
+    ), rows="entries", response=TrendsResponse, summary="Latest cached trends of a location by slug"),
     Route("/trends/by-woeid/{woeid}", trends_by_woeid, (
         Param("woeid", "path", kind="int", description="Yahoo WOEID of the location (1 = worldwide)"),
         LIMIT,
-    ), response=TrendsResponse, summary="Latest cached trends of a location by WOEID"),
+    ), rows="entries", response=TrendsResponse, summary="Latest cached trends of a location by WOEID"),
     Route("/refresh", refresh, method="POST", cache_ttl=0, errors=(404, 422, 429, 502, 503), response=RefreshResponse,
           summary='Crawl one location now; JSON body {"location": slug} or {"woeid": n}; once per location a minute'),
     snapshots_route(lambda target: CADENCE_SECONDS, "Stored trend snapshots of every location, newest first"),

@@ -430,22 +430,22 @@ ROUTES: tuple[Route, ...] = (
     health_route(NAME, expected_cadences,
                  "Freshness of every crawled chart, ok or degraded, and whether a token is configured",
                  describe=describe_health, response=HealthResponse, pattern=TARGET.pattern()),
-    Route("/countries", countries, errors=(), response=CountriesResponse,
+    Route("/countries", countries, errors=(), rows="countries", response=CountriesResponse,
           summary="Countries with data, their chart types and each one's latest chart date"),
-    Route("/latest", latest, (COUNTRY, CHART_TYPE, LIMIT), response=ChartResponse,
+    Route("/latest", latest, (COUNTRY, CHART_TYPE, LIMIT), rows="entries", response=ChartResponse,
           summary="The newest chart of a country and chart type"),
     Route("/chart", chart, (COUNTRY, CHART_TYPE, Param("chart_date", kind="date", required=True,
                                                        description="Chart date, YYYY-MM-DD"), LIMIT),
-          response=ChartResponse, summary="The chart of a country and chart type on a date"),
+          rows="entries", response=ChartResponse, summary="The chart of a country and chart type on a date"),
     Route("/dates", dates, (COUNTRY, CHART_TYPE, limit_param("Dates to return, newest first", 5000, None)),
-          response=DatesResponse,
+          rows="dates", response=DatesResponse,
           summary="Chart dates stored for a country and chart type, newest first"),
     Route("/search", search, (
         Param("q", required=True, min_length=1, check=search_term,
               description="Words of a title or artist; case, accents and punctuation are ignored, any script"),
         ANY_COUNTRY, ANY_CHART_TYPE,
         Param("limit", kind="int", default=50, ge=1, le=500, description="Hits to return"),
-    ), errors=(), response=SearchResponse, summary="Tracks whose title or artist contains q, in every stored chart"),
+    ), errors=(), rows="hits", response=SearchResponse, summary="Tracks whose title or artist contains q, in every stored chart"),
     Route("/history", history, (
         Param("artist", required=True, min_length=1, check=search_term,
               description="An artist credited on the track (contained, normalised)"),
@@ -453,7 +453,8 @@ ROUTES: tuple[Route, ...] = (
               description="The track title, normalised: featuring credits and version marks ignored (\"Seven\" finds "
                           "\"Seven (feat. Latto) (Explicit Ver.)\"; see chartgw.text.title_key)"),
         ANY_COUNTRY, ANY_CHART_TYPE,
-    ), response=HistoryResponse, summary="Every chart appearance of a track: date, rank and streams, oldest first"),
+    ), rows="appearances", response=HistoryResponse,
+       summary="Every chart appearance of a track: date, rank and streams, oldest first"),
 )
 
 

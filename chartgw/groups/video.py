@@ -376,21 +376,21 @@ ROUTES: tuple[Route, ...] = (
     latest_pull_route(None, cadence_of, "The latest pull: its run and every chart's newest snapshot "
                                         "(100 rows each unless limit says fewer)"),
     PULL_JSON_ROUTE,
-    Route("/countries", countries_list, errors=(), response=CountriesResponse,
+    Route("/countries", countries_list, errors=(), rows="countries", response=CountriesResponse,
           summary="Configured countries and countries with data, with their charts and latest dates"),
-    Route("/charts", charts_catalogue, errors=(), response=ChartsResponse,
+    Route("/charts", charts_catalogue, errors=(), rows="charts", response=ChartsResponse,
           summary="The catalogue of normalised charts with their upstream chart type, latest date and date count"),
     Route("/charts/{chart_type}/{period}/{country}/{date}", dated_chart, (
         Param("chart_type", "path", kind="choice", choices=CHART_TYPES, description="Normalised chart type"),
         PERIOD, COUNTRY, DATE, CHART_LIMIT,
-    ), response=CHART_RESPONSES, summary="One chart of one end date"),
+    ), rows="entries", response=CHART_RESPONSES, summary="One chart of one end date"),
     Route("/shorts/backfills", backfills, (
         Param("limit", kind="int", default=20, ge=1, le=200, description="Runs to return, newest first"),
-    ), errors=(), response=BackfillsResponse, summary="Recorded shorts backfill runs with every week's outcome"),
+    ), errors=(), rows="runs", response=BackfillsResponse, summary="Recorded shorts backfill runs with every week's outcome"),
     Route("/shorts/backfills/latest", latest_backfill, response=RunInfo, summary="The newest shorts backfill run"),
     Route("/shorts/global/{period}/{date}", shorts_chart, (PERIOD, DATE, CHART_LIMIT),
-          response=SongChartResponse, summary="The global shorts chart of one end date"),
-    Route("/{country}/latest", country_latest, (COUNTRY, BUNDLE_LIMIT), response=CountryLatestResponse,
+          rows="entries", response=SongChartResponse, summary="The global shorts chart of one end date"),
+    Route("/{country}/latest", country_latest, (COUNTRY, BUNDLE_LIMIT), rows="charts", response=CountryLatestResponse,
           summary="Every chart of one country, newest snapshot each (100 rows each unless limit says fewer)"),
 )
 

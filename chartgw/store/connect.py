@@ -30,19 +30,22 @@ def readonly_uri(path: Path) -> str:
 
 
 def connect(path: Path, *, readonly: bool = False, timeout: float = BUSY_TIMEOUT_SECONDS,
-            synchronous: str = "FULL", foreign_keys: bool = False, check_same_thread: bool = True,
+            synchronous: str = "FULL", foreign_keys: bool = False, check_same_thread: bool = True, wal: bool = True,
             ) -> sqlite3.Connection:
     """A connection to the SQLite file at `path`.
 
     A writer (the default) creates the file and its folder, works in WAL mode, autocommit (its transactions
     are `transaction`'s), with `synchronous` (FULL: a commit survives a power cut) and, when asked, foreign
     keys enforced. A reader (`readonly`) fails with `sqlite3.OperationalError` when the file does not exist.
+    `wal=False` leaves a new file in rollback-journal mode: one written whole once and then only read (an export,
+    `chartgw.exports`, whose page size the backup API sets, which it cannot do to a file in WAL mode).
     """
     if readonly:
         return sqlite3.connect(readonly_uri(path), uri=True, timeout=timeout, check_same_thread=check_same_thread)
     path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(path, isolation_level=None, timeout=timeout, check_same_thread=check_same_thread)
-    db.execute("PRAGMA journal_mode=WAL")
+    if wal:
+        db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={synchronous}")
     if foreign_keys:
         db.execute("PRAGMA foreign_keys=ON")

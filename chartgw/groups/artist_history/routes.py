@@ -250,11 +250,11 @@ async def plot(call: Call) -> str:
 ROUTES: tuple[Route, ...] = (
     Route("/health", health, public=True, cache_ttl=5, errors=(), response=IndexHealth,
           summary="The supported sources (groups with an entry mapping), each with its last indexed snapshot and lag"),
-    Route("/artist-history", history, route_params(True), response=HistoryResponse, errors=(422,),
+    Route("/artist-history", history, route_params(True), rows="rows", response=HistoryResponse, errors=(422,),
           summary="An artist's chart appearances across every source, newest first, paged by an opaque cursor"),
     Route("/artist-history/plot", plot, route_params(True), errors=(422,), media_type=SVG,
           summary="The rows of the same /artist-history page as an SVG: chart date across, rank down (1 on top), "
                   "one line per track, chart and market"),
-    Route("/artist-history/coverage", coverage, route_params(False), response=CoverageResponse, errors=(422,),
+    Route("/artist-history/coverage", coverage, route_params(False), rows="sources", response=CoverageResponse, errors=(422,),
           summary="Per source: matched rows, tracks, charts, dates, markets, best rank, what matched; or why nothing did"),
 )

@@ -337,17 +337,17 @@ LIST_FILTERS = (
 ROUTES: tuple[Route, ...] = (
     Route("/health", health, public=True, cache_ttl=5, errors=(), response=HealthResponse,
           summary="The latest list's age and how many DJs have a fresh page and discography"),
-    Route("/years", years_list, errors=(), response=YearsResponse, summary="The poll years held, newest first"),
+    Route("/years", years_list, errors=(), rows="years", response=YearsResponse, summary="The poll years held, newest first"),
     Route("/search", search, (
         search_param(description="Text in a DJ's name"),
         Param("limit", kind="int", default=20, ge=1, le=100, description="DJs to return"),
-    ), errors=(), response=SearchResponse, summary="DJs of every held year by name, exact and prefix matches first"),
+    ), errors=(), rows="djs", response=SearchResponse, summary="DJs of every held year by name, exact and prefix matches first"),
     Route("/djs/{slug}", dj_details, (
         Param("slug", "path", check=slug_value, description="DJ Mag's slug of the DJ, as in the lists' `slug`"),
     ), response=DjResponse, summary="One DJ: profile, every held year's rank and the MusicBrainz discography"),
-    Route("/latest", latest_list, LIST_FILTERS, response=ListResponse,
+    Route("/latest", latest_list, LIST_FILTERS, rows="entries", response=ListResponse,
           summary="The newest poll year's Top 100, as /{year} gives it"),
-    Route("/{year}", year_list, (YEAR, *LIST_FILTERS), response=ListResponse,
+    Route("/{year}", year_list, (YEAR, *LIST_FILTERS), rows="entries", response=ListResponse,
           summary="One poll year's Top 100 with country, genre, image and change, optionally by country and genre"),
     Route("/{year}/{rank}", year_rank, (
         YEAR, Param("rank", "path", kind="int", ge=1, le=100, description="Rank, 1-100"),

@@ -314,15 +314,15 @@ def _cadences() -> dict[str, int]:
 ROUTES: tuple[Route, ...] = (
     health_route(NAME, _cadences, "The latest week of every configured chart, with its age and a stale flag "
                                   "(stale after two weeks)"),
-    Route("/charts", charts, errors=(), response=ChartsResponse,
+    Route("/charts", charts, errors=(), rows="charts", response=ChartsResponse,
           summary="The configured charts (and any held from before): kind, title, first and last week held, weeks held"),
     Route("/charts/{chart_slug}/snapshots", snapshots, (
         CHART, Param("limit", kind="int", default=52, ge=1, le=5000, description="Snapshots to return"),
-    ), response=SnapshotsResponse, summary="Stored snapshots of one chart, newest chart date first"),
+    ), rows="snapshots", response=SnapshotsResponse, summary="Stored snapshots of one chart, newest chart date first"),
     Route("/charts/{chart_slug}/dates", dates, (
         CHART, Param("limit", kind="int", default=5000, ge=1, le=5000, description="Dates to return"),
-    ), response=DatesResponse, summary="The chart dates held of one chart, newest first"),
-    Route("/charts/{chart_slug}/latest", latest, (CHART, LIMIT, INCLUDE_RAW), response=CHART_RESPONSES,
+    ), rows="dates", response=DatesResponse, summary="The chart dates held of one chart, newest first"),
+    Route("/charts/{chart_slug}/latest", latest, (CHART, LIMIT, INCLUDE_RAW), rows="entries", response=CHART_RESPONSES,
           summary="The latest week of one chart"),
     Route("/charts/{chart_slug}/preset", preset, (
         CHART, Param("preset", kind="choice", choices=PRESETS, default=DEFAULT_PRESET,
@@ -330,20 +330,21 @@ ROUTES: tuple[Route, ...] = (
                                  f"by last week's position, most places first) or year-ago (the same week one year "
                                  f"before the latest); {DEFAULT_PRESET} when absent"),
         LIMIT, INCLUDE_RAW,
-    ), response=CHART_RESPONSES, summary="A named view of the latest week (or the week one year earlier)"),
+    ), rows="entries", response=CHART_RESPONSES, summary="A named view of the latest week (or the week one year earlier)"),
     Route("/charts/{chart_slug}/weeks-ago/{weeks_ago}", weeks_ago, (
         CHART, Param("weeks_ago", "path", kind="int", ge=0, description="Chart weeks back from the latest (0 = latest)"),
         LIMIT, INCLUDE_RAW,
-    ), response=CHART_RESPONSES, summary="The chart N weeks before the latest"),
+    ), rows="entries", response=CHART_RESPONSES, summary="The chart N weeks before the latest"),
     Route("/charts/{chart_slug}/{chart_date}", dated, (
         CHART, Param("chart_date", "path", kind="date",
                      description="Any day (YYYY-MM-DD): the week containing it is served, named by its chart date"),
         LIMIT, INCLUDE_RAW,
-    ), response=CHART_RESPONSES, summary="The chart of the week containing a day"),
+    ), rows="entries", response=CHART_RESPONSES, summary="The chart of the week containing a day"),
     Route("/search", search, (
         Param("q", required=True, min_length=1, check=search_term,
               description="Text in a title or artist; case, accents and punctuation are ignored"),
         Param("chart_slug", check=chart_slug, description="Only this chart; every chart when absent"),
         Param("limit", kind="int", default=50, ge=1, le=500, description="Rows to return"),
-    ), response=SearchResponse, summary="Entries whose title or artist contains q in every week held, newest week first"),
+    ), rows="hits", response=SearchResponse,
+       summary="Entries whose title or artist contains q in every week held, newest week first"),
 )

@@ -237,25 +237,26 @@ ROWS = Param("limit", kind="int", default=200, ge=1, le=200, description="Rows t
 ROUTES: tuple[Route, ...] = (
     health_route(NAME, _cadences, "Configured chart count, the latest week held per chart, and each chart's freshness",
                  describe=describe_health, response=HealthResponse, pattern=TARGET.pattern()),
-    Route("/charts", charts, errors=(), response=ChartsResponse,
+    Route("/charts", charts, errors=(), rows="charts", response=ChartsResponse,
           summary="Every chart key with its title, kind, size, whether it is configured, and the weeks held"),
     Route("/snapshots", snapshots, (
         ANY_CHART,
         Param("limit", kind="int", default=50, ge=1, le=500, description="Snapshots to return, newest fetch first"),
-    ), response=SnapshotsResponse, summary="Stored chart weeks, newest fetch first, optionally of one chart"),
+    ), rows="snapshots", response=SnapshotsResponse, summary="Stored chart weeks, newest fetch first, optionally of one chart"),
     Route("/search", search, (
         Param("q", required=True, min_length=1, check=search_term,
               description="Words of a title or artist; case, accents and punctuation are ignored"),
         ANY_CHART,
         Param("limit", kind="int", default=50, ge=1, le=500, description="Hits to return"),
-    ), response=SearchResponse,
+    ), rows="hits", response=SearchResponse,
           summary="Entries whose title or artist contains q in every stored week, newest week first, with rank"),
-    Route("/{chart_key}/latest", chart_latest, (CHART_KEY, ROWS), response=WeekChartResponse,
+    Route("/{chart_key}/latest", chart_latest, (CHART_KEY, ROWS), rows="entries", response=WeekChartResponse,
           summary="The newest week held of one chart, with its week and the previous week held"),
     Route("/{chart_key}/{week_start}", chart_week, (
         CHART_KEY,
         Param("week_start", "path", kind="date",
               description="YYYY-MM-DD: any day of the chart week (weeks run Friday to Thursday)"),
         ROWS,
-    ), response=WeekChartResponse, summary="The chart of the week containing a day, with the previous and next weeks held"),
+    ), rows="entries", response=WeekChartResponse,
+       summary="The chart of the week containing a day, with the previous and next weeks held"),
 )
