@@ -222,7 +222,7 @@ def test_openapi_lists_every_route(api: TestClient) -> None:
     document = api.get("/digital-sales/openapi.json").json()
     paths = set(document["paths"])
     assert paths == {"/", "/health", "/snapshots", "/latest", "/pull.json", "/combos", "/{combo}/{country}/latest",
-                     "/openapi.json", "/fetch-logs", "/diff"}
+                     "/openapi.json", "/fetch-logs", "/diff", "/exports", "/exports/{name}"}
     assert "DigitalSalesEntry" in document["components"]["schemas"]
 
 

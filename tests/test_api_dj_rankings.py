@@ -341,11 +341,11 @@ def test_openapi_lists_every_route(api: TestClient) -> None:
     response = api.get("/dj-rankings/openapi.json")
     assert response.status_code == 200
     document = response.json()
-    assert set(document["paths"]) == {"/", "/health", "/openapi.json", "/fetch-logs", "/diff", "/years", "/search",
+    assert set(document["paths"]) == {"/", "/health", "/openapi.json", "/fetch-logs", "/diff", "/exports", "/exports/{name}", "/years", "/search",
                                       "/djs/{slug}", "/latest", "/{year}", "/{year}/{rank}"}
     for path in ("/latest", "/{year}"):
         params = {p["name"]: p["schema"] for p in document["paths"][path]["get"]["parameters"] if p["in"] == "query"}
-        assert set(params) == {"limit", "country", "genre"}
+        assert set(params) == {"limit", "country", "genre", "format"}
         assert params["country"] == {"$ref": "#/components/schemas/Country"} and params["genre"]["type"] == "string"
     assert {"DjRankEntry", "ReleaseGroup", "DjResponse"} <= set(document["components"]["schemas"])
     assert document["paths"]["/{year}"]["get"]["parameters"][0]["schema"] == {"type": "integer"}

@@ -279,7 +279,7 @@ def test_preset_is_optional_and_defaults_to_the_top_10(api: TestClient) -> None:
 
 def test_openapi_lists_every_route_and_the_preset_enum(api: TestClient) -> None:
     document = api.get(P + "/openapi.json").json()
-    assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs", "/diff"}
+    assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs", "/diff", "/exports", "/exports/{name}"}
     params = document["paths"]["/charts/{chart_slug}/preset"]["get"]["parameters"]
     preset = next(p for p in params if p["name"] == "preset")
     assert preset["schema"]["enum"] == ["top-10", "top-40", "debuts", "re-entries", "gainers", "year-ago"]

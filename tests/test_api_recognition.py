@@ -207,14 +207,14 @@ def test_openapi_lists_every_route(api: TestClient) -> None:
     document = api.get("/recognition/openapi.json").json()
     assert set(document["paths"]) == {
         "/", "/health", "/charts", "/top-200/{market}/latest", "/genre/{market}/{genre}/latest",
-        "/viral/{market}/latest", "/top-50/{market}/{city}/latest", "/snapshots", "/search", "/openapi.json", "/fetch-logs", "/diff"}
+        "/viral/{market}/latest", "/top-50/{market}/{city}/latest", "/snapshots", "/search", "/openapi.json", "/fetch-logs", "/diff", "/exports", "/exports/{name}"}
     entry = document["components"]["schemas"]["RecognitionEntry"]
     assert set(entry["required"]) == {"rank", "artist", "artists", "title", "chart_date"}
     for field in ("url", "artwork_url", "store_url", "shazam_track_id"):
         assert {"type": "null"} in entry["properties"][field]["anyOf"]  # nullable, and the schema says so
     latest = document["paths"]["/top-50/{market}/{city}/latest"]["get"]
     assert [p["name"] for p in latest["parameters"] if p["in"] in ("path", "query")] == [
-        "market", "city", "limit", "include_raw"]
+        "market", "city", "limit", "include_raw", "format"]
 
 
 def test_openapi_declares_the_discovered_catalogue_as_enums(api: TestClient, tmp_path: Path) -> None:

@@ -390,10 +390,10 @@ def test_data_routes_need_a_key_and_the_legacy_prefix_answers_alike(name: str, r
 def test_openapi_and_root_list_every_route(group: Group, tmp_path: Path) -> None:
     with client(tmp_path, [group]) as api:
         document = api.get(f"/{group.name}/openapi.json").json()
-        assert set(document["paths"]) == {"/", "/openapi.json", "/fetch-logs", "/diff", *(r.path for r in group.routes)}
+        assert set(document["paths"]) == {"/", "/openapi.json", "/fetch-logs", "/diff", "/exports", "/exports/{name}", *(r.path for r in group.routes)}
         assert "RetailListing" in document["components"]["schemas"]
         root = api.get(f"/{group.name}/").json()
-        assert root["service"] == group.name and len(root["endpoints"]) == len(group.routes) + 4
+        assert root["service"] == group.name and len(root["endpoints"]) == len(group.routes) + 6
 
 
 @pytest.mark.parametrize("group", [PHYSICAL, DIGITAL, MUSIC], ids=lambda g: g.name)

@@ -336,7 +336,7 @@ def test_legacy_prefix(api: TestClient) -> None:
 def test_openapi_lists_every_route(api: TestClient) -> None:
     document = api.get("/streaming/openapi.json").json()
     assert set(document["paths"]) == {"/", "/health", "/countries", "/latest", "/chart", "/dates", "/search",
-                                      "/history", "/fetch-logs", "/diff", "/openapi.json"}
+                                      "/history", "/fetch-logs", "/diff", "/exports", "/exports/{name}", "/openapi.json"}
     latest = {p["name"]: p for p in document["paths"]["/latest"]["get"]["parameters"]}
     assert latest["limit"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 200, "default": 200}
     assert latest["chart_type"]["schema"]["enum"] == list(spotify.CHART_TYPES)

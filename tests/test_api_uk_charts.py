@@ -194,9 +194,9 @@ def test_root_health_and_openapi_are_public(api: TestClient) -> None:
     root = api.get("/uk-charts/").json()
     assert root["service"] == "uk-charts" and root["openapi"] == "/uk-charts/openapi.json"
     document = api.get("/uk-charts/openapi.json").json()
-    assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs", "/diff"}
+    assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs", "/diff", "/exports", "/exports/{name}"}
     week = document["paths"]["/{chart_key}/{week_start}"]["get"]
-    assert [p["name"] for p in week["parameters"]] == ["chart_key", "week_start", "limit", "If-None-Match"]
+    assert [p["name"] for p in week["parameters"]] == ["chart_key", "week_start", "limit", "format", "If-None-Match"]
     entry = document["components"]["schemas"]["UkChartEntry"]["properties"]
     assert {"rank", "title", "artist", "last_week", "peak", "weeks_on_chart", "label", "is_new", "is_reentry"} <= set(entry)
 

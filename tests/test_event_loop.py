@@ -102,6 +102,8 @@ def examples(data: Path) -> dict[str, tuple[str, ...]]:
         # Every group's diff of its most snapshotted chart (the index, which keeps no snapshots, has none).
         **{f"/{group.name}/diff": (f"/{group.name}/diff?target={quote(_most_snapshotted(data, group.name))}",)
            for group in GROUPS if group.targets is not None},
+        # An export no build made (the tests' settings build none on request): looked up and answered 404.
+        **{f"/{group.name}/exports/{{name}}": (f"/{group.name}/exports/{NO_EXPORT}",) for group in GROUPS},
     }
 
 
@@ -113,9 +115,10 @@ def _most_snapshotted(data: Path, group: str) -> str:
         return "none"
 
 
+NO_EXPORT = f"{'0' * 64}.sqlite"
 FRONT_DOOR = (("/", {}), ("/", {"accept": "text/html"}), ("/openapi.json", {}),
-              ("/changes?limit=50", {}), ("/hooks", {}))  # and the gateway's own keyed GETs (the stream never ends)
-NOT_FOUND: set[str] = set()
+              ("/changes?limit=50", {}), ("/hooks", {}), ("/exports", {}))  # and the gateway's own keyed GETs (the stream never ends)
+NOT_FOUND = {f"/{group.name}/exports/{NO_EXPORT}" for group in GROUPS}
 """Example requests whose answer is a 404 (still served whole: the handler runs and reads)."""
 
 

@@ -410,9 +410,9 @@ def test_the_crontab_starts_the_worker_at_boot() -> None:
 
 def test_the_documented_ten_line_receiver_verifies_a_delivery(api: TestClient, data: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    """docs/changes.md's receiver, run as written but for its secret, address and port."""
-    text = (Path(__file__).resolve().parents[1] / "docs" / "changes.md").read_text()
-    code = text.split("### A receiver in ten lines", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    """The README's receiver, run as written but for its secret, address and port."""
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    code = text.split("## Push, not poll", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     assert len([line for line in code.splitlines() if line.strip()]) == 10
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -422,7 +422,7 @@ def test_the_documented_ten_line_receiver_verifies_a_delivery(api: TestClient, d
     ready = code.replace('"whsec_..."', repr(hook["secret"])).replace(
         'HTTPServer(("", 8080), Receiver).serve_forever()', f'server = HTTPServer(("127.0.0.1", {port}), Receiver)')
     scope: dict[str, Any] = {}
-    exec(compile(ready, "docs/changes.md", "exec"), scope)
+    exec(compile(ready, "README.md", "exec"), scope)
     thread = threading.Thread(target=scope["server"].serve_forever, daemon=True)
     thread.start()
     try:
