@@ -34,6 +34,7 @@ from standardwebhooks import Webhook
 from chartgw import config
 from chartgw import hooks as h
 from chartgw.clock import Clock, utc_now
+from chartgw.crawl import tls
 from chartgw.feed import change_of
 from chartgw.hooks import (
     DISABLE_AFTER,
@@ -108,7 +109,8 @@ class Deliverer:
     async def __aenter__(self) -> Deliverer:
         timeout = config.get(config.HOOKS_TIMEOUT_SECONDS)
         self._client = httpx.AsyncClient(transport=self.transport, follow_redirects=False, trust_env=False,
-                                         timeout=httpx.Timeout(timeout), headers={"user-agent": USER_AGENT})
+                                         timeout=httpx.Timeout(timeout), headers={"user-agent": USER_AGENT},
+                                         verify=tls())
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -18,6 +18,14 @@ install(TEST_SETTINGS)  # before any fixture: session data is seeded with the te
 SHARED_UPSTREAM = Path(__file__).resolve().parents[1].parent / "shared" / "upstream"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules of long tests (marked slow or install) first: pytest-xdist hands out modules in this order, so
+    the longest start at once instead of finishing last on one worker while the others idle."""
+    heavy = {item.module.__name__ for item in items if item.get_closest_marker("slow") or item.get_closest_marker("install")
+             if item.module is not None}
+    items.sort(key=lambda item: item.module is None or item.module.__name__ not in heavy)
+
+
 @pytest.fixture
 def shared_upstream() -> Path:
     """The real captured upstream payloads in ../shared/upstream; tests using them skip without it."""
@@ -60,6 +68,28 @@ def shared_data(tmp_path_factory: pytest.TempPathFactory, name: str, build: Call
     return path
 
 
+def shared_parts(tmp_path_factory: pytest.TempPathFactory, name: str, parts: list[str],
+                 build: Callable[[Path, str], object]) -> Path:
+    """A read-only data folder built once per test run in parts, each by the first worker that takes its lock:
+    each worker starts at its own share of the parts and goes round, so N workers build it about N times faster."""
+    root = tmp_path_factory.getbasetemp()
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    start = 0
+    if worker:
+        root = root.parent  # shared by the run's workers
+        start = int(worker.removeprefix("gw")) * len(parts) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    path = root / name
+    path.mkdir(exist_ok=True)
+    for part in parts[start:] + parts[:start]:
+        with (root / f"{name}.{part}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            done = root / f"{name}.{part}.built"
+            if not done.exists():
+                build(path, part)
+                done.touch()
+    return path
+
+
 @pytest.fixture(scope="session")
 def korea_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data folder with every /korea-chart chart crawled from the samples. Read-only: copy it to change it."""
@@ -75,9 +105,5 @@ def all_groups_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from chartgw.groups import GROUPS
     from tests.fixtures import build_group_db
 
-    def build(path: Path) -> None:
-        for group in GROUPS:
-            if group.name != "artist-history-api":
-                build_group_db(path, group)
-
-    return shared_data(tmp_path_factory, "all-groups", build)
+    seeded = [group.name for group in GROUPS if group.name != "artist-history-api"]
+    return shared_parts(tmp_path_factory, "all-groups", seeded, build_group_db)

@@ -117,6 +117,7 @@ def wait_for(check: Any, seconds: float, what: str) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_killing_the_worker_twenty_times_mid_delivery_loses_no_change(setup: tuple[Path, Receiver, str]) -> None:
     data, receiver, _ = setup
     receiver.delay = 0.4
@@ -153,6 +154,7 @@ def test_killing_the_worker_twenty_times_mid_delivery_loses_no_change(setup: tup
     assert again >= 20  # each killed delivery was sent again: at least once, never lost
 
 
+@pytest.mark.slow
 def test_commit_to_delivery_p99_is_under_two_seconds(setup: tuple[Path, Receiver, str]) -> None:
     data, receiver, _ = setup
     proc = worker(data)

@@ -344,6 +344,7 @@ def _run_crawl(data: Path, args: Sequence[str], env: dict[str, str]) -> subproce
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_killed_crawl_processes_leave_the_previous_snapshot_serving(tmp_path: Path) -> None:
     """SIGKILL the real `chartgw crawl` many times, before and while it fetches and commits.
 

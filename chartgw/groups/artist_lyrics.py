@@ -24,7 +24,7 @@ from chartgw import artist_history as index
 from chartgw import config
 from chartgw.clock import Clock, utc_now
 from chartgw.context import Context
-from chartgw.crawl import Outcome, crawl_lock, request_url
+from chartgw.crawl import Outcome, crawl_lock, request_url, tls
 from chartgw.store import iso
 from chartgw.text import artist_aliases
 from chartgw.upstreams import UpstreamFormatError, body_limit, genius
@@ -85,7 +85,7 @@ def enrich(db: sqlite3.Connection, token: str, *, limit: int = DEFAULT_LIMIT, de
     started: datetime = now()
     tracks = index.lyrics_candidates(db, iso(started - timedelta(days=miss_days)), limit)
     matched = missed = 0
-    with httpx.Client(transport=transport, timeout=TIMEOUT_SECONDS, follow_redirects=False) as client:
+    with httpx.Client(transport=transport, timeout=TIMEOUT_SECONDS, follow_redirects=False, verify=tls()) as client:
         for n, track in enumerate(tracks):
             if n:
                 sleep(delay)

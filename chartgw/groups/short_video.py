@@ -30,7 +30,7 @@ import msgspec
 
 from chartgw import config
 from chartgw.countries import COUNTRIES, GLOBAL, country_code
-from chartgw.crawl import RETRY_STATUSES, USER_AGENT, CrawlContext, CrawlError, CrawlTarget, Fetched, request_url
+from chartgw.crawl import RETRY_STATUSES, USER_AGENT, CrawlContext, CrawlError, CrawlTarget, Fetched, request_url, tls
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import EntryMapping, Group, Schedule
 from chartgw.params import Param, accepts
@@ -109,7 +109,7 @@ def configured_charts() -> list[tuple[str, str]]:
 
 def http_client() -> httpx.Client:
     """The HTTP client of a chart crawl (tests replace this with one on an httpx.MockTransport)."""
-    return httpx.Client(timeout=httpx.Timeout(20.0, connect=5.0), follow_redirects=True)
+    return httpx.Client(timeout=httpx.Timeout(20.0, connect=5.0), follow_redirects=True, verify=tls())
 
 
 class KeptToken(msgspec.Struct):

@@ -42,6 +42,7 @@ import httpx
 
 from chartgw import config
 from chartgw.clock import Clock, utc_now
+from chartgw.crawl import tls
 from chartgw.groups.radio import storage
 from chartgw.groups.radio.rollup import rollup
 from chartgw.groups.radio.settings import (
@@ -151,7 +152,7 @@ class Monitor:
         self._db = open_db(self.path)
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
         self._client = httpx.AsyncClient(transport=self.transport, limits=limits, follow_redirects=True,
-                                         timeout=httpx.Timeout(self.read_timeout))
+                                         timeout=httpx.Timeout(self.read_timeout), verify=tls())
         try:
             now = self.clock()
             cur = self.db.execute(storage.START_RUN.sql, (os.getpid(), iso(now), iso(now)))

@@ -34,6 +34,7 @@ from chartgw.crawl import (
     Outcome,
     RetryPolicy,
     record_run,
+    tls,
 )
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
 from chartgw.groups.uk_charts.charts import (
@@ -83,7 +84,7 @@ async def backfill(chart: str, since: date = FIRST_CHART_WEEK, until: date | Non
     steps.expect((newest - oldest).days // 7 + 1, "weeks")
     # Redirects are the Fetcher's to follow (same origin only), as in every crawl.
     async with httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=5.0), transport=transport,
-                                 follow_redirects=False) as client:
+                                 follow_redirects=False, verify=tls()) as client:
         fetcher = Fetcher(client, policy)
         with SnapshotWriter(group_db_path(NAME), retention=retention(GROUP), now=now) as store:
             held = held_days(store, chart)
