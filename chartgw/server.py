@@ -152,9 +152,17 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._feed(data)
 
     def _feed(self, data: bytes) -> None:
-        view = memoryview(data)
         pos, end = 0, len(data)
         try:
+            if (self._in_head and not self._head_bytes and not self._tail and end <= MAX_URL_BYTES
+                    and self._pending_bytes <= BACKLOG_BYTES and not self.flow.write_paused
+                    and data.find(EMPTY_LINE) == end - 4):
+                # The usual read, one whole head and no more, within every cap: what the loop below does with
+                # it, without cutting it up.
+                self._head_bytes, self._url_done = end, True
+                self.parser.feed_data(data)
+                pos = end
+            view = memoryview(data)
             while pos < end:
                 if self._in_head:
                     if not self._head_bytes and (self._pending_bytes > BACKLOG_BYTES or self.flow.write_paused):
@@ -304,8 +312,12 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._pending_bytes += len(head) + len(body)
 
     def _flush(self) -> None:
-        if self._pending:
-            self.transport.writelines(self._pending)  # uvloop sends them with one writev, each buffer uncopied
+        pending = self._pending
+        if pending:
+            if len(pending) == 1:  # the usual poll: uvloop's write sends at once, its writelines a loop turn later
+                self.transport.write(pending[0])
+            else:
+                self.transport.writelines(pending)  # uvloop sends them with one writev, each buffer uncopied
             self._pending, self._pending_bytes = [], 0
 
     def pause_writing(self) -> None:
