@@ -42,6 +42,7 @@ from starlette.responses import FileResponse, MalformedRangeHeader, RangeNotSati
 from starlette.types import Receive, Scope, Send
 
 from chartgw import config
+from chartgw.clock import Clock, utc_now
 from chartgw.endpoints import ApiError, Call, GroupData, Route, Streaming, not_found
 from chartgw.params import Param, accepts
 from chartgw.store import Query, group_db_path, iso, read_once
@@ -106,9 +107,10 @@ def exports_dir() -> Path:
 # --- building (synchronous: a thread of the server, or the command) ---------------------------------
 
 
-def build(group: str) -> ExportInfo | None:
+def build(group: str, now: Clock = utc_now) -> ExportInfo | None:
     """An export of `group`'s file as it is now: a new one, or the one held already when the bytes are the same;
-    None when the group has no file. Waits for another build of the group (another process's) to finish."""
+    None when the group has no file. Waits for another build of the group (another process's) to finish. Its
+    time (`built_at`, and the file's mtime that orders the exports) is `now`'s, not the filesystem's clock."""
     source = group_db_path(group)
     if not source.exists():
         return None
@@ -122,11 +124,14 @@ def build(group: str) -> ExportInfo | None:
             _copy(source, temp)
             digest = _sha256(temp)
             final = folder / f"{digest}.sqlite"
+            # Newest by its time, and after every other export even if the clock stood still or went back.
+            others = [path.stat().st_mtime for path in _files(folder) if path != final]
+            stamp = max([now().timestamp(), *(mtime + 0.001 for mtime in others)])
             if final.exists():
                 temp.unlink()
-                os.utime(final)  # the newest again: pruning keeps it
             else:
                 os.replace(temp, final)
+            os.utime(final, (stamp, stamp))  # built now (again, for the same bytes: the newest, pruning keeps it)
             _sync_folder(folder)
         finally:
             temp.unlink(missing_ok=True)
@@ -234,7 +239,7 @@ async def _listed(data: GroupData) -> GroupExportsResponse:
     building = state.task is not None and not state.task.done()
     if not building and await _due(data, state, exports):
         state.built_version = data.version
-        state.task = asyncio.create_task(_build_in_thread(data.group, state))
+        state.task = asyncio.create_task(_build_in_thread(data.group, state, data.clock))
         building = True
     return GroupExportsResponse(data.group, building, len(exports), exports)
 
@@ -249,10 +254,10 @@ async def _due(data: GroupData, state: _Exporting, exports: Sequence[ExportInfo]
     return age.total_seconds() >= interval
 
 
-async def _build_in_thread(group: str, state: _Exporting) -> ExportInfo | None:
+async def _build_in_thread(group: str, state: _Exporting, now: Clock) -> ExportInfo | None:
     try:
         in_force = contextvars.copy_context()  # the settings the request is answered with (the app's)
-        return await asyncio.get_running_loop().run_in_executor(_BUILDER, in_force.run, build, group)
+        return await asyncio.get_running_loop().run_in_executor(_BUILDER, in_force.run, build, group, now)
     except Exception:  # logged; the next request after the data changes tries again
         log.exception("export of %s failed", group)
         state.built_version = None

@@ -7,6 +7,7 @@ payloads on a local replay server (no network).
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import socket
 import threading
@@ -56,6 +57,12 @@ def data_dir(path: Path) -> Iterator[Path]:
     """The settings in force with CHARTGW_DATA_DIR at `path` for the duration."""
     with environment({"CHARTGW_DATA_DIR": str(path)}):
         yield path
+
+
+UNDER_FAKETIME = "faketime" in os.environ.get("LD_PRELOAD", "")
+"""Run under libfaketime (`faketime -f '+400d' scripts/test`): it shifts the monotonic clock too, which a timed
+wait in a thread is computed on (the kernel then waits the offset), and it cannot reach a static binary such as
+Litestream's (its clock and the test's disagree by the offset)."""
 
 
 def build_group_db(path: Path, group: str | Group, now: datetime = FIXED_NOW) -> Path:

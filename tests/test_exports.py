@@ -287,8 +287,8 @@ def _commit(path: Path, chart_date: str, n: int = 3) -> None:
 
 
 def test_an_export_opens_whole_and_holds_exactly_the_groups_snapshots(korea: Path) -> None:
-    info = exports.build("korea-chart")
-    assert info is not None and info.group == "korea-chart" and info.url == f"/korea-chart/exports/{info.sha256}.sqlite"
+    info = exports.build("korea-chart", lambda: FIXED_NOW)
+    assert info is not None and info.built_at == "2026-11-20T05:30:00Z" and info.group == "korea-chart" and info.url == f"/korea-chart/exports/{info.sha256}.sqlite"
     path = exports.exports_dir() / "korea-chart" / f"{info.sha256}.sqlite"
     source = group_db_path("korea-chart")
     with _check_whole(path) as db:
@@ -297,7 +297,7 @@ def test_an_export_opens_whole_and_holds_exactly_the_groups_snapshots(korea: Pat
             "SELECT count(*) FROM entries").fetchone()
         first, last, count = db.execute("SELECT min(chart_date), max(chart_date), count(*) FROM snapshots").fetchone()
     assert (info.first_chart_date, info.last_chart_date, info.snapshots, info.size) == (first, last, count, path.stat().st_size)
-    assert exports.build("korea-chart") == info  # nothing changed: the same bytes, the same export
+    assert exports.build("korea-chart", lambda: FIXED_NOW) == info  # nothing changed: the same bytes, the same export
     assert [p.name for p in path.parent.glob("*.sqlite")] == [path.name]
     assert exports.build("streaming") is None  # no file: nothing to export
 
