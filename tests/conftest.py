@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -54,18 +53,7 @@ def _own_settings(_default_data: Path) -> Iterator[None]:
 def shared_data(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
     """A read-only data folder built once per test run: by the first pytest-xdist worker that asks, under a lock,
     while the others wait for it (a run without workers simply builds it)."""
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent  # shared by the run's workers
-    path, done = root / name, root / f"{name}.built"
-    with (root / f"{name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not done.exists():
-            shutil.rmtree(path, ignore_errors=True)
-            path.mkdir()
-            build(path)
-            done.touch()
-    return path
+    return shared_parts(tmp_path_factory, name, ["whole"], lambda path, _: build(path))
 
 
 def shared_parts(tmp_path_factory: pytest.TempPathFactory, name: str, parts: list[str],
