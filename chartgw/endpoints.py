@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 from starlette.types import Receive, Scope, Send
 
-from chartgw.access import KEY_ID_SCOPE
+from chartgw.access import KEY_HEADER, KEY_ID_SCOPE
 from chartgw.cache import CachedBody, ResponseCache, etag_matches, make_body
 from chartgw.clock import Clock, utc_now
 from chartgw.config import SettingError
@@ -175,14 +175,14 @@ class Route:
 REQUEST_ID_HEADER = b"x-request-id"
 ORIGIN_HEADER = b"origin"
 """Read with the fields below for the fast lane's outer layers (`chartgw.observe`: request ids, CORS)."""
-RequestFields = tuple[bytes | None, bytes | None, bytes | None, bytes | None, bytes | None]
+RequestFields = tuple[bytes | None, bytes | None, bytes | None, bytes | None, bytes | None, bytes | None]
 
 
 def request_fields(headers: Iterable[tuple[bytes, bytes]]) -> RequestFields:
     """What a cached answer depends on in a request's headers (lowercase names), read in one pass: If-None-Match,
     Accept-Encoding, Accept (repeated fields joined, as a list), and for the fast lane's outer layers
-    (`chartgw.observe`) X-Request-Id and Origin."""
-    inm = encoding = accept = sent_id = origin = None
+    (`chartgw.observe`, `chartgw.access`) X-Request-Id, Origin and X-API-Key."""
+    inm = encoding = accept = sent_id = origin = key = None
     for name, value in headers:
         if name == b"if-none-match":
             inm = value
@@ -192,9 +192,11 @@ def request_fields(headers: Iterable[tuple[bytes, bytes]]) -> RequestFields:
             accept = value if accept is None else accept + b"," + value
         elif name == REQUEST_ID_HEADER:
             sent_id = value
+        elif name == KEY_HEADER:
+            key = value
         elif name == ORIGIN_HEADER:
             origin = value
-    return inm, encoding, accept, sent_id, origin
+    return inm, encoding, accept, sent_id, origin, key
 
 
 async def read_body(receive: Receive) -> bytes:
@@ -257,7 +259,7 @@ class EndpointApp:
             # two dict lookups. Otherwise the parameters are validated and the entry is keyed on them.
             version = await self.data.current_version()
             raw = (scope["path"], scope["query_string"])
-            inm, encoding, accept, _, _ = request_fields(scope["headers"])
+            inm, encoding, accept, _, _, _ = request_fields(scope["headers"])
             known = self.cache.canonical(raw)
             hit = None
             if known is not None:

@@ -17,7 +17,7 @@ poll reads its Accept header in the same pass over its headers as If-None-Match 
 
 from __future__ import annotations
 
-import time
+from time import perf_counter
 
 from chartgw.access import Gate, Reply
 from chartgw.cache import ResponseCache
@@ -45,7 +45,7 @@ class FastLane:
 
     def reply(self, path: str, query: bytes, headers: list[tuple[bytes, bytes]]) -> Reply | None:
         """The answer to `GET path?query` with `headers` (lowercase names), or None for the app to answer."""
-        started = time.perf_counter()
+        started = perf_counter()
         known = self.cache.canonical((path, query))
         if known is None:
             found = rewrite(self.legacy, path)
@@ -61,7 +61,7 @@ class FastLane:
         version = endpoint.data.settled_version()
         if version is None:
             return None
-        inm, encoding, accept, sent_id, origin = request_fields(headers)  # one pass for all the lane reads
+        inm, encoding, accept, sent_id, origin, api_key = request_fields(headers)  # one pass for all the lane reads
         key, variant = known.key, known.variant
         if accept is not None and variant.negotiated and (wanted := rows_asked(accept)) is not None:
             chosen = endpoint.choose(wanted)
@@ -72,22 +72,20 @@ class FastLane:
         hit = self.cache.get(key, version)
         if hit is None:
             return None
-        refusal, key_id, rate = self.gate.admit(path, headers)
-        if refusal is not None:
-            return self._answered(refusal, endpoint, key_id, sent_id, origin, started, NO_CACHE)  # the app's 401 or 429
-        status, sent, body = endpoint.reply(hit, inm, encoding, variant)
-        sent.extend(rate)
-        return self._answered((status, sent, body), endpoint, key_id, sent_id, origin, started, "hit")
-
-    def _answered(self, reply: Reply, endpoint: EndpointApp, key_id: int | None, sent_id: bytes | None,
-                  origin: bytes | None, started: float, cache: str) -> Reply:
-        """`reply` with what the app's outer layers add (CORS headers, the request id), counted and logged."""
+        refusal, key_id, rate = self.gate.admit(path, api_key)
+        if refusal is None:
+            answer = endpoint.reply(hit, inm, encoding, variant)
+            answer[1].extend(rate)
+            cache = "hit"
+        else:
+            answer, cache = refusal, NO_CACHE  # the app's 401 or 429
+        # What the app's outer layers add (CORS headers, the request id), counted and logged as theirs are.
         rid = request_id(sent_id)
-        status, sent, body = reply
+        sent = answer[1]
         if self.cors is not None:
             sent.extend(self.cors.headers(origin))
         sent.append((REQUEST_ID_HEADER, rid))
         if self.observer is not None:
-            self.observer.lane_answered(endpoint, status, len(body), time.perf_counter() - started, key_id, rid, cache)
-        return reply
-
+            self.observer.lane_answered(endpoint, answer[0], len(answer[2]), perf_counter() - started, key_id, rid,
+                                        cache)
+        return answer

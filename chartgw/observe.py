@@ -25,7 +25,15 @@ from chartgw.access import KEY_ID_SCOPE
 from chartgw.accesslog import AccessLog
 from chartgw.clock import Clock
 from chartgw.endpoints import CACHE_SCOPE, REQUEST_ID_HEADER, EndpointApp
-from chartgw.metrics import METRICS_PATH, MetricsEndpoint, RequestMetrics, StoreCollector, scrape_registry
+from chartgw.metrics import (
+    METRICS_PATH,
+    MetricsEndpoint,
+    RequestMetrics,
+    StoreCollector,
+    WorkerRequestMetrics,
+    request_metrics,
+    scrape_registry,
+)
 from chartgw.settings import Settings
 
 __all__ = [
@@ -106,7 +114,7 @@ class RouteLabels:
 class Observer:
     """Counts and logs answers; `metrics` and `log` are each optional (settings `METRICS`, `ACCESS_LOG`)."""
 
-    def __init__(self, metrics: RequestMetrics | None, log: AccessLog | None) -> None:
+    def __init__(self, metrics: RequestMetrics | WorkerRequestMetrics | None, log: AccessLog | None) -> None:
         self.metrics = metrics
         self.log = log
         self._lane_labels: dict[int, tuple[str, str]] = {}  # id of an endpoint (the app's) -> (group, route)
@@ -116,7 +124,7 @@ class Observer:
         if self.metrics is not None:
             self.metrics.observe(group, route, status, answered_by, cache, seconds)
         if self.log is not None:
-            self.log.record(rid.decode("ascii"), key_id, method if method in METHODS else "OTHER", group, route,
+            self.log.record(rid, key_id, method if method in METHODS else "OTHER", group, route,
                             status, nbytes, seconds, answered_by)
 
     def refused(self, status: int, method: str, nbytes: int, rid: bytes) -> None:
@@ -125,12 +133,16 @@ class Observer:
 
     def lane_answered(self, endpoint: EndpointApp, status: int, nbytes: int, seconds: float, key_id: int | None,
                       rid: bytes, cache: str) -> None:
-        """A GET the server's fast lane answered for `endpoint`."""
+        """A GET the server's fast lane answered for `endpoint` (what `answered` does, in fewer calls: the lane
+        answers in microseconds)."""
         labels = self._lane_labels.get(id(endpoint))
         if labels is None:
             group = endpoint.data.group
             labels = self._lane_labels[id(endpoint)] = (group, f"/{group}{endpoint.route.path}")
-        self.answered(labels[0], labels[1], "GET", status, nbytes, seconds, key_id, rid, LANE, cache)
+        if self.metrics is not None:
+            self.metrics.observe(labels[0], labels[1], status, LANE, cache, seconds)
+        if self.log is not None:
+            self.log.record(rid, key_id, "GET", labels[0], labels[1], status, nbytes, seconds, LANE)
 
 
 class ObserveMiddleware:
@@ -193,7 +205,7 @@ class Observability:
         metrics = None
         if place != "off":
             registry = CollectorRegistry()
-            metrics = RequestMetrics(registry)
+            metrics = request_metrics(registry)
             self.endpoint = MetricsEndpoint(scrape_registry(registry, StoreCollector(groups, clock)))
             if place == "public":
                 self.routes.append(Route(METRICS_PATH, self.endpoint.page, methods=["GET"]))

@@ -58,6 +58,8 @@ JOIN_MAX = 16 * 1024
 """A lane answer's body up to this size is written joined to its head (one small copy, one buffer); a
 larger one is written after it as the cached object itself."""
 EMPTY_LINE = b"\r\n\r\n"
+_joined_defaults: list[Any] = [None, b""]
+"""uvicorn's default headers (Date, Server) of this second, and their lines joined."""
 
 
 class _Refused(Exception):
@@ -161,7 +163,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                 # it, without cutting it up.
                 self._head_bytes, self._url_done = end, True
                 self.parser.feed_data(data)
-                pos = end
+                self._flush()
+                return
             view = memoryview(data)
             while pos < end:
                 if self._in_head:
@@ -239,7 +242,18 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._in_head = False
         self._tail = b""
-        self._body_left = self._framing()
+        # The length of the request's body (0 without one; None when chunked), and whether it declared any framing
+        # at all: a request that does is never the lane's, whatever the parser makes of it.
+        length: int | None = 0
+        framed = False
+        for name, value in self.headers:
+            if name == b"content-length":
+                framed = True
+                if length is not None and value.strip().isdigit():
+                    length = int(value)
+            elif name == b"transfer-encoding":
+                framed, length = True, None
+        self._body_left, self._framed = length, framed
         if self._body_left != 0:
             self._started = self.loop.time()  # the body's time starts (a request without one is complete now)
         if self.parser.should_upgrade():
@@ -258,21 +272,6 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         # never paused for it, nothing is queued (the lane answers only then), and this connection's timer
         # closes it once it has been idle for the keep-alive timeout (`_tick`).
         self.server_state.total_requests += 1
-
-    def _framing(self) -> int | None:
-        """The length of the request's body (0 without one; None when chunked), noting whether it declared
-        any framing at all: a request that does is never the lane's, whatever the parser makes of it."""
-        length: int | None = 0
-        self._framed = False
-        for name, value in self.headers:
-            if name == b"content-length":
-                self._framed = True
-                if length is not None and value.strip().isdigit():
-                    length = int(value)
-            elif name == b"transfer-encoding":
-                self._framed = True
-                length = None
-        return length
 
     def _fast_reply(self) -> Reply | None:
         """The fast lane's answer, for a plain keep-alive HTTP/1.1 GET with no body that nothing else on the
@@ -302,14 +301,19 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def _queue(self, reply: Reply) -> None:
         """A lane answer, written by `_flush` once the parser has accepted every byte read with its request."""
         status, headers, body = reply
-        parts = [STATUS_LINE[status], *[name + b": " + value + b"\r\n" for name, value in
-                                        (*self.server_state.default_headers, *headers)], b"\r\n"]
-        head = b"".join(parts)
+        defaults = self.server_state.default_headers  # a new list each second (its Date): joined once per list
+        if defaults is not _joined_defaults[0]:
+            _joined_defaults[:] = [defaults, b"".join([name + b": " + value + b"\r\n" for name, value in defaults])]
+        parts = [STATUS_LINE[status], _joined_defaults[1], *[name + b": " + value + b"\r\n" for name, value in headers],
+                 b"\r\n"]
         if len(body) <= JOIN_MAX:
-            self._pending.append(head + body)
+            parts.append(body)
+            self._pending.append(answer := b"".join(parts))
+            self._pending_bytes += len(answer)
         else:
+            head = b"".join(parts)
             self._pending += (head, body)
-        self._pending_bytes += len(head) + len(body)
+            self._pending_bytes += len(head) + len(body)
 
     def _flush(self) -> None:
         pending = self._pending
