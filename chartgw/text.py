@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
 
 _FEAT = re.compile(r"[\(\[]\s*(?:feat|ft|with|prod)\b[^\)\]]*[\)\]]", re.IGNORECASE)
 _PARENS = re.compile(r"[\(\[]([^\)\]]*)[\)\]]")
@@ -27,18 +28,32 @@ _VERSION_SUFFIX = re.compile(rf"\s*(?:[\(\[]\s*(?:{_VERSION_MARK})\s*[\)\]]|\s[-
 a sped-up or an acoustic take, another language or "(Taylor's Version)": those chart as songs of their own."""
 
 
+_NOT_ASCII_ALNUM = re.compile(r"[^0-9a-z]+")
+
+# The keys below are pure functions of short strings that a crawl meets many times over (every snapshot repeats
+# its chart's titles and artists): each keeps its last answers. ASCII text, most of it, needs no Unicode pass
+# (it has no accent, width or combining mark; casefold is lower).
+
+
+@lru_cache(maxsize=1 << 15)
 def fold(text: str) -> str:
     """Casefolded, accents dropped, widths unified; Hangul syllables recomposed after the split."""
+    if text.isascii():
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return unicodedata.normalize("NFC", stripped)
 
 
+@lru_cache(maxsize=1 << 15)
 def compact(text: str) -> str:
     """Only letters and digits of the folded text: "Love Lee!" and "love-lee" are the same key."""
+    if text.isascii():
+        return _NOT_ASCII_ALNUM.sub("", text.lower())
     return "".join(ch for ch in fold(text) if ch.isalnum())
 
 
+@lru_cache(maxsize=1 << 15)
 def title_key(title: str) -> str:
     """The song a title names, compacted: without featuring/producer credits (anywhere) and without trailing
     version marks ("Seven (feat. Latto) (Explicit Ver.)" is "seven"). The one title normalisation of every
@@ -74,6 +89,7 @@ def artist_aliases(name: str) -> set[str]:
     return aliases or {compact(name)}
 
 
+@lru_cache(maxsize=1 << 15)
 def artist_key(artist: str) -> str:
     """The stored artist column: the first credited artist's main name."""
     names = split_artists(artist) or [artist]
