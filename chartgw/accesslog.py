@@ -26,8 +26,10 @@ __all__ = ["FLUSH_BYTES", "AccessLog", "AccessRecord"]
 FLUSH_BYTES = 4096
 """PIPE_BUF on Linux: a write of at most this many bytes to a pipe is never interleaved with another's."""
 FLUSH_SECONDS = 1.0
-LINE = (b'{"time":"%s.%03dZ","request_id":"%s","key_id":%s,%s,"status":%d,"bytes":%d,"duration_ms":%.3f,%s}\n')
-"""A line, with the fields of `AccessRecord` in its order."""
+LINE = (b'{"time":"%%s.%%03dZ","request_id":"%%s","key_id":%s,%s,"status":%%d,"bytes":%%d,"duration_ms":%%.3f,%s}\n')
+"""A line, with the fields of `AccessRecord` in its order: the key id and the labels filled once per label set
+(`AccessLog.templates`), the rest per answer."""
+Templates = tuple[bytes, bytes]
 
 
 class AccessRecord(msgspec.Struct):
@@ -61,38 +63,45 @@ class AccessLog:
         self._encode = msgspec.json.Encoder().encode
         self._second = -1
         self._stamp = b""
-        self._labels: dict[tuple[str, str, str, str], tuple[bytes, bytes]] = {}
+        self._templates: dict[tuple[str, str, str, str], Templates] = {}
         self._timed = False
 
     def record(self, request_id: bytes, key_id: int | None, method: str, group: str, route: str, status: int,
                nbytes: int, seconds: float, answered_by: str) -> None:
         """One answer's line. `request_id` is one `chartgw.observe.request_id` gave (letters, digits and
-        `-_.:/+=@~` only, so it goes into the line as it is); the labels are encoded once per set."""
+        `-_.:/+=@~` only, so it goes into the line as it is)."""
+        templates = self._templates.get((method, group, route, answered_by))
+        if templates is None:
+            templates = self._templates[(method, group, route, answered_by)] = self.templates(method, group, route,
+                                                                                            answered_by)
+        self.line(templates, request_id, key_id, status, nbytes, seconds)
+
+    def templates(self, method: str, group: str, route: str, answered_by: str) -> Templates:
+        """The lines of one label set, to fill with `line`, with a key id and without: the labels' JSON is encoded
+        (msgspec) once per set, not once per line (the fast lane keeps its endpoints' own)."""
+        fields = self._encode(AccessRecord("", "", None, method, group, route, 0, 0, 0.0, answered_by))
+        head = fields[fields.index(b'"method":'):fields.index(b',"status":')].replace(b"%", b"%%")
+        tail = fields[fields.index(b'"answered_by":'):-1].replace(b"%", b"%%")
+        return (LINE % (b"%d", head, tail), LINE % (b"null", head, tail))
+
+    def line(self, templates: Templates, request_id: bytes, key_id: int | None, status: int, nbytes: int,
+             seconds: float) -> None:
         now = self.clock()
         second = int(now)
         if second != self._second:  # the date and time are formatted once a second
             self._second = second
             self._stamp = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S").encode()
-        labels = self._labels.get((method, group, route, answered_by))
-        if labels is None:
-            labels = self._labels[(method, group, route, answered_by)] = self._encode_labels(method, group, route,
-                                                                                           answered_by)
-        line = LINE % (self._stamp, int((now - second) * 1000), request_id,
-                       b"null" if key_id is None else b"%d" % key_id, labels[0], status, nbytes, seconds * 1000,
-                       labels[1])
+        if key_id is None:
+            line = templates[1] % (self._stamp, int((now - second) * 1000), request_id, status, nbytes, seconds * 1000)
+        else:
+            line = templates[0] % (self._stamp, int((now - second) * 1000), request_id, key_id, status, nbytes,
+                                   seconds * 1000)
         if self._size + len(line) > self.flush_bytes:
             self.flush()
         if not self._timed:
             self._schedule()
         self._lines.append(line)
         self._size += len(line)
-
-    def _encode_labels(self, method: str, group: str, route: str, answered_by: str) -> tuple[bytes, bytes]:
-        """The line's parts from `method` to `route`, and from `answered_by` on: one msgspec encode per label set
-        (labels are bounded: routes are templates) instead of one per line."""
-        fields = self._encode(AccessRecord("", "", None, method, group, route, 0, 0, 0.0, answered_by))
-        head = fields[fields.index(b'"method":'):fields.index(b',"status":')]
-        return head, fields[fields.index(b'"answered_by":'):-1]
 
     def _schedule(self) -> None:
         """One timer at a time flushes what is waiting `flush_seconds` after it was armed."""
