@@ -93,6 +93,7 @@ def table_rows(path: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]
 
 @pytest.fixture(scope="module")
 def indexed(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo data with the index built over it. Read-only (the `api` fixture serves it): copy it to change it."""
     path = copy_data(all_groups_data, tmp_path_factory.mktemp("ah") / "data")
     build_index(path)
     return path
@@ -158,14 +159,14 @@ def test_incremental_rebuild_and_sub_daily_folding(all_groups_data: Path, tmp_pa
     again = {r.source: r for r in build_index(path)}
     assert again["korea-chart"].snapshots == 3 and again["korea-chart"].rows == 1  # one row, folded in one batch
     assert sum(r.snapshots for r in again.values()) == 3
-    after, _ = table_rows(path)
+    incremental = table_rows(path)
+    after, _ = incremental
     assert len(after) == len(before) + 1  # three hourly snapshots fold to one row for the day
     db = sqlite3.connect(path / "artist-history-api.sqlite")
     rank, hours = db.execute("SELECT a.rank, a.hours FROM appearances a JOIN variants v ON v.id = a.variant_id"
                              " WHERE v.title = 'Brand New Song'").fetchone()
     db.close()
     assert (rank, hours) == (1, 2)  # best rank of the day, two distinct hours
-    incremental = table_rows(path)
     with data_dir(path):
         index.rebuild(now=fixed(FIXED_NOW))
     assert table_rows(path) == incremental
@@ -269,9 +270,8 @@ def test_health_lists_sources_with_lag(api: TestClient, indexed: Path) -> None:
     assert korea["last_indexed_snapshot_id"] == korea["latest_snapshot_id"] and korea["lag_snapshots"] == 0
 
 
-def test_health_reports_lag(all_groups_data: Path, tmp_path: Path) -> None:
-    path = copy_data(all_groups_data, tmp_path / "data")
-    build_index(path)
+def test_health_reports_lag(indexed: Path, tmp_path: Path) -> None:
+    path = copy_data(indexed, tmp_path / "data")  # the demo data with its index built
     add_snapshot(path, "uk-charts", "singles", "2026-11-20", None, [{"rank": 1, "title": "X", "artist": "Y"}])
     with client(path, [ah.GROUP], now=FIXED_NOW + timedelta(hours=2)) as later:
         body = later.get(f"{API}/health").json()
@@ -417,9 +417,8 @@ def test_cursor_from_another_query_or_altered_is_422(api: TestClient) -> None:
     assert "altered" in errors(api, HISTORY, name="Taylor Swift", cursor=forged)[0]["msg"]
 
 
-def test_cursor_pages_stay_whole_while_indexing(all_groups_data: Path, tmp_path: Path) -> None:
-    path = copy_data(all_groups_data, tmp_path / "data")
-    build_index(path)
+def test_cursor_pages_stay_whole_while_indexing(indexed: Path, tmp_path: Path) -> None:
+    path = copy_data(indexed, tmp_path / "data")  # the demo data with its index built
     with client(path, [ah.GROUP]) as live:
         everything = get(live, HISTORY, name="Taylor Swift", limit=50000)["rows"]
         seen: list[dict[str, Any]] = []
@@ -573,9 +572,8 @@ def test_plot_pages_caches_and_refuses_like_the_history(api: TestClient) -> None
     assert "application/json" in document["422"]["content"]
 
 
-def test_index_source_hook_and_a_stale_second_indexer(all_groups_data: Path, tmp_path: Path) -> None:
-    path = copy_data(all_groups_data, tmp_path / "data")
-    build_index(path)
+def test_index_source_hook_and_a_stale_second_indexer(indexed: Path, tmp_path: Path) -> None:
+    path = copy_data(indexed, tmp_path / "data")  # the demo data with its index built
     with data_dir(path):
         db = index.open_index()
         mark = db.execute("SELECT last_snapshot_id FROM sources WHERE source = 'uk-charts'").fetchone()[0]
