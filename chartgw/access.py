@@ -24,6 +24,7 @@ from typing import NamedTuple
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chartgw import config
+from chartgw.clock import utc_now
 from chartgw.store import Table, connect, iso, migrate
 
 KEY_HEADER = b"x-api-key"
@@ -280,10 +281,13 @@ class KeyChecker:
     hashed and compared every time (they are never remembered, so they cannot fill memory).
     """
 
-    def __init__(self, path: Path | None = None, plain_keys: Iterable[str] = (), recheck_seconds: float = 1.0) -> None:
+    def __init__(self, path: Path | None = None, plain_keys: Iterable[str] = (), recheck_seconds: float = 1.0,
+                 clock: Callable[[], datetime] = utc_now) -> None:
         self.path = path or keys_db_path()
         self.env_keys = frozenset(plain_keys)
         self.recheck_seconds = recheck_seconds
+        self.clock = clock
+        """What expiry is compared with (the app's clock)."""
         self._digests: dict[str, Grant] = {}  # digest -> the key's grant
         self._verified: dict[str, Grant] = {}  # presented key -> its grant, for keys that matched
         self._checked = 0.0
@@ -322,7 +326,7 @@ class KeyChecker:
         if key not in self._verified and not self._verify(key):
             return None
         grant = self._verified[key]
-        return grant if grant.expires_at is None or grant.expires_at > iso(datetime.now(UTC)) else None
+        return grant if grant.expires_at is None or grant.expires_at > iso(self.clock()) else None
 
     def check(self, key: str) -> bool:
         return self.grant(key) is not None

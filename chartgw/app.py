@@ -258,7 +258,7 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     front = {"/", "/openapi.json", *apidocs.public_paths(), *seen.public}
     labels = RouteLabels([g.name for g in groups], {path: path for path in front | {r.path for r in root_routes}},
                          group_routes.route_for, GroupRoutes.ROUTE)
-    checker = checker or KeyChecker(plain_keys=[*settings.get(config.API_KEYS)])
+    checker = checker or KeyChecker(plain_keys=[*settings.get(config.API_KEYS)], clock=clock)
     # A replica counts its keys' requests in a node-local file: it never writes a replicated one.
     limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore(usage_path=usage_path()))
     gate = Gate(access_table(declared, front), checker, limiter)  # one way in: the key middleware's and the fast lane's

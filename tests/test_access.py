@@ -116,6 +116,19 @@ def test_expired_keys_are_refused_and_bad_expiry_is_a_usage_error(tmp_path: Path
     assert bad.returncode == 2 and "not a date" in bad.stderr
 
 
+def test_a_key_expires_by_the_checkers_clock(tmp_path: Path) -> None:
+    from datetime import datetime, timedelta
+
+    store = KeyStore(tmp_path / "keys.sqlite")
+    expires = datetime(2031, 5, 1, tzinfo=UTC)
+    _, key = store.create("holder", expires)
+    now = [expires - timedelta(seconds=1)]
+    checker = KeyChecker(tmp_path / "keys.sqlite", recheck_seconds=0, clock=lambda: now[0])
+    assert checker.check(key)
+    now[0] = expires
+    assert not checker.check(key)
+
+
 def test_env_keys_work_without_a_key_file(tmp_path: Path) -> None:
     checker = KeyChecker(tmp_path / "missing.sqlite", plain_keys=["alpha", "beta"])
     assert checker.check("beta") and not checker.check("gamma")
