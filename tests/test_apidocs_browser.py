@@ -13,6 +13,27 @@ from selenium.webdriver.support.ui import WebDriverWait
 from tests.browser import By, chromium, console_errors, load, requested_urls
 from tests.fixtures import client, serving
 
+ON_SCREEN = """const done = arguments[arguments.length - 1];
+requestAnimationFrame(() => requestAnimationFrame(() => done([
+  Array.from(document.querySelectorAll('.opblock-summary'), block => [
+    block.querySelector('.opblock-summary-method')?.innerText.trim() ?? '',
+    block.querySelector('.opblock-summary-path')?.getAttribute('data-path') ?? '']),
+  Array.from(document.querySelectorAll('.opblock-tag'), section => section.getAttribute('data-tag'))])));"""
+"""Each operation on the page (its method as shown, its path) and each section's tag, read in one step once the page
+has drawn twice: Swagger UI re-renders what it keeps near the viewport as it scrolls, so elements looked up one call
+at a time went stale between calls (and each call is a round trip to the browser)."""
+
+
+def on_screen(browser: Any) -> list[list[Any]]:
+    """What `ON_SCREEN` reads, once two reads agree (the page done rendering what the last scroll brought near)."""
+    screen: list[list[Any]] = browser.execute_async_script(ON_SCREEN)
+    for _ in range(100):
+        again = browser.execute_async_script(ON_SCREEN)
+        if again == screen:
+            break
+        screen = again
+    return screen
+
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
@@ -41,11 +62,9 @@ def test_docs_renders_every_operation_from_bundled_assets_only(browser: Any, gat
     sections: list[str] = []
     while True:
         WebDriverWait(browser, 30).until(lambda driver: driver.find_elements(By.CSS_SELECTOR, ".opblock-summary"))
-        for block in browser.find_elements(By.CSS_SELECTOR, ".opblock-summary"):
-            shown.add((block.find_element(By.CSS_SELECTOR, ".opblock-summary-method").text,
-                       block.find_element(By.CSS_SELECTOR, ".opblock-summary-path").get_attribute("data-path")))
-        sections += [tag for tag in (s.get_attribute("data-tag") for s in browser.find_elements(By.CSS_SELECTOR, ".opblock-tag"))
-                     if tag not in sections]
+        blocks, tags = on_screen(browser)
+        shown.update((method, path) for method, path in blocks)
+        sections += [tag for tag in tags if tag not in sections]
         at = browser.execute_script("return window.scrollY")
         if browser.execute_script("window.scrollBy(0, window.innerHeight * 0.8); return window.scrollY") == at:
             break
