@@ -17,12 +17,26 @@ install(TEST_SETTINGS)  # before any fixture: session data is seeded with the te
 SHARED_UPSTREAM = Path(__file__).resolve().parents[1].parent / "shared" / "upstream"
 
 
+LONG_MARKS = ("slow", "install", "heavy")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The modules of long tests (marked slow or install) first: pytest-xdist hands out modules in this order, so
-    the longest start at once instead of finishing last on one worker while the others idle."""
-    heavy = {item.module.__name__ for item in items if item.get_closest_marker("slow") or item.get_closest_marker("install")
-             if item.module is not None}
-    items.sort(key=lambda item: item.module is None or item.module.__name__ not in heavy)
+    """Modules in the order pytest-xdist (`--dist loadscope --no-loadscope-reorder`) should hand them out.
+
+    The modules of long tests (marked slow, install or heavy) first, so that they start at once instead of finishing
+    last on one worker while the others idle. xdist gives each worker a module, then at once another to each worker
+    left with two tests or fewer (a worker runs a test only once it knows the next one): that module waits behind
+    the first, so it is a short one (the next ordinary module), never another long one."""
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.module.__name__ if item.module is not None else "", []).append(item)
+    long = [m for m, tests in modules.items() if any(t.get_closest_marker(mark) for t in tests for mark in LONG_MARKS)]
+    short = [m for m in modules if m not in long]
+    first = [*long, *short][:int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))]
+    short = [m for m in short if m not in first]
+    behind = [short.pop(0) for m in first if len(modules[m]) <= 2 and short]
+    order = [*first, *behind, *(m for m in long if m not in first), *short]
+    items[:] = [item for m in order for item in modules[m]]
 
 
 @pytest.fixture

@@ -25,6 +25,8 @@ from chartgw.groups.artist_history.plot import PLOT_MAX_LINES
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir
 
+pytestmark = pytest.mark.heavy
+
 API = "/artist-history-api"
 HISTORY = f"{API}/artist-history"
 COVERAGE = f"{API}/artist-history/coverage"

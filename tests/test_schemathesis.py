@@ -46,6 +46,8 @@ from chartgw.groups.artist_history.query import read_query
 from chartgw.params import InvalidParams, parse_query, validate
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir
 
+pytestmark = pytest.mark.heavy
+
 EXAMPLES = 20
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_headers_conformance,
           response_schema_conformance]
