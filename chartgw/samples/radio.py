@@ -31,7 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from chartgw.replay import ReplayKey, Reply, request_key
+from chartgw.replay import ReplayKey, Reply, request_key, stop_serving
 from chartgw.samples import global_songs
 from chartgw.samples.bodies import json_body, stable_hex, stable_number
 from chartgw.upstreams.radio_browser import (
@@ -182,7 +182,7 @@ class RadioStreamServer:
 
         self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property
     def origin(self) -> str:
@@ -203,8 +203,7 @@ class RadioStreamServer:
 
     def stop(self) -> None:
         self._stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        stop_serving(self._httpd)
 
     # -- answering --
 
