@@ -19,7 +19,6 @@ from chartgw.upstreams import UpstreamFormatError, check_chart_type
 T = TypeVar("T")
 
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
-_SPACES = re.compile(r"\s+")
 _DIGITS = re.compile(r"\d+")
 _DATE = re.compile(r"(\d{4})[.\-/](\d{1,2})[.\-/](\d{1,2})(?:\D+(\d{1,2}):(\d{2}))?")
 
@@ -82,7 +81,7 @@ def snippet(text: str, size: int = 80) -> str:
 def clean(value: object) -> str:
     """Whitespace runs (incl. NBSP, newlines from the templates) collapsed to one space, ends stripped;
     None becomes "" and other non-strings their str()."""
-    return "" if value is None else _SPACES.sub(" ", str(value)).strip()
+    return "" if value is None else " ".join(str(value).split())  # str.split's whitespace is the regex's \s
 
 
 def first_int(text: str | None) -> int | None:
