@@ -61,8 +61,6 @@ JOIN_MAX = 128 * 1024
 wrk). A larger body is written after its head as the cached object itself, so an answer left unread holds no copy
 of it (and one that is read costs a copy less)."""
 EMPTY_LINE = b"\r\n\r\n"
-_joined_defaults: list[Any] = [None, b""]
-"""uvicorn's default headers (Date, Server) of this second, and their lines joined."""
 
 
 class _Refused(Exception):
@@ -72,6 +70,9 @@ class _Refused(Exception):
 class LimitedHttpToolsProtocol(HttpToolsProtocol):
     """`HttpToolsProtocol` that parses one request at a time, counts each head, times heads, bodies, idle
     connections and unread answers, and lets the fast lane answer cached repeats."""
+
+    _joined_defaults: tuple[Any, bytes] = (None, b"")
+    """uvicorn's default headers (Date, Server) of this second, and their lines joined."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -311,10 +312,11 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         """A lane answer, written by `_flush` once the parser has accepted every byte read with its request."""
         status, headers, body = reply
         defaults = self.server_state.default_headers  # a new list each second (its Date): joined once per list
-        if defaults is not _joined_defaults[0]:
-            _joined_defaults[:] = [defaults, b"".join([name + b": " + value + b"\r\n" for name, value in defaults])]
-        parts = [STATUS_LINE[status], _joined_defaults[1], *[name + b": " + value + b"\r\n" for name, value in headers],
-                 b"\r\n"]
+        joined = LimitedHttpToolsProtocol._joined_defaults  # one tuple, read and replaced whole (servers in threads)
+        if joined[0] is not defaults:
+            joined = LimitedHttpToolsProtocol._joined_defaults = (
+                defaults, b"".join([name + b": " + value + b"\r\n" for name, value in defaults]))
+        parts = [STATUS_LINE[status], joined[1], *[name + b": " + value + b"\r\n" for name, value in headers], b"\r\n"]
         if len(body) <= JOIN_MAX:
             parts.append(body)
             self._pending.append(answer := b"".join(parts))
