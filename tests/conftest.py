@@ -12,6 +12,11 @@ import pytest
 from chartgw.settings import install
 from tests.fixtures import TEST_SETTINGS
 
+# The caller's CHARTGW_* variables are not the tests' settings: a command run in process (`cli.main`, which resolves
+# its settings from the environment as a process does at start-up) or a child process would read them. Each test
+# sets what it needs (`tests.fixtures.environment`, `configure`, `child_env`).
+for _name in [name for name in os.environ if name.startswith("CHARTGW_")]:
+    del os.environ[_name]
 install(TEST_SETTINGS)  # before any fixture: session data is seeded with the tests' settings too
 
 SHARED_UPSTREAM = Path(__file__).resolve().parents[1].parent / "shared" / "upstream"
