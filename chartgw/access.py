@@ -392,7 +392,7 @@ class Gate:
     def admit(self, path: str, key: bytes | None) -> Admission:
         """The decision for a request of `path` (after any legacy prefix is rewritten) that sent `key` in its
         X-API-Key header (`api_key` finds it), if any."""
-        if path in self.table.public_paths:
+        if self.table.is_public(path):
             return PUBLIC
         if key is None:
             return unauthorized("Missing API key: send it in the X-API-Key header"), None, ()

@@ -167,13 +167,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                 # it, without cutting it up.
                 self._head_bytes, self._url_done = end, True
                 self.parser.feed_data(data)
-                pending = self._pending
-                if len(pending) == 1:  # the lane's answer: `_flush`, without its call
-                    self.transport.write(pending[0])
-                    pending.clear()
-                    self._pending_bytes = 0
-                elif pending:
-                    self._flush()
+                self._flush()
                 return
             view = memoryview(data)
             while pos < end:
