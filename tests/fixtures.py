@@ -12,10 +12,11 @@ import shutil
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -30,7 +31,9 @@ from chartgw.group import Group
 from chartgw.settings import Settings, current, install
 
 TEST_KEY = "test-key-0123456789"
-KEY_HEADERS = {"X-API-Key": TEST_KEY}
+KEY_HEADERS: Mapping[str, str] = MappingProxyType({"X-API-Key": TEST_KEY})
+"""Read-only: a client that adds its defaults to the headers it is given (schemathesis does) would otherwise change
+them for every later test of the worker (an Accept-Encoding: gzip left here once sent gzip to plain requests)."""
 FIXED_NOW = datetime(2026, 11, 20, 5, 30, 0, tzinfo=UTC)  # 14:30 KST
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from starlette.testclient import TestClient
@@ -39,7 +40,7 @@ def masked(body: bytes) -> str:
     return f"{len(body)} bytes, sha256 {hashlib.sha256(body).hexdigest()}"
 
 
-def answer_all(client: TestClient, headers: dict[str, str]) -> dict[str, dict[str, object]]:
+def answer_all(client: TestClient, headers: Mapping[str, str]) -> dict[str, dict[str, object]]:
     answers: dict[str, dict[str, object]] = {}
     for method, url in requests():
         response = client.request(method, url, headers=headers)

@@ -12,7 +12,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -67,7 +67,7 @@ def api(data: Path) -> Iterator[TestClient]:
         yield test_client
 
 
-def register(api: TestClient, url: str, headers: dict[str, str] = KEY_HEADERS, **filters: list[str]) -> dict[str, Any]:
+def register(api: TestClient, url: str, headers: Mapping[str, str] = KEY_HEADERS, **filters: list[str]) -> dict[str, Any]:
     response = api.post("/hooks", json={"url": url, **filters}, headers=headers)
     assert response.status_code == 200, response.text
     return response.json()

@@ -136,8 +136,8 @@ def run_operation(group: str, operation: Any) -> str | None:
               suppress_health_check=list(HealthCheck))
     @given(case=operation.as_strategy(generation_mode=GenerationMode.POSITIVE))
     def fuzz(case: Any) -> None:
-        response = case.call(headers=KEY_HEADERS)
-        case.validate_response(response, checks=CHECKS, headers=KEY_HEADERS)
+        response = case.call(headers=dict(KEY_HEADERS))  # a copy: schemathesis adds its defaults to the one given
+        case.validate_response(response, checks=CHECKS, headers=dict(KEY_HEADERS))
         status = response.status_code
         if status in ACCEPTED or (status == 304 and "If-None-Match" in response.request.headers):
             return
@@ -215,8 +215,8 @@ def test_the_change_feed_and_webhooks_answer_every_schema_valid_request_as_docum
         def fuzz(case: Any) -> None:
             if operation.path == "/changes":
                 case.query = {**(case.query or {}), "wait": 0}
-            response = case.call(headers=KEY_HEADERS)
-            case.validate_response(response, checks=CHECKS, headers=KEY_HEADERS)
+            response = case.call(headers=dict(KEY_HEADERS))
+            case.validate_response(response, checks=CHECKS, headers=dict(KEY_HEADERS))
             if response.status_code in ACCEPTED:
                 return
             since = str((case.query or {}).get("since", ""))
