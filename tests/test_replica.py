@@ -416,13 +416,23 @@ def check_same_bytes(readers: list[Node], key: str) -> None:
         assert a.headers.get("content-encoding") == b.headers.get("content-encoding")
     etag = HTTP.get(readers[0].url + STILL, headers={"X-API-Key": key}).headers["etag"]
     assert HTTP.get(readers[1].url + STILL, headers={"X-API-Key": key, "If-None-Match": etag}).status_code == 304
-    # The chart the writer keeps crawling: once both hold the same snapshot, the same bytes too.
-    for _ in range(100):
-        a, b = (HTTP.get(n.url + CHART, headers={"X-API-Key": key}) for n in readers)
-        if a.json()["snapshot"]["id"] == b.json()["snapshot"]["id"]:
-            assert a.content == b.content and a.headers["etag"] == b.headers["etag"]
+    # The chart the writer keeps crawling: a snapshot both have served, they served in the same bytes. Each reader
+    # follows on its own 1 s beat while the writer commits every 0.1 s, so the two rarely hold the same one at the
+    # same instant: every answer is kept by snapshot id until one id has come from both.
+    seen: list[dict[int, tuple[bytes, str]]] = [{}, {}]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for node, answers in zip(readers, seen, strict=True):
+            got = HTTP.get(node.url + CHART, headers={"X-API-Key": key})
+            answers[got.json()["snapshot"]["id"]] = (got.content, got.headers["etag"])
+        both = seen[0].keys() & seen[1].keys()
+        if both:
+            common = max(both)
+            assert seen[0][common] == seen[1][common]
             return
-    raise AssertionError("the two readers never held the same snapshot of the crawled chart")
+        time.sleep(0.05)
+    raise AssertionError(f"in 30 s the two readers never served the same snapshot of the crawled chart: {seen[0].keys()} "
+                         f"and {seen[1].keys()}")
 
 
 def check_bypasses(port: int, key: str) -> None:
