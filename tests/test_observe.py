@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -315,14 +316,51 @@ def test_the_access_log_writes_whole_lines_in_batches(tmp_path: Path) -> None:
     from chartgw.accesslog import AccessLog
 
     writes: list[bytes] = []
-    log = AccessLog(write=writes.append, clock=lambda: FIXED_NOW.timestamp() + 0.25, flush_bytes=600)
+    log = AccessLog(write=writes.append, clock=lambda: FIXED_NOW.timestamp() + 0.25, flush_bytes=600, batch_lines=4)
     for n in range(10):
         log.record(b"id-%d" % n, n, "GET", "tiny", "/tiny/items/{item}", 200, 12, 0.0000412, "lane")
-    assert writes and all(len(w) <= 600 and w.endswith(b"\n") for w in writes)
+    assert len(writes) == 4  # two batches of four lines, each written as two writes of two (under 600 bytes)
     log.flush()
+    assert all(len(w) <= 600 and w.endswith(b"\n") for w in writes)
     lines = b"".join(writes).splitlines()
     assert [json.loads(line)["request_id"] for line in lines] == [f"id-{n}" for n in range(10)]
     assert json.loads(lines[0])["time"] == "2026-11-20T05:30:00.250Z" and json.loads(lines[0])["duration_ms"] == 0.041
+
+
+def test_the_access_log_lines_are_the_records_json_for_every_kind_of_answer() -> None:
+    """Lines are joined from parts made once (per label set, per key id, status and size, per millisecond, per
+    microsecond of duration): each line is still the JSON of its own answer, in the fields' order."""
+    from chartgw.accesslog import AccessLog, AccessRecord
+
+    writes: list[bytes] = []
+    times = iter([FIXED_NOW.timestamp() + n * 0.0004 for n in range(10)] + [FIXED_NOW.timestamp() + 61.9999])
+    log = AccessLog(write=writes.append, clock=lambda: next(times), flush_bytes=4096, batch_lines=64)
+    answers = [(None, "GET", "/tiny/items/{item}", 401, 48, 0.0000412, "lane"),
+               (3, "GET", "/tiny/items/{item}", 200, 12, 0.0009996, "lane"),
+               (3, "GET", "/tiny/items/{item}", 200, 12, 0.0000412, "lane"),
+               (0, "HEAD", '/tiny/"quoted"/%d', 304, 0, 1.5, "app"),
+               (123456, "OTHER", "/tiny/", 503, 70, 12.3456789, "server")] * 2
+    answers.append((7, "GET", "/tiny/items/{item}", 200, 12, 0.25, "lane"))
+    for n, (key_id, method, route, status, size, seconds, by) in enumerate(answers):
+        log.record(b"id-%d" % n, key_id, method, "tiny", route, status, size, seconds, by)
+    log.flush()
+    lines = b"".join(writes).splitlines()
+    assert len(lines) == len(answers)
+    for n, (line, (key_id, method, route, status, size, seconds, by)) in enumerate(zip(lines, answers, strict=True)):
+        at = FIXED_NOW + timedelta(seconds=61.9999 if n == 10 else n * 0.0004)
+        expected = AccessRecord(at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z", f"id-{n}", key_id,
+                                method, "tiny", route, status, size, round(seconds * 1000, 3), by)
+        assert json.loads(line) == json.loads(msgspec.json.encode(expected)), line
+        assert list(json.loads(line)) == list(AccessRecord.__struct_fields__)
+
+
+@pytest.mark.parametrize("to_file", [True, False])
+def test_the_access_log_writes_up_to_64_kb_to_a_file_and_4_kb_to_a_pipe(tmp_path: Path, to_file: bool) -> None:
+    code = "import sys; from chartgw.accesslog import stdout_write_bytes; print(stdout_write_bytes(), file=sys.stderr)"
+    with (tmp_path / "out").open("wb") as out:
+        done = subprocess.run([sys.executable, "-c", code], stdout=out if to_file else subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, check=True)
+    assert int(done.stderr) == (64 * 1024 if to_file else 4096)
 
 
 def test_the_access_log_flushes_a_quiet_batch_within_a_second(tmp_path: Path) -> None:
