@@ -8,6 +8,7 @@ import ast
 import asyncio
 import importlib
 import json
+import pkgutil
 import re
 import sqlite3
 import subprocess
@@ -18,11 +19,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from chartgw import config
+from chartgw import config, demo
 from chartgw.cli import all_settings
 from chartgw.clock import fixed
 from chartgw.countries import COUNTRIES, GLOBAL
-from chartgw.demo import SEEDERS
 from chartgw.endpoints import Call, Route
 from chartgw.entries import all_entry_types
 from chartgw.group import EntryMapping, Group
@@ -133,8 +133,15 @@ def test_importing_the_app_loads_no_sample_and_no_replay_server() -> None:
     assert out.strip() == "[]"
 
 
-def test_every_demo_seeder_belongs_to_a_registered_group() -> None:
-    assert set(SEEDERS) == {group.name for group in GROUPS}
+def test_every_group_has_a_demo_module_with_a_seeder_and_every_demo_module_a_group() -> None:
+    """A group's demo is its own file, found by its name (`chartgw.demo.demo_module`): none is missing, none is
+    left over from a renamed group."""
+    assert [group.name for group in demo.seeded_groups()] == [group.name for group in GROUPS]
+    assert all(callable(demo.seeder(group.name)) for group in GROUPS)
+    modules = [importlib.import_module(f"chartgw.demo.{info.name}") for info in pkgutil.iter_modules(demo.__path__)]
+    assert {module.__name__ for module in modules if hasattr(module, "seed")} == {demo.demo_module(g) for g in GROUPS}
+    with pytest.raises(KeyError):
+        demo.seeder("no-such-group")
 
 
 async def _nothing(call: Call) -> dict[str, str]:

@@ -1,13 +1,16 @@
 """Demo data: each group's seeder runs its real crawl over bundled sample payloads replayed on
 127.0.0.1 (no network); `scripts/serve` runs this when the data folder is empty and shows a key.
 
-The demo sits above the groups: a group declares no demo data, and `SEEDERS` (one module of this package
-per group) names each group's seeder, so serving the app never imports a sample or a replay server.
+The demo sits above the groups: a group declares no demo data; its seeder is `seed` in this package's module named
+after it (`demo_module`), found by that name, so serving the app never imports a sample or a replay server and a
+new group's demo is its own file.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
+import importlib.util
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
@@ -15,23 +18,6 @@ from chartgw import config
 from chartgw.access import KeyStore
 from chartgw.clock import utc_now
 from chartgw.crawl import Outcome
-from chartgw.demo import (
-    artist_history,
-    digital_sales,
-    dj_rankings,
-    korea_chart,
-    radio,
-    ranking_charts,
-    recognition,
-    retail_digital,
-    retail_music,
-    retail_physical,
-    short_video,
-    social_trends,
-    streaming,
-    uk_charts,
-    video,
-)
 from chartgw.group import Group
 from chartgw.groups import GROUPS
 from chartgw.store import group_db_path
@@ -39,35 +25,27 @@ from chartgw.store import group_db_path
 Seeder = Callable[[datetime], Awaitable[list[Outcome]]]
 """Fills a group's file with demo data: its real crawl over bundled samples on replay servers, at a time."""
 
-SEEDERS: dict[str, Seeder] = {
-    "streaming": streaming.seed,
-    "video": video.seed,
-    "digital-sales": digital_sales.seed,
-    "korea-chart": korea_chart.seed,
-    "recognition": recognition.seed,
-    "ranking-charts": ranking_charts.seed,
-    "uk-charts": uk_charts.seed,
-    "social-trends": social_trends.seed,
-    "short-video": short_video.seed,
-    "dj-rankings": dj_rankings.seed,
-    "retail-digital": retail_digital.seed,
-    "retail-music": retail_music.seed,
-    "retail-physical": retail_physical.seed,
-    "radio": radio.seed,
-    "artist-history-api": artist_history.seed,
-}
-"""Each group's seeder by group name. Seeded in `GROUPS` order, so artist-history (last) indexes the others."""
-
 DEMO_KEY_FILE = "demo-api-key.txt"
 
 
+def demo_module(group: Group) -> str:
+    """The module of `group`'s demo data: its name with `_` for `-` and without an `-api` suffix
+    (`chartgw.demo.korea_chart`, `chartgw.demo.artist_history` for /artist-history-api)."""
+    return f"{__name__}.{group.name.removesuffix('-api').replace('-', '_')}"
+
+
 def seeded_groups() -> list[Group]:
-    return [group for group in GROUPS if group.name in SEEDERS]
+    """The groups that have a demo module, in `GROUPS` order (artist-history, last, indexes the others)."""
+    return [group for group in GROUPS if importlib.util.find_spec(demo_module(group)) is not None]
 
 
 def seeder(name: str) -> Seeder:
-    """The demo seeder of group `name` (KeyError for a group without one)."""
-    return SEEDERS[name]
+    """The demo seeder of group `name`: `seed` of its demo module (KeyError for a group without one)."""
+    group = next((group for group in seeded_groups() if group.name == name), None)
+    if group is None:
+        raise KeyError(name)
+    seed: Seeder = importlib.import_module(demo_module(group)).seed
+    return seed
 
 
 def groups_without_data() -> list[str]:
@@ -121,6 +99,8 @@ def keep_fresh(every_seconds: float) -> int:
 def radio_monitor() -> int:
     """`chartgw demo --radio-monitor`: the radio monitor on local sample streams until SIGINT/SIGTERM."""
     import sys
+
+    from chartgw.demo import radio
 
     report = asyncio.run(radio.run_live_demo())
     print(f"demo radio monitor stopped: {report.plays} plays, {report.readings} readings, {report.failures} failures "
