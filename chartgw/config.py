@@ -297,7 +297,7 @@ CHANGES_MAX_WAITERS = Setting(
     "503 with Retry-After", bounded_int(1, 1_000_000))
 CHANGES_MAX_STREAMS = Setting(
     "CHANGES_MAX_STREAMS", "5000", "GET /changes/stream connections one server process holds at once; past it a 503 "
-    "with Retry-After (each stream is also a request in progress for `chartgw serve --limit-concurrency`)",
+    "with Retry-After (streams, like long polls, are not counted by `chartgw serve --limit-concurrency`)",
     bounded_int(1, 1_000_000))
 CHANGES_HEARTBEAT_SECONDS = Setting(
     "CHANGES_HEARTBEAT_SECONDS", "15", "seconds between the comment lines an idle change stream sends (keeps proxies "

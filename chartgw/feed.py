@@ -298,6 +298,13 @@ class ChangeHub:
                 more = True
         return Page(taken, following, more)
 
+    @property
+    def parked(self) -> int:
+        """Requests held open on the hub: long polls waiting and streams open. Each kind has its own cap
+        (CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS), so the server leaves them out of `--limit-concurrency`'s count
+        of requests in progress: a thousand idle streams do not make every other request a 503."""
+        return self.waiters + len(self.subscribers)
+
     @contextlib.asynccontextmanager
     async def waiting(self) -> AsyncIterator[None]:
         """A long poll's hold on the hub: counted against CHANGES_MAX_WAITERS (a 503 past it), with the polling

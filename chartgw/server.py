@@ -14,7 +14,8 @@ limits on what a client may send, leave unread or hold open (docs/hardening.md l
   copy (`JOIN_MAX`).
 - `--limit-concurrency` counts requests in progress in the app, not connections: a thousand connections that
   trickle heads or bodies, none of them admitted, do not make a keyed request wait or fail. Past it the
-  lane and the app alike answer 503.
+  lane and the app alike answer 503. Long polls waiting and change streams open are not counted (each kind has
+  its own cap, `ChangeHub.parked`).
 Every refusal is a JSON body, like every other error the gateway gives.
 
 A repeated GET of a cached body is answered from the head alone by the app's fast lane
@@ -43,6 +44,7 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from chartgw import config
 from chartgw.access import Reply
 from chartgw.fastlane import FastLane
+from chartgw.feed import ChangeHub
 from chartgw.observe import REQUEST_ID_HEADER, Observability, request_id
 from chartgw.settings import current
 
@@ -82,6 +84,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._send_timeout = settings.get(config.SEND_TIMEOUT_SECONDS)
         self._in_progress_limit: int | None = self.limit_concurrency
         self.limit_concurrency = None  # uvicorn's check counts connections: on_headers_complete counts requests in progress
+        hub = app_state(self.app, "change_hub")
+        self._hub: ChangeHub | None = hub if isinstance(hub, ChangeHub) else None
         lane = app_state(self.app, "fast_lane")
         self._lane: FastLane | None = lane if isinstance(lane, FastLane) else None
         # One log for every answer, the gateway's (CHARTGW_ACCESS_LOG): uvicorn's cycles would log the app's only.
@@ -263,7 +267,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if self.parser.should_upgrade():
             super().on_headers_complete()
             return
-        if self._in_progress_limit is not None and len(self.tasks) >= self._in_progress_limit:
+        if self._in_progress_limit is not None and self._in_progress() >= self._in_progress_limit:
             self._answered = True
             self._refuse(503, "Service Unavailable: too many requests in progress, retry shortly")
         reply = self._fast_reply() if self._lane is not None else None
@@ -276,6 +280,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         # never paused for it, nothing is queued (the lane answers only then), and this connection's timer
         # closes it once it has been idle for the keep-alive timeout (`_tick`).
         self.server_state.total_requests += 1
+
+    def _in_progress(self) -> int:
+        """Requests the app is answering, less those parked on the change hub (long polls, streams)."""
+        return len(self.tasks) - (self._hub.parked if self._hub is not None else 0)
 
     def _fast_reply(self) -> Reply | None:
         """The fast lane's answer, for a plain keep-alive HTTP/1.1 GET with no body that nothing else on the

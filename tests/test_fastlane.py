@@ -364,6 +364,39 @@ def test_past_the_concurrency_limit_the_lane_answers_the_apps_503(korea_data: Pa
                 s.close()
 
 
+def test_long_polls_and_change_streams_are_left_out_of_the_concurrency_limit(korea_data: Path) -> None:
+    """Each kind has its own cap (CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS): three streams and two long polls open
+    under --limit-concurrency 2 leave a keyed GET answered by the lane and the app alike; two requests held in the
+    app still make it a 503."""
+    with data_dir(korea_data):
+        app = korea_app(korea_data, RateLimiter(0))
+        lane = CountingLane(app.state.fast_lane)
+        with serving(app, http=LimitedHttpToolsProtocol, access_log=False, lifespan="off", limit_concurrency=2) as base:
+            port = int(base.rpartition(":")[2])
+            parked = []
+            for path in ["/changes/stream?since=now"] * 3 + ["/changes?since=now&wait=5"] * 2:
+                s = socket.create_connection(("127.0.0.1", port), timeout=10)
+                s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nX-API-Key: {TEST_KEY}\r\n\r\n".encode())
+                parked.append(s)
+                deadline = time.monotonic() + 4  # one at a time: until it is parked, it is a request in progress
+                while app.state.change_hub.parked < len(parked):
+                    assert time.monotonic() < deadline, f"{app.state.change_hub.parked} of {len(parked)} parked"
+                    time.sleep(0.01)
+            fast, slow = _lane_and_app(port, lane, PATH)
+            assert fast.status == slow.status == 200 and fast.body == slow.body
+            assert all(s.recv(65536).startswith(b"HTTP/1.1 200") for s in parked[:3])  # the streams are open
+            held = []
+            for _ in range(2):  # keyed POSTs whose bodies never come: requests in progress, counted
+                s = socket.create_connection(("127.0.0.1", port), timeout=10)
+                s.sendall(f"POST /korea-chart/refresh?site=portal-a&chart_type=realtime HTTP/1.1\r\nHost: x\r\n"
+                          f"X-API-Key: {TEST_KEY}\r\nContent-Length: 10\r\n\r\n".encode())
+                held.append(s)
+            time.sleep(0.3)
+            assert _get(http.client.HTTPConnection("127.0.0.1", port, timeout=10), PATH).status == 503
+            for s in parked + held:
+                s.close()
+
+
 def test_with_the_access_log_on_the_lane_answers_and_is_logged_as_the_app(korea_data: Path) -> None:
     """The access log no longer switches the lane off: the gateway's JSON log (CHARTGW_ACCESS_LOG) has the lane's
     answers as lines like the app's, and uvicorn's own text log, which would see the app's answers only, stays off."""
