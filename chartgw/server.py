@@ -267,7 +267,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if self.parser.should_upgrade():
             super().on_headers_complete()
             return
-        if self._in_progress_limit is not None and self._in_progress() >= self._in_progress_limit:
+        limit = self._in_progress_limit
+        if limit is not None and len(self.tasks) >= limit and self._in_progress() >= limit:  # parked counted only near it
             self._answered = True
             self._refuse(503, "Service Unavailable: too many requests in progress, retry shortly")
         reply = self._fast_reply() if self._lane is not None else None
