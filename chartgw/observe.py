@@ -118,7 +118,7 @@ class Observer:
         self.metrics = metrics
         self.log = log
         self._lane_labels: dict[int, tuple[str, str, Templates | None]] = {}
-        """id of an endpoint (the app's) -> its group, route and access-log lines."""
+        """id of an endpoint (the app's) -> its group, route and access-log labels' JSON (`AccessLog.templates`)."""
 
     def answered(self, group: str, route: str, method: str, status: int, nbytes: int, seconds: float,
                  key_id: int | None, rid: bytes, answered_by: str, cache: str) -> None:
@@ -135,7 +135,7 @@ class Observer:
     def lane_answered(self, endpoint: EndpointApp, status: int, nbytes: int, seconds: float, key_id: int | None,
                       rid: bytes, cache: str) -> None:
         """A GET the server's fast lane answered for `endpoint` (what `answered` does, in fewer steps: the lane
-        answers in microseconds, so its labels and log lines are worked out once per endpoint)."""
+        answers in microseconds, so its labels and their log JSON are worked out once per endpoint)."""
         labels = self._lane_labels.get(id(endpoint))
         if labels is None:
             group = endpoint.data.group

@@ -41,8 +41,8 @@ def seeded_groups() -> list[Group]:
 
 def seeder(name: str) -> Seeder:
     """The demo seeder of group `name`: `seed` of its demo module (KeyError for a group without one)."""
-    group = next((group for group in seeded_groups() if group.name == name), None)
-    if group is None:
+    group = next((group for group in GROUPS if group.name == name), None)
+    if group is None or importlib.util.find_spec(demo_module(group)) is None:
         raise KeyError(name)
     seed: Seeder = importlib.import_module(demo_module(group)).seed
     return seed
