@@ -178,9 +178,15 @@ def env_for(data: Path, replica: str, endpoint: str | None = None) -> dict[str, 
     return env
 
 
+NEWEST = "SELECT max(id) FROM snapshots WHERE target = ?"
+
+
 def newest_commit(data: Path) -> int:
-    with sqlite3.connect(f"file:{data / 'korea-chart.sqlite'}?mode=ro", uri=True, timeout=5) as db:
-        return int(db.execute("SELECT max(id) FROM snapshots WHERE target = ?", (TARGET,)).fetchone()[0] or 0)
+    db = sqlite3.connect(f"file:{data / 'korea-chart.sqlite'}?mode=ro", uri=True, timeout=5)
+    try:
+        return int(db.execute(NEWEST, (TARGET,)).fetchone()[0] or 0)
+    finally:
+        db.close()
 
 
 def check_whole(body: dict[str, Any]) -> int:
@@ -204,11 +210,15 @@ class Commits:
         threading.Thread(target=self._run, daemon=True).start()
 
     def _run(self) -> None:
-        while not self.stopped.is_set():
-            newest = newest_commit(self.writer)
-            if newest > self.last:
-                self.seen[newest], self.last = time.monotonic(), newest
-            time.sleep(0.02)
+        db = sqlite3.connect(f"file:{self.writer / 'korea-chart.sqlite'}?mode=ro", uri=True, timeout=5)
+        try:  # one connection, a read every 20 ms: each sees the commits made before it
+            while not self.stopped.is_set():
+                newest = int(db.execute(NEWEST, (TARGET,)).fetchone()[0] or 0)
+                if newest > self.last:
+                    self.seen[newest], self.last = time.monotonic(), newest
+                time.sleep(0.02)
+        finally:
+            db.close()
 
     def open_window(self, lead: float = 5.0) -> None:
         """From `lead` seconds ago: commits made just before a reader went down or the store shut are in flight."""
@@ -299,7 +309,7 @@ def store(tmp_path: Path) -> Iterator[Gate]:
     """moto's S3 server with a bucket, behind a Gate."""
     pytest.importorskip("moto", reason="moto[server] (a test dependency) is not installed")
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "tests.s3_server", str(port)], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port, 30)
