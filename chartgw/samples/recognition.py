@@ -15,6 +15,7 @@ JSON, in the shape of the real capture (Moodify's embedded chart body), with the
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from datetime import date
@@ -223,11 +224,17 @@ def _track(song: GlobalSong, storefront: str) -> dict[str, object]:
     }
 
 
+@functools.cache
+def _track_json(song: GlobalSong, storefront: str) -> bytes:
+    """`_track` encoded, once per song and storefront (a demo renders about 45,000 tracks of a few thousand)."""
+    return json_body(_track(song, storefront))
+
+
 def render_tracks_json(chart_path: str, storefront: str, variant: int, size: int) -> bytes:
     """A chart's v3 tracks JSON (`{"properties": {}, "tracks": [...]}`, compact UTF-8, no rank field), rows
-    from `global_rows(chart_path, variant, size)` as the CSV has them."""
+    from `global_rows(chart_path, variant, size)` as the CSV has them: the bytes `json_body` gives the whole."""
     rows = global_rows(chart_path, variant, size)
-    return json_body({"properties": {}, "tracks": [_track(row.song, storefront) for row in rows]})
+    return b'{"properties":{},"tracks":[' + b",".join(_track_json(row.song, storefront) for row in rows) + b"]}"
 
 
 def _rows_for(entry: shazam.CatalogueEntry) -> int:
