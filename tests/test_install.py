@@ -1,10 +1,17 @@
 """Installs anywhere: the wheel, built from the checkout, installed into a fresh virtualenv in a temporary folder,
-run from another working folder with no CHARTGW_* setting: `chartgw demo`, `chartgw serve` (a real process) and a
-few GETs, `chartgw cron` and one of its lines run as cron would (a crawl, against a local replay server),
-`chartgw storage`. The data lands in the documented default folder, never in the package or the working folder.
+run from another working folder with no CHARTGW_* setting: `chartgw demo --if-empty` (as `scripts/serve` runs it),
+`chartgw serve` (a real process) and a few GETs, `chartgw cron` and one of its lines run as cron would (a crawl,
+against a local replay server), `chartgw storage`. The data lands in the documented default folder, never in the
+package or the working folder; the wheel holds every file of the package.
 
-Packages come from pip's configured index at the versions of requirements.lock (no other network); the upstream is replayed on 127.0.0.1. It takes a
-minute or two (the demo seeds every group): `-m "not install"` leaves it out of a quick local run; CI runs it.
+The default folder starts with the session's demo data of every group but three (`all_groups_data`, seeded from
+the checkout by the same seeders): the wheel's demo seeds /korea-chart and /streaming, whose samples are the
+package's two JSON files, and builds the /artist-history-api index over every group. Seeding the other twelve
+again from the wheel would run the same code on the same samples (40 s of CPU); that the wheel holds them is
+`test_the_wheel_holds_every_file_of_the_package`.
+
+Packages come from pip's configured index at the versions of requirements.lock (no other network); the upstream is
+replayed on 127.0.0.1. `-m "not install"` leaves it out of a quick local run; CI runs it.
 """
 
 from __future__ import annotations
@@ -17,12 +24,14 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from chartgw.groups import GROUPS
 from chartgw.replay import replay_upstreams
 from chartgw.samples.korea import all_replies
 from tests.fixtures import FIXED_NOW, free_port
@@ -30,6 +39,8 @@ from tests.fixtures import FIXED_NOW, free_port
 pytestmark = pytest.mark.install
 
 ROOT = Path(__file__).resolve().parents[1]
+WHEEL_SEEDS = ("streaming", "korea-chart", "artist-history-api")
+"""The groups the wheel's demo seeds, in the demo's order (the rest are copied from `all_groups_data`)."""
 
 
 def run(args: list[str], **options: object) -> subprocess.CompletedProcess[str]:
@@ -53,12 +64,24 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     # A bare virtualenv, filled by this pip (`--python`): the same install as its own pip would make, without
     # seeding pip into it first (ensurepip, 4 s of CPU); nothing in it comes from the checkout but the wheel.
     run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")])
+    # --no-compile: each process compiles what it imports, as it would if pip had not (pip's compiling of every
+    # installed module, pygments and rich included, is half of this install's CPU).
     run([sys.executable, "-m", "pip", "--python", str(root / "venv" / "bin" / "python"), "install", "--quiet",
-         "--constraint", str(ROOT / "requirements.lock"), str(wheel)], env=quiet, cwd=root)
+         "--no-compile", "--constraint", str(ROOT / "requirements.lock"), str(wheel)], env=quiet, cwd=root)
     yield root / "venv" / "bin"
 
 
-def test_the_installed_wheel_runs_the_demo_server_crawl_and_cron_from_anywhere(installed: Path, tmp_path: Path) -> None:
+def test_the_wheel_holds_every_file_of_the_package(installed: Path) -> None:
+    (wheel,) = (installed.parents[1] / "dist").glob("chartgw-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        held = set(archive.namelist())
+    package = {p.relative_to(ROOT).as_posix() for p in (ROOT / "chartgw").rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts}
+    assert sorted(package - held) == []
+
+
+def test_the_installed_wheel_runs_the_demo_server_crawl_and_cron_from_anywhere(installed: Path, tmp_path: Path,
+                                                                              all_groups_data: Path) -> None:
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()
     work.mkdir()
@@ -66,9 +89,15 @@ def test_the_installed_wheel_runs_the_demo_server_crawl_and_cron_from_anywhere(i
     env.update(HOME=str(home), PATH=f"{installed}:/usr/bin:/bin", CHARTGW_CRAWL_DELAY_SECONDS="0")
     chartgw = str(installed / "chartgw")
     default = home / ".local" / "share" / "chartgw"
+    default.mkdir(parents=True)
+    for group in GROUPS:
+        if group.name not in WHEEL_SEEDS:
+            shutil.copy2(all_groups_data / f"{group.name}.sqlite", default)
 
-    key = run([chartgw, "demo"], env=env, cwd=work).stdout.strip()
+    demo = run([chartgw, "demo", "--if-empty"], env=env, cwd=work)
+    key = demo.stdout.strip()
     assert key.startswith("cgw_")
+    assert f"demo data for {', '.join(WHEEL_SEEDS)}:" in demo.stderr
     assert (default / "korea-chart.sqlite").is_file() and (default / "artist-history-api.sqlite").is_file()
     assert list(work.iterdir()) == []  # nothing in the working folder
     site_packages = next((installed.parent / "lib").glob("python3.*/site-packages"))
