@@ -1,7 +1,7 @@
 """`python -m tests.s3_server PORT`: moto's S3 alone on 127.0.0.1:PORT, the replica test's stand-in for object
 storage, without what `python -m moto.server` spends on it for every request: working out which of moto's
-services a request is for (S3 is the only one asked) and a log line (nobody reads it). About a third of its
-CPU in the end-to-end test, where Litestream lists the bucket several times a second."""
+services a request is for (S3 is the only one asked) and a log line (nobody reads it). Both cost CPU in the
+end-to-end test, where Litestream lists the bucket several times a second."""
 
 from __future__ import annotations
 
