@@ -215,8 +215,11 @@ def test_every_stored_entry_of_every_group_maps_for_artist_history(all_groups_da
         mapping = group.entries
         if mapping is None:  # a group whose entries name no artist (trending topics) is no artist-history source
             continue
-        db = sqlite3.connect(all_groups_data / f"{group.name}.sqlite")
+        # Read-only: a writable connection to the session's shared folder deletes its -wal and -shm files when it
+        # closes, under another worker copying the folder (copy_data: "No such file or directory").
+        db = sqlite3.connect(f"file:{all_groups_data / group.name}.sqlite?mode=ro", uri=True)
         rows = db.execute("SELECT s.target, e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id").fetchall()
+        db.close()
         mapped = [mapping.read(target, json.loads(record)) for target, record in rows]
         kept = [m for m in mapped if m is not None]
         assert len(kept) > 100, group.name
