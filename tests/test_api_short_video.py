@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 from chartgw import cli, config
 from chartgw.clock import fixed
 from chartgw.demo.short_video import DEMO_SIZE
-from chartgw.group import crawl_group
+from chartgw.group import crawl_group, group_policy
 from chartgw.groups import GROUPS
 from chartgw.groups import short_video as sv
 from chartgw.groups.short_video import GROUP, TOKEN_SETTING, targets
@@ -223,24 +223,25 @@ class FakeChartmetric:
             return httpx.Response(404, content=b'{"error": "no such chart"}')
         return httpx.Response(reply.status, content=reply.body, headers={"content-type": reply.content_type})
 
+    def crawl(self, selection: dict[str, str | None], at: Any = NOW) -> list[Any]:
+        """`chartgw crawl short-video` against this fake (the crawl's transport)."""
+        return asyncio.run(crawl_group(GROUP, selection, now=fixed(at), transport=httpx.MockTransport(self)))
+
     def paths(self) -> list[str]:
         return [r.url.path + ("?offset=" + r.url.params["offset"] if "offset" in r.url.params else "") for r in self.seen]
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeChartmetric:
+def fake() -> FakeChartmetric:
     table = samples.token_replies()
     for code2 in (None, "us"):
         table.update(samples.chart_replies(code2, "daily", YESTERDAY, 5, 210))
     chartmetric = FakeChartmetric(table)
-    monkeypatch.setattr(sv, "http_client", lambda: httpx.Client(transport=httpx.MockTransport(chartmetric)))
     configure("CHARTGW_UPSTREAM_CHARTMETRIC", "http://chartmetric.invalid")
     configure(TOKEN_SETTING.variable, samples.SAMPLE_REFRESH_TOKEN)
     return chartmetric
 
 
-def crawl(selection: dict[str, str | None], at: Any = NOW) -> list[Any]:
-    return asyncio.run(crawl_group(GROUP, selection, now=fixed(at)))
 
 
 @pytest.fixture
@@ -250,7 +251,7 @@ def fresh(tmp_path: Path) -> Path:
 
 
 def test_the_crawl_pages_until_the_charts_length(fake: FakeChartmetric, fresh: Path) -> None:
-    outcomes = crawl({"code2": "us", "interval": "daily"})
+    outcomes = fake.crawl({"code2": "us", "interval": "daily"})
     assert [(o.target, o.status, o.rows) for o in outcomes] == [("us/daily", "ok", 210)]
     assert fake.paths() == ["/api/token", "/api/charts/tiktok/tracks?offset=0", "/api/charts/tiktok/tracks?offset=100",
                             "/api/charts/tiktok/tracks?offset=200"]
@@ -259,41 +260,69 @@ def test_the_crawl_pages_until_the_charts_length(fake: FakeChartmetric, fresh: P
 
 
 def test_the_access_token_is_kept_until_it_expires(fake: FakeChartmetric, fresh: Path) -> None:
-    crawl({"code2": "us", "interval": "daily"})
+    fake.crawl({"code2": "us", "interval": "daily"})
     kept = json.loads((fresh / sv.TOKEN_FILE).read_text())
     assert kept["token"] == samples.SAMPLE_ACCESS_TOKEN and kept["expires_at"] == "2026-11-20T06:30:00Z"
     assert "sample-refresh-token" not in (fresh / sv.TOKEN_FILE).read_text()
     assert oct((fresh / sv.TOKEN_FILE).stat().st_mode & 0o777) == "0o600"
-    crawl({"code2": "global", "interval": "daily"}, NOW + timedelta(minutes=50))
+    fake.crawl({"code2": "global", "interval": "daily"}, NOW + timedelta(minutes=50))
     assert [p for p in fake.paths() if p == "/api/token"] == ["/api/token"]
-    crawl({"code2": "global", "interval": "daily"}, NOW + timedelta(minutes=59, seconds=30))  # within the margin
+    fake.crawl({"code2": "global", "interval": "daily"}, NOW + timedelta(minutes=59, seconds=30))  # within the margin
     assert [p for p in fake.paths() if p == "/api/token"] == ["/api/token"] * 2
 
 
 def test_a_changed_refresh_token_never_reuses_the_kept_access_token(fake: FakeChartmetric, fresh: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    crawl({"code2": "us", "interval": "daily"})
+    fake.crawl({"code2": "us", "interval": "daily"})
     configure(TOKEN_SETTING.variable, "another-key")
-    outcomes = crawl({"code2": "us", "interval": "daily"}, NOW + timedelta(minutes=1))
+    outcomes = fake.crawl({"code2": "us", "interval": "daily"}, NOW + timedelta(minutes=1))
     assert outcomes[0].status == "failed" and "token exchange refused" in (outcomes[0].error or "")
     assert "CHARTGW_CHARTMETRIC_REFRESH_TOKEN" in (outcomes[0].error or "")
 
 
 def test_a_401_renews_the_token_once_and_asks_again(fake: FakeChartmetric, fresh: Path) -> None:
-    crawl({"code2": "us", "interval": "daily"})
+    fake.crawl({"code2": "us", "interval": "daily"})
     fake.refused.add(samples.SAMPLE_ACCESS_TOKEN)
     fake.table.update({k: Reply(samples.token_body("renewed-token"), 200, samples.JSON_TYPE)
                        for k in samples.token_replies()})
     fake.table.update(samples.chart_replies(None, "daily", YESTERDAY, 5, 210, token="renewed-token"))
     fake.seen.clear()
-    outcomes = crawl({"code2": "global", "interval": "daily"}, NOW + timedelta(minutes=5))
+    outcomes = fake.crawl({"code2": "global", "interval": "daily"}, NOW + timedelta(minutes=5))
     assert outcomes[0].status == "ok" and outcomes[0].rows == 210
     assert fake.paths()[:3] == ["/api/charts/tiktok/tracks?offset=0", "/api/token", "/api/charts/tiktok/tracks?offset=0"]
     assert fake.seen[2].headers["authorization"] == "Bearer renewed-token"
     assert json.loads((fresh / sv.TOKEN_FILE).read_text())["token"] == "renewed-token"
     fake.refused.add("renewed-token")
-    failed = crawl({"code2": "global", "interval": "daily"}, NOW + timedelta(minutes=6))[0]
+    failed = fake.crawl({"code2": "global", "interval": "daily"}, NOW + timedelta(minutes=6))[0]
     assert failed.status == "failed" and "unauthorized (401)" in (failed.error or "")
+
+
+def test_the_charts_of_one_crawl_share_one_token_exchange(fake: FakeChartmetric, fresh: Path) -> None:
+    async def answer(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(0.01)  # an answer takes a while, as over a network: the charts' fetches interleave
+        return fake(request)
+
+    outcomes = asyncio.run(crawl_group(GROUP, {"interval": "daily"}, now=fixed(NOW),
+                                       transport=httpx.MockTransport(answer)))
+    assert {(o.target, o.status) for o in outcomes} >= {("global/daily", "ok"), ("us/daily", "ok")}
+    assert [p for p in fake.paths() if p == "/api/token"] == ["/api/token"]
+
+
+def test_pages_come_through_the_crawls_fetcher(fake: FakeChartmetric, fresh: Path) -> None:
+    """The fetcher's rules hold for Chartmetric too: a redirect to another host is a failed fetch, never followed,
+    and the group asks one request at a time with a pause of about a second against the real API."""
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.params.get("offset") == "100":
+            return httpx.Response(302, headers={"location": "https://elsewhere.example/tracks"})
+        return fake(request)
+
+    outcome = asyncio.run(crawl_group(GROUP, {"code2": "us", "interval": "daily"}, now=fixed(NOW),
+                                      transport=httpx.MockTransport(answer)))[0]
+    assert outcome.status == "failed" and "redirected to another host (elsewhere.example)" in (outcome.error or "")
+    assert not [r for r in fake.seen if r.url.host == "elsewhere.example"]
+    configure("CHARTGW_CRAWL_DELAY_SECONDS", "0.2")
+    policy = group_policy(GROUP)
+    assert (policy.per_upstream, policy.delay_seconds) == (1, sv.POLITE_DELAY_SECONDS)
 
 
 def _latest_id(target: str) -> int | None:
@@ -308,7 +337,7 @@ def _latest_id(target: str) -> int | None:
 
 @pytest.mark.parametrize("breakage", ["missing page", "short chart", "server error", "html"])
 def test_a_failed_crawl_keeps_the_last_good_snapshot(fake: FakeChartmetric, fresh: Path, breakage: str) -> None:
-    crawl({"code2": "us", "interval": "daily"})
+    fake.crawl({"code2": "us", "interval": "daily"})
     good = _latest_id("us/daily")
     later = NOW + timedelta(days=1)
     table = samples.chart_replies("us", "daily", later.date() - timedelta(days=1), 6, 210)
@@ -324,7 +353,7 @@ def test_a_failed_crawl_keeps_the_last_good_snapshot(fake: FakeChartmetric, fres
     else:
         table[keys[0]] = Reply(b"<html><body>maintenance</body></html>", 200, "text/html")
     fake.table.update(table)
-    outcome = crawl({"code2": "us", "interval": "daily"}, later)[0]
+    outcome = fake.crawl({"code2": "us", "interval": "daily"}, later)[0]
     assert outcome.status == "failed" and outcome.error
     assert _latest_id("us/daily") == good
     with client(fresh, [GROUP], now=later) as app:

@@ -9,28 +9,29 @@ A crawl of one chart (`{code2}/{interval}`, e.g. `us/daily`, `global/weekly`):
 3. one snapshot per chart, dated by the rows' `added_at`, committed only when every page came and the rows
    number `obj.length`. Any failure leaves the last good snapshot and logs one failed fetch-log row.
 
-The platform's crawl targets fetch a fixed list of requests; this flow (token, then as many pages as the chart
-has) runs inside the target's build with a synchronous httpx client (`http_client`, which tests replace with
-a MockTransport), so the chart still commits through the platform (`run_targets`: checks, fetch log, run).
+This flow (token, then as many pages as the chart has) is each target's own fetch step (`CrawlTarget.fetch`)
+through the crawl runner's fetcher: its retries, body cap, same-origin redirects and a pause of about a second
+after each request (one request at a time, as Chartmetric's plans allow). The targets of one crawl share one
+session, so they exchange the token once. The chart commits through the platform (`run_targets`: checks, fetch
+log, run).
 
 The Chartmetric format is known from its documentation and public client code only: no real answer is captured.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-import time
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from urllib.parse import urlencode
 
-import httpx
 import msgspec
 
 from chartgw import config
 from chartgw.countries import COUNTRIES, GLOBAL, country_code
-from chartgw.crawl import RETRY_STATUSES, USER_AGENT, CrawlContext, CrawlError, CrawlTarget, Fetched, request_url, tls
+from chartgw.crawl import RETRY_STATUSES, CrawlContext, CrawlError, CrawlTarget, Fetched, Fetcher, request_url
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import EntryMapping, Group, Schedule
 from chartgw.params import Param, accepts
@@ -46,7 +47,7 @@ from chartgw.responses import (
 )
 from chartgw.store import NewSnapshot, Query, SnapshotRow, Storage, StoredEntry, parse_iso
 from chartgw.targets import TargetKey
-from chartgw.upstreams import UpstreamRequest, chartmetric
+from chartgw.upstreams import chartmetric
 from chartgw.upstreams.chartmetric import INTERVALS, PAGE_SIZE, AccessToken, ChartmetricError, ShortVideoEntry
 
 NAME = "short-video"
@@ -107,11 +108,6 @@ def configured_charts() -> list[tuple[str, str]]:
 # --- the Chartmetric session ------------------------------------------------------------------
 
 
-def http_client() -> httpx.Client:
-    """The HTTP client of a chart crawl (tests replace this with one on an httpx.MockTransport)."""
-    return httpx.Client(timeout=httpx.Timeout(20.0, connect=5.0), follow_redirects=True, verify=tls())
-
-
 class KeptToken(msgspec.Struct):
     token: str
     expires_at: str | None
@@ -127,22 +123,42 @@ def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-class ChartmetricSession:
-    """Access tokens and requests of one crawl: kept token first, a new one when it expires or on a 401."""
+def refusal(status: int, body: bytes) -> str | None:
+    """Chartmetric's own words for an answer not worth asking again (a 401 renews the token instead, `page`);
+    None for a 429 or 5xx, which the fetcher asks again."""
+    if status in RETRY_STATUSES:
+        return None
+    error = chartmetric.answer_error(body, status)
+    return str(error) if error is not None else f"HTTP {status}"
 
-    def __init__(self, client: httpx.Client, refresh: str, now: datetime) -> None:
-        self.client = client
+
+def _unauthorized(exc: CrawlError | ChartmetricError) -> bool:
+    return exc.unauthorized if isinstance(exc, ChartmetricError) else exc.http_status in (401, 403)
+
+
+class ChartmetricSession:
+    """The access token of one crawl, shared by its targets: the kept one first, a new one when it has expired
+    or a page is refused as unauthorized. One exchange at a time, so targets crawled together renew it once.
+    Every request goes through the crawl's fetcher (retries, body cap, politeness, same-origin redirects)."""
+
+    def __init__(self, refresh: str, now: datetime) -> None:
         self.refresh = refresh
         self.now = now
-        self.requests = 0
-        self.exchanges = 0
         self._token: str | None = None
+        self._lock = asyncio.Lock()
 
-    def access_token(self) -> str:
-        if self._token is None:
-            kept = self._kept()
-            self._token = kept.token if kept is not None else self.exchange()
-        return self._token
+    async def access_token(self, fetcher: Fetcher) -> str:
+        async with self._lock:
+            if self._token is None:
+                kept = self._kept()
+                self._token = kept.token if kept is not None else await self._exchange(fetcher)
+            return self._token
+
+    async def renew(self, fetcher: Fetcher, refused: str) -> None:
+        """A new token in place of `refused`, unless another target has renewed it meanwhile."""
+        async with self._lock:
+            if self._token == refused:
+                self._token = await self._exchange(fetcher)
 
     def _kept(self) -> KeptToken | None:
         path = token_path()
@@ -156,15 +172,17 @@ class ChartmetricSession:
             return None
         return kept
 
-    def exchange(self) -> str:
+    async def _exchange(self, fetcher: Fetcher) -> str:
         """A new access token for the refresh token, kept for later crawls."""
-        response = self.send(chartmetric.token_request(self.refresh))
-        self.exchanges += 1
         try:
-            token: AccessToken = chartmetric.parse_token(response.content, self.now, response.status_code)
-        except ChartmetricError as exc:
+            fetched = await fetcher.fetch(chartmetric.token_request(self.refresh), refusal)
+            token: AccessToken = chartmetric.parse_token(fetched.body, self.now)
+        except (CrawlError, ChartmetricError) as exc:
+            status = exc.http_status if isinstance(exc, CrawlError) else 200
+            if status is None:  # no answer at all: not a refusal
+                raise
             raise CrawlError(f"chartmetric token exchange refused ({exc}); check {TOKEN_SETTING.variable}",
-                             response.status_code) from None
+                             status) from None
         # Without a stated lifetime the token is used for this crawl only.
         kept = KeptToken(token.token, token.expires_at, _hash(self.refresh))
         path = token_path()
@@ -173,47 +191,27 @@ class ChartmetricSession:
         temporary.write_bytes(msgspec.json.encode(kept))
         temporary.chmod(0o600)
         temporary.replace(path)
-        self._token = token.token
         return token.token
 
-    def send(self, req: UpstreamRequest) -> httpx.Response:
-        """One request with retries (connection errors, 429 and 5xx) and a polite pause after it."""
-        url = request_url(req)
-        backoff = config.get(config.RETRY_BACKOFF_SECONDS)
-        delay = POLITE_DELAY_SECONDS if config.get(config.CRAWL_DELAY_SECONDS) else 0.0
-        for attempt in range(1, 4):
-            try:
-                response = self.client.request(req.method, url, params=list(req.params) or None,
-                                               headers={"User-Agent": USER_AGENT, **dict(req.headers)}, content=req.body)
-            except httpx.TransportError as exc:
-                if attempt == 3:
-                    raise CrawlError(f"{url}: {type(exc).__name__}: {exc or 'connection failed'}") from exc
-                time.sleep(backoff * 2 ** (attempt - 1))
-                continue
-            finally:
-                self.requests += 1
-                if delay:
-                    time.sleep(delay)
-            if response.status_code in RETRY_STATUSES and attempt < 3:
-                time.sleep(backoff * 2 ** (attempt - 1))
-                continue
-            return response
-        raise AssertionError("unreachable")
-
-    def page(self, date: str, interval: str, code2: str | None, offset: int) -> chartmetric.TracksPage:
-        """One chart page; a 401 (or an auth error object) renews the token once and asks again."""
+    async def page(self, fetcher: Fetcher, date: str, interval: str, code2: str | None, offset: int,
+                   ) -> tuple[Fetched, chartmetric.TracksPage]:
+        """One chart page, as fetched and as read; an unauthorized answer (a 401 or 403, or an auth error object)
+        renews the token once and asks again."""
         renewed = False
         while True:
-            req = chartmetric.tracks_request(self.access_token(), date, interval, code2, PAGE_SIZE, offset)
-            response = self.send(req)
+            token = await self.access_token(fetcher)
             try:
-                return chartmetric.parse_tracks(response.content, response.status_code)
-            except ChartmetricError as exc:
-                if exc.unauthorized and not renewed:
+                fetched = await fetcher.fetch(
+                    chartmetric.tracks_request(token, date, interval, code2, PAGE_SIZE, offset), refusal)
+                return fetched, chartmetric.parse_tracks(fetched.body)
+            except (CrawlError, ChartmetricError) as exc:
+                if _unauthorized(exc) and not renewed:
                     renewed = True
-                    self.exchange()
+                    await self.renew(fetcher, token)
                     continue
-                raise CrawlError(f"{request_url(req)} offset {offset}: {exc}", response.status_code) from None
+                if isinstance(exc, CrawlError):
+                    raise
+                raise CrawlError(f"{fetched.url} offset {offset}: {exc}", fetched.status) from None
 
 
 def chart_date_asked(now: datetime) -> str:
@@ -221,26 +219,36 @@ def chart_date_asked(now: datetime) -> str:
     return (now - timedelta(days=1)).date().isoformat()
 
 
-def fetch_chart(session: ChartmetricSession, code2: str, interval: str, date: str,
-                ) -> tuple[str | None, list[ShortVideoEntry]]:
-    """Every page of one chart: (chart date the rows state, entries). Pages by `offset` until
-    `obj.length`; without a length, until a short page."""
+async def fetch_pages(session: ChartmetricSession, code2: str, interval: str, fetcher: Fetcher, ctx: CrawlContext,
+                      ) -> list[Fetched]:
+    """Every page of one chart (the one `chart_date_asked`): by `offset` until `obj.length`; without a length,
+    until a short page."""
+    date = chart_date_asked(ctx.now)
     upstream_code = None if code2 == GLOBAL else code2
-    first = session.page(date, interval, upstream_code, 0)
+    first, read = await session.page(fetcher, date, interval, upstream_code, 0)
     pages = [first]
-    length = first.length
-    if length is not None:
-        if length > MAX_ROWS:
-            raise CrawlError(f"{target_key(code2, interval)}: obj.length {length} is past {MAX_ROWS}; format changed?")
-        for offset in chartmetric.page_offsets(length)[1:]:
-            pages.append(session.page(date, interval, upstream_code, offset))
+    if read.length is not None:
+        if read.length > MAX_ROWS:
+            raise CrawlError(f"{target_key(code2, interval)}: obj.length {read.length} is past {MAX_ROWS}; "
+                             "format changed?")
+        for offset in chartmetric.page_offsets(read.length)[1:]:
+            pages.append((await session.page(fetcher, date, interval, upstream_code, offset))[0])
     else:
-        while len(pages[-1].entries) == PAGE_SIZE and len(pages) * PAGE_SIZE < MAX_ROWS:
-            pages.append(session.page(date, interval, upstream_code, len(pages) * PAGE_SIZE))
-    dates = {p.chart_date for p in pages if p.chart_date is not None}
+        while len(read.entries) == PAGE_SIZE and len(pages) * PAGE_SIZE < MAX_ROWS:
+            fetched, read = await session.page(fetcher, date, interval, upstream_code, len(pages) * PAGE_SIZE)
+            pages.append(fetched)
+    return pages
+
+
+def read_chart(code2: str, interval: str, pages: list[Fetched]) -> tuple[str | None, list[ShortVideoEntry]]:
+    """The chart of its pages: (chart date the rows state, entries), refused unless the pages are of one chart
+    date and number `obj.length` rows."""
+    read = [chartmetric.parse_tracks(p.body) for p in pages]
+    length = read[0].length
+    dates = {p.chart_date for p in read if p.chart_date is not None}
     if len(dates) > 1:
         raise CrawlError(f"{target_key(code2, interval)}: pages of several chart dates {sorted(dates)}")
-    entries = [e for p in pages for e in p.entries]
+    entries = [e for p in read for e in p.entries]
     if length is not None and len(entries) != length:
         raise CrawlError(f"{target_key(code2, interval)}: obj.length says {length} rows, the pages gave {len(entries)}")
     return (dates.pop() if dates else None), entries
@@ -256,9 +264,7 @@ def _build(code2: str, interval: str, fetched: list[Fetched], ctx: CrawlContext)
     upstream_code = None if code2 == GLOBAL else code2
     first = chartmetric.tracks_request("-", date, interval, upstream_code, PAGE_SIZE, 0)
     url = f"{request_url(first)}?{urlencode(first.params)}"
-    with http_client() as client:
-        session = ChartmetricSession(client, refresh_token(), ctx.now)
-        stated, entries = fetch_chart(session, code2, interval, date)
+    stated, entries = read_chart(code2, interval, fetched)
     if stated is not None and stated > date:
         raise CrawlError(f"{target_key(code2, interval)}: asked for {date}, rows are of {stated}")
     raw = msgspec.json.encode({"date": date, "interval": interval, "code2": code2, "rows": entries})
@@ -268,12 +274,13 @@ def _build(code2: str, interval: str, fetched: list[Fetched], ctx: CrawlContext)
 
 
 def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
-    refresh_token()  # no token: the crawl stops here with one line naming the setting
+    session = ChartmetricSession(refresh_token(), now)  # no token: the crawl stops here with one line naming it
     code2, interval = selection.get("code2"), selection.get("interval")
     # A chart named on the command line is crawled even when the settings do not list it.
     codes = (code2,) if code2 else countries()
     chosen = (interval,) if interval else intervals()
-    return [CrawlTarget(target_key(c, i), (), partial(_build, c, i), None) for c in codes for i in chosen]
+    return [CrawlTarget(target_key(c, i), (), partial(_build, c, i), None, fetch=partial(fetch_pages, session, c, i))
+            for c in codes for i in chosen]
 
 
 # --- responses ----------------------------------------------------------------------------------
@@ -551,6 +558,8 @@ GROUP = Group(
         Schedule("40 14 * * 5", ("--interval", "weekly"), "UTC", "TikTok weekly charts via Chartmetric, Fridays"),
     ),
     retention_days={},
+    per_upstream=1,
+    delay_seconds=lambda: POLITE_DELAY_SECONDS,
     settings=(TOKEN_SETTING, COUNTRIES_SETTING, INTERVALS_SETTING),
     entries=EntryMapping(market="target:0", artist=("artist",), artists="artists", title=("name",),
                          ids={"isrc": "isrc", "analytics_track": "track_id"}),

@@ -155,6 +155,20 @@ def page_offsets(length: int, page_size: int = PAGE_SIZE) -> list[int]:
 # --- parsing ----------------------------------------------------------------------------------------------
 
 
+def answer_error(body: bytes, status: int) -> ChartmetricError | None:
+    """The ChartmetricError an answer of `status` states (its error object, or the status alone when the body
+    is not JSON), or None for a payload."""
+    try:
+        doc: object = json.loads(body)
+    except ValueError:
+        doc = None
+    try:
+        _raise_error(doc, "chartmetric", status)
+    except ChartmetricError as exc:
+        return exc
+    return None
+
+
 def _raise_error(doc: object, who: str, status: int) -> None:
     """A ChartmetricError for an error object or a 401/403 status; nothing for a payload."""
     if status in (401, 403):
