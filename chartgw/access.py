@@ -16,6 +16,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -229,7 +230,11 @@ class Grant(NamedTuple):
 
 class RateLimiter:
     """Requests per key and minute (a fixed window per key, in this server process), and request counts per
-    key and day, added to the key store about once a minute (`chartgw keys usage` reads them)."""
+    key and day, added to the key store about once a minute (`chartgw keys usage` reads them).
+
+    The minute's counts are written by the limiter's one writer thread, never by `take` itself: `take` runs on
+    the event loop, and a write to the key file waits for its lock (`chartgw keys create` holding it) and for
+    the disk. `flush` writes what is left and waits for that thread (the app's shutdown, tests)."""
 
     FLUSH_SECONDS = 60.0
 
@@ -243,6 +248,7 @@ class RateLimiter:
         self._flushed = clock()
         self._day_minute = -1
         self._day = ""
+        self._writer: ThreadPoolExecutor | None = None
 
     def take(self, grant: Grant) -> tuple[bool, int, int, int]:
         """(allowed, limit, remaining, seconds until the window resets) for one request of `grant`'s key."""
@@ -262,15 +268,31 @@ class RateLimiter:
             counts = self._counts[(grant.key_id, self._day)] = [0, 0]
         counts[0 if allowed else 1] += 1
         if now - self._flushed >= self.FLUSH_SECONDS:
-            self.flush()
+            self._hand_over()
         return allowed, limit, max(limit - window[1], 0), 60 - int(now % 60)
 
-    def flush(self) -> None:
+    def _hand_over(self) -> Future[None] | None:
+        """The counts so far, queued for the writer thread; its future (None when there is nothing to write)."""
         counts, self._counts = self._counts, {}
         self._flushed = self.clock()
-        if self.store is not None and counts:
-            with contextlib.suppress(sqlite3.Error):  # statistics: a busy key file must not fail a request
-                self.store.add_usage(counts)
+        if self.store is None or not counts:
+            return None
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chartgw-usage")
+        return self._writer.submit(self._write, self.store, counts)
+
+    @staticmethod
+    def _write(store: KeyStore, counts: dict[tuple[int, str], list[int]]) -> None:
+        with contextlib.suppress(sqlite3.Error):  # statistics: a busy key file must not stop the next minute's
+            store.add_usage(counts)
+
+    def flush(self) -> None:
+        """Write the counts not written yet, and wait until every earlier minute's are (one thread, in order)."""
+        written = self._hand_over()
+        if written is None and self._writer is not None:
+            written = self._writer.submit(lambda: None)  # behind the writes already queued
+        if written is not None:
+            written.result()
 
 
 class KeyChecker:

@@ -15,7 +15,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route as StarletteRoute
 from starlette.testclient import TestClient
 
-from chartgw.access import KeyChecker, KeyStore, RateLimiter, hash_key, keyed_digest
+from chartgw.access import Grant, KeyChecker, KeyStore, RateLimiter, hash_key, keyed_digest
 from chartgw.app import GroupRoutes, access_table, build_app, declared_routes
 from chartgw.groups import GROUPS
 from chartgw.settings import current
@@ -198,6 +198,39 @@ def test_a_key_past_its_rate_gets_429_with_retry_after_and_counts_per_day(korea_
     limiter.flush()
     usage = {(name, requests, limited) for _, name, _, requests, limited in store.usage("2000-01-01")}
     assert usage == {("slow", 4, 1), ("default", 1, 0)}
+
+
+def test_a_busy_key_file_never_holds_a_request_and_the_minutes_counts_are_written_after(tmp_path: Path) -> None:
+    """The minute's counts go to the key file on the limiter's writer thread: while `chartgw keys create` (here:
+    another connection) holds the file's write lock, the request that ends the minute is answered at once."""
+    store = KeyStore(tmp_path / "keys.sqlite")
+    key_id, _ = store.create("busy")
+    moment = [1_795_000_020.0]
+    limiter = RateLimiter(100, store, clock=lambda: moment[0])
+    grant = Grant(key_id, None, None)
+    limiter.take(grant)
+    holder = sqlite3.connect(tmp_path / "keys.sqlite", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        moment[0] += RateLimiter.FLUSH_SECONDS
+        started = time.monotonic()
+        assert limiter.take(grant)[0]  # the minute's end: its counts handed to the writer thread
+        assert time.monotonic() - started < 1.0  # not the key file's 30 s busy timeout
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    limiter.flush()
+    assert [(name, requests) for _, name, _, requests, _ in store.usage("2000-01-01")] == [("busy", 2)]
+
+
+def test_the_app_writes_the_last_minutes_counts_when_it_stops(korea_data: Path, tmp_path: Path) -> None:
+    data = copy_data(korea_data, tmp_path / "data")
+    store = KeyStore(data / "keys.sqlite")
+    _, key = store.create("closing")
+    with _limited_app(data, RateLimiter(100, store)) as api:
+        for _ in range(3):
+            assert api.get("/korea-chart/sites", headers={"X-API-Key": key}).status_code == 200
+    assert [(name, requests) for _, name, _, requests, _ in store.usage("2000-01-01")] == [("closing", 3)]
 
 
 def test_keys_create_takes_a_rate_and_keys_usage_lists_days(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
