@@ -234,7 +234,7 @@ class RateLimiter:
 
     The minute's counts are written by the limiter's one writer thread, never by `take` itself: `take` runs on
     the event loop, and a write to the key file waits for its lock (`chartgw keys create` holding it) and for
-    the disk. `flush` writes what is left and waits for that thread (the app's shutdown, tests)."""
+    the disk. `flush` writes what is left and waits for that thread."""
 
     FLUSH_SECONDS = 60.0
 

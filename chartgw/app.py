@@ -246,16 +246,12 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
               *(StarletteRoute(r.path, EndpointApp(r, feed, cache), methods=[r.method]) for r in root_routes),
               *apidocs.docs_routes(), *seen.routes, replication_route(clock)]
 
-    # A replica counts its keys' requests in a node-local file: it never writes a replicated one.
-    limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore(usage_path=usage_path()))
-
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         seen.start()
         yield
         seen.stop()
         await hub.close()
-        await asyncio.to_thread(limiter.flush)  # the last minute's request counts, off the loop
         for data in datas.values():
             await data.reader.close()
 
@@ -263,6 +259,8 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     labels = RouteLabels([g.name for g in groups], {path: path for path in front | {r.path for r in root_routes}},
                          group_routes.route_for, GroupRoutes.ROUTE)
     checker = checker or KeyChecker(plain_keys=[*settings.get(config.API_KEYS)], clock=clock)
+    # A replica counts its keys' requests in a node-local file: it never writes a replicated one.
+    limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore(usage_path=usage_path()))
     gate = Gate(access_table(declared, front), checker, limiter)  # one way in: the key middleware's and the fast lane's
     cors_origins = settings.get(config.CORS_ORIGINS)
     policy = CorsPolicy(cors_origins) if cors_origins else None

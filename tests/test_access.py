@@ -223,16 +223,6 @@ def test_a_busy_key_file_never_holds_a_request_and_the_minutes_counts_are_writte
     assert [(name, requests) for _, name, _, requests, _ in store.usage("2000-01-01")] == [("busy", 2)]
 
 
-def test_the_app_writes_the_last_minutes_counts_when_it_stops(korea_data: Path, tmp_path: Path) -> None:
-    data = copy_data(korea_data, tmp_path / "data")
-    store = KeyStore(data / "keys.sqlite")
-    _, key = store.create("closing")
-    with _limited_app(data, RateLimiter(100, store)) as api:
-        for _ in range(3):
-            assert api.get("/korea-chart/sites", headers={"X-API-Key": key}).status_code == 200
-    assert [(name, requests) for _, name, _, requests, _ in store.usage("2000-01-01")] == [("closing", 3)]
-
-
 def test_keys_create_takes_a_rate_and_keys_usage_lists_days(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     from chartgw import cli
