@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -223,9 +224,12 @@ class FakeChartmetric:
             return httpx.Response(404, content=b'{"error": "no such chart"}')
         return httpx.Response(reply.status, content=reply.body, headers={"content-type": reply.content_type})
 
-    def crawl(self, selection: dict[str, str | None], at: Any = NOW) -> list[Any]:
-        """`chartgw crawl short-video` against this fake (the crawl's transport)."""
-        return asyncio.run(crawl_group(GROUP, selection, now=fixed(at), transport=httpx.MockTransport(self)))
+    def crawl(self, selection: dict[str, str | None], at: Any = NOW, answer: Callable[..., Any] | None = None,
+              ) -> list[Any]:
+        """`chartgw crawl short-video` against this fake (the crawl's transport), or against `answer`, a handler
+        in front of it."""
+        transport = httpx.MockTransport(answer or self)
+        return asyncio.run(crawl_group(GROUP, selection, now=fixed(at), transport=transport))
 
     def paths(self) -> list[str]:
         return [r.url.path + ("?offset=" + r.url.params["offset"] if "offset" in r.url.params else "") for r in self.seen]
@@ -240,8 +244,6 @@ def fake() -> FakeChartmetric:
     configure("CHARTGW_UPSTREAM_CHARTMETRIC", "http://chartmetric.invalid")
     configure(TOKEN_SETTING.variable, samples.SAMPLE_REFRESH_TOKEN)
     return chartmetric
-
-
 
 
 @pytest.fixture
@@ -302,8 +304,7 @@ def test_the_charts_of_one_crawl_share_one_token_exchange(fake: FakeChartmetric,
         await asyncio.sleep(0.01)  # an answer takes a while, as over a network: the charts' fetches interleave
         return fake(request)
 
-    outcomes = asyncio.run(crawl_group(GROUP, {"interval": "daily"}, now=fixed(NOW),
-                                       transport=httpx.MockTransport(answer)))
+    outcomes = fake.crawl({"interval": "daily"}, answer=answer)
     assert {(o.target, o.status) for o in outcomes} >= {("global/daily", "ok"), ("us/daily", "ok")}
     assert [p for p in fake.paths() if p == "/api/token"] == ["/api/token"]
 
@@ -313,11 +314,11 @@ def test_pages_come_through_the_crawls_fetcher(fake: FakeChartmetric, fresh: Pat
     and the group asks one request at a time with a pause of about a second against the real API."""
     def answer(request: httpx.Request) -> httpx.Response:
         if request.url.params.get("offset") == "100":
+            # A reserved name (RFC 2606) that never resolves; every request ends at this MockTransport anyway.
             return httpx.Response(302, headers={"location": "https://elsewhere.example/tracks"})
         return fake(request)
 
-    outcome = asyncio.run(crawl_group(GROUP, {"code2": "us", "interval": "daily"}, now=fixed(NOW),
-                                      transport=httpx.MockTransport(answer)))[0]
+    outcome = fake.crawl({"code2": "us", "interval": "daily"}, answer=answer)[0]
     assert outcome.status == "failed" and "redirected to another host (elsewhere.example)" in (outcome.error or "")
     assert not [r for r in fake.seen if r.url.host == "elsewhere.example"]
     configure("CHARTGW_CRAWL_DELAY_SECONDS", "0.2")

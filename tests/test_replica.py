@@ -178,13 +178,20 @@ def env_for(data: Path, replica: str, endpoint: str | None = None) -> dict[str, 
     return env
 
 
-NEWEST = "SELECT max(id) FROM snapshots WHERE target = ?"
+def chart_file(data: Path) -> sqlite3.Connection:
+    """A read-only connection to the /korea-chart file in `data`."""
+    return sqlite3.connect(f"file:{data / 'korea-chart.sqlite'}?mode=ro", uri=True, timeout=5)
+
+
+def newest(db: sqlite3.Connection) -> int:
+    """The id of the newest snapshot of the chart the writer keeps crawling."""
+    return int(db.execute("SELECT max(id) FROM snapshots WHERE target = ?", (TARGET,)).fetchone()[0] or 0)
 
 
 def newest_commit(data: Path) -> int:
-    db = sqlite3.connect(f"file:{data / 'korea-chart.sqlite'}?mode=ro", uri=True, timeout=5)
+    db = chart_file(data)
     try:
-        return int(db.execute(NEWEST, (TARGET,)).fetchone()[0] or 0)
+        return newest(db)
     finally:
         db.close()
 
@@ -210,12 +217,12 @@ class Commits:
         threading.Thread(target=self._run, daemon=True).start()
 
     def _run(self) -> None:
-        db = sqlite3.connect(f"file:{self.writer / 'korea-chart.sqlite'}?mode=ro", uri=True, timeout=5)
+        db = chart_file(self.writer)
         try:  # one connection, a read every 20 ms: each sees the commits made before it
             while not self.stopped.is_set():
-                newest = int(db.execute(NEWEST, (TARGET,)).fetchone()[0] or 0)
-                if newest > self.last:
-                    self.seen[newest], self.last = time.monotonic(), newest
+                found = newest(db)
+                if found > self.last:
+                    self.seen[found], self.last = time.monotonic(), found
                 time.sleep(0.02)
         finally:
             db.close()

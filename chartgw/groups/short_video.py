@@ -132,10 +132,6 @@ def refusal(status: int, body: bytes) -> str | None:
     return str(error) if error is not None else f"HTTP {status}"
 
 
-def _unauthorized(exc: CrawlError | ChartmetricError) -> bool:
-    return exc.unauthorized if isinstance(exc, ChartmetricError) else exc.http_status in (401, 403)
-
-
 class ChartmetricSession:
     """The access token of one crawl, shared by its targets: the kept one first, a new one when it has expired
     or a page is refused as unauthorized. One exchange at a time, so targets crawled together renew it once.
@@ -204,14 +200,14 @@ class ChartmetricSession:
                 fetched = await fetcher.fetch(
                     chartmetric.tracks_request(token, date, interval, code2, PAGE_SIZE, offset), refusal)
                 return fetched, chartmetric.parse_tracks(fetched.body)
-            except (CrawlError, ChartmetricError) as exc:
-                if _unauthorized(exc) and not renewed:
-                    renewed = True
-                    await self.renew(fetcher, token)
-                    continue
-                if isinstance(exc, CrawlError):
+            except CrawlError as exc:  # refused or failed: a 401 or 403 is worth one new token
+                if renewed or exc.http_status not in (401, 403):
                     raise
-                raise CrawlError(f"{fetched.url} offset {offset}: {exc}", fetched.status) from None
+            except ChartmetricError as exc:  # a 200 carrying an error object
+                if renewed or not exc.unauthorized:
+                    raise CrawlError(f"{fetched.url} offset {offset}: {exc}", fetched.status) from None
+            renewed = True
+            await self.renew(fetcher, token)
 
 
 def chart_date_asked(now: datetime) -> str:
