@@ -7,12 +7,13 @@ leaves a second Litestream writing the same files.
 
 - `replicate`: one `litestream replicate` over every replicated file that exists; restarted with a new
   configuration when a file appears or is replaced (a group's first crawl, an index rebuild).
-- `follow`: one `litestream restore -f` per file, into `<data>/node/staging/`; once Litestream says it follows,
-  the file's header is switched to rollback-journal mode (under SQLite's lock, as Litestream writes) and the
-  file is renamed into place, where the server opens it. A follower that dies is not resumed from its `-txid`
-  file (Litestream 0.5.17 refuses most resumes: its saved TXID is "ahead of latest snapshot") but restored
-  afresh and renamed over the served file, which the server notices by its inode; the served file stays as it
-  was meanwhile.
+- `follow`: one `litestream restore -f` per file the replica holds (one it does not hold is asked for again
+  later, and only while the writer's heartbeat does not say what it ships, or once it says it ships that file),
+  into `<data>/node/staging/`; once Litestream says it follows, the file's header is switched to rollback-journal
+  mode (under SQLite's lock, as Litestream writes) and the file is renamed into place, where the server opens
+  it. A follower that dies is not resumed from its `-txid` file (Litestream 0.5.17 refuses most resumes: its
+  saved TXID is "ahead of latest snapshot") but restored afresh and renamed over the served file, which the
+  server notices by its inode; the served file stays as it was meanwhile.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,8 +47,8 @@ TICK_SECONDS = 0.5
 BACKOFF_SECONDS = (1.0, 2.0, 5.0, 10.0, 30.0)
 WAITING_SECONDS = (2.0, 5.0, 10.0, 30.0, 60.0)
 """How soon a reader asks again for a file the replica does not hold yet: soon at first (the writer's first upload
-may be on its way), then once a minute (a group never crawled; each ask lists the replica, requests an object store
-may charge for)."""
+may be on its way), then once a minute (each ask lists the replica, requests an object store may charge for). Once
+the writer's heartbeat names the files it ships, a file it does not ship is not asked for until it does."""
 PENDING_BYTE = 0x40000000
 SHARED_FIRST = PENDING_BYTE + 2
 SHARED_SIZE = 510
@@ -73,28 +74,43 @@ def heartbeat_path() -> Path:
     return node_dir() / f"{HEARTBEAT}.sqlite"
 
 
-BEAT = Table("beat", ("id INTEGER PRIMARY KEY CHECK (id = 1)", "at REAL NOT NULL"))
-BEAT_NOW = Query("beat", "INSERT INTO beat (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at")
-LAST_BEAT = Query("last beat", "SELECT at FROM beat WHERE id = 1")
+BEAT = Table("beat", ("id INTEGER PRIMARY KEY CHECK (id = 1)", "at REAL NOT NULL", "shipped TEXT"))
+BEAT_NOW = Query("beat", "INSERT INTO beat (id, at, shipped) VALUES (1, ?, ?)"
+                         " ON CONFLICT (id) DO UPDATE SET at = excluded.at, shipped = excluded.shipped")
+LAST_BEAT = Query("last beat", "SELECT * FROM beat WHERE id = 1")
+"""Every column: a heartbeat from a writer older than `shipped` has only `at`."""
 
 
-def beat(now: float) -> None:
-    """The writer's heartbeat: one small transaction of its own file (no group's data version moves)."""
+@dataclass(frozen=True)
+class Beat:
+    """The writer's last heartbeat as a reader holds it."""
+
+    at: float
+    shipped: frozenset[str] | None
+    """The files the writer's Litestream ships; None from a writer older than this list."""
+
+
+def beat(now: float, shipped: Collection[str]) -> None:
+    """The writer's heartbeat: one small transaction of its own file (no group's data version moves), with the
+    names of the files it ships, so that readers ask the replica only for those."""
     path = heartbeat_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.closing(connect(path, timeout=5)) as db:
         migrate(db, [BEAT])
-        db.execute(BEAT_NOW.sql, (now,))
+        db.execute(BEAT_NOW.sql, (now, ",".join(sorted(shipped))))
 
 
-def heard(path: Path) -> float | None:
+def heard(path: Path) -> Beat | None:
     """The writer's last heartbeat as this reader's copy holds it (a fresh read-only connection)."""
     try:
         with contextlib.closing(connect(path, readonly=True, timeout=1)) as db:
             row = db.execute(LAST_BEAT.sql).fetchone()
     except sqlite3.Error:
         return None
-    return float(row[0]) if row else None
+    if not row:
+        return None
+    names = row[2] if len(row) > 2 else None
+    return Beat(float(row[1]), None if names is None else frozenset(n for n in names.split(",") if n))
 
 
 def binary() -> str:
@@ -219,7 +235,7 @@ def replicate(stop: threading.Event, clock: Callable[[], float] = time.time) -> 
             now = clock()
             if now - beaten >= HEARTBEAT_SECONDS:
                 with contextlib.suppress(sqlite3.Error):  # a busy disk delays a beat; the lag shows it
-                    beat(now)
+                    beat(now, {*files, HEARTBEAT})  # what Litestream ships (a file that appeared: from the next beat)
                     beaten = now
             present = _identities(every)
             if present != files:  # a file appeared or was replaced: Litestream starts over with it
@@ -300,9 +316,10 @@ def _clear_staging(name: str) -> Path:
     return staging
 
 
-def follow(stop: threading.Event, clock: Callable[[], float] = time.time) -> int:
-    """`chartgw follow`: every replicated file restored from the replica and followed until `stop` is set."""
-    program = binary()
+def follow(stop: threading.Event, clock: Callable[[], float] = time.time, program: str | None = None) -> int:
+    """`chartgw follow`: every replicated file restored from the replica and followed until `stop` is set (by
+    `program`, Litestream's binary unless given)."""
+    program = program or binary()
     every = replicated_files()
     interval = config.get(config.REPLICA_FOLLOW_SECONDS)
     conf = _write_config("litestream-follow.yml", every)
@@ -339,6 +356,8 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time) -> int
     try:
         while not stop.is_set():
             now = clock()
+            heartbeat = heard(paths[HEARTBEAT]) if followers[HEARTBEAT].published else None
+            shipped = heartbeat.shipped if heartbeat is not None else None
             for unit in followers.values():
                 code = unit.process.exited() if unit.process is not None else None
                 if code is not None:
@@ -351,7 +370,9 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time) -> int
                     unit.asked = unit.asked + 1 if waiting else 0
                     wait = WAITING_SECONDS[min(unit.asked, len(WAITING_SECONDS)) - 1] if waiting else unit.backoff()
                     unit.process, unit.restart_at = None, now + wait
-                if unit.process is None and now >= unit.restart_at:
+                # Not asked for while the writer does not ship it; once it does, at once (its time is past).
+                held = shipped is not None and unit.absent and unit.name not in shipped
+                if unit.process is None and now >= unit.restart_at and not held:
                     start(unit, now)
                 if unit.process is not None and unit.following and not unit.published:
                     publish(staging_path(unit.name), paths[unit.name])
@@ -364,12 +385,11 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time) -> int
                         if now - unit.restart_at > 3 * interval + 2:
                             unit.failures = 0
                         unit.current(now, 2 * interval + 2)
-            writer_at = heard(paths[HEARTBEAT]) if followers[HEARTBEAT].published else None
-            if writer_at is not None:  # no file is more current than the writer's last heartbeat this node applied
+            if heartbeat is not None:  # no file is more current than the writer's last heartbeat this node applied
                 for unit in followers.values():
                     with unit.lock:
                         if unit.state.ok_at is not None:
-                            unit.state.ok_at = min(unit.state.ok_at, writer_at + HEARTBEAT_SECONDS)
+                            unit.state.ok_at = min(unit.state.ok_at, heartbeat.at + HEARTBEAT_SECONDS)
             write_state(NodeState(role="reader", replica=_replica_label(), updated_at=now, pid=os.getpid(),
                                   files={name: unit.state for name, unit in followers.items()}))
             stop.wait(TICK_SECONDS)

@@ -6,11 +6,15 @@ tests/test_replica.py."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import gc
 import os
 import shutil
 import sqlite3
-from collections.abc import Iterator
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anyio
@@ -22,8 +26,26 @@ from chartgw.access import KeyChecker, KeyStore, RateLimiter
 from chartgw.app import build_app
 from chartgw.cli import main
 from chartgw.config import SettingError, environment
-from chartgw.litestream import beat, heard, heartbeat_path, log_fields, publish, replicated_files
-from chartgw.replication import FileState, FollowedReader, NodeState, litestream_config, node_status, write_state
+from chartgw.litestream import (
+    WAITING_SECONDS,
+    Beat,
+    beat,
+    follow,
+    heard,
+    heartbeat_path,
+    log_fields,
+    publish,
+    replicated_files,
+)
+from chartgw.replication import (
+    FileState,
+    FollowedReader,
+    NodeState,
+    litestream_config,
+    node_status,
+    read_state,
+    write_state,
+)
 from chartgw.store import Query
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, copy_data, data_dir
 
@@ -97,13 +119,89 @@ def test_a_supervisor_that_stopped_writing_its_state_is_down(folder: Path) -> No
     assert status.files[0].state == "down (chartgw replicate is not running)" and status.files[0].lag_seconds == 20
 
 
-def test_the_heartbeat_is_one_row_of_the_writers_clock(folder: Path) -> None:
+def test_the_heartbeat_is_one_row_of_the_writers_clock_and_what_it_ships(folder: Path) -> None:
     assert heard(heartbeat_path()) is None
-    beat(NOW - 10)
-    beat(NOW)
-    assert heard(heartbeat_path()) == NOW
+    beat(NOW - 10, ["heartbeat"])
+    beat(NOW, ["korea-chart", "keys", "heartbeat"])
+    assert heard(heartbeat_path()) == Beat(NOW, frozenset({"korea-chart", "keys", "heartbeat"}))
     with sqlite3.connect(heartbeat_path()) as db:
         assert db.execute("SELECT count(*) FROM beat").fetchone()[0] == 1
+    older = folder / "older.sqlite"  # a writer from before the list: its clock, and no list
+    with sqlite3.connect(older) as db:
+        db.execute("CREATE TABLE beat (id INTEGER PRIMARY KEY CHECK (id = 1), at REAL NOT NULL)")
+        db.execute("INSERT INTO beat VALUES (1, ?)", (NOW,))
+    assert heard(older) == Beat(NOW, None)
+
+
+FAKE_LITESTREAM = """\
+import sqlite3, sys, time
+argv = sys.argv[1:]
+name = argv[-1].rsplit("/", 1)[-1].removesuffix(".sqlite")
+with open(sys.argv[0] + ".log", "a") as log:
+    log.write(name + "\\n")
+if name not in {held}:
+    print('level=INFO msg="no matching backups found"', flush=True)
+    sys.exit(0)
+with sqlite3.connect(argv[argv.index("-o") + 1]) as db:
+    db.execute("CREATE TABLE beat (id INTEGER PRIMARY KEY, at REAL NOT NULL, shipped TEXT)")
+    db.execute("INSERT INTO beat VALUES (1, ?, ?)", (time.time(), ",".join(sorted({held}))))
+print('level=INFO msg="entering follow mode" txid=0000000000000001', flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_reader_asks_the_replica_only_for_the_files_the_writer_ships(folder: Path) -> None:
+    """A file the replica does not hold is asked for again (2, 5, 10 s... later) only while the writer's heartbeat
+    does not say what it ships; once it does, only the files it ships, and a file it begins to ship at once.
+    Litestream is a script here that holds three files and logs each file it is asked for."""
+    shipped = {"korea-chart", "keys", "heartbeat"}
+    program = folder / "litestream"
+    program.write_text(f"#!{sys.executable} -S\n" + FAKE_LITESTREAM.replace("{held}", repr(shipped)))
+    program.chmod(0o755)
+    log = Path(f"{program}.log")
+    started = time.time()
+    stop = threading.Event()
+
+    def asked() -> list[str]:
+        return log.read_text().split() if log.exists() else []
+
+    def ticked() -> float:
+        """The supervisor's clock when it last wrote its state."""
+        state = read_state()
+        return state.updated_at if state is not None else float("-inf")
+
+    def ticked_past(at: float) -> None:
+        """Wait until the supervisor has written its state at `at` or later (on its clock), and once more."""
+        wait_for(lambda: ticked() >= at, "the supervisor's ticks")
+        seen = ticked()
+        wait_for(lambda: ticked() > seen, "one more tick")
+
+    with environment({"CHARTGW_REPLICA_URL": f"file://{folder / 'replica'}"}):
+        clock = lambda: started + 4 * (time.time() - started)  # four seconds a second: the 2 s waits pass quickly
+        supervisor = threading.Thread(target=contextvars.copy_context().run, args=(follow, stop, clock, str(program)))
+        supervisor.start()
+        try:
+            absent = {f.name for f in replicated_files()} - shipped
+            wait_for(lambda: (state := read_state()) is not None and state.files["heartbeat"].state == "following"
+                     and all(state.files[name].state == "waiting" for name in absent), "every file asked for")
+            ticked_past(ticked() + 2 * WAITING_SECONDS[0])
+            once = asked()  # ... past the time an absent file would be asked for again
+            with sqlite3.connect(heartbeat_path()) as db:  # the writer's next beat, as the follower applies it
+                db.execute("UPDATE beat SET shipped = ?", (",".join(sorted({*shipped, "streaming"})),))
+            wait_for(lambda: len(asked()) > len(once), "the newly shipped file asked for")
+            ticked_past(ticked() + 2 * WAITING_SECONDS[0])
+        finally:
+            stop.set()
+            supervisor.join(15)
+    assert sorted(once) == sorted(f.name for f in replicated_files())  # every file asked for once at the start
+    assert asked()[len(once):] == ["streaming"]  # the one the writer began to ship, and no other
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
+        time.sleep(0.05)
 
 
 def test_litestream_log_lines() -> None:
