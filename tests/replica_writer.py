@@ -1,6 +1,7 @@
 """The writer's crawler in tests/test_replica.py, run as `python -m tests.replica_writer PAUSE`: the cron code path
 (`run_targets`, the crawl runner) crawling one /korea-chart chart from the bundled samples, replayed on 127.0.0.1,
-again and again with PAUSE seconds between, until it is killed (the test kills it with -9 mid-crawl)."""
+again and again with PAUSE seconds between, until it is killed (the test kills it with -9 mid-crawl). It prints
+`crawling` once, when its imports are done and its first crawl starts."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from chartgw.samples import korea as samples
 def main(pause: float) -> None:
     chart = korea_chart.targets({"site": "portal-a", "chart_type": "realtime"}, utc_now())
     with replay_upstreams(samples.all_replies(utc_now())):
+        print("crawling", flush=True)
         while True:
             asyncio.run(run_targets(korea_chart.NAME, chart, retention=retention(korea_chart.GROUP), now=utc_now))
             time.sleep(pause)
