@@ -13,6 +13,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 from tests.browser import By, chromium, console_errors, load, requested_urls
 from tests.fixtures import client, serving
 
+pytestmark = pytest.mark.waits
+
 ON_SCREEN = """const done = arguments[arguments.length - 1];
 requestAnimationFrame(() => requestAnimationFrame(() => done([
   Array.from(document.querySelectorAll('.opblock-summary'), block => [

@@ -28,6 +28,8 @@ from chartgw.groups import korea_chart
 from chartgw.server import LimitedHttpToolsProtocol
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, data_dir, serving
 
+pytestmark = pytest.mark.waits
+
 PATH = "/korea-chart/portal-a/charts/realtime"
 VOLATILE = {b"date", b"x-ratelimit-remaining", b"x-ratelimit-reset", b"x-request-id"}
 KEEP_ALIVE = 2

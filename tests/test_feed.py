@@ -29,6 +29,8 @@ from chartgw.groups import GROUPS
 from chartgw.store import ChangeRow, FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, UNDER_FAKETIME, client, data_dir, serving
 
+pytestmark = pytest.mark.waits
+
 # Groups that crawl (no target here: the tests commit every snapshot themselves), so the platform gives them /diff.
 ALPHA = Group("alpha", "Alpha", "A test group", (), targets=lambda *selection: ())
 BETA = Group("beta", "Beta", "Another test group", (), targets=lambda *selection: ())

@@ -25,6 +25,8 @@ import pytest
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, child_env, copy_data
 
+pytestmark = pytest.mark.waits
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 STREAMS = 1000
 BUDGET_MB = 100

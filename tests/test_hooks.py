@@ -36,6 +36,8 @@ from chartgw.hooks import HookStore, UnsafeURL, check_url
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, data_dir, serving
 
+pytestmark = pytest.mark.waits
+
 ALPHA = Group("alpha", "Alpha", "A test group", ())
 BETA = Group("beta", "Beta", "Another test group", ())
 LOCAL = {"CHARTGW_HOOKS_HTTP_HOSTS": "127.0.0.1", "CHARTGW_HOOKS_PRIVATE_ADDRESSES": "allow"}

@@ -23,6 +23,8 @@ from chartgw.server import LimitedHttpToolsProtocol
 from tests.fixtures import FIXED_NOW, TEST_KEY, data_dir, serving
 from tests.tiers import UNADMITTED, bypass_requests, get, nginx_binary, raw, running_nginx
 
+pytestmark = pytest.mark.waits
+
 OTHER_KEY = "other-key-9876543210"
 
 

@@ -25,6 +25,8 @@ from chartgw.samples.radio import Mount, RadioStreamServer, Schedule, free_port
 from chartgw.store import Query
 from tests.fixtures import FIXED_NOW
 
+pytestmark = pytest.mark.waits
+
 
 class StepClock:
     """Time the test sets: servers read seconds, the monitor reads FIXED_NOW + those seconds."""

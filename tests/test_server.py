@@ -28,6 +28,8 @@ import pytest
 from chartgw.server import MAX_HEAD_BYTES, MAX_URL_BYTES
 from tests.fixtures import TEST_KEY, child_env, group_data
 
+pytestmark = pytest.mark.waits
+
 REPO = Path(__file__).resolve().parents[1]
 PROBE = "/digital-sales/top-songs/us/latest?limit=3"
 """A small keyed answer: repeated it is the fast lane's, with a query of its own each time the app's."""
