@@ -6,13 +6,12 @@ tests/test_replica.py."""
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import gc
 import os
 import shutil
 import sqlite3
+import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,7 +29,6 @@ from chartgw.litestream import (
     WAITING_SECONDS,
     Beat,
     beat,
-    follow,
     heard,
     heartbeat_path,
     log_fields,
@@ -47,7 +45,7 @@ from chartgw.replication import (
     write_state,
 )
 from chartgw.store import Query
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, child_env, copy_data, data_dir
 
 NOW = FIXED_NOW.timestamp()
 
@@ -150,17 +148,35 @@ time.sleep(60)
 """
 
 
+FOLLOWER = """\
+import signal, sys, threading, time
+from chartgw.litestream import follow
+
+
+class Stop(threading.Event):
+    def wait(self, timeout=None):  # a sleep: under libfaketime a timed wait on an event lasts the clock's offset
+        time.sleep(timeout or 0)
+        return self.is_set()
+
+
+stop = Stop()
+signal.signal(signal.SIGTERM, lambda *_: stop.set())
+started = time.time()
+follow(stop, lambda: started + 4 * (time.time() - started), sys.argv[1])  # four seconds a second
+"""
+
+
 def test_a_reader_asks_the_replica_only_for_the_files_the_writer_ships(folder: Path) -> None:
     """A file the replica does not hold is asked for again (2, 5, 10 s... later) only while the writer's heartbeat
     does not say what it ships; once it does, only the files it ships, and a file it begins to ship at once.
-    Litestream is a script here that holds three files and logs each file it is asked for."""
+    The supervisor runs in a process of its own, on a clock four times as fast, forking from its main thread as
+    `chartgw follow` does (a fork while another thread is in libfaketime's clock can hang the child). Litestream is
+    a script that holds three files and logs each file it is asked for."""
     shipped = {"korea-chart", "keys", "heartbeat"}
     program = folder / "litestream"
     program.write_text(f"#!{sys.executable} -S\n" + FAKE_LITESTREAM.replace("{held}", repr(shipped)))
     program.chmod(0o755)
     log = Path(f"{program}.log")
-    started = time.time()
-    stop = SleepingStop()
 
     def asked() -> list[str]:
         return log.read_text().split() if log.exists() else []
@@ -176,35 +192,23 @@ def test_a_reader_asks_the_replica_only_for_the_files_the_writer_ships(folder: P
         seen = ticked()
         wait_for(lambda: ticked() > seen, "one more tick")
 
-    with environment({"CHARTGW_REPLICA_URL": f"file://{folder / 'replica'}"}):
-        clock = lambda: started + 4 * (time.time() - started)  # four seconds a second: the 2 s waits pass quickly
-        supervisor = threading.Thread(target=contextvars.copy_context().run, args=(follow, stop, clock, str(program)))
-        supervisor.start()
-        try:
-            absent = {f.name for f in replicated_files()} - shipped
-            wait_for(lambda: (state := read_state()) is not None and state.files["heartbeat"].state == "following"
-                     and all(state.files[name].state == "waiting" for name in absent), "every file asked for")
-            ticked_past(ticked() + 2 * WAITING_SECONDS[0])
-            once = asked()  # ... past the time an absent file would be asked for again
-            with sqlite3.connect(heartbeat_path()) as db:  # the writer's next beat, as the follower applies it
-                db.execute("UPDATE beat SET shipped = ?", (",".join(sorted({*shipped, "streaming"})),))
-            wait_for(lambda: len(asked()) > len(once), "the newly shipped file asked for")
-            ticked_past(ticked() + 2 * WAITING_SECONDS[0])
-        finally:
-            stop.set()
-            supervisor.join(15)
+    supervisor = subprocess.Popen([sys.executable, "-c", FOLLOWER, str(program)],
+                                  env=child_env(REPLICA_URL=f"file://{folder / 'replica'}"))
+    try:
+        absent = {f.name for f in replicated_files()} - shipped
+        wait_for(lambda: (state := read_state()) is not None and state.files["heartbeat"].state == "following"
+                 and all(state.files[name].state == "waiting" for name in absent), "every file asked for")
+        ticked_past(ticked() + 2 * WAITING_SECONDS[0])
+        once = asked()  # ... past the time an absent file would be asked for again
+        with sqlite3.connect(heartbeat_path()) as db:  # the writer's next beat, as the follower applies it
+            db.execute("UPDATE beat SET shipped = ?", (",".join(sorted({*shipped, "streaming"})),))
+        wait_for(lambda: len(asked()) > len(once), "the newly shipped file asked for")
+        ticked_past(ticked() + 2 * WAITING_SECONDS[0])
+    finally:
+        supervisor.terminate()
+        supervisor.wait(15)
     assert sorted(once) == sorted(f.name for f in replicated_files())  # every file asked for once at the start
     assert asked()[len(once):] == ["streaming"]  # the one the writer began to ship, and no other
-
-
-class SleepingStop(threading.Event):
-    """The supervisor's stop flag, its tick a sleep: under libfaketime (`faketime -f '+400d' scripts/test`) a timed
-    wait on an event lasts the clock's offset, a sleep does not."""
-
-    def wait(self, timeout: float | None = None) -> bool:
-        if timeout is not None and not self.is_set():
-            time.sleep(timeout)
-        return self.is_set()
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
