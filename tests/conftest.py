@@ -51,9 +51,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     behind = [short.pop(0) for m in first if len(modules[m]) <= 2 and short]
     waiting = [m for m in short if marked(m, WAITING_MARK)]
     busy = [m for m in short if m not in waiting]
-    every = max(1, 2 * len(busy) // 3 // max(1, len(waiting)))
-    mixed = [m for i, busy_one in enumerate(busy)
-             for m in ([waiting[i // every]] if i % every == 0 and i // every < len(waiting) else []) + [busy_one]]
+    every = max(1, 2 * len(busy) // 3 // max(1, len(waiting)))  # one waiting module before every `every` busy ones
+    mixed: list[str] = []
+    for i, module in enumerate(busy):
+        if i % every == 0 and i // every < len(waiting):
+            mixed.append(waiting[i // every])
+        mixed.append(module)
     order = [*first, *behind, *(m for m in long if m not in first), *mixed, *(m for m in waiting if m not in mixed)]
     items[:] = [item for m in order for item in modules[m]]
 
