@@ -168,7 +168,7 @@ follow(stop, lambda: started + 4 * (time.time() - started), sys.argv[1])  # four
 
 def test_a_reader_asks_the_replica_only_for_the_files_the_writer_ships(folder: Path) -> None:
     """A file the replica does not hold is asked for again (2, 5, 10 s... later) only while the writer's heartbeat
-    does not say what it ships; once it does, only the files it ships, and a file it begins to ship at once.
+    does not say what it ships; once it does, only the files it ships, and a file it begins to ship at its next tick.
     The supervisor runs in a process of its own, on a clock four times as fast, forking from its main thread as
     `chartgw follow` does (a fork while another thread is in libfaketime's clock can hang the child). Litestream is
     a script that holds three files and logs each file it is asked for."""
