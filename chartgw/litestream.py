@@ -370,7 +370,7 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time, progra
                     unit.asked = unit.asked + 1 if waiting else 0
                     wait = WAITING_SECONDS[min(unit.asked, len(WAITING_SECONDS)) - 1] if waiting else unit.backoff()
                     unit.process, unit.restart_at = None, now + wait
-                # Not asked for while the writer does not ship it; once it does, at once (its time is past).
+                # Not asked for while the writer does not ship it; once it does, at this tick (its time is past).
                 held = shipped is not None and unit.absent and unit.name not in shipped
                 if unit.process is None and now >= unit.restart_at and not held:
                     start(unit, now)

@@ -314,13 +314,13 @@ def test_pages_come_through_the_crawls_fetcher(fake: FakeChartmetric, fresh: Pat
     and the group asks one request at a time with a pause of about a second against the real API."""
     def answer(request: httpx.Request) -> httpx.Response:
         if request.url.params.get("offset") == "100":
-            # A reserved name (RFC 2606) that never resolves; every request ends at this MockTransport anyway.
-            return httpx.Response(302, headers={"location": "https://elsewhere.example/tracks"})
+            # A reserved name (RFC 2606 .invalid) that never resolves; every request ends at this MockTransport.
+            return httpx.Response(302, headers={"location": "https://elsewhere.invalid/tracks"})
         return fake(request)
 
     outcome = fake.crawl({"code2": "us", "interval": "daily"}, answer=answer)[0]
-    assert outcome.status == "failed" and "redirected to another host (elsewhere.example)" in (outcome.error or "")
-    assert not [r for r in fake.seen if r.url.host == "elsewhere.example"]
+    assert outcome.status == "failed" and "redirected to another host (elsewhere.invalid)" in (outcome.error or "")
+    assert not [r for r in fake.seen if r.url.host == "elsewhere.invalid"]
     configure("CHARTGW_CRAWL_DELAY_SECONDS", "0.2")
     policy = group_policy(GROUP)
     assert (policy.per_upstream, policy.delay_seconds) == (1, sv.POLITE_DELAY_SECONDS)

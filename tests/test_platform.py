@@ -29,6 +29,7 @@ from chartgw.group import EntryMapping, Group
 from chartgw.groups import GROUPS
 from chartgw.params import Param
 from chartgw.settings import current
+from chartgw.store.connect import readonly_uri
 from chartgw.targets import TargetKey
 from tests.fixtures import configure
 
@@ -217,7 +218,7 @@ def test_every_stored_entry_of_every_group_maps_for_artist_history(all_groups_da
             continue
         # Read-only: a writable connection to the session's shared folder deletes its -wal and -shm files when it
         # closes, under another worker copying the folder (copy_data: "No such file or directory").
-        db = sqlite3.connect(f"file:{all_groups_data / group.name}.sqlite?mode=ro", uri=True)
+        db = sqlite3.connect(readonly_uri(all_groups_data / f"{group.name}.sqlite"), uri=True)
         rows = db.execute("SELECT s.target, e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id").fetchall()
         db.close()
         mapped = [mapping.read(target, json.loads(record)) for target, record in rows]

@@ -40,6 +40,7 @@ import pytest
 
 from chartgw import nginx
 from chartgw.access import SECRET_FILE, KeyStore
+from chartgw.store.connect import readonly_uri
 from tests.fixtures import UNDER_FAKETIME, build_group_db
 from tests.tiers import (
     ROOT,
@@ -180,7 +181,7 @@ def env_for(data: Path, replica: str, endpoint: str | None = None) -> dict[str, 
 
 def chart_file(data: Path) -> sqlite3.Connection:
     """A read-only connection to the /korea-chart file in `data`."""
-    return sqlite3.connect(f"file:{data / 'korea-chart.sqlite'}?mode=ro", uri=True, timeout=5)
+    return sqlite3.connect(readonly_uri(data / "korea-chart.sqlite"), uri=True, timeout=5)
 
 
 def newest(db: sqlite3.Connection) -> int:
@@ -295,7 +296,7 @@ def replication(node: Node) -> dict[str, Any]:
 def integrity(data: Path) -> dict[str, str]:
     found = {}
     for path in sorted(data.glob("*.sqlite")):
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10) as db:
+        with contextlib.closing(sqlite3.connect(readonly_uri(path), uri=True, timeout=10)) as db:
             found[path.name] = db.execute("PRAGMA integrity_check").fetchone()[0]
     return found
 
@@ -524,8 +525,7 @@ def kill_the_writer(writer: Path, env: dict[str, str], procs: list[subprocess.Po
     wait_until(lambda: newest_commit(writer) > before, 30, "the writer committing again after the kills")
     final = newest_commit(writer)
     wait_until(lambda: all(p.served_by(final) is not None for p in pollers), 15, "the readers following after the kills")
-    with sqlite3.connect(f"file:{writer / 'korea-chart.sqlite'}?mode=ro", uri=True) as db:
-        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert integrity(writer)["korea-chart.sqlite"] == "ok"
     return kills
 
 
