@@ -26,8 +26,9 @@ class LegacyPrefixMiddleware:
 
 
 def legacy_names(prefixes: Iterable[str]) -> dict[str, str]:
-    """Each legacy first path segment (`korea-chart-api`) to the current one (`korea-chart`)."""
-    return {f"{name}-api": name for name in prefixes}
+    """Each legacy first path segment (`korea-chart-api`) to the current one (`korea-chart`). A group whose name
+    carries the suffix already (`artist-history-api`) has no legacy form: `/artist-history-api-api/` is a 404."""
+    return {f"{name}-api": name for name in prefixes if not name.endswith("-api")}
 
 
 def rewrite(legacy: dict[str, str], path: str) -> tuple[str, str, str] | None:

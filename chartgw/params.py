@@ -6,9 +6,10 @@ shape: every error of a request at once, path parameters before query parameters
 pydantic reads a string: surrounding Unicode whitespace is ignored, `_` may separate ASCII digits,
 and a fraction of only zeros is allowed ("5.0" is 5, "5." and "5.5" are not integers).
 
-A scalar parameter given twice takes its last value, as in FastAPI; an array parameter (`Param(array=True)`,
-FastAPI's `list[...]` query) takes every value, repeated (`?isrc=A&isrc=B`, what generated clients send) or
-comma-separated (`?isrc=A,B`), and a bad item is reported at its index (`["query", "isrc", 1]`).
+A single-value parameter given twice (`?name=A&name=B`) is a 422 (`multiple_values`): FastAPI would keep the
+last silently, and a client sending two meant something the gateway cannot answer. An array parameter
+(`Param(array=True)`, FastAPI's `list[...]` query) takes every value, repeated (`?isrc=A&isrc=B`, what generated
+clients send) or comma-separated (`?isrc=A,B`), and a bad item is reported at its index (`["query", "isrc", 1]`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "comma_separated",
     "limit_param",
     "literal_error",
+    "multiple_values_error",
     "one_of",
     "parse_query",
     "search_param",
@@ -423,8 +425,8 @@ class QueryParams(dict[str, str]):
 
 
 def parse_query(query_string: bytes) -> QueryParams:
-    """Query parameters with blank values kept; the last of repeated names wins, as in FastAPI, and
-    every value of a repeated name stays there for an array parameter."""
+    """Query parameters with blank values kept; every value of a repeated name stays there (`every`): an
+    array parameter reads them all, a single-value one refuses more than one (`validate`)."""
     return QueryParams(parse_qsl(query_string.decode("latin-1"), keep_blank_values=True, encoding="utf-8"))
 
 
@@ -446,6 +448,10 @@ def validate(params: Sequence[Param], path: Mapping[str, str], query: Mapping[st
                 if not found:
                     values[param.name] = value
                 continue
+            repeated = query.every(param.name) if where == "query" and isinstance(query, QueryParams) else []
+            if len(repeated) > 1:
+                errors.append(multiple_values_error(param.name, repeated))
+                continue
             value, error = param.validate(source.get(param.name))
             if error is not None:
                 errors.append(error)
@@ -454,6 +460,12 @@ def validate(params: Sequence[Param], path: Mapping[str, str], query: Mapping[st
     if errors:
         raise InvalidParams(errors)
     return values
+
+
+def multiple_values_error(name: str, given: Sequence[str]) -> dict[str, Any]:
+    """The error item of a single-value query parameter given more than once (in FastAPI's shape)."""
+    return {"type": "multiple_values", "loc": ["query", name],
+            "msg": f"Input should be a single value; the parameter was given {len(given)} times", "input": list(given)}
 
 
 def limit_param(description: str, most: int, default: int | None) -> Param:

@@ -262,6 +262,12 @@ def test_public_and_keyed(api: TestClient) -> None:
     assert api.get(PLOT, params={"name": "IU"}).status_code == 401
 
 
+def test_the_group_has_no_legacy_prefix(api: TestClient) -> None:
+    """The group's name carries the `-api` suffix already: no `/artist-history-api-api/` (the suffix twice)."""
+    assert api.get(f"{API}-api/health", headers=KEY_HEADERS).status_code == 404
+    assert api.get(f"{API}-api/artist-history", params={"name": "IU"}, headers=KEY_HEADERS).status_code == 404
+
+
 def test_health_lists_sources_with_lag(api: TestClient, indexed: Path) -> None:
     body = api.get(f"{API}/health").json()
     assert body["status"] == "ok" and body["rows"] > 0

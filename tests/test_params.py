@@ -106,11 +106,25 @@ def test_non_integers_are_int_parsing_errors(raw: str) -> None:
     assert value is None and error is not None and error["type"] == "int_parsing" and error["input"] == raw
 
 
-def test_valid_request_gets_defaults_and_last_repeated_value(client: TestClient) -> None:
-    response = client.get("/k/portal-b/charts/x?limit=1&limit=7&need=")
+def test_valid_request_gets_defaults(client: TestClient) -> None:
+    response = client.get("/k/portal-b/charts/x?limit=7&need=")
     assert response.status_code == 200
     assert response.json() == {"site": "portal-b", "chart_type": "x", "limit": 7, "need": ""}
     assert client.get("/k/portal-b/charts/x?need=a").json()["limit"] == 100
+
+
+def test_a_single_value_parameter_given_twice_is_a_422(client: TestClient) -> None:
+    """`limit=1&limit=7` is no guess at the last: a 422 naming each repeated parameter with every value given."""
+    response = client.get("/k/portal-b/charts/x?limit=1&limit=7&need=a&need=b&need=")
+    assert response.status_code == 422
+    assert response.json() == {"detail": [
+        {"type": "multiple_values", "loc": ["query", "limit"],
+         "msg": "Input should be a single value; the parameter was given 2 times", "input": ["1", "7"]},
+        {"type": "multiple_values", "loc": ["query", "need"],
+         "msg": "Input should be a single value; the parameter was given 3 times", "input": ["a", "b", ""]},
+    ]}
+    # the same value twice is refused too: the rule does not depend on what was sent
+    assert client.get("/k/portal-b/charts/x?need=a&need=a").status_code == 422
 
 
 def test_literal_error_wording_for_one_two_and_many_choices() -> None:
@@ -194,8 +208,10 @@ def test_a_misconfigured_setting_is_a_503_naming_it_not_a_500(tmp_path, monkeypa
 def test_an_array_takes_the_repeated_and_the_comma_form_alike(client: TestClient) -> None:
     for query in ("isrc=A&isrc=B&n=1&n=2", "isrc=A,B&n=1,2", "isrc=A&isrc=B&n=1, 2", "isrc=%20A%20,,B,&n=1&n=2,"):
         assert client.get(f"/a?{query}").json() == {"isrc": ["A", "B"], "n": [1, 2], "limit": 100}, query
-    # A scalar parameter still takes the last value; an absent array its default.
-    assert client.get("/a?limit=1&limit=7").json() == {"isrc": None, "n": None, "limit": 7}
+    # A single-value parameter given twice is a 422, beside an array given twice; an absent array its default.
+    refused = client.get("/a?isrc=A&isrc=B&limit=1&limit=7")
+    assert refused.status_code == 422 and [e["loc"] for e in refused.json()["detail"]] == [["query", "limit"]]
+    assert client.get("/a?limit=7").json() == {"isrc": None, "n": None, "limit": 7}
 
 
 def test_an_array_is_documented_as_an_array_of_its_items() -> None:
