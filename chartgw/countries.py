@@ -282,6 +282,16 @@ def country_code(value: str) -> str:
     raise ValueError(f"unknown country {value!r}; use 'global' or an ISO 3166-1 alpha-2 code such as 'us'")
 
 
+def country_param(value: str) -> str:
+    """A country as a request names it: "global" or an assigned code in lower case, as the OpenAPI document's
+    `Country` enum lists them (one rule for the document and the check: "US" is a 422 pointing at "us").
+    Settings and upstreams read codes in any case (`country_code`)."""
+    if value == GLOBAL or value in COUNTRIES:
+        return value
+    lowered = country_code(value)  # an unknown code in any case: its own error
+    raise ValueError(f"country codes are lower case: use {lowered!r}, not {value!r}")
+
+
 _SLUG_ALIASES = {"world": GLOBAL, "turkiye": "tr", "ivory-coast": "ci", "czechia": "cz"}
 
 

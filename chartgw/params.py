@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
-from chartgw.countries import COUNTRIES, GLOBAL, country_code
+from chartgw.countries import COUNTRIES, GLOBAL, country_param
 from chartgw.text import compact
 
 __all__ = [
@@ -87,7 +87,7 @@ def accepts(component: str | None = None, **schema: Any) -> Callable[[Check], Ch
 
 
 # The country rule lives below this module (countries is a leaf); what it accepts is declared here.
-accepts("Country", enum=[GLOBAL, *COUNTRIES], description="'global' or an ISO 3166-1 alpha-2 code")(country_code)
+accepts("Country", enum=[GLOBAL, *COUNTRIES], description="'global' or an ISO 3166-1 alpha-2 code")(country_param)
 
 
 @dataclass(frozen=True)

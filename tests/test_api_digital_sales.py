@@ -73,7 +73,11 @@ def test_entry_fields_per_media(api: TestClient) -> None:
 def test_limit_default_and_bounds(api: TestClient) -> None:
     assert get(api, "/digital-sales/top-songs/kr/latest").json()["count"] == 100
     assert get(api, "/digital-sales/top-songs/kr/latest?limit=200").json()["count"] == 100
-    assert get(api, "/digital-sales/top-songs/KR/latest?limit=2").json()["country"] == "kr"
+    assert get(api, "/digital-sales/top-songs/kr/latest?limit=2").json()["country"] == "kr"
+    # a code in upper case is not what the document's enum lists: a 422 saying which to use
+    upper = api.get("/digital-sales/top-songs/KR/latest", headers=KEY_HEADERS)
+    assert upper.status_code == 422 and upper.json()["detail"][0]["loc"] == ["path", "country"]
+    assert "use 'kr', not 'KR'" in upper.json()["detail"][0]["msg"]
 
 
 def test_snapshots_list_both_pulls_newest_first(api: TestClient) -> None:

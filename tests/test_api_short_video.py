@@ -103,7 +103,7 @@ def test_chart_rows_are_the_sample_chart_field_by_field(api: TestClient) -> None
 def test_chart_defaults_offset_and_weekly(api: TestClient) -> None:
     default = get(api, "/short-video/chart")
     assert (default["code2"], default["interval"], default["count"]) == ("global", "daily", 100)
-    page = get(api, "/short-video/chart?code2=GB&interval=weekly&limit=20&offset=140")
+    page = get(api, "/short-video/chart?code2=gb&interval=weekly&limit=20&offset=140")
     assert page["code2"] == "gb" and page["count"] == 10 and [e["rank"] for e in page["entries"]] == list(range(141, 151))
     assert page["snapshot"]["cadence_seconds"] == 7 * 86400
     assert get(api, "/short-video/chart?offset=150")["count"] == 0

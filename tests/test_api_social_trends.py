@@ -388,3 +388,16 @@ def test_a_refresh_already_running_is_joined_not_started_twice(refreshing: tuple
 def test_group_declares_no_entry_mapping_and_a_half_hourly_schedule() -> None:
     assert GROUP.entries is None
     assert [s.cron for s in GROUP.schedules] == ["7,37 * * * *"]
+
+
+def test_the_refresh_body_is_declared_in_the_document() -> None:
+    """The JSON body POST /refresh reads is the operation's requestBody: a generated client can send it."""
+    from chartgw.openapi import build_document
+
+    doc = build_document(GROUP.name, GROUP.title, GROUP.description, list(GROUP.routes))
+    body = doc["paths"]["/refresh"]["post"]["requestBody"]
+    assert body["required"] and body["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/RefreshBody"}
+    schema = doc["components"]["schemas"]["RefreshBody"]
+    assert set(schema["properties"]) == {"location", "woeid"} and "exactly one" in schema["description"]
+    # every body the schema describes with one of the two is read as that location
+    assert parse_refresh_body(b'{"location": "gb"}').slug == "gb" and parse_refresh_body(b'{"woeid": 1}').slug == "worldwide"

@@ -98,7 +98,7 @@ def test_countries_lists_configured_countries_and_their_charts(api: TestClient) 
 
 
 def test_country_latest_bundles_every_chart_of_the_country(api: TestClient) -> None:
-    body = get(api, "/video/KR/latest").json()
+    body = get(api, "/video/kr/latest").json()
     assert (body["country"], body["name"], body["count"]) == ("kr", "South Korea", 4)
     assert {c["target"] for c in body["charts"]} == {"top-songs/weekly/kr", "top-videos/weekly/kr",
                                                      "top-artists/weekly/kr", "trending/daily/kr"}

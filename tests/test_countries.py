@@ -61,3 +61,30 @@ def test_country_code_rejects(value: str) -> None:
     assert str(excinfo.value) == (
         f"unknown country {value!r}; use 'global' or an ISO 3166-1 alpha-2 code such as 'us'"
     )
+
+
+def test_a_request_names_a_country_in_lower_case_as_the_document_does() -> None:
+    """One rule for the check and the OpenAPI document: every parameter whose schema is the `Country` enum (lower
+    case) accepts exactly the enum's values; "US" is a 422 pointing at "us", an unknown code its own error."""
+    from chartgw.groups import GROUPS
+    from chartgw.params import Param
+
+    params: list[Param] = [p for g in GROUPS for r in g.routes for p in r.params if p.component()]
+    assert {p.name for p in params} >= {"country", "code2"}
+    for param in params:
+        component = param.component()
+        assert component is not None and component[0] == "Country"
+        assert component[1]["enum"] == [GLOBAL, *COUNTRIES] and all(v == v.lower() for v in component[1]["enum"])
+        for value in component[1]["enum"]:
+            assert param.validate(value) == (value, None)
+        for value, msg in (("US", "country codes are lower case: use 'us', not 'US'"),
+                           ("Global", "country codes are lower case: use 'global', not 'Global'"),
+                           ("ZZ", "unknown country 'ZZ'; use 'global' or an ISO 3166-1 alpha-2 code such as 'us'")):
+            value_got, error = param.validate(value)
+            assert value_got is None and error is not None and error["msg"] == f"Value error, {msg}", (param, value)
+    # /artist-history's comma-separated markets: its document's pattern is lower case, and so is its check
+    from chartgw.groups.artist_history.query import route_params
+
+    markets = next(p for p in route_params(False) if p.name == "markets")
+    assert markets.validate("us,global") == (("us", "global"), None)
+    assert markets.validate("us,KR")[1] is not None

@@ -38,10 +38,18 @@ from tests.fixtures import FIXED_NOW, TEST_KEY, client, copy_data, data_dir, ser
 
 CLIENTS_DOC = Path(__file__).resolve().parents[1] / "docs" / "clients.md"
 PACKAGE = "chartgw_client"
-GENERATOR_CONFIG = ("post_hooks: []\ncontent_type_overrides:\n  image/svg+xml: application/octet-stream\n"
-                    "  application/vnd.sqlite3: application/octet-stream\n")
-"""No ruff/black run over the generated code; the SVG plot and the SQLite exports read as bytes (the generator knows
-no image or SQLite types)."""
+
+
+def documented_config() -> str:
+    """The generator configuration docs/clients.md tells a reader to write (its `printf ... > config.yaml`)."""
+    found = re.search(r"printf '(.*?)' > config\.yaml", CLIENTS_DOC.read_text())
+    assert found is not None, "docs/clients.md shows no config.yaml"
+    return found.group(1).replace("\\n", "\n")
+
+
+GENERATOR_CONFIG = documented_config()
+"""docs/clients.md's: no ruff/black run over the generated code; the SVG plot and the SQLite exports read as bytes
+(the generator knows no image or SQLite types, and drops a body of a type it does not know)."""
 
 ARTIST = "Jung Kook"
 CALLS: dict[str, dict[str, Any]] = {

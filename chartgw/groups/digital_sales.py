@@ -16,7 +16,7 @@ from functools import partial
 import msgspec
 
 from chartgw import config
-from chartgw.countries import COUNTRIES, country_code, country_name
+from chartgw.countries import COUNTRIES, country_name, country_param
 from chartgw.crawl import CrawlContext, CrawlTarget, Fetched
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import EntryMapping, Group, Schedule
@@ -199,7 +199,7 @@ ROUTES: tuple[Route, ...] = (
           summary="The combos (feed kind and media) and, per configured country, the latest chart date"),
     Route("/{combo}/{country}/latest", combo_latest, (
         Param("combo", "path", kind="choice", choices=COMBO_SLUGS, description="Combo (see /digital-sales/combos)"),
-        Param("country", "path", check=country_code,
+        Param("country", "path", check=country_param,
               description="ISO 3166-1 alpha-2 storefront; must be one of the configured countries"),
         Param("limit", kind="int", default=100, ge=1, le=200, description="Rows to return, from rank 1"),
     ), rows="entries", response=ComboChartResponse, summary="Latest chart of one combo in one country"),

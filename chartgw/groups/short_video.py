@@ -30,7 +30,7 @@ from urllib.parse import urlencode
 import msgspec
 
 from chartgw import config
-from chartgw.countries import COUNTRIES, GLOBAL, country_code
+from chartgw.countries import COUNTRIES, GLOBAL, country_param
 from chartgw.crawl import RETRY_STATUSES, CrawlContext, CrawlError, CrawlTarget, Fetched, Fetcher, request_url
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import EntryMapping, Group, Schedule
@@ -504,7 +504,7 @@ async def _movement(call: Call, code2: str, interval: str, target: str) -> Movem
 
 # --- the route table ----------------------------------------------------------------------------
 
-CODE2 = Param("code2", default=GLOBAL, check=country_code,
+CODE2 = Param("code2", default=GLOBAL, check=country_param,
               description="ISO 3166-1 alpha-2 country code, or `global` for the worldwide chart")
 INTERVAL = Param("interval", kind="choice", choices=INTERVALS, default="daily", description="Chart interval")
 

@@ -308,6 +308,8 @@ async def describe_health(call: Call, status: str, statuses: list[TargetStatus])
 
 
 class RefreshBody(msgspec.Struct):
+    """Give exactly one: `location`, a slug from /social-trends/locations, or `woeid`, a Yahoo WOEID."""
+
     location: str | None = None
     woeid: int | None = None
 
@@ -437,6 +439,7 @@ ROUTES: tuple[Route, ...] = (
         LIMIT,
     ), rows="entries", response=TrendsResponse, summary="Latest cached trends of a location by WOEID"),
     Route("/refresh", refresh, method="POST", cache_ttl=0, errors=(404, 422, 429, 502, 503), response=RefreshResponse,
+          body=RefreshBody,
           summary='Crawl one location now; JSON body {"location": slug} or {"woeid": n}; once per location a minute'),
     snapshots_route(lambda target: CADENCE_SECONDS, "Stored trend snapshots of every location, newest first"),
 )

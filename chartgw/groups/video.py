@@ -22,7 +22,7 @@ import msgspec
 from chartgw import config
 from chartgw.clock import Clock, utc_now
 from chartgw.context import Context
-from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
+from chartgw.countries import COUNTRIES, GLOBAL, country_name, country_param
 from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, RetryPolicy, run_targets
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
@@ -366,7 +366,7 @@ async def latest_backfill(call: Call) -> RunInfo:
 CHART_LIMIT = Param("limit", kind="int", default=100, ge=1, le=100, description="Rows to return, from rank 1")
 PERIOD = Param("period", "path", kind="choice", choices=PERIODS, description="Chart period")
 DATE = Param("date", "path", kind="date", description="The chart's end date (YYYY-MM-DD); weekly charts end on Thursday")
-COUNTRY = Param("country", "path", check=country_code, description='ISO 3166 alpha-2 code or "global"')
+COUNTRY = Param("country", "path", check=country_param, description='ISO 3166 alpha-2 code or "global"')
 CHART_RESPONSES = (SongChartResponse, VideoChartResponse, ArtistChartResponse)
 
 ROUTES: tuple[Route, ...] = (

@@ -23,7 +23,7 @@ from typing import Any
 from chartgw import artist_history as index
 from chartgw.context import Context
 from chartgw.crawl import Outcome
-from chartgw.group import CommandArg, Group, GroupCommand
+from chartgw.group import CommandArg, Group, GroupCommand, Schedule
 from chartgw.groups import artist_lyrics as lyrics
 from chartgw.groups.artist_history.query import NAME
 from chartgw.groups.artist_history.routes import ROUTES
@@ -46,6 +46,12 @@ def run_index(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     return index_outcomes(results)
 
 
+CATCH_UP = Schedule("*/15 * * * *", (), "UTC", "/artist-history-api: the index catches up with every group's snapshots "
+                    "(each crawl, import and backfill indexes its own; this takes in what one missed and the radio "
+                    "monitor's plays)")
+"""`chartgw cron`'s line for the index (`chartgw crawl artist-history-api` does the same)."""
+
+
 GROUP = Group(
     name=NAME,
     title="Artist history (every chart, every source)",
@@ -58,7 +64,7 @@ GROUP = Group(
         GroupCommand("index", "catch the artist-history index up with every group's snapshots", args=(
             CommandArg("rebuild", "'yes' drops the index and builds it again from the groups' files",
                        choices=("yes", "no"), default="no"),
-        ), run=run_index),
+        ), run=run_index, cron=CATCH_UP),
         GroupCommand("enrich", "resolve Genius song and artist ids for indexed tracks without them", args=(
             CommandArg("what", "what to resolve: lyrics (Genius song and artist ids)", positional=True,
                        type=lyrics.lyrics_only),

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chartgw import artist_history as index
-from chartgw.countries import COUNTRIES, GLOBAL, country_code
+from chartgw.countries import COUNTRIES, GLOBAL, country_param
 from chartgw.params import InvalidParams, Param, accepts, comma_separated, one_of, search_term
 
 NAME = index.INDEX_NAME
@@ -62,7 +62,7 @@ def _sources(raw: str) -> tuple[tuple[str, str | None], ...]:
 
 @accepts(pattern=comma_separated(one_of([GLOBAL, *COUNTRIES]), MAX_VALUES))
 def _markets(raw: str) -> tuple[str, ...]:
-    return tuple(country_code(v) for v in _values(raw))
+    return tuple(country_param(v) for v in _values(raw))
 
 
 IDENTIFYING = ("name", "name_local", *ID_PARAMS)

@@ -7,7 +7,7 @@ from typing import Literal
 
 import msgspec
 
-from chartgw.countries import COUNTRIES, GLOBAL, country_code
+from chartgw.countries import COUNTRIES, GLOBAL, country_param
 from chartgw.endpoints import Call, Route, not_found
 from chartgw.groups.dj_rankings.records import (
     DAY,
@@ -326,8 +326,8 @@ def slug_value(value: str) -> str:
 YEAR = Param("year", "path", kind="int", description="Poll year, as listed by /dj-rankings/years")
 LIST_FILTERS = (
     limit_param("DJs to return, from rank 1", 100, 100),
-    Param("country", check=country_code,
-          description="Only DJs from this country: an ISO 3166-1 alpha-2 code, any case (`nl` for the entries' "
+    Param("country", check=country_param,
+          description="Only DJs from this country: an ISO 3166-1 alpha-2 code in lower case (`nl` for the entries' "
                       "\"Netherlands\"); 'global' or absent: every country"),
     search_param("genre", required=False,
                  description="Only DJs whose style contains this (\"techno\" finds Techno, Melodic techno, Hard techno)"),
