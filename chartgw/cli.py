@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from chartgw import config
-from chartgw.clock import fixed, utc_now
+from chartgw.clock import Clock, fixed, utc_now
 from chartgw.config import SettingError
 from chartgw.context import Context
 from chartgw.crawl import EXIT_BUSY, CrawlBusy, CrawlError, Outcome, crawl_lock
@@ -94,8 +94,19 @@ def _print_outcome(outcome: Outcome) -> None:
     print(f"{outcome.status:6} {outcome.target:28} {rows:10} {outcome.duration_ms:6} ms  {detail}", file=sys.stderr)
 
 
+CATCH_UP = "index"
+"""The command `chartgw crawl GROUP` runs for a group that crawls no upstream (the artist-history index)."""
+
+
 def cmd_crawl(args: argparse.Namespace) -> int:
     group: Group = _group(args.group)
+    if group.targets is None:  # no upstream: bringing its data up to date is catching its index up
+        command = next((c for c in group.commands if c.verb == CATCH_UP), None)
+        if command is None:
+            print(f"chartgw crawl: {group.name} crawls no upstream", file=sys.stderr)
+            return 2
+        values = {arg.name: arg.default for arg in command.args}
+        return _run_command(group, command, values, args.json, args.wait, fixed(args.at) if args.at else utc_now)
     if refuse_bad_settings("crawl", current(), group):
         return 2
     selection = {name: getattr(args, name) for name, _ in group.crawl_options}
@@ -138,24 +149,34 @@ def cmd_group_command(args: argparse.Namespace) -> int:
     command says otherwise (a long-running monitor)."""
     group = _group(args.group)
     command: GroupCommand = next(c for c in group.commands if c.verb == args.command)
+    values = {arg.name: getattr(args, arg.name) for arg in command.args}
+    return _run_command(group, command, values, args.json, args.wait)
+
+
+def _run_command(group: Group, command: GroupCommand, values: dict[str, Any], as_json: bool, wait: float,
+                 clock: Clock = utc_now) -> int:
+    """Run a group's command and report its outcomes. One that committed anything (an import, a backfill) is
+    followed by the AFTER_CRAWL hooks, as a crawl is: the artist-history index takes its snapshots in now, not at
+    the next crawl."""
     if refuse_bad_settings(command.verb, current(), group):
         return 2
-    values = {arg.name: getattr(args, arg.name) for arg in command.args}
-    ctx = Context(settings=current(), interactive=sys.stderr.isatty() and not args.json)
+    ctx = Context(settings=current(), clock=clock, interactive=sys.stderr.isatty() and not as_json)
     try:
         with contextlib.ExitStack() as held:
             if command.lock:
-                held.enter_context(crawl_lock(group.name, args.wait))
+                held.enter_context(crawl_lock(group.name, wait))
             if not command.at_boot:  # (one that runs for as long as the machine does, the monitor, logs itself)
                 held.enter_context(held.enter_context(Progress(command.verb)).step(group.name))
             outcomes = command.run(ctx, values)
+            if not command.at_boot and any(o.status == "ok" for o in outcomes):
+                after_crawl(group.name)
     except CrawlBusy as exc:
         print(f"chartgw {command.verb}: {exc}", file=sys.stderr)
         return EXIT_BUSY
     except (OSError, ValueError) as exc:
         print(f"chartgw {command.verb}: {exc}", file=sys.stderr)
         return 2
-    return _report(command.verb, outcomes, args.json)
+    return _report(command.verb, outcomes, as_json)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -348,6 +369,17 @@ def crontab(program: Sequence[str], data: Path) -> str:
             lines.append(f"# {schedule.comment}")
             lines.append(f"{schedule.cron} CHARTGW_DATA_DIR={folder} {command} >> {shlex.quote(str(data / 'crawl.log'))}"
                          " 2>&1")
+    for group in GROUPS:
+        for offered in group.commands:
+            if offered.cron is None:
+                continue
+            if offered.cron.timezone != current_tz:
+                lines.append(f"CRON_TZ={offered.cron.timezone}")
+                current_tz = offered.cron.timezone
+            log = shlex.quote(str(data / f"{group.name}-{offered.verb}.log"))
+            lines.append(f"# {offered.cron.comment}")
+            lines.append(f"{offered.cron.cron} CHARTGW_DATA_DIR={folder} "
+                         f"{_command(program, offered.verb, group.name, *offered.cron.args, '--wait', '240')} >> {log} 2>&1")
     for group in GROUPS:
         for verb in (c.verb for c in group.commands if c.at_boot):
             log = shlex.quote(str(data / f"{group.name}-{verb}.log"))

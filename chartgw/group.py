@@ -73,6 +73,8 @@ class GroupCommand:
     hold the lock the scheduled crawls take."""
     at_boot: bool = False
     """Started at boot (`chartgw cron` prints an @reboot line for it)."""
+    cron: Schedule | None = None
+    """Run on this schedule too (`chartgw cron` prints its line): the artist-history index's catch-up."""
 
 
 class MappedEntry(NamedTuple):

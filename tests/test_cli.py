@@ -163,3 +163,41 @@ def test_every_command_survives_a_closed_pipe(data: Path, command: list[str], st
     finally:
         os.close(writer)
     assert done.stderr == b"" and done.returncode == status, done.stderr.decode()
+
+
+# --- the artist-history index: crawled, imported, in the crontab ----------------------------------------------
+
+def _chartgw_process(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`chartgw ARGS` as its own process over `data` (what an operator or cron runs)."""
+    return subprocess.run([sys.executable, "-m", "chartgw", *args], capture_output=True, text=True,
+                          env=child_env(DATA_DIR=str(data)), timeout=300)
+
+
+def test_an_import_is_indexed_at_once_and_crawling_the_index_catches_it_up(data: Path) -> None:
+    """`chartgw import` indexes what it committed, as a crawl does (the index no longer waits for the next crawl);
+    `chartgw crawl artist-history-api`, offered by `crawl --help`, catches the index up instead of a traceback."""
+    from chartgw.samples import streaming as samples
+
+    assert "artist-history-api" in _chartgw_process(data, "crawl", "--help").stdout
+    chart = data / "regional-us-weekly-2026-10-01.csv"
+    chart.write_bytes(samples.render_download_csv("regional-weekly", "us", samples.chart_rows("regional-weekly", "us")))
+    imported = _chartgw_process(data, "import", "streaming", str(chart), "--json")
+    assert imported.returncode == 0 and "Traceback" not in imported.stderr, imported.stderr
+    assert (data / "artist-history-api.sqlite").exists()  # the import's hook built the index
+    crawled = _chartgw_process(data, "crawl", "artist-history-api", "--json")
+    assert crawled.returncode == 0 and "Traceback" not in crawled.stderr, crawled.stderr
+    outcomes = {o["target"]: o for o in json.loads(crawled.stdout)}
+    assert outcomes["streaming"]["status"] == "ok" and outcomes["streaming"]["rows"] == 0  # nothing left behind
+    assert outcomes["streaming"]["snapshot_id"] > 0
+    # a later import is in the index as soon as it exits: a crawl of the index finds nothing more of it
+    later = data / "regional-us-weekly-2026-10-08.csv"
+    later.write_bytes(samples.render_download_csv("regional-weekly", "us", samples.chart_rows("regional-weekly", "us", 1)))
+    assert _chartgw_process(data, "import", "streaming", str(later)).returncode == 0
+    again = {o["target"]: o for o in json.loads(_chartgw_process(data, "crawl", "artist-history-api", "--json").stdout)}
+    assert again["streaming"]["rows"] == 0 and again["streaming"]["snapshot_id"] > outcomes["streaming"]["snapshot_id"]
+
+
+def test_the_crontab_runs_the_index_catch_up() -> None:
+    tab = cli.crontab(("chartgw",), Path("/srv/chartgw"))
+    assert ("*/15 * * * * CHARTGW_DATA_DIR=/srv/chartgw chartgw index artist-history-api --wait 240 >> "
+            "/srv/chartgw/artist-history-api-index.log 2>&1") in tab.splitlines()

@@ -79,8 +79,12 @@ def test_readme_names_the_two_setup_commands_and_every_upstream_variable() -> No
 def test_crontab_covers_every_schedule_in_kst_calling_the_program_with_its_data_folder() -> None:
     tab = crontab(("/opt/chartgw/bin/chartgw",), Path("/var/lib/chartgw"))
     assert "CRON_TZ=Asia/Seoul" in tab
-    lines = [line for line in tab.splitlines() if re.match(r"^[\d*]", line)]
+    timed = [line for line in tab.splitlines() if re.match(r"^[\d*]", line)]
+    lines = [line for line in timed if " crawl " in line]
     assert len(lines) == sum(len(g.schedules) for g in GROUPS)
+    assert [line for line in timed if line not in lines] == [  # the artist-history index's catch-up
+        "*/15 * * * * CHARTGW_DATA_DIR=/var/lib/chartgw /opt/chartgw/bin/chartgw index artist-history-api --wait 240"
+        " >> /var/lib/chartgw/artist-history-api-index.log 2>&1"]
     assert any(line.startswith("*/5 * * * * CHARTGW_DATA_DIR=/var/lib/chartgw /opt/chartgw/bin/chartgw crawl korea-chart "
                                "--site portal-d --chart-type rising --wait 240 >> /var/lib/chartgw/crawl.log 2>&1")
                for line in lines)
