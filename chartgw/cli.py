@@ -27,7 +27,7 @@ from chartgw.group import Group, GroupCommand, after_crawl, crawl_group, retenti
 from chartgw.groups import GROUPS
 from chartgw.params import InvalidParams
 from chartgw.progress import Progress
-from chartgw.settings import Settings, SettingsFileError, current, exported, install
+from chartgw.settings import SETTINGS_FILE, Settings, SettingsFileError, current, exported, install
 from chartgw.upstreams import origin_setting
 
 
@@ -80,6 +80,10 @@ def cmd_settings(args: argparse.Namespace) -> int:
         for name in settings.unknown(s for _, s in declared):
             print(f"chartgw settings: {name}: not a setting of this version (ignored)", file=sys.stderr)
         return 2 if bad else 0
+    # The file is no setting of the table (it names where the others come from): first, with the file read.
+    read = str(settings.file) if settings.file else "(none)"
+    print(f"{'*' if settings.file else ' '} {SETTINGS_FILE:38} {read:48} platform: the file of NAME=value lines read "
+          "at start (the environment wins over it)")
     for owner, setting in declared:
         value = settings.raw(setting)
         shown = "(set)" if setting.secret and value else value or "(none)"

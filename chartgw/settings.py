@@ -50,12 +50,14 @@ class Settings:
     """The raw text of every `CHARTGW_*` variable given (the rest take their declared defaults), with
     each value parsed once on first use. Immutable: `with_values` makes a changed copy."""
 
-    __slots__ = ("_parsed", "_values")
+    __slots__ = ("_parsed", "_values", "file")
 
-    def __init__(self, values: Mapping[str, str | None] | None = None) -> None:
+    def __init__(self, values: Mapping[str, str | None] | None = None, file: Path | None = None) -> None:
         self._values: dict[str, str] = {name if name.startswith(PREFIX) else PREFIX + name: value.strip()
                                          for name, value in (values or {}).items() if value is not None}
         self._parsed: dict[str, tuple[bool, Any]] = {}
+        self.file = file
+        """The settings file read (CHARTGW_SETTINGS_FILE), if any: `chartgw settings` names it."""
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -68,14 +70,14 @@ class Settings:
             values.update(read_settings_file(Path(file)))
         values.update({name: value for name, value in environ.items() if name.startswith(PREFIX)})
         values.pop(SETTINGS_FILE, None)
-        return cls(values)
+        return cls(values, Path(file) if file else None)
 
     def with_values(self, values: Mapping[str, str | None]) -> Settings:
         """A copy with `values` set (a None unsets a variable, so its default applies)."""
         merged: dict[str, str | None] = dict(self._values)
         for name, value in values.items():
             merged[name if name.startswith(PREFIX) else PREFIX + name] = value
-        return Settings(merged)
+        return Settings(merged, self.file)
 
     def raw(self, setting: Setting[Any]) -> str:
         """The text in force for `setting`: its variable's value, or the default when unset or blank."""

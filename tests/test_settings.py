@@ -38,6 +38,30 @@ def test_the_environment_wins_over_the_settings_file(tmp_path: Path) -> None:
         Settings.from_environment({SETTINGS_FILE: str(tmp_path / "missing.env")})
 
 
+def test_chartgw_settings_names_the_settings_file_it_read(tmp_path: Path) -> None:
+    """`chartgw settings` (its own process) lists CHARTGW_SETTINGS_FILE first, with the file read, and the values
+    that came from it as set."""
+    import subprocess
+    import sys
+
+    from tests.fixtures import child_env
+
+    file = tmp_path / "chartgw.env"
+    file.write_text("CHARTGW_CACHE_MAX_MB=48\n")
+
+    def listed(**env: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-m", "chartgw", "settings"], capture_output=True, text=True, timeout=60,
+                              env={**child_env(DATA_DIR=str(tmp_path)), **env})
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+
+    with_file = listed(CHARTGW_SETTINGS_FILE=str(file))
+    assert with_file[0].split()[:3] == ["*", SETTINGS_FILE, str(file)]
+    assert next(line for line in with_file if " CHARTGW_CACHE_MAX_MB " in line).split()[:3] == ["*", "CHARTGW_CACHE_MAX_MB",
+                                                                                                "48"]
+    assert listed()[0].split()[:2] == [SETTINGS_FILE, "(none)"]
+
+
 def test_every_bad_value_is_named_at_once() -> None:
     settings = Settings({"CACHE_MAX_MB": "lots", "STREAMING_COUNTRIES": "us,zz", "RATE_LIMIT_PER_MINUTE": "60",
                          "UK_CHARTS": "singles,bogus"})
