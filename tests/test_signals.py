@@ -101,6 +101,33 @@ def test_demo_keep_fresh_stops_on_sigterm(tmp_path: Path) -> None:
     assert status == 0 and seconds < STOP_SECONDS and "Traceback" not in rest
 
 
+def test_demo_keep_fresh_stopped_within_a_round_stops_cleanly(all_groups_data: Path, tmp_path: Path) -> None:
+    """SIGTERM while a round crawls every group's samples: the round is cancelled, every task of it finishes (no
+    "Task exception was never retrieved"), one line says it stopped, 0; every file is whole and the next run works."""
+    data = copy_data(all_groups_data, tmp_path / "data")
+    held = {path.name: _snapshots(path) for path in data.glob("*.sqlite")}
+    with started(chartgw("demo", "--keep-fresh", "0.2"), data) as fresh:
+        assert fresh.stderr is not None
+        assert fresh.stderr.readline().startswith(b"demo: crawling the samples again every 0.2 s")
+        time.sleep(3)  # a round of every group takes far longer than this (tens of seconds)
+        status, seconds = stop(fresh)
+        rest = fresh.stderr.read().decode()
+    assert "crawled the samples again" not in rest, "the round ended before the stop: not a stop within one"
+    assert status == 0 and seconds < STOP_SECONDS, rest
+    assert rest.strip().splitlines() == ["demo: stopped within a round (what it committed stays)"], rest
+    for path in data.glob("*.sqlite"):
+        with sqlite3.connect(path) as db:
+            assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",), path.name
+        assert _snapshots(path) >= held.get(path.name, 0), path.name  # nothing lost
+    assert cli.main(["demo", "--if-empty"], current().with_values({"CHARTGW_DATA_DIR": str(data)})) == 0
+
+
+def _snapshots(path: Path) -> int:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return db.execute("SELECT count(*) FROM snapshots").fetchone()[0] if "snapshots" in tables else 0
+
+
 @pytest.mark.parametrize(("command", "said"), [
     (("monitor", "radio"), "ok     monitor"),  # the real one, here with no station in its (empty) directory
     (("demo", "--radio-monitor"), "demo radio monitor stopped: "),  # on local sample streams, as scripts/serve runs it

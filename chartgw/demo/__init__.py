@@ -9,6 +9,7 @@ new group's demo is its own file.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import importlib.util
 from collections.abc import Awaitable, Callable, Sequence
@@ -77,23 +78,53 @@ def seed(names: Sequence[str] | None = None, now: datetime | None = None) -> lis
 
 
 def keep_fresh(every_seconds: float) -> int:
-    """Seed every group again every `every_seconds` at the time of day, until interrupted: the demo's
-    snapshots stay within their cadence while `scripts/serve` runs. One line per round on stderr; SIGTERM (as
-    `chartgw.cli` raises it) or Ctrl-C stops it between rounds or within one, with 0."""
+    """Seed every group again every `every_seconds` at the time of day, until SIGTERM or SIGINT: the demo's
+    snapshots stay within their cadence while `scripts/serve` runs. One line per round on stderr, and one when it
+    stops, with 0. A stop between rounds ends the wait; one within a round cancels the round at its next await
+    (what the round committed stays, the crawl in progress rolls back) and lets every task of it finish, so that
+    nothing is left to report "Task exception was never retrieved"."""
+    import signal
     import sys
-    import time
 
-    try:  # (a stop right after the line below is inside the try too)
-        print(f"demo: crawling the samples again every {every_seconds:g} s until stopped (SIGINT or SIGTERM)",
-              file=sys.stderr, flush=True)
+    def say(line: str) -> None:
+        print(f"demo: {line}", file=sys.stderr, flush=True)
+
+    async def rounds() -> str:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for number in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(number, stop.set)
+        say(f"crawling the samples again every {every_seconds:g} s until stopped (SIGINT or SIGTERM)")
         while True:
-            time.sleep(every_seconds)
-            outcomes = seed()
+            try:
+                await asyncio.wait_for(stop.wait(), every_seconds)
+                return "stopped between rounds"
+            except TimeoutError:
+                pass
+            names = [g.name for g in seeded_groups()]
+            crawl = asyncio.ensure_future(seed_groups(names, utc_now()))
+            stopping = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({crawl, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            stopping.cancel()
+            if not crawl.done():
+                crawl.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await crawl
+                return "stopped within a round (what it committed stays)"
+            outcomes = crawl.result()
             failed = sum(o.status != "ok" for o in outcomes)
-            print(f"demo: crawled the samples again, {len(outcomes) - failed} of {len(outcomes)} committed",
-                  file=sys.stderr, flush=True)
-    except KeyboardInterrupt:
-        return 0
+            say(f"crawled the samples again, {len(outcomes) - failed} of {len(outcomes)} committed")
+
+    previous = {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        say(asyncio.run(rounds()))
+    except KeyboardInterrupt:  # a signal before the loop took them over, or after (chartgw.cli raises Stopped)
+        say("stopped")
+    finally:
+        for number, handler in previous.items():  # the loop leaves SIG_DFL behind when it closes
+            if handler is not None:
+                signal.signal(number, handler)
+    return 0
 
 
 def radio_monitor() -> int:
