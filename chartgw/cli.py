@@ -488,6 +488,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"  failed {outcome.target}: {outcome.error}", file=sys.stderr)
         if failed:
             return 1
+    demo.write_demo_settings()
     print(demo.demo_key())
     return 0
 

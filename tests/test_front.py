@@ -144,3 +144,56 @@ def test_a_broken_file_is_its_groups_row_not_the_pages(all_groups_data: Path, tm
     rows = {g["name"]: g for g in _page(data)["groups"]}
     assert rows["video"]["status"] == "failing" and "DatabaseError" in " ".join(rows["video"]["reasons"])
     assert rows["korea-chart"]["status"] == "ok"
+
+
+def test_the_demo_served_as_scripts_serve_serves_it_is_ok_in_every_group(all_groups_data: Path, tmp_path: Path) -> None:
+    """The README's promise: right after seeding, `GET /` shows every group ok. The demo data (its index built, as
+    `chartgw demo` does), served with the settings file `chartgw demo` writes (scripts/serve names it), while the
+    radio monitor runs beside the server (scripts/serve runs it), all on the seeding's clock."""
+    import asyncio
+    import sqlite3
+    import threading
+    import time
+
+    from chartgw import artist_history, demo
+    from chartgw.clock import fixed
+    from chartgw.groups.radio.monitor import Monitor
+    from chartgw.settings import read_settings_file
+    from tests.fixtures import data_dir
+
+    data = copy_data(all_groups_data, tmp_path / "data")
+    with data_dir(data):
+        artist_history.index_all(now=fixed(FIXED_NOW))
+        settings_file = demo.write_demo_settings()
+    assert settings_file == data / demo.DEMO_SETTINGS_FILE
+    for name, value in read_settings_file(settings_file).items():
+        configure(name, value)
+
+    stopping: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    async def monitor() -> None:
+        stop = asyncio.Event()
+        stopping.append((asyncio.get_running_loop(), stop))
+        await Monitor(clock=fixed(FIXED_NOW), path=data / "radio.sqlite", heartbeat_seconds=0.2).run(stop)
+
+    def running() -> bool:
+        with sqlite3.connect(f"file:{data / 'radio.sqlite'}?mode=ro", uri=True) as db:
+            return bool(db.execute("SELECT count(*) FROM monitor_runs WHERE stopped_at IS NULL").fetchone()[0])
+
+    thread = threading.Thread(target=asyncio.run, args=(monitor(),))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not running():
+            assert thread.is_alive() and time.monotonic() < deadline, "the monitor did not start"
+            time.sleep(0.1)
+        with client(data, now=FIXED_NOW) as api:
+            page = api.get("/", headers={"Accept": "application/json"}).json()
+    finally:
+        while not stopping:
+            time.sleep(0.05)
+        loop, stop = stopping[0]
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(60)
+    assert {g["name"]: g["reasons"] for g in page["groups"] if g["status"] != "ok"} == {}
+    assert page["status"] == "ok" and len(page["groups"]) == len(GROUPS)

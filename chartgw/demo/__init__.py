@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
+from pathlib import Path
 
 from chartgw import config
 from chartgw.access import KeyStore
@@ -27,6 +28,9 @@ Seeder = Callable[[datetime], Awaitable[list[Outcome]]]
 """Fills a group's file with demo data: its real crawl over bundled samples on replay servers, at a time."""
 
 DEMO_KEY_FILE = "demo-api-key.txt"
+DEMO_SETTINGS_FILE = "demo-settings.env"
+"""Written into the data folder by `chartgw demo`: the settings the demo data is served with (`demo_settings`);
+`scripts/serve` names it in CHARTGW_SETTINGS_FILE, so every group's health is ok from the start."""
 
 
 def demo_module(group: Group) -> str:
@@ -47,6 +51,25 @@ def seeder(name: str) -> Seeder:
         raise KeyError(name)
     seed: Seeder = importlib.import_module(demo_module(group)).seed
     return seed
+
+
+def demo_settings() -> dict[str, str]:
+    """The settings the demo data needs to be served whole: each demo module's `SETTINGS` (the sample tokens and
+    the countries it crawls), merged in `GROUPS` order."""
+    merged: dict[str, str] = {}
+    for group in seeded_groups():
+        merged.update(getattr(importlib.import_module(demo_module(group)), "SETTINGS", {}))
+    return merged
+
+
+def write_demo_settings() -> Path:
+    """`demo_settings()` as a settings file in the data folder (NAME=value lines), for `scripts/serve`."""
+    path = config.data_dir() / DEMO_SETTINGS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["# Written by `chartgw demo`: the settings its sample data is served with (scripts/serve reads this file)."]
+    path.write_text("\n".join([*lines, *(f"{name}={value}" for name, value in demo_settings().items())]) + "\n")
+    path.chmod(0o600)  # sample tokens, but tokens
+    return path
 
 
 def groups_without_data() -> list[str]:

@@ -19,10 +19,15 @@ DEMO_SIZE = 150
 """Rows of a demo chart: two pages of 100 and 50."""
 
 
+SETTINGS = {TOKEN_SETTING.variable: samples.SAMPLE_REFRESH_TOKEN}
+"""What the demo crawls with and the server must be given (`chartgw.demo.demo_settings`): without a refresh token
+/short-video/health says nothing is crawled."""
+
+
 async def seed(now: datetime) -> list[Outcome]:
     """Three daily charts (a day apart) and three weekly charts (a week apart) of every configured country, through
     the real token exchange and paging against sample answers."""
-    settings: dict[str, str | None] = {TOKEN_SETTING.variable: samples.SAMPLE_REFRESH_TOKEN}
+    settings: dict[str, str | None] = {**SETTINGS}
     outcomes: list[Outcome] = []
     with config.environment(settings), replay_upstreams({chartmetric.UPSTREAM: samples.token_replies()}) as servers:
         server = servers[chartmetric.UPSTREAM]

@@ -18,13 +18,16 @@ from chartgw.samples import global_rows
 from chartgw.samples import streaming as samples
 from chartgw.upstreams import spotify
 
+SETTINGS = {TOKEN_SETTING.variable: samples.DEMO_TOKEN, COUNTRIES_SETTING.variable: samples.DEMO_COUNTRIES}
+"""What the demo crawls with and the server must be given to serve it whole (`chartgw.demo.demo_settings`): the
+sample token, and the 3 countries crawled (the default list names countries the demo has no chart of)."""
+
 
 async def seed(now: datetime) -> list[Outcome]:
     """Demo data: a legacy-layout CSV import of an older daily chart, then token crawls of every chart type of
     3 countries at two earlier days (the crawl clock set back, earlier chart dates; weekly charts a week
     apart each) and now."""
-    settings: dict[str, str | None] = {TOKEN_SETTING.variable: samples.DEMO_TOKEN,
-                                       COUNTRIES_SETTING.variable: samples.DEMO_COUNTRIES}
+    settings: dict[str, str | None] = {**SETTINGS}
     countries = tuple(samples.DEMO_COUNTRIES.split(","))
     outcomes: list[Outcome] = []
     with config.environment(settings), replay_upstreams({spotify.UPSTREAM: {}}) as servers, TemporaryDirectory() as tmp:
