@@ -215,7 +215,7 @@ def test_a_busy_key_file_never_holds_a_request_and_the_minutes_counts_are_writte
         moment[0] += RateLimiter.FLUSH_SECONDS
         started = time.monotonic()
         assert limiter.take(grant)[0]  # the minute's end: its counts handed to the writer thread
-        assert time.monotonic() - started < 1.0  # not the key file's 30 s busy timeout
+        assert time.monotonic() - started < 10.0  # not the key file's 30 s busy timeout (a ceiling load cannot reach)
     finally:
         holder.execute("ROLLBACK")
         holder.close()

@@ -237,7 +237,7 @@ def test_fetch_log_records_the_duration(data: Path) -> None:
     (outcome,) = _crawl(_melon_realtime(), httpx.MockTransport(slow))
     log = _last_log(data)
     assert log[:7] == ("portal-a/realtime", "2026-11-20T05:30:00Z", "ok", 200, 100, MELON_URL, None)
-    assert 200 <= log[7] == outcome.duration_ms < 3000
+    assert 200 <= log[7] == outcome.duration_ms < 60_000  # at least the slow answer; the ceiling only says "a time"
 
 
 def test_an_undecodable_response_is_a_failed_fetch(data: Path) -> None:

@@ -235,17 +235,17 @@ def test_a_long_poll_answers_the_moment_a_change_lands(api: TestClient, data: Pa
     start = feed(api)["next"]
     timer = later(0.5, lambda: commit(data, "beta", chart("top", "XY")))
     began = time.monotonic()
-    body = feed(api, f"since={start}&wait=20")
+    body = feed(api, f"since={start}&wait=60")
     waited = time.monotonic() - began
     timer.join()
     assert seen(body) == [("beta", 1, "top")]
-    assert 0.4 < waited < 3, waited  # woken by the commit (polled every 0.25 s), not by the 20 s
+    assert 0.4 < waited < 30, waited  # woken by the commit (polled every 0.25 s), not by the 60 s (a loaded box is slow)
     # A change the filters skip does not answer a long poll; the time running out does, with nothing.
     timer = later(0.3, lambda: commit(data, "alpha", chart("other", "C")))
     began = time.monotonic()
     empty = feed(api, f"since={body['next']}&targets=top&wait=2")
     timer.join()
-    assert empty["changes"] == [] and 1.9 < time.monotonic() - began < 5
+    assert empty["changes"] == [] and 1.9 < time.monotonic() - began < 20  # ended by its 2 s (a generous ceiling)
     assert seen(feed(api, f"since={empty['next']}")) == []  # the skipped change is behind the cursor
 
 
@@ -319,7 +319,7 @@ def test_a_stream_sends_what_waits_then_each_new_change_and_resumes_by_last_even
             commit(data, "alpha", chart("top", "BA", 1), minute=3)
             third, = changes_of(events, 1)
             assert json.loads(third["data"])["summary"]["new_number_one"] is True
-            assert time.monotonic() - began < 3  # pushed within a poll or so of the commit
+            assert time.monotonic() - began < 20  # pushed soon after the commit (a ceiling a loaded box keeps)
         # Resumed after the first event: the second and third, nothing twice, nothing missed.
         with http.stream("GET", "/changes/stream", headers={"Last-Event-ID": first["id"]}) as stream:
             again = changes_of(sse(stream.iter_lines()), 2)
@@ -340,7 +340,7 @@ def test_an_idle_stream_sends_heartbeats(data: Path) -> None:
         events = sse(stream.iter_lines())
         assert [next(events), next(events)] == [{"comment": "chartgw changes"}, {"retry": "3000"}]  # reconnect after 3 s
         began = time.monotonic()
-        assert next(events) == {"comment": "ping"} and 0.5 < time.monotonic() - began < 3
+        assert next(events) == {"comment": "ping"} and 0.5 < time.monotonic() - began < 20
 
 
 def test_streams_are_bounded_per_process(data: Path) -> None:

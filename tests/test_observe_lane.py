@@ -99,7 +99,7 @@ def test_lane_answers_carry_ids_and_cors_and_are_counted_and_logged(served: Serv
     assert [line["request_id"] for line in lines] == [i[0] for i in ids]
     assert all(line["key_id"] == 0 and line["group"] == "korea-chart" and line["method"] == "GET" for line in lines)
     assert [line["bytes"] for line in lines] == [len(first[2])] * 5 + [len(other[2])]
-    assert all(0 < line["duration_ms"] < 1000 for line in lines)
+    assert all(0 < line["duration_ms"] < 60_000 for line in lines)  # a time in ms (a ceiling a loaded box keeps)
 
 
 def test_the_servers_own_refusals_carry_an_id_and_are_counted(served: Served) -> None:

@@ -649,7 +649,7 @@ def test_a_reader_holding_a_transaction_does_not_stall_a_commit(tmp_path: Path) 
         assert reader.execute("SELECT count(*) FROM snapshots").fetchone() == (1,)
         started = time.monotonic()
         writer.commit([snapshot("second")], FetchLogRow("t/x", now, 0, "ok"))
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 10.0  # not blocked by the reader (its busy timeout is 30 s)
         assert reader.execute("SELECT count(*) FROM snapshots").fetchone() == (1,)  # its snapshot of the data
         reader.execute("COMMIT")
         assert reader.execute("SELECT count(*) FROM snapshots").fetchone() == (2,)
