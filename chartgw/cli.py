@@ -572,7 +572,8 @@ def build_parser() -> argparse.ArgumentParser:
     crawl = commands.add_parser("crawl", help="crawl a group's upstreams and commit snapshots")
     crawl_groups = crawl.add_subparsers(dest="group", required=True)
     for group in GROUPS:
-        sub = crawl_groups.add_parser(group.name, help=group.title)
+        sub = crawl_groups.add_parser(group.name, help=group.title if group.targets is not None else
+                                      f"{group.title}: no upstream; catches its index up (chartgw {CATCH_UP} {group.name})")
         for name, choices in group.crawl_options:
             sub.add_argument(f"--{name.replace('_', '-')}", dest=name, choices=choices)
         sub.add_argument("--json", action="store_true", help="print each target's outcome as JSON on stdout")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -53,6 +54,10 @@ def test_refresh_one_chart_commits_a_new_snapshot(data: Path) -> None:
         after = api.get("/korea-chart/portal-a/charts/realtime?limit=100", headers=KEY_HEADERS).json()
     assert after["snapshot"]["id"] == body["outcomes"][0]["snapshot_id"] > before["snapshot"]["id"]
     assert [e["title"] for e in after["entries"]] != [e["title"] for e in before["entries"]]
+    # the refresh's crawl indexed what it committed: the artist-history index is not behind it
+    with sqlite3.connect(f"file:{data / 'artist-history-api.sqlite'}?mode=ro", uri=True) as index:
+        indexed = index.execute("SELECT last_snapshot_id FROM sources WHERE source = 'korea-chart'").fetchone()
+    assert indexed == (after["snapshot"]["id"],)
 
 
 def test_refresh_failure_reports_and_keeps_the_last_good_snapshot(data: Path) -> None:
