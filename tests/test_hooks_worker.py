@@ -28,14 +28,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route as StarletteRoute
 
+from chartgw.access import env_key_id
 from chartgw.config import environment
 from chartgw.groups import GROUPS
 from chartgw.hooks import HookStore
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
-from tests.fixtures import FIXED_NOW, child_env, copy_data, data_dir, serving
+from tests.fixtures import FIXED_NOW, TEST_KEY, child_env, copy_data, data_dir, serving
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-LOCAL = {"HOOKS_HTTP_HOSTS": "127.0.0.1", "HOOKS_PRIVATE_ADDRESSES": "allow", "CHANGES_POLL_SECONDS": "0.1"}
+LOCAL = {"HOOKS_HTTP_HOSTS": "127.0.0.1", "HOOKS_PRIVATE_ADDRESSES": "allow", "CHANGES_POLL_SECONDS": "0.1",
+         "API_KEYS": TEST_KEY}
 TARGET = "portal-a/realtime"
 
 
@@ -76,7 +78,7 @@ def setup(korea_data: Path, tmp_path: Path) -> Iterator[tuple[Path, Receiver, st
     receiver = Receiver()
     with serving(Starlette(routes=[StarletteRoute("/hook", receiver.handle, methods=["POST"])])) as base, \
             data_dir(data), environment({f"CHARTGW_{k}": v for k, v in LOCAL.items()}):
-        _, secret = HookStore(data / "hooks.sqlite").create(0, f"{base}/hook", ["korea-chart"], [],
+        _, secret = HookStore(data / "hooks.sqlite").create(env_key_id(TEST_KEY), f"{base}/hook", ["korea-chart"], [],
                                                             [g.name for g in GROUPS], FIXED_NOW)
         receiver.secret = secret
         yield data, receiver, base
