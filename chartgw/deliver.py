@@ -11,6 +11,11 @@ queued; the hook's other waiting deliveries wait as long (a down endpoint is not
 have all failed for 3 days is disabled, with the reason. Each send goes to an address its host resolved to and
 that passed the guard (chartgw.hooks.check_address), pinned for the request (TLS still checks the host's name), so
 a name that resolves elsewhere by the time of the request cannot reach a private address; no redirect is followed.
+Of an answer only the status and at most REPLY_BYTES are read.
+
+A hook delivers while its key is in force (chartgw.access.KeyRoster, read every round): a revoked or expired key's
+hooks are disabled, saying why, and sent nothing more. The sends are shared among keys (PER_KEY of CONCURRENCY at
+most, the keys taking turns), so one partner's endpoints that never answer cannot hold another partner's deliveries.
 """
 
 from __future__ import annotations

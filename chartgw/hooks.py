@@ -7,9 +7,12 @@ fixed when it is queued) and one row per attempt. The worker (`chartgw deliver`,
 sends; the web server never waits on a partner's endpoint.
 
 Where a hook may point is guarded twice: its URL when it is registered (https, or http to a host
-CHARTGW_HOOKS_HTTP_HOSTS names; no credentials; no private, loopback or link-local address literal), and every
+CHARTGW_HOOKS_HTTP_HOSTS names; no credentials; no address literal that `address_refusal` refuses), and every
 address its host resolves to when a delivery is sent (chartgw.deliver), unless CHARTGW_HOOKS_PRIVATE_ADDRESSES
 allows them.
+
+Hooks belong to a key id (chartgw.access: the key store's, or a CHARTGW_API_KEYS key's own); a key has at most
+CHARTGW_HOOKS_PER_KEY, counted in the transaction that adds one.
 """
 
 from __future__ import annotations
