@@ -9,6 +9,7 @@ requests are rate limited per key.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import os
@@ -39,7 +40,25 @@ KEY_TABLES = (
                         "limited INTEGER NOT NULL"), ("PRIMARY KEY (key_id, day)",), without_rowid=True),
 )
 ENV_KEY_ID = 0
-"""The id counted for keys given in CHARTGW_API_KEYS (they are not in the key store)."""
+"""The one id every key of CHARTGW_API_KEYS shared before each had its own (`env_key_id`): hooks registered then
+still carry it (`chartgw deliver` gives them to the only env key when there is one)."""
+ENV_KEY_ID_SALT = b"chartgw: the id of a CHARTGW_API_KEYS key"
+ENV_KEY_ID_ROUNDS = 100_000
+
+
+@functools.lru_cache(maxsize=256)
+def env_key_id(key: str) -> int:
+    """The stable id of a key given in CHARTGW_API_KEYS: negative (the key store's are positive), derived from the
+    key alone so the server, its replicas and `chartgw deliver` agree without sharing anything but the setting.
+    Slow on purpose (PBKDF2, about 0.1 s, once per key and process): the id is logged, and a weak key must not be
+    cheap to confirm from it."""
+    digest = hashlib.pbkdf2_hmac("sha256", key.strip().encode("utf-8"), ENV_KEY_ID_SALT, ENV_KEY_ID_ROUNDS)
+    return -(int.from_bytes(digest[:6], "big") + 1)
+
+
+def env_key_ids(keys: Iterable[str]) -> dict[str, int]:
+    """Each key of CHARTGW_API_KEYS with its id."""
+    return {key: env_key_id(key) for key in keys}
 
 
 
@@ -307,6 +326,7 @@ class KeyChecker:
                  clock: Callable[[], datetime] = utc_now) -> None:
         self.path = path or keys_db_path()
         self.env_keys = frozenset(plain_keys)
+        env_key_ids(self.env_keys)  # each key's id worked out now, not on a request's time
         self.recheck_seconds = recheck_seconds
         self.clock = clock
         """What expiry is compared with (the app's clock)."""
@@ -355,8 +375,9 @@ class KeyChecker:
 
     def _verify(self, key: str) -> bool:
         """Whether the key is known; a known key's grant is remembered until the key file changes."""
-        if any(hmac.compare_digest(key.encode(), known.encode()) for known in self.env_keys):
-            grant = Grant(ENV_KEY_ID, None, None)
+        env = next((known for known in self.env_keys if hmac.compare_digest(key.encode(), known.encode())), None)
+        if env is not None:
+            grant = Grant(env_key_id(env), None, None)
         else:
             candidates = [hash_key(key)]
             if self._secret is not None:
@@ -369,6 +390,43 @@ class KeyChecker:
             self._verified.clear()
         self._verified[key] = grant
         return True
+
+
+class KeyRoster:
+    """Which key ids are in force now (neither revoked nor expired), for `chartgw deliver`: a hook delivers only
+    while its key does. The key file is read again when it changes (checked on each call, a stat); expiry is
+    compared with `clock` on every call. Keys of CHARTGW_API_KEYS are in force while the setting names them, and
+    the shared id they all had before (ENV_KEY_ID) while it names any."""
+
+    def __init__(self, path: Path | None = None, plain_keys: Iterable[str] = (),
+                 clock: Callable[[], datetime] = utc_now) -> None:
+        self.path = path or keys_db_path()
+        self.env_ids = frozenset(env_key_ids(plain_keys).values()) | ({ENV_KEY_ID} if plain_keys else set())
+        self.clock = clock
+        self._stamp: tuple[tuple[int, int], ...] | None = None
+        self._keys: list[tuple[int, str | None]] = []  # (id, expires_at) of every key not revoked
+
+    def in_force(self) -> frozenset[int]:
+        stamp = tuple(_file_stamp(Path(str(self.path) + suffix)) for suffix in ("", "-wal"))
+        if stamp != self._stamp:
+            self._keys = self._read()
+            self._stamp = stamp
+        now = iso(self.clock())
+        return self.env_ids | {key_id for key_id, expires_at in self._keys if expires_at is None or expires_at > now}
+
+    def _read(self) -> list[tuple[int, str | None]]:
+        if not self.path.exists():
+            return []
+        db = connect(self.path, readonly=True, timeout=5)
+        try:
+            return [(int(key_id), expires_at) for key_id, expires_at in
+                    db.execute("SELECT id, expires_at FROM api_keys WHERE revoked_at IS NULL")]
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise
+        finally:
+            db.close()
 
 
 def _file_stamp(path: Path) -> tuple[int, int]:
@@ -414,6 +472,8 @@ class Gate:
     def admit(self, path: str, key: bytes | None) -> Admission:
         """The decision for a request of `path` (after any legacy prefix is rewritten) that sent `key` in its
         X-API-Key header (`api_key` finds it), if any."""
+        if key is TWO_KEYS:
+            return two_keys(), None, ()
         if self.table.is_public(path):
             return PUBLIC
         if key is None:
@@ -430,9 +490,22 @@ class Gate:
         return None if allowed else too_many(limit, reset, rate), grant.key_id, rate
 
 
+class _TwoKeys(bytes):
+    """The type of TWO_KEYS alone (told apart by identity, whatever a header may hold)."""
+
+
+TWO_KEYS: bytes = _TwoKeys(b"")
+"""What `api_key` (and the fast lane's `request_fields`) give for a request with more than one X-API-Key header:
+the gate refuses it with a 400 rather than choose one (the app once took the first, the lane the last)."""
+
+
 def api_key(headers: Iterable[tuple[bytes, bytes]]) -> bytes | None:
-    """The X-API-Key header's value among `headers` (lowercase names), as sent."""
-    return next((value for name, value in headers if name == KEY_HEADER), None)
+    """The X-API-Key header's value among `headers` (lowercase names), as sent; TWO_KEYS when there are several."""
+    key = None
+    for name, value in headers:
+        if name == KEY_HEADER:
+            key = value if key is None else TWO_KEYS
+    return key
 
 
 class ApiKeyMiddleware:
@@ -483,6 +556,13 @@ def too_many(limit: int, reset: int, rate: list[tuple[bytes, bytes]]) -> Reply:
     body = b'{"detail":"Rate limit of %d requests per minute reached; retry in %d s"}' % (limit, reset)
     return 429, [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)),
                  (b"retry-after", b"%d" % reset), (b"cache-control", b"no-store"), *rate], body
+
+
+def two_keys() -> Reply:
+    """The 400 of a request with more than one X-API-Key header (a fresh header list: the lane adds to it)."""
+    body = b'{"detail":"More than one X-API-Key header: send exactly one"}'
+    return 400, [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)),
+                 (b"cache-control", b"no-store")], body
 
 
 def unauthorized(detail: str) -> Reply:

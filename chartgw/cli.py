@@ -251,7 +251,8 @@ def _positive_days(value: str) -> int:
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    from chartgw.access import KeyStore, NameTaken
+    from chartgw.access import KeyStore, NameTaken, env_key_ids
+    from chartgw.hooks import HookStore
     from chartgw.replication import usage_path
 
     store = KeyStore(usage_path=usage_path())  # a replica: the keys read-only, its own request counts
@@ -275,6 +276,9 @@ def cmd_keys(args: argparse.Namespace) -> int:
         for info in store.list():
             print(f"{info.id:>4}  {info.state(now):8} {_rate_text(info.rate_per_minute):22} {info.created_at:20} "
                   f"{info.expires_at or '-':20} {info.last_used or '-':10}  {info.name}")
+        plain: tuple[str, ...] = config.get(config.API_KEYS)
+        for n, env_id in enumerate(env_key_ids(plain).values(), start=1):
+            print(f"{env_id:>4}  {'active':8} {_rate_text(None):22} {'-':20} {'-':20} {'-':10}  CHARTGW_API_KEYS #{n}")
     elif args.keys_command == "usage":
         since = (datetime.now(UTC) - timedelta(days=args.days - 1)).strftime("%Y-%m-%d")
         print(f"{'id':>4}  {'day':10} {'requests':>9} {'429s':>7}  name")
@@ -286,8 +290,9 @@ def cmd_keys(args: argparse.Namespace) -> int:
         except KeyError:
             print(f"chartgw keys rotate: no active key named {args.name!r}", file=sys.stderr)
             return 1
+        moved = HookStore().move(expiring, key_id)  # the holder's hooks are the new key's (the old one's ends with it)
         print(f"id {key_id} ({args.name}) succeeds {expiring}, which expires in {args.grace_days:g} days; "
-              "the new key is shown only now:", file=sys.stderr)
+              f"{moved} webhook(s) now belong to {key_id}; the new key is shown only now:", file=sys.stderr)
         print(key)
     elif args.keys_command == "revoke":
         if not store.revoke(args.id):
@@ -626,7 +631,8 @@ def build_parser() -> argparse.ArgumentParser:
     hook_list = hook_commands.add_parser("list", help="every webhook with its state (never its secret)")
     hook_list.add_argument("--key", type=int, help="only this key's (its id)")
     hook_add = hook_commands.add_parser("add", help="register a webhook for a key and print its secret once")
-    hook_add.add_argument("--key", type=int, required=True, help="the key id it belongs to (0: CHARTGW_API_KEYS)")
+    hook_add.add_argument("--key", type=int, required=True,
+                          help="the key id it belongs to (`chartgw keys list` shows each key's, CHARTGW_API_KEYS' too)")
     hook_add.add_argument("--url", required=True)
     hook_add.add_argument("--groups", help="comma-separated (default: every group)")
     hook_add.add_argument("--targets", help="comma-separated snapshot targets (default: every one)")

@@ -11,6 +11,11 @@ queued; the hook's other waiting deliveries wait as long (a down endpoint is not
 have all failed for 3 days is disabled, with the reason. Each send goes to an address its host resolved to and
 that passed the guard (chartgw.hooks.check_address), pinned for the request (TLS still checks the host's name), so
 a name that resolves elsewhere by the time of the request cannot reach a private address; no redirect is followed.
+Of an answer only the status and at most REPLY_BYTES are read.
+
+A hook delivers while its key is in force (chartgw.access.KeyRoster, read every round): a revoked or expired key's
+hooks are disabled, saying why, and sent nothing more. The sends are shared among keys (PER_KEY of CONCURRENCY at
+most, the keys taking turns), so one partner's endpoints that never answer cannot hold another partner's deliveries.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ import socket
 import sqlite3
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -33,6 +39,7 @@ from standardwebhooks import Webhook
 
 from chartgw import config
 from chartgw import hooks as h
+from chartgw.access import ENV_KEY_ID, KeyRoster, env_key_id, keys_db_path
 from chartgw.clock import Clock, utc_now
 from chartgw.crawl import tls
 from chartgw.feed import change_of
@@ -59,6 +66,12 @@ BATCH = 1000
 """Change records read per group and queueing."""
 PER_HOOK = 50
 """Due deliveries a hook is sent one after another in one go."""
+CONCURRENCY = 32
+"""Hooks sent to at once, in all."""
+PER_KEY = 4
+"""Hooks of one key sent to at once: a key whose receivers hang holds at most these, never another key's share."""
+REPLY_BYTES = 4096
+"""What is read of a receiver's answer at most (its status is what counts): a huge or endless body costs nothing."""
 
 
 def payload_of(group: str, row: ChangeRow) -> bytes:
@@ -79,6 +92,7 @@ class Due:
     created_at: str
     url: str
     secret: str
+    key_id: int
 
 
 async def resolve(host: str, port: int) -> list[str]:
@@ -92,15 +106,23 @@ class Deliverer:
     sending what is due); `settle` waits for the sends started; `run` steps every CHARTGW_CHANGES_POLL_SECONDS."""
 
     def __init__(self, groups: Sequence[str], store: HookStore | None = None, clock: Clock = utc_now,
-                 transport: httpx.AsyncBaseTransport | None = None, concurrency: int = 8,
-                 log: Callable[[str], object] = lambda line: None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None, concurrency: int = CONCURRENCY,
+                 log: Callable[[str], object] = lambda line: None, keys: KeyRoster | None = None,
+                 per_key: int = PER_KEY) -> None:
         self.groups = list(groups)
         self.store = store or HookStore()
         self.clock = clock
         self.transport = transport
         self.concurrency = concurrency
+        self.per_key = per_key
         self.log = log
-        self._busy: set[int] = set()
+        plain: tuple[str, ...] = config.get(config.API_KEYS)
+        self.keys = keys or KeyRoster(keys_db_path(), plain, clock)
+        """Which keys are in force: a hook of any other key is disabled, and nothing more is sent to it."""
+        self._in_force: frozenset[int] = frozenset()
+        self._heir = self._only_env_key()
+        self._busy: dict[int, int] = {}  # hook id -> its key id, while it is being sent to
+        self._turn = 0  # which key is offered a slot first, moved on each round
         self._tasks: set[asyncio.Task[None]] = set()
         self._files: dict[str, sqlite3.Connection] = {}
         self._pruned = datetime.min.replace(tzinfo=clock().tzinfo)
@@ -120,6 +142,33 @@ class Deliverer:
         for db in self._files.values():
             db.close()
         self._files.clear()
+
+    # --- keys -------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _only_env_key() -> int | None:
+        """The id of the one key of CHARTGW_API_KEYS, when there is exactly one: hooks registered when every such key
+        shared the id ENV_KEY_ID are its own."""
+        keys = config.get(config.API_KEYS)
+        return env_key_id(keys[0]) if len(keys) == 1 else None
+
+    def _retire(self, db: sqlite3.Connection, hooks: list[tuple[Hook, dict[str, int]]], now: str,
+                ) -> list[tuple[Hook, dict[str, int]]]:
+        """The hooks whose key is in force; each other one is disabled, saying why (its key was revoked or expired)."""
+        if self._heir is not None:  # once: the shared id's hooks to the only env key
+            db.execute(h.HOOK_MOVE.sql, (ENV_KEY_ID, self._heir))
+            hooks = [(replace(hook, key_id=self._heir) if hook.key_id == ENV_KEY_ID else hook, start)
+                     for hook, start in hooks]
+            self._heir = None
+        kept = []
+        for hook, start in hooks:
+            if hook.key_id in self._in_force:
+                kept.append((hook, start))
+            else:
+                db.execute(h.HOOK_DISABLE.sql, (hook.id, now, f"its key ({hook.key_id}) was revoked or has expired, or "
+                                                "is not a key of this worker's CHARTGW_API_KEYS"))
+                self.log(f"{now} hook {hook.id}: disabled, its key {hook.key_id} is not in force")
+        return kept
 
     # --- queueing ---------------------------------------------------------------------------------------
 
@@ -149,10 +198,11 @@ class Deliverer:
         changes, in one transaction. Returns how many were queued."""
         now = iso(self.clock())
         queued = 0
+        self._in_force = self.keys.in_force()
         with self.store.transaction() as db:
             positions = dict(db.execute(h.POSITIONS.sql).fetchall())
-            hooks = [(Hook.of(row[:-1]), msgspec.json.decode(row[-1], type=dict[str, int]))
-                     for row in db.execute(h.ACTIVE_HOOKS.sql)]
+            hooks = self._retire(db, [(Hook.of(row[:-1]), msgspec.json.decode(row[-1], type=dict[str, int]))
+                                      for row in db.execute(h.ACTIVE_HOOKS.sql)], now)
             for group in self.groups:
                 if group not in positions:  # the first queueing: from the oldest hook's start, or the current end
                     starts = [start.get(group, 0) for _, start in hooks]
@@ -183,16 +233,31 @@ class Deliverer:
         return by_hook
 
     async def step(self) -> None:
-        """Queue what is new; start sending what is due to each hook not already being sent to."""
+        """Queue what is new; start sending what is due to each hook not already being sent to, sharing the sends
+        among keys: at most `per_key` hooks of one key at once, and the keys take turns at the free slots."""
         self.queue()
         self._prune()
+        by_key: dict[int, list[tuple[int, list[Due]]]] = {}
         for hook_id, deliveries in self.due().items():
-            if hook_id in self._busy or len(self._busy) >= self.concurrency:
-                continue
-            self._busy.add(hook_id)
-            task = asyncio.create_task(self._drain(hook_id, deliveries))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            if hook_id not in self._busy and deliveries[0].key_id in self._in_force:
+                by_key.setdefault(deliveries[0].key_id, []).append((hook_id, deliveries))
+        keys = sorted(by_key)
+        if keys:
+            self._turn = (self._turn + 1) % len(keys)
+            keys = keys[self._turn:] + keys[:self._turn]
+        sending = Counter(self._busy.values())
+        while keys and len(self._busy) < self.concurrency:
+            for key_id in list(keys):
+                waiting = by_key[key_id]
+                if not waiting or sending[key_id] >= self.per_key or len(self._busy) >= self.concurrency:
+                    keys.remove(key_id)
+                    continue
+                hook_id, deliveries = waiting.pop(0)
+                sending[key_id] += 1
+                self._busy[hook_id] = key_id
+                task = asyncio.create_task(self._drain(hook_id, deliveries))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
 
     async def settle(self) -> None:
         """Until every send started has been recorded."""
@@ -214,12 +279,14 @@ class Deliverer:
         """Send a hook's due deliveries in order; after a failure the rest wait for the hook's next try."""
         try:
             for delivery in deliveries:
+                if delivery.key_id not in self._in_force:  # revoked or expired meanwhile: not one more send
+                    break
                 if not await self._attempt(delivery):
                     break
         except sqlite3.Error as exc:  # the attempt went unrecorded: the delivery stays pending and is sent again
             self.log(f"{iso(self.clock())} hook {hook_id}: recording an attempt failed: {exc}")
         finally:
-            self._busy.discard(hook_id)
+            self._busy.pop(hook_id, None)
 
     async def _attempt(self, delivery: Due) -> bool:
         attempted = self.clock()
@@ -245,8 +312,13 @@ class Deliverer:
                    "webhook-timestamp": str(int(at.timestamp())),
                    "webhook-signature": Webhook(delivery.secret).sign(delivery.msg_id, at, body)}
         try:
-            async with asyncio.timeout(timeout):
-                response = await self._client.post(url, content=delivery.payload, headers=headers, extensions=extensions)
+            async with asyncio.timeout(timeout), self._client.stream(
+                    "POST", url, content=delivery.payload, headers=headers, extensions=extensions) as response:
+                read = 0
+                async for chunk in response.aiter_raw():  # a few KB at most; the rest is never read
+                    read += len(chunk)
+                    if read >= REPLY_BYTES:
+                        break
         except (TimeoutError, httpx.TimeoutException):
             return None, f"no answer within {timeout} s"
         except httpx.HTTPError as exc:

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 from starlette.types import Receive, Scope, Send
 
-from chartgw.access import KEY_HEADER, KEY_ID_SCOPE
+from chartgw.access import KEY_HEADER, KEY_ID_SCOPE, TWO_KEYS
 from chartgw.cache import CachedBody, ResponseCache, etag_matches, make_body
 from chartgw.clock import Clock, utc_now
 from chartgw.config import SettingError
@@ -181,7 +181,7 @@ RequestFields = tuple[bytes | None, bytes | None, bytes | None, bytes | None, by
 def request_fields(headers: Iterable[tuple[bytes, bytes]]) -> RequestFields:
     """What a cached answer depends on in a request's headers (lowercase names), read in one pass: If-None-Match,
     Accept-Encoding, Accept (repeated fields joined, as a list), and for the fast lane's outer layers
-    (`chartgw.observe`, `chartgw.access`) X-Request-Id, Origin and X-API-Key."""
+    (`chartgw.observe`, `chartgw.access`) X-Request-Id, Origin and X-API-Key (`TWO_KEYS` when repeated)."""
     inm = encoding = accept = sent_id = origin = key = None
     for name, value in headers:
         if name == b"if-none-match":
@@ -193,7 +193,7 @@ def request_fields(headers: Iterable[tuple[bytes, bytes]]) -> RequestFields:
         elif name == REQUEST_ID_HEADER:
             sent_id = value
         elif name == KEY_HEADER:
-            key = value
+            key = value if key is None else TWO_KEYS  # refused by the gate, as the app's middleware refuses it
         elif name == ORIGIN_HEADER:
             origin = value
     return inm, encoding, accept, sent_id, origin, key

@@ -5,9 +5,10 @@ through the app (routed, validated, built), the response cache remembers its raw
 endpoint that answered it. The server (`chartgw.server`) asks `FastLane.reply` as soon as a request's head
 is parsed; when the request is a repeat whose body is cached for the current data version, the reply is
 built from the same parts the app uses (the key middleware's `Gate`, `EndpointApp.reply`) and
-written without an ASGI task, scope or middleware pass; a refusal of the gate (401, 429) is sent as the app
-sends it. Anything else (a miss, a stale version, a public path or a legacy prefix not seen before) is None:
-the app answers it as always, so the lane never answers anything the app would answer differently.
+written without an ASGI task, scope or middleware pass; a refusal of the gate (401, 429, and 400 for two
+X-API-Key headers) is sent as the app sends it. Anything else (a miss, a stale version, a public path or a legacy
+prefix not seen before) is None: the app answers it as always, so the lane never answers anything the app would
+answer differently.
 
 The representation is the app's choice too: a URL with `format=` names its own cached body; without it, a
 request whose Accept header names CSV or NDJSON gets the body the endpoint chooses for it (`EndpointApp.choose`)
@@ -78,7 +79,7 @@ class FastLane:
             answer[1].extend(rate)
             cache = "hit"
         else:
-            answer, cache = refusal, NO_CACHE  # the app's 401 or 429
+            answer, cache = refusal, NO_CACHE  # the app's 400, 401 or 429
         # What the app's outer layers add (CORS headers, the request id), counted and logged as theirs are.
         rid = request_id(sent_id)
         sent = answer[1]

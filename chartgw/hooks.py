@@ -7,9 +7,12 @@ fixed when it is queued) and one row per attempt. The worker (`chartgw deliver`,
 sends; the web server never waits on a partner's endpoint.
 
 Where a hook may point is guarded twice: its URL when it is registered (https, or http to a host
-CHARTGW_HOOKS_HTTP_HOSTS names; no credentials; no private, loopback or link-local address literal), and every
+CHARTGW_HOOKS_HTTP_HOSTS names; no credentials; no address literal that `address_refusal` refuses), and every
 address its host resolves to when a delivery is sent (chartgw.deliver), unless CHARTGW_HOOKS_PRIVATE_ADDRESSES
 allows them.
+
+Hooks belong to a key id (chartgw.access: the key store's, or a CHARTGW_API_KEYS key's own); a key has at most
+CHARTGW_HOOKS_PER_KEY, counted in the transaction that adds one.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import base64
 import contextlib
 import ipaddress
 import secrets
+import socket
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -35,8 +39,8 @@ from chartgw.params import InvalidParams, Param
 from chartgw.store import Index, Query, Table, connect, group_db_path, iso, migrate, read_once, transaction
 from chartgw.store import tables as t
 
-__all__ = ["DISABLE_AFTER", "GIVE_UP_AFTER", "HOOK_QUERIES", "HOOK_TABLES", "Hook", "HookStore", "UnsafeURL",
-           "check_address", "check_url", "hooks_db_path", "hooks_routes", "retry_delay"]
+__all__ = ["DISABLE_AFTER", "GIVE_UP_AFTER", "HOOK_QUERIES", "HOOK_TABLES", "Hook", "HookStore", "TooManyHooks", "UnsafeURL",
+           "address_refusal", "check_address", "check_url", "hooks_db_path", "hooks_routes", "retry_delay"]
 
 HOOKS = Table("hooks", (
     "id INTEGER PRIMARY KEY AUTOINCREMENT",
@@ -86,6 +90,8 @@ HOOK_BY_ID = Query("hook_by_id", f"SELECT {HOOK} FROM hooks WHERE id = ?1")
 HOOK_COUNT = Query("hook_count", "SELECT count(*) FROM hooks WHERE key_id = ?1")
 HOOK_INSERT = Query("hook_insert", "INSERT INTO hooks (key_id, url, groups, targets, secret, start, created_at)"
                                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+HOOK_MOVE = Query("hook_move", "UPDATE hooks SET key_id = ?2 WHERE key_id = ?1")
+"""A key's hooks handed to another key (its successor, `chartgw keys rotate`)."""
 HOOK_DELETE = Query("hook_delete", "DELETE FROM hooks WHERE id = ?1 AND (?2 IS NULL OR key_id = ?2)")
 HOOK_ENABLE = Query("hook_enable", "UPDATE hooks SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL"
                                    " WHERE id = ?1")
@@ -98,9 +104,11 @@ POSITION_SET = Query("feed_position_set", "INSERT INTO feed_positions (grp, last
                                           " ON CONFLICT (grp) DO UPDATE SET last_id = excluded.last_id")
 ACTIVE_HOOKS = Query("active_hooks", f"SELECT {HOOK}, start FROM hooks WHERE disabled_at IS NULL ORDER BY id")
 QUEUE = Query("queue_delivery", "INSERT OR IGNORE INTO deliveries (hook_id, msg_id, grp, change_id, payload, created_at,"
-                                " state, next_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?6)")
+                                " state, next_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', max(?6, coalesce((SELECT"
+                                " max(next_at) FROM deliveries WHERE hook_id = ?1 AND state = 'pending'), ?6)))")
+"""A new delivery is due now, or when its hook's waiting deliveries are (a failing hook's next try: no sooner)."""
 DUE = Query("due_deliveries",
-            "SELECT d.id, d.hook_id, d.msg_id, d.payload, d.attempts, d.created_at, h.url, h.secret FROM"
+            "SELECT d.id, d.hook_id, d.msg_id, d.payload, d.attempts, d.created_at, h.url, h.secret, h.key_id FROM"
             " (SELECT *, row_number() OVER (PARTITION BY hook_id ORDER BY next_at, id) AS n FROM deliveries"
             "  WHERE state = 'pending' AND next_at <= ?1) d"
             " JOIN hooks h ON h.id = d.hook_id WHERE d.n <= ?2 AND h.disabled_at IS NULL ORDER BY d.hook_id, d.n")
@@ -155,14 +163,72 @@ def _private_allowed() -> bool:
     return config.get(config.HOOKS_PRIVATE_ADDRESSES) == "allow"
 
 
+V4 = ipaddress.IPv4Network
+V6 = ipaddress.IPv6Network
+REFUSED_V4 = tuple(V4(n) for n in (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
+    "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
+    "224.0.0.0/4", "240.0.0.0/4"))
+"""IPv4 a hook may not reach: this network, private, shared (CGNAT), loopback, link-local, IETF protocol assignments,
+documentation, the old 6to4 relays, benchmarking, multicast, reserved and broadcast (RFC 6890 and its registry)."""
+GLOBAL_UNICAST = V6("2000::/3")
+"""The only IPv6 space a hook may reach (less REFUSED_V6); everything outside it is multicast, link- or site-local,
+unique-local, loopback, unspecified or reserved."""
+REFUSED_V6 = tuple(V6(n) for n in ("2001::/23", "2001:db8::/32", "3fff::/20", "3ffe::/16"))
+"""Within 2000::/3: IETF protocol assignments (Teredo's 2001::/32 is judged by the addresses it embeds),
+documentation, and the returned 6bone."""
+NAT64 = V6("64:ff9b::/96")
+NAT64_LOCAL = V6("64:ff9b:1::/48")
+SIX_TO_FOUR = V6("2002::/16")
+TEREDO = V6("2001::/32")
+
+
+def address_refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """Why a hook may not reach `ip` (None when it may): only globally routable unicast, and an IPv6 address that
+    carries an IPv4 one (mapped, compatible, NAT64, 6to4, Teredo) only when each IPv4 address it carries may be
+    reached, since that is where its packets end up."""
+    if isinstance(ip, ipaddress.IPv4Address):
+        if any(ip in net for net in REFUSED_V4) or not ip.is_global:
+            return "is not a public address"
+        return None
+    embedded: tuple[ipaddress.IPv4Address, ...] = ()
+    if int(ip) <= 1:
+        return "is not a public address"  # the unspecified address and loopback
+    if ip in NAT64_LOCAL:
+        return "is a local-use NAT64 address (RFC 8215)"
+    if ip.ipv4_mapped is not None:
+        embedded = (ip.ipv4_mapped,)
+    elif ip in NAT64 or int(ip) >> 32 == 0:  # NAT64's well-known prefix, or IPv4-compatible (::a.b.c.d, :: and ::1)
+        embedded = (ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF),)
+    elif ip.sixtofour is not None:
+        embedded = (ip.sixtofour,)
+    elif ip.teredo is not None:
+        embedded = ip.teredo  # the Teredo server and the client behind it
+    if embedded:
+        refused = next((str(v4) for v4 in embedded if address_refusal(v4) is not None), None)
+        return None if refused is None else f"carries {refused}, which is not a public address"
+    if ip not in GLOBAL_UNICAST or any(ip in net for net in REFUSED_V6) or not ip.is_global:
+        return "is not a public address"
+    return None
+
+
 def check_address(address: str) -> None:
-    """Refuse an IP address that is not globally routable (private, loopback, link-local, multicast, reserved,
-    the unspecified address), unless CHARTGW_HOOKS_PRIVATE_ADDRESSES allows them."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if not ip.is_global and not _private_allowed():
-        raise UnsafeURL(f"{address} is not a public address (CHARTGW_HOOKS_PRIVATE_ADDRESSES=allow permits it)")
+    """Refuse an IP address a hook may not reach (`address_refusal`), unless CHARTGW_HOOKS_PRIVATE_ADDRESSES allows
+    every address."""
+    why = address_refusal(ipaddress.ip_address(address.split("%", 1)[0]))
+    if why is not None and not _private_allowed():
+        raise UnsafeURL(f"{address} {why} (CHARTGW_HOOKS_PRIVATE_ADDRESSES=allow permits it)")
+
+
+def _legacy_ipv4(host: str) -> str | None:
+    """The IPv4 address a host written in inet_aton's forms (`0x7f.1`, `2130706433`, `017700000001`) stands for, as
+    the resolver reads it; None for any other host."""
+    if not host or any(c not in "0123456789abcdefx." for c in host):
+        return None
+    try:
+        return socket.inet_ntoa(socket.inet_aton(host))
+    except OSError:
+        return None
 
 
 def check_url(url: str) -> str:
@@ -185,7 +251,7 @@ def check_url(url: str) -> str:
     if port == 0:
         raise UnsafeURL("not port 0")
     try:
-        check_address(host.strip("[]"))
+        check_address(_legacy_ipv4(host) or host.strip("[]"))
     except ValueError as exc:
         if isinstance(exc, UnsafeURL):
             raise
@@ -196,6 +262,13 @@ def check_url(url: str) -> str:
 
 
 # --- the store ------------------------------------------------------------------------------------------
+
+class TooManyHooks(Exception):
+    """A key at its limit of hooks (CHARTGW_HOOKS_PER_KEY)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"This key has {limit} webhooks already (CHARTGW_HOOKS_PER_KEY); delete one first")
+
 
 @dataclass(frozen=True)
 class Hook:
@@ -271,10 +344,14 @@ class HookStore:
             yield db
 
     def create(self, key_id: int, url: str, groups: Sequence[str], targets: Sequence[str], all_groups: Sequence[str],
-               now: datetime) -> tuple[Hook, str]:
-        """A new hook and its secret (only here); it gets the changes committed after this moment."""
+               now: datetime, limit: int | None = None) -> tuple[Hook, str]:
+        """A new hook and its secret (only here); it gets the changes committed after this moment. With `limit`,
+        `TooManyHooks` when the key has that many already (counted in the same write transaction as the insert, so
+        parallel creations cannot pass it together)."""
         secret = "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
         with self.transaction() as db:
+            if limit is not None and int(db.execute(HOOK_COUNT.sql, (key_id,)).fetchone()[0]) >= limit:
+                raise TooManyHooks(limit)
             start = msgspec.json.encode(newest_change_ids(all_groups))
             cur = db.execute(HOOK_INSERT.sql, (key_id, url, ",".join(groups), ",".join(targets), secret, start, iso(now)))
             row = db.execute(HOOK_BY_ID.sql, (int(cur.lastrowid or 0),)).fetchone()
@@ -291,6 +368,11 @@ class HookStore:
     def count(self, key_id: int) -> int:
         with self.connect() as db:
             return int(db.execute(HOOK_COUNT.sql, (key_id,)).fetchone()[0])
+
+    def move(self, from_key: int, to_key: int) -> int:
+        """Hand every hook of key `from_key` to key `to_key` (its successor); how many moved."""
+        with self.transaction() as db:
+            return db.execute(HOOK_MOVE.sql, (from_key, to_key)).rowcount
 
     def delete(self, hook_id: int, key_id: int | None = None) -> bool:
         """Remove a hook (of `key_id` only, when given) with its deliveries and their attempts."""
@@ -401,11 +483,12 @@ def hooks_routes(groups: Sequence[str], store_of: Callable[[], HookStore] = Hook
         key_id = key_of(call)
         request = read_request(call.body, groups)
         store = store_of()
-        limit = config.get(config.HOOKS_PER_KEY)
-        if await asyncio.to_thread(store.count, key_id) >= limit:
-            raise ApiError(403, f"This key has {limit} webhooks already (CHARTGW_HOOKS_PER_KEY); delete one first")
-        hook, secret = await asyncio.to_thread(store.create, key_id, request.url, list(dict.fromkeys(request.groups)),
-                                               list(dict.fromkeys(t.strip() for t in request.targets)), groups, call.now)
+        try:
+            hook, secret = await asyncio.to_thread(
+                store.create, key_id, request.url, list(dict.fromkeys(request.groups)),
+                list(dict.fromkeys(t.strip() for t in request.targets)), groups, call.now, config.get(config.HOOKS_PER_KEY))
+        except TooManyHooks as exc:
+            raise ApiError(403, str(exc)) from None
         info = hook_info(hook)
         return NewHook(**{f: getattr(info, f) for f in info.__struct_fields__}, secret=secret)
 

@@ -31,6 +31,7 @@ import pytest
 
 from chartgw import artist_history as index
 from chartgw import exports
+from chartgw.access import env_key_id
 from chartgw.clock import fixed
 from chartgw.groups import GROUPS
 from chartgw.hooks import HookStore
@@ -112,7 +113,7 @@ def served(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     path = copy_data(all_groups_data, tmp_path_factory.mktemp("client") / "data")
     with data_dir(path):
         index.index_all(now=fixed(FIXED_NOW))
-        HookStore().create(0, "https://hooks.example.test/in", [], [], [g.name for g in GROUPS], FIXED_NOW)  # hook 1
+        HookStore().create(env_key_id(TEST_KEY), "https://hooks.example.test/in", [], [], [g.name for g in GROUPS], FIXED_NOW)  # hook 1
     for group in GROUPS:
         with data_dir(path):
             built = exports.build(group.name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -26,21 +27,22 @@ from starlette.responses import Response
 from starlette.routing import Route as StarletteRoute
 from starlette.testclient import TestClient
 
-from chartgw.access import KeyStore
-from chartgw.app import access_table, declared_routes
+from chartgw.access import KeyChecker, KeyStore, RateLimiter, env_key_id
+from chartgw.app import access_table, build_app, declared_routes
 from chartgw.config import environment
 from chartgw.deliver import Deliverer, pinned
 from chartgw.group import Group
 from chartgw.groups import GROUPS
-from chartgw.hooks import HookStore, UnsafeURL, check_url
+from chartgw.hooks import HookStore, UnsafeURL, check_address, check_url
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, data_dir, serving
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, client, data_dir, serving
 
 pytestmark = pytest.mark.waits
 
 ALPHA = Group("alpha", "Alpha", "A test group", ())
 BETA = Group("beta", "Beta", "Another test group", ())
-LOCAL = {"CHARTGW_HOOKS_HTTP_HOSTS": "127.0.0.1", "CHARTGW_HOOKS_PRIVATE_ADDRESSES": "allow"}
+LOCAL = {"CHARTGW_HOOKS_HTTP_HOSTS": "127.0.0.1", "CHARTGW_HOOKS_PRIVATE_ADDRESSES": "allow", "CHARTGW_API_KEYS": TEST_KEY}
+"""The worker here (`Deliverer`) is given TEST_KEY as the server is: a hook delivers only while its key is in force."""
 
 
 def chart(target: str, titles: str, day: int = 0) -> NewSnapshot:
@@ -98,11 +100,23 @@ def keys_apart(api: TestClient, other_id: int, other: dict[str, str]) -> None:
     assert api.delete(f"/hooks/{made['id']}", headers=other).status_code == 404
     assert api.get(f"/hooks/{made['id']}/deliveries", headers=other).status_code == 404
     theirs = register(api, "https://theirs.example.test/", headers=other)
-    assert [h.key_id for h in HookStore().hooks()] == [0, other_id]
+    assert [h.key_id for h in HookStore().hooks()] == [env_key_id(TEST_KEY), other_id]
     gone = api.delete(f"/hooks/{made['id']}", headers=KEY_HEADERS)
     assert (gone.status_code, gone.json()) == (200, {"id": made["id"], "deleted": True})
     assert api.get("/hooks", headers=KEY_HEADERS).json()["count"] == 0
     assert api.get("/hooks", headers=other).json()["hooks"][0]["id"] == theirs["id"]
+
+
+def test_each_key_of_chartgw_api_keys_has_its_own_hooks(data: Path) -> None:
+    """Issue 28: every CHARTGW_API_KEYS key had the id 0, so one listed and deleted another's hooks."""
+    other = "another-env-key-9876543210"
+    with data_dir(data):
+        app = build_app([ALPHA, BETA], checker=KeyChecker(data / "keys.sqlite", plain_keys=[TEST_KEY, other]),
+                        clock=lambda: FIXED_NOW, limiter=RateLimiter(0))
+    with TestClient(app) as api:
+        keys_apart(api, env_key_id(other), {"X-API-Key": other})
+    assert env_key_id(TEST_KEY) < 0 and env_key_id(other) < 0 and env_key_id(TEST_KEY) != env_key_id(other)
+    assert env_key_id.__wrapped__(TEST_KEY) == env_key_id(TEST_KEY)  # stable: derived from the key alone
 
 
 @pytest.mark.parametrize(("body", "loc", "kind"), [
@@ -154,6 +168,66 @@ def test_the_url_guard() -> None:
                 check_url(bad)
     with environment({"CHARTGW_HOOKS_PRIVATE_ADDRESSES": "allow"}):
         assert check_url("https://127.0.0.1:9/") and check_url("https://localhost/")
+
+
+ADDRESSES = [
+    # (address, allowed): issue 28's six first, then every kind of IPv4 and IPv6 space, and IPv4 carried in IPv6.
+    ("224.0.0.1", False), ("::7f00:1", False), ("64:ff9b::a9fe:a9fe", False), ("64:ff9b::a00:1", False),
+    ("2002:a9fe:a9fe::", False), ("fec0::1", False),
+    ("8.8.8.8", True), ("1.1.1.1", True), ("93.184.216.34", True), ("203.0.114.1", True), ("100.128.0.1", True),
+    ("172.32.0.1", True), ("192.0.1.1", True), ("223.255.255.254", True),
+    ("0.0.0.0", False), ("0.1.2.3", False), ("10.0.0.1", False), ("10.255.255.255", False), ("100.64.0.1", False),
+    ("100.127.255.254", False), ("127.0.0.1", False), ("127.8.9.10", False), ("169.254.169.254", False),
+    ("172.16.0.1", False), ("172.31.255.254", False), ("192.0.0.8", False), ("192.0.2.1", False), ("192.88.99.1", False),
+    ("192.168.1.1", False), ("198.18.0.1", False), ("198.19.255.254", False), ("198.51.100.7", False),
+    ("203.0.113.9", False), ("224.0.0.251", False), ("239.255.255.250", False), ("240.0.0.1", False),
+    ("255.255.255.255", False),
+    ("2606:4700::1111", True), ("2001:4860:4860::8888", True), ("2a00:1450:4001:81a::200e", True), ("2400:cb00::1", True),
+    ("3ffd:ffff::1", True),
+    ("::", False), ("::1", False), ("fe80::1", False), ("fe80::1%eth0", False), ("febf::1", False),
+    ("feff::1", False), ("fc00::1", False), ("fec0::abcd", False), ("fd12:3456::1", False), ("ff02::1", False), ("ff0e::101", False),
+    ("100::1", False), ("2001:db8::1", False), ("2001:10::1", False), ("2001:20::1", False), ("2001:1ff::1", False),
+    ("3fff::1", False), ("3ffe::1", False), ("4000::1", False), ("5f00::1", False), ("e000::1", False),
+    ("::ffff:8.8.8.8", True), ("::ffff:127.0.0.1", False), ("::ffff:169.254.169.254", False), ("::ffff:10.1.2.3", False),
+    ("::8.8.8.8", True), ("::10.0.0.1", False), ("::a9fe:a9fe", False),
+    ("64:ff9b::808:808", True), ("64:ff9b::7f00:1", False), ("64:ff9b::c0a8:101", False), ("64:ff9b::e000:1", False),
+    ("64:ff9b:1::a00:1", False), ("64:ff9b:1:808:8:800::", False),
+    ("2002:808:808::1", True), ("2002:7f00:1::", False), ("2002:a00:1::1", False), ("2002:e000:1::", False),
+    ("2001:0:808:808::f7f7:f7f7", True), ("2001:0:4136:e378:8000:63bf:3fff:fdd2", False),
+    ("2001:0:a00:1::f7f7:f7f7", False), ("2001:0:808:808::f5ff:fffe", False),
+]
+"""Addresses a hook may (True) and may not reach, whichever way they come: in the URL, or resolved when sending."""
+
+
+def test_the_address_guard_over_a_table_of_addresses() -> None:
+    """Issue 28: the guard trusted `is_global` alone, which let multicast, site-local and IPv4 carried in IPv6
+    (compatible, NAT64, 6to4) through. Each address is asked at registration (a URL literal) and at delivery."""
+    assert len(ADDRESSES) >= 60 and len({a for a, _ in ADDRESSES}) == len(ADDRESSES)
+    wrong = []
+    with environment({"CHARTGW_HOOKS_PRIVATE_ADDRESSES": "deny"}):
+        for address, allowed in ADDRESSES:
+            url = f"https://[{address.replace('%', '%25')}]/in" if ":" in address else f"https://{address}/in"
+            for where, check, value in (("registration", check_url, url), ("delivery", check_address, address)):
+                try:
+                    check(value)
+                    refused = False
+                except UnsafeURL:
+                    refused = True
+                if refused == allowed:
+                    wrong.append((address, where, "refused" if refused else "allowed"))
+    assert wrong == []
+    with pytest.raises(UnsafeURL, match="carries 169.254.169.254"):
+        asyncio.run(pinned("https://[64:ff9b::a9fe:a9fe]/"))
+    with environment({"CHARTGW_HOOKS_PRIVATE_ADDRESSES": "allow"}):  # the operator's choice, for tests and labs
+        assert check_url("https://[64:ff9b::a00:1]/") and check_url("https://224.0.0.1/")
+
+
+@pytest.mark.parametrize("host", ["0x7f.1", "2130706433", "017700000001", "127.1", "0xa9.0xfe.0xa9.0xfe", "0251.0376.0251.0376"])
+def test_a_host_in_the_resolvers_old_ipv4_forms_is_judged_as_the_address(host: str) -> None:
+    """`https://0x7f.1/` is no name: the resolver reads it as 127.0.0.1, so registration refuses it already."""
+    with pytest.raises(UnsafeURL, match="not a public address"):
+        check_url(f"https://{host}/")
+    assert check_url("https://0x8.8.8.8/") and check_url("https://cafe.example.test/")
 
 
 def test_a_delivery_goes_to_the_checked_address_with_the_hosts_name() -> None:
@@ -281,6 +355,23 @@ def test_an_endpoint_failing_three_times_gets_it_on_the_fourth_with_backoff(
     assert api.get("/hooks", headers=KEY_HEADERS).json()["hooks"][0]["failing_since"] is None
 
 
+def test_a_new_delivery_to_a_failing_hook_waits_out_its_backoff(
+        api: TestClient, data: Path, receiver: tuple[Receiver, str]) -> None:
+    """Issue 28: a change queued while a hook was backing off was sent at once. It waits for the hook's next try
+    (the endpoint fails three times: tries at 0, 5, 15 and 35 s), and goes then, after the one before it."""
+    found, base = receiver
+    clock = [FIXED_NOW]
+    hook = register(api, f"{base}/flaky")
+    deliverer = Deliverer(["alpha"], clock=lambda: clock[0])
+    commit(data, "alpha", chart("top", "AB"))
+    run_steps(deliverer, clock, [timedelta(seconds=0)])
+    commit(data, "alpha", chart("top", "BA", 1))
+    run_steps(deliverer, clock, [timedelta(seconds=s) for s in (1, 3, 5, 6, 14, 15, 16, 34, 35)])
+    tried = [(when, json.loads(body)["data"]["id"]) for when, body in zip(
+        [a[0] for a in attempts(api, hook["id"])], [b for _, _, b in found.got], strict=True)]
+    assert tried == [(at(0), 1), (at(5), 1), (at(15), 1), (at(35), 1), (at(35), 2)]
+
+
 def test_an_endpoint_that_hangs_past_the_timeout_is_retried(data: Path, receiver: tuple[Receiver, str]) -> None:
     _, base = receiver
     clock = [FIXED_NOW]
@@ -382,6 +473,43 @@ def test_deliveries_give_up_after_a_day_and_a_hook_failing_for_three_days_is_dis
     run_steps(deliverer, clock, [offsets[-1] + timedelta(hours=1)])
     assert len(found.got) == sent
     assert HookStore().enable(hook["id"]) and api.get("/hooks", headers=KEY_HEADERS).json()["hooks"][0]["state"] == "active"
+
+
+def test_a_revoked_or_expired_keys_hooks_stop_and_a_rotated_keys_hooks_follow_it(
+        data: Path, receiver: tuple[Receiver, str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 28: revoking a key left its hooks delivering, and `keys rotate` left the new key without them."""
+    from chartgw.cli import main
+    from chartgw.settings import current
+
+    found, base = receiver
+    store = KeyStore(data / "keys.sqlite")
+    (gone_id, gone), (ending_id, ending), (kept_id, kept) = (store.create(n) for n in ("gone", "ending", "kept"))
+    clock = [FIXED_NOW]
+    with client(data, [ALPHA]) as api:
+        made = {name: register(api, f"{base}/{name}", headers={"X-API-Key": key})["id"]
+                for name, key in (("gone", gone), ("ending", ending), ("kept", kept))}
+        deliverer = Deliverer(["alpha"], clock=lambda: clock[0])
+        commit(data, "alpha", chart("top", "AB"))
+        run_steps(deliverer, clock, [timedelta(0)])
+        assert sorted(p for p, _, _ in found.got) == ["/ending", "/gone", "/kept"]
+        assert main(["keys", "revoke", str(gone_id)], current()) == 0
+        assert main(["keys", "rotate", "kept"], current()) == 0
+        new_kept = capsys.readouterr().out.strip()
+        with sqlite3.connect(data / "keys.sqlite") as db:  # "ending" expires a minute from the clock's now
+            db.execute("UPDATE api_keys SET expires_at = ? WHERE id = ?", (at(60), ending_id))
+        commit(data, "alpha", chart("top", "BA", 1))
+        run_steps(deliverer, clock, [timedelta(seconds=1)])
+        assert sorted(p for p, _, _ in found.got[3:]) == ["/ending", "/kept"]
+        commit(data, "alpha", chart("top", "AB", 2))
+        run_steps(deliverer, clock, [timedelta(seconds=61)])
+        assert [p for p, _, _ in found.got[5:]] == ["/kept"]
+    with client(data, [ALPHA]) as api:  # a new server: the key file as it is now
+        listed = api.get("/hooks", headers={"X-API-Key": new_kept}).json()
+        assert [h["id"] for h in listed["hooks"]] == [made["kept"]] and listed["hooks"][0]["state"] == "active"
+    by_id = {h.id: h for h in HookStore().hooks()}
+    assert by_id[made["kept"]].key_id not in (kept_id, None)
+    for name, key_id in (("gone", gone_id), ("ending", ending_id)):
+        assert by_id[made[name]].disabled_reason is not None and f"its key ({key_id})" in by_id[made[name]].disabled_reason
 
 
 def test_operators_manage_every_keys_hooks_from_the_cli(data: Path, capsys: pytest.CaptureFixture[str]) -> None:

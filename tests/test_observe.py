@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from chartgw.access import KeyChecker, RateLimiter
+from chartgw.access import KeyChecker, RateLimiter, env_key_id
 from chartgw.app import build_app
 from chartgw.clock import fixed
 from chartgw.endpoints import Call, Route
@@ -303,7 +303,7 @@ def test_the_access_log_has_one_json_line_per_answer(tmp_path: Path) -> None:
     assert [list(line) for line in lines] == [["time", "request_id", "key_id", "method", "group", "route", "status",
                                                "bytes", "duration_ms", "answered_by"]] * 3
     first, refused, failed = lines
-    assert first["request_id"] == "trace-1" and first["key_id"] == 0 and first["method"] == "GET"
+    assert first["request_id"] == "trace-1" and first["key_id"] == env_key_id(TEST_KEY) and first["method"] == "GET"
     assert (first["group"], first["route"], first["status"], first["answered_by"]) == ("tiny", "/tiny/items/{item}", 200, "app")
     assert first["bytes"] == len(b'{"item":"a"}') and 0 < first["duration_ms"] < 60_000
     assert len(first["time"]) == 24 and first["time"].endswith("Z")
@@ -417,5 +417,5 @@ def test_serve_access_log_is_json_lines_instead_of_uvicorns_text(served: tuple[s
     assert [(line["status"], line["answered_by"]) for line in chart] == [
         (200, "app"), (200, "lane"), (200, "lane"), (401, "lane")]  # the lane stays on, and logs
     assert all(line["group"] == "korea-chart" and line["request_id"] for line in chart)
-    assert [line["key_id"] for line in chart] == [0, 0, 0, None]
+    assert [line["key_id"] for line in chart] == [env_key_id(TEST_KEY)] * 3 + [None]
     assert "HTTP/1.1" not in out + err  # no uvicorn text access line anywhere

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from chartgw.access import KeyChecker, RateLimiter
+from chartgw.access import KeyChecker, RateLimiter, env_key_id
 from chartgw.app import build_app
 from chartgw.config import environment
 from chartgw.groups import korea_chart
@@ -97,7 +97,7 @@ def test_lane_answers_carry_ids_and_cors_and_are_counted_and_logged(served: Serv
     assert [(line["answered_by"], line["status"]) for line in lines] == [
         ("app", 200), ("lane", 200), ("lane", 200), ("lane", 200), ("lane", 200), ("lane", 429)]
     assert [line["request_id"] for line in lines] == [i[0] for i in ids]
-    assert all(line["key_id"] == 0 and line["group"] == "korea-chart" and line["method"] == "GET" for line in lines)
+    assert all(line["key_id"] == env_key_id(TEST_KEY) and line["group"] == "korea-chart" and line["method"] == "GET" for line in lines)
     assert [line["bytes"] for line in lines] == [len(first[2])] * 5 + [len(other[2])]
     assert all(0 < line["duration_ms"] < 60_000 for line in lines)  # a time in ms (a ceiling a loaded box keeps)
 

@@ -396,14 +396,16 @@ def test_the_access_log_logs_lane_and_app_answers_alike_and_no_key(edge_data: Pa
         conn.close()
         assert _ask(port, f"{PROBE}&api_key={TEST_KEY}").startswith(b"HTTP/1.1 200")
         assert _ask(port, f"{PROBE}&X-Api-Key={TEST_KEY}&x=cgw_secret123").startswith(b"HTTP/1.1 200")
-        assert _exchange(port, _request(PROBE, f"X-API-Key: {TEST_KEY}")).startswith(b"HTTP/1.1 200")
+        # The key twice: refused (issue 28: one rule for the app and the lane), and still not logged.
+        assert _exchange(port, _request(PROBE, f"X-API-Key: {TEST_KEY}")).startswith(b"HTTP/1.1 400")
     log = output.read_text()  # written when the server stopped, at the latest
     assert TEST_KEY not in log and "cgw_secret123" not in log and "limit=3" not in log
     lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
     probe = [line for line in lines if line["route"] == "/digital-sales/{combo}/{country}/latest"]
     assert [line["answered_by"] for line in probe] == ["app", "lane", "lane", "app", "app", "app"], log
     volatile = {"time", "request_id", "duration_ms", "answered_by"}
-    assert len({json.dumps({k: v for k, v in line.items() if k not in volatile}) for line in probe}) == 1  # alike
+    assert len({json.dumps({k: v for k, v in line.items() if k not in volatile}) for line in probe[:-1]}) == 1  # alike
+    assert (probe[-1]["status"], probe[-1]["key_id"]) == (400, None)
 
 
 # uvicorn's internals the protocol subclass reads.
