@@ -394,9 +394,12 @@ class KeyChecker:
 
 class KeyRoster:
     """Which key ids are in force now (neither revoked nor expired), for `chartgw deliver`: a hook delivers only
-    while its key does. The key file is read again when it changes (checked on each call, a stat); expiry is
-    compared with `clock` on every call. Keys of CHARTGW_API_KEYS are in force while the setting names them, and
-    the shared id they all had before (ENV_KEY_ID) while it names any."""
+    while its key does. The key file is read again when it changes (checked on each call, a stat), at least every
+    REREAD_SECONDS (a file's time moves in clock ticks: two writes in one tick can leave the same stamp), and when
+    asked `fresh`; expiry is compared with `clock` on every call. Keys of CHARTGW_API_KEYS are in force while the
+    setting names them, and the shared id they all had before (ENV_KEY_ID) while it names any."""
+
+    REREAD_SECONDS = 5.0
 
     def __init__(self, path: Path | None = None, plain_keys: Iterable[str] = (),
                  clock: Callable[[], datetime] = utc_now) -> None:
@@ -405,10 +408,12 @@ class KeyRoster:
         self.clock = clock
         self._stamp: tuple[tuple[int, int], ...] | None = None
         self._keys: list[tuple[int, str | None]] = []  # (id, expires_at) of every key not revoked
+        self._read_at = 0.0
 
-    def in_force(self) -> frozenset[int]:
+    def in_force(self, fresh: bool = False) -> frozenset[int]:
         stamp = tuple(_file_stamp(Path(str(self.path) + suffix)) for suffix in ("", "-wal"))
-        if stamp != self._stamp:
+        if fresh or stamp != self._stamp or time.monotonic() - self._read_at >= self.REREAD_SECONDS:
+            self._read_at = time.monotonic()
             self._keys = self._read()
             self._stamp = stamp
         now = iso(self.clock())

@@ -160,6 +160,10 @@ class Deliverer:
             hooks = [(replace(hook, key_id=self._heir) if hook.key_id == ENV_KEY_ID else hook, start)
                      for hook, start in hooks]
             self._heir = None
+        if any(hook.key_id not in self._in_force for hook, _ in hooks):
+            # Read again inside this transaction before disabling anything: `keys rotate` commits the new key and then
+            # moves the hooks to it, so a hook seen here with a key the roster read before missed is the new key's.
+            self._in_force = self.keys.in_force(fresh=True)
         kept = []
         for hook, start in hooks:
             if hook.key_id in self._in_force:

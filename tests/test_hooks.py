@@ -512,6 +512,30 @@ def test_a_revoked_or_expired_keys_hooks_stop_and_a_rotated_keys_hooks_follow_it
         assert by_id[made[name]].disabled_reason is not None and f"its key ({key_id})" in by_id[made[name]].disabled_reason
 
 
+def test_a_hook_moved_to_a_new_key_after_the_worker_read_the_keys_is_not_disabled(
+        data: Path, receiver: tuple[Receiver, str]) -> None:
+    """`keys rotate` commits the new key, then moves the hooks: a worker that read the key file just before and the
+    hooks just after sees a hook of a key it does not know. It reads the keys again before disabling anything."""
+    from chartgw.access import KeyRoster
+
+    found, base = receiver
+    store = KeyStore(data / "keys.sqlite")
+    old_id, old_key = store.create("partner")
+    with client(data, [ALPHA]) as api:
+        register(api, f"{base}/in", headers={"X-API-Key": old_key})
+    before = KeyRoster(data / "keys.sqlite", [TEST_KEY]).in_force()  # what the worker read a moment ago
+
+    class JustBefore(KeyRoster):
+        def in_force(self, fresh: bool = False) -> frozenset[int]:
+            return super().in_force(fresh) if fresh else before
+
+    new_id, _, _ = store.rotate("partner", timedelta(days=1))
+    assert HookStore().move(old_id, new_id) == 1 and new_id not in before
+    commit(data, "alpha", chart("top", "AB"))
+    run_steps(Deliverer(["alpha"], keys=JustBefore(data / "keys.sqlite", [TEST_KEY])))
+    assert [h.disabled_at for h in HookStore().hooks()] == [None] and [p for p, _, _ in found.got] == ["/in"]
+
+
 def test_operators_manage_every_keys_hooks_from_the_cli(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from chartgw.cli import main
     from chartgw.settings import current
