@@ -40,7 +40,7 @@ def chromium(profile: Path) -> Iterator[Any]:
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     driver = webdriver.Chrome(service=webdriver.ChromeService(str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(30)
+    driver.set_page_load_timeout(120)  # a ceiling a loaded machine keeps (a page here loads in a second or two)
     try:
         yield driver
     finally:

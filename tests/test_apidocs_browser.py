@@ -59,11 +59,11 @@ def test_docs_renders_every_operation_from_bundled_assets_only(browser: Any, gat
 
     # Swagger UI keeps only what is near the viewport in the page: read it screen by screen, top to bottom.
     browser.set_window_size(1400, 1000)
-    WebDriverWait(browser, 60).until(lambda driver: driver.find_elements(By.CSS_SELECTOR, ".opblock-summary"))
+    WebDriverWait(browser, 120).until(lambda driver: driver.find_elements(By.CSS_SELECTOR, ".opblock-summary"))
     shown: set[tuple[str, str]] = set()
     sections: list[str] = []
     while True:
-        WebDriverWait(browser, 30).until(lambda driver: driver.find_elements(By.CSS_SELECTOR, ".opblock-summary"))
+        WebDriverWait(browser, 120).until(lambda driver: driver.find_elements(By.CSS_SELECTOR, ".opblock-summary"))
         blocks, tags = on_screen(browser)
         shown.update((method, path) for method, path in blocks)
         sections += [tag for tag in tags if tag not in sections]
