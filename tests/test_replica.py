@@ -40,6 +40,7 @@ import pytest
 
 from chartgw import nginx
 from chartgw.access import SECRET_FILE, KeyStore
+from chartgw.litestream import heard
 from chartgw.store.connect import readonly_uri
 from tests.fixtures import UNDER_FAKETIME, build_group_db
 from tests.tiers import (
@@ -402,6 +403,8 @@ def test_two_readers_behind_nginx_follow_a_writer_through_s3(tools: None, store:
         for node in readers:
             assert set(integrity(node.data).values()) == {"ok"}
             assert not list(node.data.glob("*.sqlite-wal")), "a reader wrote a WAL beside a followed file"
+            assert not [f for f in replication(node)["files"] if f["stalls"]]  # no follower taken for stalled
+            assert (node.data / "keys.sqlite").stat().st_mode & 0o777 == 0o600
     finally:
         if commits is not None:
             commits.stopped.set()
@@ -574,6 +577,16 @@ def test_a_file_replica_carries_snapshots_and_keys(tools: None, tmp_path: Path) 
 
         took = wait_until(lambda: served() >= final, 30, "the reader serving the writer's commit")
         print(f"\nfile replica: commit served by the reader after {took:.1f}s")
+
+        def at_the_writers_position() -> bool:
+            """The reader's follower has applied the transaction the writer's heartbeat names for the file: the
+            ids the stall watch compares are the same ids on both sides."""
+            heartbeat = heard(reader.data / "node" / "heartbeat.sqlite")
+            txid = {f["file"]: f["txid"] for f in replication(reader)["files"]}.get("korea-chart")
+            return (heartbeat is not None and "korea-chart" in heartbeat.positions and txid is not None
+                    and int(txid, 16) >= heartbeat.positions["korea-chart"])
+
+        wait_until(at_the_writers_position, 30, "the reader at the position the writer's heartbeat names")
         state = replication(reader)
         assert state["role"] == "reader" and state["status"] == "ok", state
         assert {f["file"] for f in state["files"]} >= {"korea-chart", "keys", "heartbeat"}
