@@ -392,6 +392,9 @@ def test_two_readers_behind_nginx_follow_a_writer_through_s3(tools: None, store:
             final = max(commits.seen)
             wait_until(lambda: all(p.served_by(final) is not None for p in pollers), 30, "the last commit served")
             commits.stopped.set()
+            for node in readers:
+                assert not [f for f in replication(node)["files"] if f["stalls"]]  # no follower taken for stalled
+                assert (node.data / "keys.sqlite").stat().st_mode & 0o777 == 0o600
             latencies = commits.latencies(pollers, final)
             print(f"commit -> served by both readers, {len(latencies)} commits: p50 {percentile(latencies, 50):.2f}s "
                   f"p99 {percentile(latencies, 99):.2f}s max {max(latencies):.2f}s")
@@ -403,8 +406,6 @@ def test_two_readers_behind_nginx_follow_a_writer_through_s3(tools: None, store:
         for node in readers:
             assert set(integrity(node.data).values()) == {"ok"}
             assert not list(node.data.glob("*.sqlite-wal")), "a reader wrote a WAL beside a followed file"
-            assert not [f for f in replication(node)["files"] if f["stalls"]]  # no follower taken for stalled
-            assert (node.data / "keys.sqlite").stat().st_mode & 0o777 == 0o600
     finally:
         if commits is not None:
             commits.stopped.set()
