@@ -49,7 +49,7 @@ from chartgw import config
 from chartgw import progress as steps
 from chartgw.clock import Clock, utc_now
 from chartgw.group import AFTER_CRAWL, EntryMapping
-from chartgw.store import FETCH_LOG, Query, connect, group_db_path, iso, migrate, read_once
+from chartgw.store import FETCH_LOG, Query, checkpoint, connect, group_db_path, iso, migrate, read_once
 from chartgw.store import tables as store_tables
 from chartgw.text import artist_aliases, artist_key, compact, split_artists, title_key
 
@@ -441,7 +441,7 @@ def _end_run(db: sqlite3.Connection, run: _Run) -> None:
         _create_deferred(db)
         db.execute("PRAGMA synchronous=FULL")
         db.execute("PRAGMA wal_autocheckpoint=1000")
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        checkpoint(db)
     else:
         db.execute("PRAGMA wal_checkpoint(PASSIVE)")
 

@@ -341,6 +341,10 @@ REPLICA_SYNC_SECONDS = Setting(
     "REPLICA_SYNC_SECONDS", "0.5", "how often the writer's Litestream ships new transactions to the replica", seconds)
 REPLICA_FOLLOW_SECONDS = Setting(
     "REPLICA_FOLLOW_SECONDS", "1", "how often a reader's Litestream polls the replica for new transactions", seconds)
+REPLICA_STALL_SECONDS = Setting(
+    "REPLICA_STALL_SECONDS", "30", "a reader's follower that applies nothing for this long while the writer's "
+    "heartbeat names a newer transaction of its file is stalled, and restored afresh (twice as long for each stall in "
+    "a row)", seconds)
 REPLICA_LAG_DEGRADED_SECONDS = Setting(
     "REPLICA_LAG_DEGRADED_SECONDS", "30", "replication lag of a file past which /replication and the group's /health "
     "say degraded", seconds)
@@ -350,7 +354,7 @@ READ_ONLY = Setting(
 WRITER_URL = Setting("WRITER_URL", "", "the writer's URL, which a reader's 503 to a POST refresh names", text)
 REPLICATION_SETTINGS = (REPLICA_URL, REPLICA_S3_ENDPOINT, REPLICA_S3_REGION, REPLICA_S3_ACCESS_KEY_ID,
                         REPLICA_S3_SECRET_ACCESS_KEY, REPLICA_SYNC_SECONDS, REPLICA_FOLLOW_SECONDS,
-                        REPLICA_LAG_DEGRADED_SECONDS, READ_ONLY, WRITER_URL)
+                        REPLICA_STALL_SECONDS, REPLICA_LAG_DEGRADED_SECONDS, READ_ONLY, WRITER_URL)
 EXPORTS_KEEP = Setting(
     "EXPORTS_KEEP", "2", "whole-history exports kept per group (`<data dir>/exports/<group>/`); older ones are deleted "
     "after each build", bounded_int(1, 100))

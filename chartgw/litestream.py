@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -30,7 +31,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,11 +59,13 @@ _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
 def replicated_files() -> list[Replicated]:
     """Every group's file (the artist-history index is the artist-history-api group's), the key store, and the
     writer's heartbeat."""
-    return [*(Replicated(g.name, group_db_path(g.name)) for g in GROUPS), Replicated("keys", keys_db_path()),
+    return [*(Replicated(g.name, group_db_path(g.name)) for g in GROUPS), Replicated(KEYS, keys_db_path()),
             Replicated(HEARTBEAT, heartbeat_path())]
 
 
 HEARTBEAT = "heartbeat"
+KEYS = "keys"
+"""The key store's name: readable by its owner only on a reader too, as on the writer (chartgw.access)."""
 HEARTBEAT_SECONDS = 2.0
 """How often the writer's supervisor commits the time into the heartbeat file."""
 
@@ -74,11 +77,13 @@ def heartbeat_path() -> Path:
     return node_dir() / f"{HEARTBEAT}.sqlite"
 
 
-BEAT = Table("beat", ("id INTEGER PRIMARY KEY CHECK (id = 1)", "at REAL NOT NULL", "shipped TEXT"))
-BEAT_NOW = Query("beat", "INSERT INTO beat (id, at, shipped) VALUES (1, ?, ?)"
-                         " ON CONFLICT (id) DO UPDATE SET at = excluded.at, shipped = excluded.shipped")
+BEAT = Table("beat", ("id INTEGER PRIMARY KEY CHECK (id = 1)", "at REAL NOT NULL", "shipped TEXT", "positions TEXT"))
+BEAT_NOW = Query("beat", "INSERT INTO beat (id, at, shipped, positions) VALUES (1, ?, ?, ?)"
+                         " ON CONFLICT (id) DO UPDATE SET at = excluded.at, shipped = excluded.shipped,"
+                         " positions = excluded.positions")
 LAST_BEAT = Query("last beat", "SELECT * FROM beat WHERE id = 1")
-"""Every column: a heartbeat from a writer older than `shipped` has only `at`."""
+"""Every column: a heartbeat from a writer older than `shipped` has only `at`, one older than `positions` no
+positions."""
 
 
 @dataclass(frozen=True)
@@ -88,16 +93,35 @@ class Beat:
     at: float
     shipped: frozenset[str] | None
     """The files the writer's Litestream ships; None from a writer older than this list."""
+    positions: Mapping[str, int] = field(default_factory=dict)
+    """Each shipped file's newest Litestream transaction id on the writer when it beat (`position`): a reader whose
+    follower stays behind it is stalled. Empty from a writer older than this map."""
 
 
-def beat(now: float, shipped: Collection[str]) -> None:
+def beat(now: float, shipped: Collection[str], positions: Mapping[str, int] | None = None) -> None:
     """The writer's heartbeat: one small transaction of its own file (no group's data version moves), with the
-    names of the files it ships, so that readers ask the replica only for those."""
+    names of the files it ships, so that readers ask the replica only for those, and how far Litestream has got
+    with each, so that a reader sees a follower that stopped applying (Litestream issue 1515)."""
     path = heartbeat_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.closing(connect(path, timeout=5)) as db:
         migrate(db, [BEAT])
-        db.execute(BEAT_NOW.sql, (now, ",".join(sorted(shipped))))
+        db.execute(BEAT_NOW.sql, (now, ",".join(sorted(shipped)),
+                                  json.dumps({name: f"{txid:016x}" for name, txid in sorted((positions or {}).items())})))
+
+
+def position(path: Path) -> int | None:
+    """The newest transaction id the writer's Litestream has made of the file at `path` (the largest in the names of
+    its `.<file>-litestream/ltx/<level>/<first>-<last>.ltx` files, which it uploads at its next sync); None before it
+    made one. The same ids are what a reader's `restore -f` logs as it applies them."""
+    newest: int | None = None
+    with contextlib.suppress(OSError):
+        for level in (path.parent / f".{path.name}-litestream" / "ltx").iterdir():
+            with contextlib.suppress(OSError):
+                for entry in os.scandir(level):
+                    with contextlib.suppress(ValueError):
+                        newest = max(newest or 0, int(entry.name.removesuffix(".ltx").rpartition("-")[2], 16))
+    return newest
 
 
 def heard(path: Path) -> Beat | None:
@@ -110,7 +134,10 @@ def heard(path: Path) -> Beat | None:
     if not row:
         return None
     names = row[2] if len(row) > 2 else None
-    return Beat(float(row[1]), None if names is None else frozenset(n for n in names.split(",") if n))
+    positions: dict[str, int] = {}
+    with contextlib.suppress(ValueError, TypeError, AttributeError):
+        positions = {str(name): int(txid, 16) for name, txid in json.loads(row[3] if len(row) > 3 else "{}").items()}
+    return Beat(float(row[1]), None if names is None else frozenset(n for n in names.split(",") if n), positions)
 
 
 def binary() -> str:
@@ -235,7 +262,8 @@ def replicate(stop: threading.Event, clock: Callable[[], float] = time.time) -> 
             now = clock()
             if now - beaten >= HEARTBEAT_SECONDS:
                 with contextlib.suppress(sqlite3.Error):  # a busy disk delays a beat; the lag shows it
-                    beat(now, {*files, HEARTBEAT})  # what Litestream ships (a file that appeared: from the next beat)
+                    beat(now, {*files, HEARTBEAT},  # what Litestream ships (a file that appeared: from the next beat)
+                         {f.name: at for f in every if f.name in files and (at := position(f.path)) is not None})
                     beaten = now
             present = _identities(every)
             if present != files:  # a file appeared or was replaced: Litestream starts over with it
@@ -269,13 +297,16 @@ def replicate(stop: threading.Event, clock: Callable[[], float] = time.time) -> 
     return 0
 
 
-def publish(staging: Path, path: Path) -> None:
-    """Switch a restored file to rollback-journal mode and rename it over `path` (see chartgw.replication).
+def publish(staging: Path, path: Path, mode: int | None = None) -> None:
+    """Switch a restored file to rollback-journal mode, give it `mode` (Litestream restores with the umask's) and
+    rename it over `path` (see chartgw.replication).
 
     The header bytes are written under SQLite's EXCLUSIVE lock (the pending byte and the shared range, as
     Litestream's follow takes it), so they never race an applied transaction."""
     fd = os.open(staging, os.O_RDWR)
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         fcntl.lockf(fd, fcntl.LOCK_EX, 1, PENDING_BYTE)
         fcntl.lockf(fd, fcntl.LOCK_EX, SHARED_SIZE, SHARED_FIRST)
         try:
@@ -306,11 +337,42 @@ class Follower(Supervised):
     """The replica has no such file (the writer never made it): nothing to follow, so nothing lags."""
     asked: int = 0
     """Asks in a row that found no such file."""
+    behind_since: float | None = None
+    """Since when (this node's clock) the writer's heartbeat has named a newer transaction than the follower applied,
+    with the follower applying nothing: None while it keeps up."""
+    stalled: int = 0
+    """Stalls in a row (reset once the file catches up): each waits twice as long before the next fresh restore, so
+    a file the writer can never ship (whose position only ever grows) costs a restore now and then, not a loop."""
+
+    def applied(self) -> int | None:
+        try:
+            return int(self.state.txid, 16) if self.state.txid else None
+        except ValueError:
+            return None
+
+    def watch(self, writer_at: int | None, now: float, stall_seconds: float) -> str | None:
+        """Whether the follower stalled: the writer's heartbeat names a newer transaction of this file than the
+        follower applied, and it has applied nothing for `stall_seconds` (doubled for each stall in a row) since.
+        Returns why, when so."""
+        applied = self.applied()
+        if writer_at is None or applied is None or applied >= writer_at:
+            self.behind_since = None
+            if applied is not None and writer_at is not None:
+                self.stalled = 0
+            return None
+        if self.behind_since is None or now < self.behind_since:
+            self.behind_since = now
+        waited = now - self.behind_since
+        if waited < stall_seconds * 2 ** min(self.stalled, 3):
+            return None
+        return (f"stalled: applied transaction {applied:016x} while the writer is at {writer_at:016x}, nothing "
+                f"applied for {int(waited)} s: restored afresh")
 
 
 def _clear_staging(name: str) -> Path:
     staging = staging_path(name)
     staging.parent.mkdir(parents=True, exist_ok=True)
+    staging.parent.chmod(0o700)  # the key store is restored here first, with the umask's mode
     for leftover in (staging, staging.with_name(staging.name + "-txid"), staging.with_name(staging.name + ".tmp")):
         leftover.unlink(missing_ok=True)
     return staging
@@ -322,6 +384,7 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time, progra
     program = program or binary()
     every = replicated_files()
     interval = config.get(config.REPLICA_FOLLOW_SECONDS)
+    stall_seconds = config.get(config.REPLICA_STALL_SECONDS)
     conf = _write_config("litestream-follow.yml", every)
     followers = {file.name: Follower(file.name) for file in every}
     paths = {file.name: file.path for file in every}
@@ -337,6 +400,7 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time, progra
                 elif message.startswith("follow: applied updates"):
                     unit.state.txid = fields.get("to_txid", unit.state.txid)
                     unit.state.applied_at = clock()
+                    unit.behind_since = None  # it moves: behind, maybe, but not stalled
                 elif message == "no matching backups found":
                     unit.state.state, unit.absent = "waiting", True
             if fields.get("level") == "ERROR":
@@ -346,7 +410,8 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time, progra
     def start(unit: Follower, now: float) -> None:
         staging = _clear_staging(unit.name)
         unit.following = unit.published = False  # a file already in place stays served until the fresh copy replaces it
-        unit.state.state = "restoring"
+        unit.behind_since = None
+        unit.state.state = "stalled" if unit.state.state == "stalled" else "restoring"  # "stalled" until it follows
         unit.process = Process([program, "restore", "-config", str(conf), "-if-replica-exists", "-f",
                                 "-follow-interval", f"{max(int(interval * 1000), 100)}ms", "-o", str(staging),
                                 str(paths[unit.name].resolve())], reader(unit))
@@ -374,8 +439,19 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time, progra
                 held = shipped is not None and unit.absent and unit.name not in shipped
                 if unit.process is None and now >= unit.restart_at and not held:
                     start(unit, now)
+                if heartbeat is not None and unit.published and unit.process is not None:
+                    with unit.lock:
+                        stalled = unit.watch(heartbeat.positions.get(unit.name), now, stall_seconds)
+                    if stalled is not None:  # Litestream issue 1515: it polls on and says nothing; restored afresh
+                        unit.note_error(stalled, now)
+                        unit.stalled += 1
+                        unit.state.stalls += 1
+                        unit.state.restarts += 1
+                        unit.state.state = "stalled"
+                        unit.process.stop()
+                        start(unit, now)
                 if unit.process is not None and unit.following and not unit.published:
-                    publish(staging_path(unit.name), paths[unit.name])
+                    publish(staging_path(unit.name), paths[unit.name], 0o600 if unit.name == KEYS else None)
                     with unit.lock:
                         unit.published = True
                         unit.state.state = "following"
@@ -385,11 +461,12 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time, progra
                         if now - unit.restart_at > 3 * interval + 2:
                             unit.failures = 0
                         unit.current(now, 2 * interval + 2)
-            if heartbeat is not None:  # no file is more current than the writer's last heartbeat this node applied
-                for unit in followers.values():
+            if heartbeat is not None:  # no file is more current than the writer's last heartbeat this node applied,
+                for unit in followers.values():  # nor than when it fell behind the position that heartbeat names
                     with unit.lock:
                         if unit.state.ok_at is not None:
-                            unit.state.ok_at = min(unit.state.ok_at, heartbeat.at + HEARTBEAT_SECONDS)
+                            unit.state.ok_at = min(unit.state.ok_at, heartbeat.at + HEARTBEAT_SECONDS,
+                                                   unit.behind_since if unit.behind_since is not None else now)
             write_state(NodeState(role="reader", replica=_replica_label(), updated_at=now, pid=os.getpid(),
                                   files={name: unit.state for name, unit in followers.items()}))
             stop.wait(TICK_SECONDS)

@@ -44,6 +44,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from chartgw.clock import Clock, utc_now
+from chartgw.replication import node_status
 from chartgw.settings import exported
 from chartgw.store import Query, connect, group_db_path, parse_iso
 from chartgw.store import tables as store_tables
@@ -54,8 +55,8 @@ MONITORED_BY_STATE = Query("monitored stations by state",
 RUNNING_MONITOR = Query("running monitor", "SELECT heartbeat_at FROM monitor_runs WHERE stopped_at IS NULL"
                         " ORDER BY id DESC LIMIT 1")
 
-__all__ = ["METRICS_PATH", "MetricsEndpoint", "RequestMetrics", "StoreCollector", "WorkerRequestMetrics", "multiprocess",
-           "request_metrics", "scrape_registry", "worker_files"]
+__all__ = ["METRICS_PATH", "MetricsEndpoint", "ReplicationCollector", "RequestMetrics", "StoreCollector",
+           "WorkerRequestMetrics", "multiprocess", "request_metrics", "scrape_registry", "worker_files"]
 
 METRICS_PATH = "/metrics"
 DURATION_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
@@ -235,6 +236,46 @@ class StoreCollector:
         self._seen[group] = last
 
 
+class ReplicationCollector:
+    """Each replicated file's state on this node, as `/replication` says it (the supervisor's state file, read at
+    scrape time): its lag, its follower's restarts and stalls, and its state. Nothing on a node that does not
+    replicate."""
+
+    STATES = ("replicating", "starting", "waiting", "restoring", "following", "stalled", "down")
+
+    def __init__(self, clock: Clock = utc_now) -> None:
+        self.clock = clock
+
+    def describe(self) -> Iterable[Metric]:
+        return self._families()
+
+    def collect(self) -> Iterable[Metric]:
+        families = lag, restarts, stalls, states = self._families()
+        status = node_status(self.clock())
+        for file in status.files:
+            if file.lag_seconds is not None:
+                lag.add_metric([file.file], file.lag_seconds)
+            restarts.add_metric([file.file], file.restarts)
+            stalls.add_metric([file.file], file.stalls)
+            current = file.state if file.state in self.STATES else "down"  # "down (chartgw follow is not running)"
+            for state in self.STATES:
+                states.add_metric([file.file, state], 1.0 if state == current else 0.0)
+        return families
+
+    @staticmethod
+    def _families() -> tuple[GaugeMetricFamily, CounterMetricFamily, CounterMetricFamily, GaugeMetricFamily]:
+        return (
+            GaugeMetricFamily("chartgw_replication_lag_seconds", "Seconds since this node last knew the replicated "
+                              "file current with the writer (absent before it ever was)", labels=("file",)),
+            CounterMetricFamily("chartgw_replication_restarts", "Restarts of the file's Litestream process by its "
+                                "supervisor (deaths and stalls) since the supervisor started", labels=("file",)),
+            CounterMetricFamily("chartgw_replication_stalls", "Reader: times the file's follower stopped applying "
+                                "while the writer moved on, and was restored afresh", labels=("file",)),
+            GaugeMetricFamily("chartgw_replication_state", "1 for the file's state on this node (stalled: being "
+                              "restored afresh after a stall), 0 for the others", labels=("file", "state")),
+        )
+
+
 def scrape_registry(requests: CollectorRegistry, stores: StoreCollector) -> CollectorRegistry:
     """What a scrape renders: this process's request metrics (or, with several workers, every worker's from the
     multiprocess files), its process figures, and the stores."""
@@ -246,6 +287,7 @@ def scrape_registry(requests: CollectorRegistry, stores: StoreCollector) -> Coll
         ProcessCollector(registry=registry)
         PlatformCollector(registry=registry)
     registry.register(stores)
+    registry.register(ReplicationCollector(stores.clock))
     return registry
 
 

@@ -145,6 +145,7 @@ class FileState(msgspec.Struct, kw_only=True):
 
     state: str
     """writer: "replicating", "starting", "down"; reader: "waiting" (no replica yet), "restoring", "following",
+    "stalled" (its follower stopped applying while the writer moved on: restored afresh, until it follows again),
     "down"."""
     ok_at: float | None = None
     """The last time the file was known current: Litestream running without errors (reader: following)."""
@@ -152,6 +153,8 @@ class FileState(msgspec.Struct, kw_only=True):
     applied_at: float | None = None
     """Reader: when Litestream last applied a transaction."""
     restarts: int = 0
+    stalls: int = 0
+    """Reader: how often its follower stalled (and was restored afresh; each is a restart too)."""
     error: str | None = None
     """Litestream's last error line, while errors go on."""
 
@@ -206,6 +209,7 @@ class FileLag(msgspec.Struct):
     applied_at: str | None
     restarts: int
     error: str | None
+    stalls: int = 0
 
 
 class ReplicationStatus(msgspec.Struct):
@@ -237,7 +241,7 @@ def node_status(now: datetime) -> ReplicationStatus:
         lag = None if file.ok_at is None else max(0, int(at - file.ok_at))
         files.append(FileLag(name, file.state if running else f"down ({supervisor} is not running)", lag, file.txid,
                              iso(datetime.fromtimestamp(file.applied_at, UTC)) if file.applied_at else None,
-                             file.restarts, file.error))
+                             file.restarts, file.error, file.stalls))
     degraded = not running or any(f.lag_seconds is None or f.lag_seconds > limit for f in files)
     return ReplicationStatus("degraded" if degraded else "ok", state.role, state.replica, limit, files)
 

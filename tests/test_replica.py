@@ -41,6 +41,7 @@ import pytest
 
 from chartgw import nginx
 from chartgw.access import SECRET_FILE, KeyStore
+from chartgw.litestream import heard
 from chartgw.store.connect import readonly_uri
 from tests.fixtures import UNDER_FAKETIME, build_group_db
 from tests.tiers import (
@@ -392,6 +393,9 @@ def test_two_readers_behind_nginx_follow_a_writer_through_s3(tools: None, store:
             final = max(commits.seen)
             wait_until(lambda: all(p.served_by(final) is not None for p in pollers), 30, "the last commit served")
             commits.stopped.set()
+            for node in readers:
+                assert not [f for f in replication(node)["files"] if f["stalls"]]  # no follower taken for stalled
+                assert (node.data / "keys.sqlite").stat().st_mode & 0o777 == 0o600
             latencies = commits.latencies(pollers, final)
             print(f"commit -> served by both readers, {len(latencies)} commits: p50 {percentile(latencies, 50):.2f}s "
                   f"p99 {percentile(latencies, 99):.2f}s max {max(latencies):.2f}s")
@@ -575,6 +579,16 @@ def test_a_file_replica_carries_snapshots_and_keys(tools: None, tmp_path: Path) 
 
         took = wait_until(lambda: served() >= final, 30, "the reader serving the writer's commit")
         print(f"\nfile replica: commit served by the reader after {took:.1f}s")
+
+        def at_the_writers_position() -> bool:
+            """The reader's follower has applied the transaction the writer's heartbeat names for the file: the
+            ids the stall watch compares are the same ids on both sides."""
+            heartbeat = heard(reader.data / "node" / "heartbeat.sqlite")
+            txid = {f["file"]: f["txid"] for f in replication(reader)["files"]}.get("korea-chart")
+            return (heartbeat is not None and "korea-chart" in heartbeat.positions and txid is not None
+                    and int(txid, 16) >= heartbeat.positions["korea-chart"])
+
+        wait_until(at_the_writers_position, 30, "the reader at the position the writer's heartbeat names")
         state = replication(reader)
         assert state["role"] == "reader" and state["status"] == "ok", state
         assert {f["file"] for f in state["files"]} >= {"korea-chart", "keys", "heartbeat"}

@@ -28,10 +28,12 @@ from chartgw.config import SettingError, environment
 from chartgw.litestream import (
     WAITING_SECONDS,
     Beat,
+    Follower,
     beat,
     heard,
     heartbeat_path,
     log_fields,
+    position,
     publish,
     replicated_files,
 )
@@ -44,7 +46,7 @@ from chartgw.replication import (
     read_state,
     write_state,
 )
-from chartgw.store import Query
+from chartgw.store import Query, checkpoint, connect
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, child_env, copy_data, data_dir
 
 NOW = FIXED_NOW.timestamp()
@@ -122,6 +124,8 @@ def test_the_heartbeat_is_one_row_of_the_writers_clock_and_what_it_ships(folder:
     beat(NOW - 10, ["heartbeat"])
     beat(NOW, ["korea-chart", "keys", "heartbeat"])
     assert heard(heartbeat_path()) == Beat(NOW, frozenset({"korea-chart", "keys", "heartbeat"}))
+    beat(NOW, ["korea-chart", "heartbeat"], {"korea-chart": 0x2A})
+    assert heard(heartbeat_path()) == Beat(NOW, frozenset({"korea-chart", "heartbeat"}), {"korea-chart": 0x2A})
     with sqlite3.connect(heartbeat_path()) as db:
         assert db.execute("SELECT count(*) FROM beat").fetchone()[0] == 1
     older = folder / "older.sqlite"  # a writer from before the list: its clock, and no list
@@ -129,6 +133,32 @@ def test_the_heartbeat_is_one_row_of_the_writers_clock_and_what_it_ships(folder:
         db.execute("CREATE TABLE beat (id INTEGER PRIMARY KEY CHECK (id = 1), at REAL NOT NULL)")
         db.execute("INSERT INTO beat VALUES (1, ?)", (NOW,))
     assert heard(older) == Beat(NOW, None)
+
+
+def test_a_files_position_is_the_newest_transaction_litestream_made_of_it(folder: Path) -> None:
+    path = folder / "korea-chart.sqlite"
+    assert position(path) is None
+    levels = folder / ".korea-chart.sqlite-litestream" / "ltx"
+    for level, names in (("0", ["0000000000000029-0000000000000029.ltx", "000000000000002a-000000000000002b.ltx"]),
+                         ("1", ["0000000000000001-0000000000000028.ltx"]), ("9", [])):
+        (levels / level).mkdir(parents=True)
+        for name in names:
+            (levels / level / name).write_bytes(b"")
+    (levels / "0" / "not-an-ltx.tmp").write_bytes(b"")
+    assert position(path) == 0x2B
+
+
+def test_a_follower_is_stalled_when_it_applies_nothing_while_the_writer_moves_on() -> None:
+    unit = Follower("korea-chart")
+    unit.state.txid = "0000000000000004"
+    assert unit.watch(4, 100.0, 10) is None and unit.watch(None, 200.0, 10) is None  # caught up; no position known
+    assert unit.watch(9, 300.0, 10) is None and unit.watch(9, 309.0, 10) is None  # behind, not for 10 s yet
+    assert unit.watch(9, 310.0, 10) == ("stalled: applied transaction 0000000000000004 while the writer is at "
+                                        "0000000000000009, nothing applied for 10 s: restored afresh")
+    unit.stalled, unit.behind_since = 1, None  # one stall in a row: twice as long before the next
+    assert unit.watch(9, 400.0, 10) is None and unit.watch(9, 419.0, 10) is None and unit.watch(9, 420.0, 10)
+    unit.state.txid = "0000000000000009"  # caught up: the next stall is counted from one again
+    assert unit.watch(9, 421.0, 10) is None and unit.stalled == 0 and unit.behind_since is None
 
 
 FAKE_LITESTREAM = """\
@@ -209,6 +239,94 @@ def test_a_reader_asks_the_replica_only_for_the_files_the_writer_ships(folder: P
         supervisor.wait(15)
     assert sorted(once) == sorted(f.name for f in replicated_files())  # every file asked for once at the start
     assert asked()[len(once):] == ["streaming"]  # the one the writer began to ship, and no other
+    assert (folder / "keys.sqlite").stat().st_mode & 0o777 == 0o600  # restored with the umask's 0644: as the writer's
+    assert (folder / "node" / "staging").stat().st_mode & 0o777 == 0o700
+
+
+STALLING_LITESTREAM = """\
+import sqlite3, sys, time
+argv = sys.argv[1:]
+name = argv[-1].rsplit("/", 1)[-1].removesuffix(".sqlite")
+with open(sys.argv[0] + ".log", "a") as log:
+    log.write(name + "\\n")
+with open(sys.argv[0] + ".log") as log:
+    asks = log.read().split().count(name)
+if name not in ("heartbeat", "korea-chart"):
+    print('level=INFO msg="no matching backups found"', flush=True)
+    sys.exit(0)
+with sqlite3.connect(argv[argv.index("-o") + 1]) as db:
+    db.execute("CREATE TABLE beat (id INTEGER PRIMARY KEY, at REAL NOT NULL, shipped TEXT, positions TEXT)")
+    db.execute("INSERT INTO beat VALUES (1, ?, 'heartbeat,korea-chart', '{}')", (time.time(),))
+if name == "korea-chart" and asks == 1:  # follows, applies one batch, then polls on and applies nothing (issue 1515)
+    print('level=INFO msg="entering follow mode" txid=0000000000000003', flush=True)
+    print('level=INFO msg="follow: applied updates" from_txid=0000000000000003 to_txid=0000000000000004', flush=True)
+elif name == "korea-chart":  # restored afresh, a moment later: the writer's newest
+    time.sleep(1)
+    print('level=INFO msg="entering follow mode" txid=0000000000000009', flush=True)
+else:
+    print('level=INFO msg="entering follow mode" txid=0000000000000001', flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_follower_that_stops_applying_while_the_writer_moves_on_is_restored_afresh(folder: Path) -> None:
+    """Litestream issue 1515: a `restore -f` that polls on and applies nothing, silently. Litestream is a script
+    whose first follower of korea-chart applies one batch (to transaction 4) and then nothing; the writer's
+    heartbeat first names transaction 4 (caught up: nothing happens), then 9 (the writer moved on): the
+    supervisor (in a process of its own, four seconds a second) says "stalled", counts it, and restores the file
+    afresh, which then follows at 9, and stays."""
+    program = folder / "litestream"
+    program.write_text(f"#!{sys.executable} -S\n" + STALLING_LITESTREAM)
+    program.chmod(0o755)
+    log = Path(f"{program}.log")
+
+    def asked() -> list[str]:
+        return [name for name in log.read_text().split() if name == "korea-chart"] if log.exists() else []
+
+    def chart() -> FileState:
+        state = read_state()
+        assert state is not None
+        return state.files["korea-chart"]
+
+    def writer_at(txid: int) -> None:
+        with sqlite3.connect(heartbeat_path()) as db:  # the writer's next beat, as the follower applies it
+            db.execute("UPDATE beat SET at = ?, positions = ?", (time.time(), f'{{"korea-chart": "{txid:016x}"}}'))
+
+    def ticks(seconds: float) -> None:
+        """Wait until the supervisor's clock has moved `seconds` on."""
+        start = read_state()
+        assert start is not None
+        wait_for(lambda: (now := read_state()) is not None and now.updated_at >= start.updated_at + seconds,
+                 f"{seconds} s of the supervisor's clock")
+
+    stall = 6.0  # the supervisor's seconds: 1.5 s here
+    supervisor = subprocess.Popen([sys.executable, "-c", FOLLOWER, str(program)],
+                                  env=child_env(REPLICA_URL=f"file://{folder / 'replica'}",
+                                                REPLICA_STALL_SECONDS=str(stall)))
+    seen: set[str] = set()
+    try:
+        wait_for(lambda: (state := read_state()) is not None and state.files["heartbeat"].state == "following"
+                 and state.files["korea-chart"].state == "following"
+                 and state.files["korea-chart"].txid == "0000000000000004", "both files followed")
+        writer_at(4)
+        ticks(1.5 * stall)
+        assert asked() == ["korea-chart"] and chart().stalls == 0  # caught up with the writer: left alone
+        writer_at(9)
+
+        def restored() -> bool:
+            seen.add(chart().state)
+            return chart().state == "following" and chart().txid == "0000000000000009"
+
+        wait_for(restored, "the stalled follower restored afresh")
+        stalled = chart()
+        ticks(1.5 * stall)
+    finally:
+        supervisor.terminate()
+        supervisor.wait(15)
+    assert "stalled" in seen  # /replication said so while the fresh copy came
+    assert (stalled.stalls, stalled.restarts) == (1, 1)
+    assert asked() == ["korea-chart", "korea-chart"]  # once at the start, once after the stall, and no more
+    assert chart().stalls == 1
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
@@ -224,6 +342,31 @@ def test_litestream_log_lines() -> None:
     assert log_fields(line)["msg"] == "follow: applied updates" and log_fields(line)["to_txid"] == "0000000000000003"
     assert log_fields('level=ERROR msg="follow: error" err="dial tcp: \\"x\\" refused"')["err"] == 'dial tcp: "x" refused'
     assert log_fields("Error: cannot open store: s3: boom") == {"level": "ERROR", "msg": "cannot open store: s3: boom"}
+
+
+def test_a_writers_checkpoint_never_waits_for_a_reader_that_stays(folder: Path) -> None:
+    """Litestream holds a read transaction on every file it ships for as long as it runs: a TRUNCATE checkpoint
+    that waits for readers waited its whole busy timeout after every commit (200 ms: replication made the demo's
+    crawls three times as slow). Now it folds back what it can at once; with no reader left it truncates."""
+    path = folder / "x.sqlite"
+    db = connect(path)
+    db.execute("CREATE TABLE t (v)")
+    reader = connect(path, readonly=True)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM t").fetchone()  # a read transaction, held (as Litestream holds one)
+    started = time.monotonic()
+    for value in range(25):
+        db.execute("INSERT INTO t VALUES (?)", (value,))
+        checkpoint(db)
+    took = time.monotonic() - started
+    assert took < 25 * 0.2, took  # the old wait alone, 200 ms a commit, took 5 s; no wait here (milliseconds)
+    assert db.execute("PRAGMA busy_timeout").fetchone()[0] == 30_000  # the writer's own timeout back in force
+    assert Path(f"{path}-wal").stat().st_size > 0
+    reader.execute("COMMIT")
+    checkpoint(db)
+    assert Path(f"{path}-wal").stat().st_size == 0  # nobody in the way: truncated
+    reader.close()
+    db.close()
 
 
 # --- a file written behind SQLite's back ------------------------------------------------------------------
@@ -314,8 +457,10 @@ def test_publish_switches_a_restored_file_to_rollback_mode_and_renames_it(folder
     for companion in ("-wal", "-shm"):
         Path(f"{staging}{companion}").unlink(missing_ok=True)
     assert staging.read_bytes()[18:20] == b"\x02\x02"
-    publish(staging, path)
+    staging.chmod(0o644)
+    publish(staging, path, 0o600)
     assert not staging.exists() and path.read_bytes()[18:20] == b"\x01\x01"
+    assert path.stat().st_mode & 0o777 == 0o600
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as ro:
         assert ro.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
         assert ro.execute("SELECT v FROM t").fetchone()[0] == 1
@@ -407,4 +552,29 @@ def test_a_group_health_says_degraded_when_its_file_lags(korea_data: Path, tmp_p
         body = ask("/replication")
     assert body["status"] == "degraded" and body["role"] == "reader"
     assert body["files"] == [{"file": "korea-chart", "state": "following", "lag_seconds": 600, "txid": None,
-                              "applied_at": None, "restarts": 0, "error": None}]
+                              "applied_at": None, "restarts": 0, "error": None, "stalls": 0}]
+
+
+def test_metrics_say_each_files_lag_restarts_stalls_and_state(korea_data: Path, tmp_path: Path) -> None:
+    data = copy_data(korea_data, tmp_path / "reader")
+    with data_dir(data):
+        app = build_app(checker=KeyChecker(data / "keys.sqlite", [TEST_KEY]), clock=lambda: FIXED_NOW,
+                        limiter=RateLimiter(0))
+        with TestClient(app) as api:
+            assert not [line for line in api.get("/metrics").text.splitlines()  # a single box: nothing to say
+                        if line.startswith("chartgw_replication_")]
+            write_state(state("reader", NOW, **{
+                "korea-chart": FileState(state="stalled", ok_at=NOW - 40, restarts=3, stalls=2,
+                                         error="stalled: applied transaction ..."),
+                "keys": FileState(state="following", ok_at=NOW)}))
+            text = api.get("/metrics").text
+            assert api.get("/replication").json()["files"][0]["stalls"] == 2
+    for line in ('chartgw_replication_lag_seconds{file="korea-chart"} 40.0',
+                 'chartgw_replication_lag_seconds{file="keys"} 0.0',
+                 'chartgw_replication_restarts_total{file="korea-chart"} 3.0',
+                 'chartgw_replication_stalls_total{file="korea-chart"} 2.0',
+                 'chartgw_replication_stalls_total{file="keys"} 0.0',
+                 'chartgw_replication_state{file="korea-chart",state="stalled"} 1.0',
+                 'chartgw_replication_state{file="korea-chart",state="following"} 0.0',
+                 'chartgw_replication_state{file="keys",state="following"} 1.0'):
+        assert line in text.splitlines(), line

@@ -25,7 +25,7 @@ import msgspec
 from chartgw import changes, config
 from chartgw.clock import Clock, utc_now
 from chartgw.store import tables as t
-from chartgw.store.connect import connect, connect_async, transaction
+from chartgw.store.connect import checkpoint, connect, connect_async, transaction
 from chartgw.store.schema import Index, Query, Storage, Table, migrate
 from chartgw.store.tables import FETCH_LOG, NEWEST, S_ROW
 
@@ -46,6 +46,7 @@ __all__ = [
     "Storage",
     "StoredEntry",
     "Table",
+    "checkpoint",
     "connect",
     "glob_escape",
     "group_db_path",
@@ -288,7 +289,7 @@ class SnapshotWriter:
                 self._record_change(snapshot_id, snap)
             self._insert_log(log)
         self._prune()
-        self._checkpoint()
+        checkpoint(self.db)  # without waiting for readers (Litestream is one that never leaves)
         return ids
 
     def _record_change(self, snapshot_id: int, snap: NewSnapshot) -> None:
@@ -314,18 +315,6 @@ class SnapshotWriter:
             if self.rows(query, (*keys, target, date, hour, previous)):
                 seen.add(one)
         return seen
-
-    def _checkpoint(self, wait_ms: int = 200) -> None:
-        """Fold the WAL back and truncate it, waiting only briefly for readers.
-
-        Server reads are single short statements, so a brief wait nearly always suffices; when it
-        does not, the data is committed anyway and the next crawl's checkpoint catches up.
-        """
-        self.db.execute(f"PRAGMA busy_timeout={wait_ms}")
-        try:
-            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            self.db.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
 
     def log_failure(self, log: FetchLogRow) -> None:
         """Record a failed attempt; the current snapshot stays as it was."""

