@@ -88,8 +88,9 @@ def test_cached_paths_and_access_log(korea_data: Path, tmp_path: Path) -> None:
 
 def test_history(tmp_path: Path) -> None:
     """`scripts/bench --history --smoke`: generates the groups' files, builds the index with `chartgw index`, serves
-    it and measures every figure of the 10M-row run (on about 10,000 rows), memory included."""
-    report = json.loads(_run(["--history", "--smoke"], tmp_path))
+    it and measures every figure of the 10M-row run (on about 10,000 rows), memory included, then again in process
+    (--explain-memory)."""
+    report = json.loads(_run(["--history", "--smoke", "--explain-memory"], tmp_path))
     assert report["rows_asked"] == 5000
     assert report["index"]["rows"] > 5000 and report["index"]["rows_per_second"] > 0
     served = report["served"]
@@ -100,6 +101,10 @@ def test_history(tmp_path: Path) -> None:
     for phase in ("memory_idle_mb", "memory_after_pages_mb", "memory_after_deep_pages_mb"):
         memory = served[phase]
         assert memory["rss"] > 0 and memory["anonymous"] + memory["file"] <= memory["rss"] + 1, (phase, memory)
+    inside = report["in_process"]  # --explain-memory: the same requests in process, the memory part by part
+    assert inside["first_page_limit_100"]["n"] == 2 and isinstance(inside["returned_by_malloc_trim_mb"], int)
+    deep = inside["memory_after_deep_pages_mb"]
+    assert deep["response_cache"] > 0 and deep["rss"] > 0 and "sqlite" in deep, deep
     assert not list((tmp_path / "tmp").iterdir())  # the work folder is deleted afterwards
 
 
