@@ -20,7 +20,9 @@ import pytest
 from tests.fixtures import UNDER_FAKETIME, child_env, copy_data
 from tests.tiers import nginx_binary
 
-pytestmark = pytest.mark.slow
+# Mostly waiting on the scripts' processes (starting, polling, 1 s load runs): spread among the short modules, after
+# the long ones (tests/conftest.py). About 25 s of CPU in all (the scripts, their servers and wrk).
+pytestmark = pytest.mark.waits
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "scripts" / "bench"
