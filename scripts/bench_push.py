@@ -1,16 +1,19 @@
 """Issue 28's figures for `chartgw deliver` (docs/hardening.md, "The push surface under hostile partners").
 
-    .venv/bin/python scripts/bench_push.py fair|huge [REPO]
+    .venv/bin/python scripts/bench_push.py fair|huge [REPO] [--smoke]
 
 `fair`: key A's 8 hooks to a receiver that accepts and never answers, key B's 2 to a good one, 10 changes 1 s apart:
 key B's commit-to-delivery median and max. `huge`: one hook to a receiver answering 200 with a 4 GiB body: the
 worker's RSS and peak RSS 12 s after each of two changes. The worker is `python -m chartgw deliver` run from REPO
 (default: this checkout; give an older tree to measure it), with CHARTGW_HOOKS_TIMEOUT_SECONDS=10; the data and
-hooks are made with this checkout's code in a temporary folder, the receivers are sockets of this process."""
+hooks are made with this checkout's code in a temporary folder, the receivers are sockets of this process.
+`--smoke` (tests/test_bench.py): the same figures in seconds, with a hook timeout of 2 s, 3 changes 0.3 s apart for
+`fair` and the RSS 2 s after each change for `huge`."""
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sqlite3
 import statistics
@@ -30,8 +33,11 @@ from chartgw.config import environment  # noqa: E402
 from chartgw.hooks import HookStore  # noqa: E402
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry  # noqa: E402
 
-what = sys.argv[1]
-repo = Path(sys.argv[2]) if len(sys.argv) > 2 else HERE
+SMOKE = "--smoke" in sys.argv
+args = [arg for arg in sys.argv[1:] if arg != "--smoke"]
+what = args[0]
+repo = Path(args[1]) if len(args) > 1 else HERE
+CHANGES, APART, SETTLE, HOOK_TIMEOUT = (3, 0.3, 2, "2") if SMOKE else (10, 1.0, 12, "10")
 data = Path(tempfile.mkdtemp()) / "data"
 data.mkdir()
 KEY_A, KEY_B = "partner-a-key-0123456789", "partner-b-key-0123456789"
@@ -60,7 +66,7 @@ class Good(BaseHTTPRequestHandler):
         pass
 
 
-held = []
+held: list[socket.socket] = []
 
 
 def hang_or_flood(flood: bool) -> str:
@@ -105,10 +111,10 @@ with environment({"CHARTGW_DATA_DIR": str(data)}):  # each hook starts after the
         store.create(env_key_id(KEY_A), hang_or_flood(True), groups, [], groups, NOW)
 env = {k: v for k, v in os.environ.items() if not k.startswith("CHARTGW_")}
 env.update(CHARTGW_DATA_DIR=str(data), CHARTGW_HOOKS_HTTP_HOSTS="127.0.0.1", CHARTGW_HOOKS_PRIVATE_ADDRESSES="allow",
-           CHARTGW_API_KEYS=f"{KEY_A},{KEY_B}", CHARTGW_HOOKS_TIMEOUT_SECONDS="10", PYTHONPATH=str(repo))
+           CHARTGW_API_KEYS=f"{KEY_A},{KEY_B}", CHARTGW_HOOKS_TIMEOUT_SECONDS=HOOK_TIMEOUT, PYTHONPATH=str(repo))
 proc = subprocess.Popen([sys.executable, "-m", "chartgw", "deliver"], cwd=repo, env=env, stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL)
-time.sleep(2)
+time.sleep(1 if SMOKE else 2)
 
 
 def rss() -> tuple[float, float]:
@@ -119,11 +125,11 @@ def rss() -> tuple[float, float]:
 try:
     if what == "fair":
         committed = {}
-        for n in range(1, 11):
+        for n in range(1, CHANGES + 1):
             commit(n)
             with sqlite3.connect(data / "korea-chart.sqlite") as db:
                 committed[db.execute("SELECT max(id) FROM changes").fetchone()[0]] = time.monotonic()
-            time.sleep(1)
+            time.sleep(APART)
         deadline = time.monotonic() + 60
         while not set(committed) <= set(arrivals) and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -133,11 +139,13 @@ try:
     else:
         before = rss()
         commit(1)
-        time.sleep(12)
-        print(f"worker RSS before {before[0]:.0f} MB; 12 s after one change: RSS {rss()[0]:.0f} MB, peak {rss()[1]:.0f} MB")
+        time.sleep(SETTLE)
+        print(f"worker RSS before {before[0]:.0f} MB; {SETTLE} s after one change: RSS {rss()[0]:.0f} MB, "
+              f"peak {rss()[1]:.0f} MB")
         commit(2)
-        time.sleep(12)
+        time.sleep(SETTLE)
         print(f"after a second change: RSS {rss()[0]:.0f} MB, peak {rss()[1]:.0f} MB")
 finally:
     proc.kill()
     proc.wait()
+    shutil.rmtree(data.parent, ignore_errors=True)

