@@ -24,7 +24,7 @@ import re
 import sqlite3
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlencode
@@ -36,6 +36,7 @@ from sse_starlette.sse import SendTimeoutError
 from starlette.types import Receive, Scope, Send
 
 from chartgw import changes, config
+from chartgw.access import KEY_ID_SCOPE, KeyLoad
 from chartgw.endpoints import ApiError, Call, GroupData, Route, Streaming, not_found
 from chartgw.params import InvalidParams, Param, accepts, comma_separated, one_of
 from chartgw.store import ChangeRow, SnapshotReader, SnapshotRow
@@ -217,8 +218,9 @@ STREAM_BUFFER = 256
 """Changes a stream may have pending; one more and it is dropped (its client resumes by Last-Event-ID)."""
 SEND_TIMEOUT_SECONDS = 30.0
 """A stream whose client takes longer than this to take one event (or heartbeat) is closed."""
-CATCH_UP = 500
-"""Changes read per page while a stream catches up from its cursor."""
+CATCH_UP = 4
+"""Changes read per page while a stream catches up from its cursor: the next page is read once this one is sent, so
+a stream whose client does not read holds this many summaries (a few KB each) and what the socket takes."""
 
 
 class Subscriber:
@@ -248,8 +250,12 @@ class Subscriber:
 class ChangeHub:
     """The feed of one server process over `datas` (the groups' files, read through their readers)."""
 
-    def __init__(self, datas: Mapping[str, GroupData]) -> None:
+    def __init__(self, datas: Mapping[str, GroupData], load: KeyLoad | None = None) -> None:
         self.readers: dict[str, SnapshotReader] = {name: data.reader for name, data in datas.items()}
+        self.load = load
+        """Caps each key's long polls and streams (CHARTGW_CHANGES_WAITERS_PER_KEY, _STREAMS_PER_KEY); None: none."""
+        self.stopping = False
+        """The server is shutting down: long polls answer at once, streams end (`stop`)."""
         self.order = {name: i for i, name in enumerate(self.readers)}
         self.generation = 0
         """Rises each time a poll finds new change records."""
@@ -273,25 +279,34 @@ class ChangeHub:
 
         Each group's rows are taken in id order, so what a page includes of a group is always a prefix of what
         is waiting there: the next page starts after it, without a gap. A group whose waiting rows all fit moves
-        on to the newest id its file had, past records the filters skipped."""
-        fetched = {group: await self.readers[group].changes_after(positions.get(group, 0), targets, limit)
-                   for group in groups}
-        heads = [(rows[0].committed_at, self.order[group], 0, group) for group, (rows, _) in fetched.items() if rows]
-        heapq.heapify(heads)
-        taken: list[tuple[str, ChangeRow]] = []
+        on to the newest id its file had, past records the filters skipped. The groups are merged by their ids and
+        commit times alone; only the changes taken are read whole, so a page holds `limit` summaries at most, not
+        `limit` of every group."""
+        heads = {group: await self.readers[group].change_heads(positions.get(group, 0), targets, limit)
+                 for group in groups}
+        queue = [(rows[0][1], self.order[group], 0, group) for group, (rows, _) in heads.items() if rows]
+        heapq.heapify(queue)
+        order: list[tuple[str, int]] = []
         used = dict.fromkeys(groups, 0)
-        while heads and len(taken) < limit:
-            _, order, i, group = heapq.heappop(heads)
-            rows = fetched[group][0]
-            taken.append((group, rows[i]))
+        while queue and len(order) < limit:
+            _, rank, i, group = heapq.heappop(queue)
+            rows = heads[group][0]
+            order.append((group, rows[i][0]))
             used[group] = i + 1
             if i + 1 < len(rows):
-                heapq.heappush(heads, (rows[i + 1].committed_at, order, i + 1, group))
+                heapq.heappush(queue, (rows[i + 1][1], rank, i + 1, group))
+        read: dict[tuple[str, int], ChangeRow] = {}
+        for group, n in used.items():
+            if n:
+                last = heads[group][0][n - 1][0]
+                found, _ = await self.readers[group].changes_after(positions.get(group, 0), targets, n)
+                read.update(((group, row.id), row) for row in found if row.id <= last)
+        taken = [(group, read[group, id_]) for group, id_ in order if (group, id_) in read]  # not pruned meanwhile
         following = dict(positions)
         more = False
-        for group, (rows, newest) in fetched.items():
+        for group, (rows, newest) in heads.items():
             if used[group]:
-                following[group] = rows[used[group] - 1].id
+                following[group] = rows[used[group] - 1][0]
             if used[group] == len(rows) and len(rows) < limit:
                 following[group] = max(newest, following.get(group, 0))
             else:
@@ -306,31 +321,58 @@ class ChangeHub:
         return self.waiters + len(self.subscribers)
 
     @contextlib.asynccontextmanager
-    async def waiting(self) -> AsyncIterator[None]:
-        """A long poll's hold on the hub: counted against CHANGES_MAX_WAITERS (a 503 past it), with the polling
-        running (and its baseline read) before the caller reads its first page."""
+    async def waiting(self, key_id: int | None = None) -> AsyncIterator[None]:
+        """A long poll's hold on the hub: counted against CHANGES_MAX_WAITERS (a 503 past it) and its key's
+        CHANGES_WAITERS_PER_KEY (a 429), with the polling running (and its baseline read) before the caller reads
+        its first page. It waits on the hub's asyncio event: a coroutine of a few KB, no thread."""
         if self.waiters >= config.get(config.CHANGES_MAX_WAITERS):
             raise ApiError(503, "Too many long polls waiting; retry shortly", {"Retry-After": "1"})
-        self.waiters += 1
-        try:
-            async with self.polling():
-                yield
-        finally:
-            self.waiters -= 1
+        with self._parked(key_id, KeyLoad.WAITERS, "long polls waiting"):
+            self.waiters += 1
+            try:
+                async with self.polling():
+                    yield
+            finally:
+                self.waiters -= 1
 
     @contextlib.asynccontextmanager
-    async def subscribed(self, groups: Sequence[str], targets: Sequence[str]) -> AsyncIterator[Subscriber]:
-        """A stream's subscription: counted against CHANGES_MAX_STREAMS (a 503 past it); every change read after
-        this is entered is offered to it."""
+    async def subscribed(self, groups: Sequence[str], targets: Sequence[str], key_id: int | None = None,
+                         ) -> AsyncIterator[Subscriber]:
+        """A stream's subscription: counted against CHANGES_MAX_STREAMS (a 503 past it) and its key's
+        CHANGES_STREAMS_PER_KEY (a 429); every change read after this is entered is offered to it."""
         if len(self.subscribers) >= config.get(config.CHANGES_MAX_STREAMS):
             raise ApiError(503, "Too many change streams open; retry shortly", {"Retry-After": "1"})
-        subscriber = Subscriber(groups, targets)
-        self.subscribers.add(subscriber)
+        with self._parked(key_id, KeyLoad.STREAMS, "change streams open"):
+            subscriber = Subscriber(groups, targets)
+            self.subscribers.add(subscriber)
+            try:
+                async with self.polling():
+                    yield subscriber
+            finally:
+                self.subscribers.discard(subscriber)
+
+    @contextlib.contextmanager
+    def _parked(self, key_id: int | None, kind: str, what: str) -> Iterator[None]:
+        """The request counted as its key's `kind` (not among its requests in progress) while inside."""
+        load = self.load
+        if load is None or key_id is None:
+            yield
+            return
+        if not load.park(key_id, kind):
+            raise ApiError(429, f"This key has {load.caps[kind]} {what} already; retry shortly", {"Retry-After": "1"})
         try:
-            async with self.polling():
-                yield subscriber
+            yield
         finally:
-            self.subscribers.discard(subscriber)
+            load.unpark(key_id, kind)
+
+    def stop(self) -> None:
+        """The server is shutting down (it calls this when SIGTERM arrives): every long poll answers now with what
+        it has, and every stream ends, so that the server's graceful shutdown is not held by them."""
+        self.stopping = True
+        self.generation += 1
+        self._changed.set()
+        for subscriber in list(self.subscribers):
+            subscriber.ready.set()
 
     @contextlib.asynccontextmanager
     async def polling(self) -> AsyncIterator[None]:
@@ -349,11 +391,11 @@ class ChangeHub:
             self._users -= 1
 
     async def wait(self, generation: int, timeout: float) -> bool:
-        """Until the generation passes `generation` (True) or `timeout` seconds pass (False)."""
+        """Until the generation passes `generation` (True) or `timeout` seconds pass, or the server stops (False)."""
         deadline = time.monotonic() + timeout
-        while self.generation == generation:
+        while self.generation == generation or self.stopping:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or self.stopping:
                 return False
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
@@ -448,7 +490,7 @@ class ChangeStream(Streaming):
         if resumed is not None:
             since = self._resumed(resumed.decode("latin-1"))
         positions = await self.hub.newest(self.groups) if since == "now" else dict(since or {})
-        async with self.hub.subscribed(self.groups, self.targets) as subscriber:
+        async with self.hub.subscribed(self.groups, self.targets, scope.get(KEY_ID_SCOPE)) as subscriber:
             heartbeat = config.get(config.CHANGES_HEARTBEAT_SECONDS)
             response = EventSourceResponse(self._events(subscriber, positions), ping=heartbeat, sep="\n",
                                            send_timeout=SEND_TIMEOUT_SECONDS,
@@ -475,18 +517,21 @@ class ChangeStream(Streaming):
 
     async def _events(self, subscriber: Subscriber, positions: dict[str, int]) -> AsyncIterator[ServerSentEvent]:
         yield ServerSentEvent(comment="chartgw changes", retry=3000)
-        while True:  # what is waiting past the cursor; changes read meanwhile wait in the subscriber
+        while not self.hub.stopping:  # what is waiting past the cursor; changes read meanwhile wait in the subscriber
+            # A page at a time, the next read only once this one is sent (the generator runs as sse-starlette's
+            # sends return, and a send waits while the connection's buffer is full): a client that does not read
+            # holds one small page here, not the history.
             page = await self.hub.page(positions, self.groups, self.targets, CATCH_UP)
             for group, row in page.changes:
                 yield self._event(group, row, positions)
             positions = page.positions
             if not page.more:
                 break
-        while True:
+        while not self.hub.stopping:
             await subscriber.ready.wait()
             subscriber.ready.clear()
-            if subscriber.dropped:
-                return  # it fell STREAM_BUFFER behind: the client resumes from its last event id
+            if subscriber.dropped or self.hub.stopping:
+                return  # it fell STREAM_BUFFER behind (the client resumes from its last event id), or the server stops
             while subscriber.pending:
                 group, row = subscriber.pending.popleft()
                 if row.id > positions.get(group, 0):  # not already sent while catching up
@@ -503,7 +548,7 @@ def changes_routes(hub: ChangeHub) -> list[Route]:
         limit, wait = call.params["limit"], call.params["wait"]
         if not wait:
             return response(await hub.page(positions, groups, targets, limit))
-        async with hub.waiting():
+        async with hub.waiting(call.key_id):
             deadline = time.monotonic() + wait
             while True:
                 generation = hub.generation
