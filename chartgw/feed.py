@@ -274,20 +274,21 @@ class ChangeHub:
         return {group: (await self.readers[group].changes_after(0, (), 0))[1] for group in groups}
 
     async def page(self, positions: Mapping[str, int], groups: Sequence[str], targets: Sequence[str], limit: int,
-                   ) -> Page:
+                   known: Mapping[str, int] | None = None) -> Page:
         """Up to `limit` changes after `positions` of `groups` (of `targets` only, when any), merged in commit order.
 
         Each group's rows are taken in id order, so what a page includes of a group is always a prefix of what
         is waiting there: the next page starts after it, without a gap. A group whose waiting rows all fit moves
         on to the newest id its file had, past records the filters skipped. The groups are merged by their ids and
         commit times alone; only the changes taken are read whole, so a page holds `limit` summaries at most, not
-        `limit` of every group."""
+        `limit` of every group. With `known` (`known()`, inside `waiting`), a group read up to the newest change the
+        hub has read is not read again: a long poll of nothing new costs no query."""
         heads = {group: await self.readers[group].change_heads(positions.get(group, 0), targets, limit)
-                 for group in groups}
+                 for group in groups if known is None or positions.get(group, 0) < known.get(group, 0)}
         queue = [(rows[0][1], self.order[group], 0, group) for group, (rows, _) in heads.items() if rows]
         heapq.heapify(queue)
         order: list[tuple[str, int]] = []
-        used = dict.fromkeys(groups, 0)
+        used = dict.fromkeys(heads, 0)
         while queue and len(order) < limit:
             _, rank, i, group = heapq.heappop(queue)
             rows = heads[group][0]
@@ -312,6 +313,11 @@ class ChangeHub:
             else:
                 more = True
         return Page(taken, following, more)
+
+    def known(self, groups: Sequence[str]) -> dict[str, int]:
+        """Each group's newest change id as the hub's polling has read it: current for a caller inside `waiting` or
+        `subscribed` (a change past it moves `generation` once the polling reads it)."""
+        return {group: self._newest.get(group, 0) for group in groups}
 
     @property
     def parked(self) -> int:
@@ -543,16 +549,16 @@ def changes_routes(hub: ChangeHub) -> list[Route]:
 
     async def feed(call: Call) -> ChangesResponse:
         groups, targets = scope(hub, call.params)
-        since = call.params["since"]
-        positions = await hub.newest(groups) if since == "now" else dict(since or {})
-        limit, wait = call.params["limit"], call.params["wait"]
+        since, limit, wait = call.params["since"], call.params["limit"], call.params["wait"]
         if not wait:
+            positions = await hub.newest(groups) if since == "now" else dict(since or {})
             return response(await hub.page(positions, groups, targets, limit))
-        async with hub.waiting(call.key_id):
+        async with hub.waiting(call.key_id):  # the polling runs: what the hub has read is current
+            positions = hub.known(groups) if since == "now" else dict(since or {})
             deadline = time.monotonic() + wait
             while True:
-                generation = hub.generation
-                page = await hub.page(positions, groups, targets, limit)
+                generation = hub.generation  # before what it knows: a change read after moves it
+                page = await hub.page(positions, groups, targets, limit, hub.known(groups))
                 if page.changes or not await hub.wait(generation, deadline - time.monotonic()):
                     return response(page)
                 positions = page.positions
