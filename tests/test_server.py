@@ -447,7 +447,8 @@ def test_the_hardening_page_lists_every_limit_and_its_setting() -> None:
 
     text = (REPO / "docs" / "hardening.md").read_text()
     for setting in (config.REQUEST_HEAD_TIMEOUT_SECONDS, config.REQUEST_BODY_TIMEOUT_SECONDS,
-                    config.IDLE_TIMEOUT_SECONDS, config.SEND_TIMEOUT_SECONDS, config.RATE_LIMIT_PER_MINUTE):
+                    config.IDLE_TIMEOUT_SECONDS, config.SEND_TIMEOUT_SECONDS, config.RATE_LIMIT_PER_MINUTE,
+                    config.REQUESTS_IN_PROGRESS_PER_KEY, config.CHANGES_WAITERS_PER_KEY, config.CHANGES_STREAMS_PER_KEY):
         row = next((line for line in text.splitlines() if line.startswith("|") and f"`{setting.variable}`" in line), "")
         assert setting.default in row, f"docs/hardening.md has no row of {setting.variable} with its default"
     for name, size in (("MAX_URL_BYTES", "8 KB"), ("MAX_HEAD_BYTES", "32 KB"), ("BACKLOG_BYTES", "64 KB"),
