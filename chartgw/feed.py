@@ -22,6 +22,7 @@ import contextlib
 import heapq
 import re
 import sqlite3
+import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -212,6 +213,8 @@ class Page:
     positions: dict[str, int]
     """Where the next page starts, per group."""
     more: bool
+    ended: frozenset[str] = frozenset()
+    """The groups read to the newest change their files had: nothing of them waits past the page."""
 
 
 STREAM_BUFFER = 256
@@ -305,14 +308,16 @@ class ChangeHub:
         taken = [(group, read[group, id_]) for group, id_ in order if (group, id_) in read]  # not pruned meanwhile
         following = dict(positions)
         more = False
+        ended = set()
         for group, (rows, newest) in heads.items():
             if used[group]:
                 following[group] = rows[used[group] - 1][0]
             if used[group] == len(rows) and len(rows) < limit:
                 following[group] = max(newest, following.get(group, 0))
+                ended.add(group)
             else:
                 more = True
-        return Page(taken, following, more)
+        return Page(taken, following, more, frozenset(ended))
 
     def known(self, groups: Sequence[str]) -> dict[str, int]:
         """Each group's newest change id as the hub's polling has read it: current for a caller inside `waiting` or
@@ -523,11 +528,15 @@ class ChangeStream(Streaming):
 
     async def _events(self, subscriber: Subscriber, positions: dict[str, int]) -> AsyncIterator[ServerSentEvent]:
         yield ServerSentEvent(comment="chartgw changes", retry=3000)
+        # A group read to its end is not read again: what is committed after that read is past what the polling
+        # had read when this stream subscribed, so it reaches the stream through the subscriber.
+        ended = dict.fromkeys(self.groups, sys.maxsize)
         while not self.hub.stopping:  # what is waiting past the cursor; changes read meanwhile wait in the subscriber
             # A page at a time, the next read only once this one is sent (the generator runs as sse-starlette's
             # sends return, and a send waits while the connection's buffer is full): a client that does not read
             # holds one small page here, not the history.
-            page = await self.hub.page(positions, self.groups, self.targets, CATCH_UP)
+            page = await self.hub.page(positions, self.groups, self.targets, CATCH_UP, ended)
+            ended.update((group, page.positions[group]) for group in page.ended)
             for group, row in page.changes:
                 yield self._event(group, row, positions)
             positions = page.positions
