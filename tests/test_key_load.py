@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from chartgw.access import KeyStore
+from chartgw.access import KeyLoad, KeyStore
 from chartgw.store import connect
 from tests.fixtures import child_env, copy_data
 
@@ -300,3 +300,26 @@ def test_sigterm_with_streams_and_long_polls_open_exits_and_answers_the_long_pol
     assert answered == Counter({200: 50}), answered
     assert server.proc.returncode == 0
     assert took < 20, took  # measured about 1 s; a minute (long polls) or never (streams) before
+
+
+def test_a_keys_load_is_counted_per_kind_and_a_parked_request_leaves_its_requests() -> None:
+    """The accounting the middleware and the hub share: a cap per key and kind (0: none), a parked long poll or
+    stream counted as such and not among the key's requests in progress, another key never touched."""
+    load = KeyLoad({KeyLoad.REQUESTS: 2, KeyLoad.WAITERS: 1, KeyLoad.STREAMS: 0})
+    assert load.take(1, KeyLoad.REQUESTS) and load.take(1, KeyLoad.REQUESTS)
+    assert not load.take(1, KeyLoad.REQUESTS) and load.take(2, KeyLoad.REQUESTS)  # key 1 full, key 2 not
+    assert load.park(1, KeyLoad.WAITERS)  # one of key 1's requests becomes a long poll: a request slot frees
+    assert load.held(1, KeyLoad.REQUESTS) == 1 and load.take(1, KeyLoad.REQUESTS)
+    assert not load.park(1, KeyLoad.WAITERS) and load.held(1, KeyLoad.REQUESTS) == 2  # refused: nothing moved
+    load.give(1, KeyLoad.REQUESTS)  # the refused one answered (429)
+    for _ in range(50):  # streams arrive one by one (each a request the middleware let in), no cap of them
+        assert load.take(1, KeyLoad.REQUESTS) and load.park(1, KeyLoad.STREAMS)
+    assert load.held(1, KeyLoad.REQUESTS) == 1 and load.held(1, KeyLoad.STREAMS) == 50
+    for kind, n in ((KeyLoad.STREAMS, 50), (KeyLoad.WAITERS, 1)):
+        for _ in range(n):
+            load.unpark(1, kind)  # a request in progress again, past the cap (it is finishing)...
+            load.give(1, KeyLoad.REQUESTS)  # ...until the middleware lets it go
+    assert load.held(1, KeyLoad.REQUESTS) == 1
+    load.give(1, KeyLoad.REQUESTS)
+    load.give(2, KeyLoad.REQUESTS)
+    assert load._held == {}  # an idle key costs nothing
