@@ -391,6 +391,7 @@ class ChangeHub:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new event loop (an app served again, in tests): nothing of the old one holds
             self._loop, self._task, self._changed, self._starting = loop, None, asyncio.Event(), asyncio.Lock()
+            self.stopping = False
         self._users += 1
         try:
             async with self._starting:
