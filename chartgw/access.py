@@ -16,7 +16,7 @@ import os
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chartgw import config
 from chartgw.clock import utc_now
+from chartgw.settings import Settings
 from chartgw.store import Table, connect, iso, migrate
 
 KEY_HEADER = b"x-api-key"
@@ -464,15 +465,70 @@ path) and the rate headers its answer carries. (A plain tuple: the fast lane ask
 PUBLIC: Admission = (None, None, ())
 
 
+class KeyLoad:
+    """What each key holds of one server process at once, by kind: requests the app works on (`REQUESTS`), long polls
+    waiting (`WAITERS`) and change streams open (`STREAMS`), each capped per key (0: no cap), so that one key's
+    thousand slow bodies, long polls or streams cannot take every other key's service. The key middleware holds a
+    request for each keyed request it lets into the app; the change feed moves a long poll or a stream from that
+    count to its own kind while it is parked (`park`), as the server leaves parked requests out of
+    `--limit-concurrency`. A count is a dict entry while it is above zero: an idle key costs nothing."""
+
+    REQUESTS, WAITERS, STREAMS = "requests", "waiters", "streams"
+
+    def __init__(self, caps: Mapping[str, int]) -> None:
+        self.caps = dict(caps)
+        self._held: dict[tuple[int, str], int] = {}
+
+    @classmethod
+    def of(cls, settings: Settings) -> KeyLoad:
+        return cls({cls.REQUESTS: settings.get(config.REQUESTS_IN_PROGRESS_PER_KEY),
+                    cls.WAITERS: settings.get(config.CHANGES_WAITERS_PER_KEY),
+                    cls.STREAMS: settings.get(config.CHANGES_STREAMS_PER_KEY)})
+
+    def held(self, key_id: int, kind: str) -> int:
+        return self._held.get((key_id, kind), 0)
+
+    def take(self, key_id: int, kind: str, capped: bool = True) -> bool:
+        """One more of `kind` for the key, unless it holds its cap already (then False)."""
+        n, cap = self._held.get((key_id, kind), 0), self.caps.get(kind, 0)
+        if capped and cap and n >= cap:
+            return False
+        self._held[(key_id, kind)] = n + 1
+        return True
+
+    def give(self, key_id: int, kind: str) -> None:
+        n = self._held.get((key_id, kind), 0) - 1
+        if n > 0:
+            self._held[(key_id, kind)] = n
+        else:
+            self._held.pop((key_id, kind), None)
+
+    def park(self, key_id: int, kind: str) -> bool:
+        """A request of the key becomes a long poll or stream (`kind`): counted there, no longer among its requests
+        in progress; False (nothing changed) when the key holds its cap of `kind`."""
+        if not self.take(key_id, kind):
+            return False
+        self.give(key_id, self.REQUESTS)
+        return True
+
+    def unpark(self, key_id: int, kind: str) -> None:
+        """The parked request is a request in progress again (until the middleware lets it go)."""
+        self.give(key_id, kind)
+        self.take(key_id, self.REQUESTS, capped=False)
+
+
 class Gate:
     """The one way in: the access table, the key check and the rate limit, asked in that order by the key
     middleware (every request the app answers) and by the server's fast lane (the repeats it answers), so
-    both refuse alike, byte for byte, and count against the same rate."""
+    both refuse alike, byte for byte, and count against the same rate. `load` caps what each key holds at once
+    (the middleware's requests in progress; the lane answers at once and holds nothing)."""
 
-    def __init__(self, table: AccessTable, checker: KeyChecker, limiter: RateLimiter | None = None) -> None:
+    def __init__(self, table: AccessTable, checker: KeyChecker, limiter: RateLimiter | None = None,
+                 load: KeyLoad | None = None) -> None:
         self.table = table
         self.checker = checker
         self.limiter = limiter
+        self.load = load
 
     def admit(self, path: str, key: bytes | None) -> Admission:
         """The decision for a request of `path` (after any legacy prefix is rewritten) that sent `key` in its
@@ -531,9 +587,24 @@ class ApiKeyMiddleware:
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
-        if key_id is not None:
-            scope[KEY_ID_SCOPE] = key_id
-        await self.app(scope, receive, with_headers(send, rate) if rate else send)
+        if key_id is None:
+            await self.app(scope, receive, with_headers(send, rate) if rate else send)
+            return
+        scope[KEY_ID_SCOPE] = key_id
+        load = self.gate.load
+        if load is None:
+            await self.app(scope, receive, with_headers(send, rate) if rate else send)
+            return
+        if not load.take(key_id, load.REQUESTS):
+            status, headers, body = busy(f"This key has {load.caps[load.REQUESTS]} requests in progress already; "
+                                         "retry shortly", rate)
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        try:
+            await self.app(scope, receive, with_headers(send, rate) if rate else send)
+        finally:
+            load.give(key_id, load.REQUESTS)
 
 
 def with_headers(send: Send, extra: Sequence[tuple[bytes, bytes]]) -> Send:
@@ -568,6 +639,13 @@ def two_keys() -> Reply:
     body = b'{"detail":"More than one X-API-Key header: send exactly one"}'
     return 400, [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)),
                  (b"cache-control", b"no-store")], body
+
+
+def busy(detail: str, rate: Sequence[tuple[bytes, bytes]] = ()) -> Reply:
+    """The 429 of a key that holds its cap of requests in progress, long polls or streams (`KeyLoad`)."""
+    body = b'{"detail":"' + detail.encode() + b'"}'
+    return 429, [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)),
+                 (b"retry-after", b"1"), (b"cache-control", b"no-store"), *rate], body
 
 
 def unauthorized(detail: str) -> Reply:

@@ -18,7 +18,7 @@ from starlette.routing import Route as StarletteRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from chartgw import apidocs, config, exports
-from chartgw.access import AccessTable, ApiKeyMiddleware, Gate, KeyChecker, KeyStore, RateLimiter
+from chartgw.access import AccessTable, ApiKeyMiddleware, Gate, KeyChecker, KeyLoad, KeyStore, RateLimiter
 from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
 from chartgw.cors import CorsMiddleware, CorsPolicy
@@ -232,7 +232,8 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     seen = Observability([g.name for g in groups], clock, settings)
     group_routes = GroupRoutes(by_group)
     # The change feed and webhooks at the root, over every group's file (read through the hub, not `feed`).
-    hub = ChangeHub(datas)
+    load = KeyLoad.of(settings)  # each key's requests in progress, long polls and streams, capped per key
+    hub = ChangeHub(datas, load)
     feed = GroupData("changes", clock)
     hooks, exported = hooks_routes([g.name for g in groups]), exports.root_routes(datas)
     if read_only:  # hooks.sqlite is the writer's (its `chartgw deliver` reads it) and so are the exports
@@ -256,12 +257,13 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
             await data.reader.close()
 
     front = {"/", "/openapi.json", *apidocs.public_paths(), *seen.public}
-    labels = RouteLabels([g.name for g in groups], {path: path for path in front | {r.path for r in root_routes}},
+    labeled = front | {r.path for r in root_routes} | {"/replication"}  # every path of the app outside the groups
+    labels = RouteLabels([g.name for g in groups], {path: path for path in labeled},
                          group_routes.route_for, GroupRoutes.ROUTE)
     checker = checker or KeyChecker(plain_keys=[*settings.get(config.API_KEYS)], clock=clock)
     # A replica counts its keys' requests in a node-local file: it never writes a replicated one.
     limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore(usage_path=usage_path()))
-    gate = Gate(access_table(declared, front), checker, limiter)  # one way in: the key middleware's and the fast lane's
+    gate = Gate(access_table(declared, front), checker, limiter, load)  # one way in: the key middleware's and the fast lane's
     cors_origins = settings.get(config.CORS_ORIGINS)
     policy = CorsPolicy(cors_origins) if cors_origins else None
     cors = [Middleware(CorsMiddleware, policy=policy)] if policy is not None else []

@@ -27,6 +27,8 @@ __all__ = [
     "CHANGES_MAX_STREAMS",
     "CHANGES_MAX_WAITERS",
     "CHANGES_POLL_SECONDS",
+    "CHANGES_STREAMS_PER_KEY",
+    "CHANGES_WAITERS_PER_KEY",
     "CORS_ORIGINS",
     "CRAWL_DELAY_SECONDS",
     "DATA_DIR",
@@ -45,6 +47,7 @@ __all__ = [
     "REFRESH_INTERVAL_SECONDS",
     "REPLICATION_SETTINGS",
     "REPLICA_URL",
+    "REQUESTS_IN_PROGRESS_PER_KEY",
     "REQUEST_BODY_TIMEOUT_SECONDS",
     "REQUEST_HEAD_TIMEOUT_SECONDS",
     "RETENTION_DAYS",
@@ -299,6 +302,18 @@ CHANGES_MAX_STREAMS = Setting(
     "CHANGES_MAX_STREAMS", "5000", "GET /changes/stream connections one server process holds at once; past it a 503 "
     "with Retry-After (streams, like long polls, are not counted by `chartgw serve --limit-concurrency`)",
     bounded_int(1, 1_000_000))
+REQUESTS_IN_PROGRESS_PER_KEY = Setting(
+    "REQUESTS_IN_PROGRESS_PER_KEY", "100", "requests of one key the app works on at once per server process (its long "
+    "polls and streams not counted: they have their own caps); past it a 429 with Retry-After, so one key cannot take "
+    "the others' share of `chartgw serve --limit-concurrency`; 0 = no cap", bounded_int(0, 1_000_000))
+CHANGES_WAITERS_PER_KEY = Setting(
+    "CHANGES_WAITERS_PER_KEY", "100", "long polls of GET /changes one key holds at once per server process; past it a "
+    "429 with Retry-After (CHARTGW_CHANGES_MAX_WAITERS stays the cap of all keys together); 0 = no cap",
+    bounded_int(0, 1_000_000))
+CHANGES_STREAMS_PER_KEY = Setting(
+    "CHANGES_STREAMS_PER_KEY", "100", "GET /changes/stream connections one key holds at once per server process; past "
+    "it a 429 with Retry-After (CHARTGW_CHANGES_MAX_STREAMS stays the cap of all keys together); 0 = no cap",
+    bounded_int(0, 1_000_000))
 CHANGES_HEARTBEAT_SECONDS = Setting(
     "CHANGES_HEARTBEAT_SECONDS", "15", "seconds between the comment lines an idle change stream sends (keeps proxies "
     "from closing it)", bounded_int(1, 3600))
@@ -373,6 +388,7 @@ SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, R
                                       IDLE_TIMEOUT_SECONDS, SEND_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
                                       REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS, CHANGES_POLL_SECONDS,
                                       CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS, CHANGES_HEARTBEAT_SECONDS, CORS_ORIGINS,
+                                      REQUESTS_IN_PROGRESS_PER_KEY, CHANGES_WAITERS_PER_KEY, CHANGES_STREAMS_PER_KEY,
                                       METRICS, ACCESS_LOG, HOOKS_HTTP_HOSTS, HOOKS_PRIVATE_ADDRESSES, HOOKS_TIMEOUT_SECONDS,
                                       HOOKS_PER_KEY, EXPORTS_KEEP, EXPORTS_INTERVAL_SECONDS, *REPLICATION_SETTINGS)
 

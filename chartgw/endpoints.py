@@ -199,8 +199,19 @@ def request_fields(headers: Iterable[tuple[bytes, bytes]]) -> RequestFields:
     return inm, encoding, accept, sent_id, origin, key
 
 
-async def read_body(receive: Receive) -> bytes:
-    """The whole request body, refused with a 413 past MAX_BODY_BYTES (read no further)."""
+def declared_length(headers: Iterable[tuple[bytes, bytes]]) -> int | None:
+    """The request's Content-Length, when it sent one that is a number (the parser has refused two that differ)."""
+    value = next((v for name, v in headers if name == b"content-length"), None)
+    return int(value) if value is not None and value.strip().isdigit() else None
+
+
+async def read_body(scope: Scope, receive: Receive) -> bytes:
+    """The whole request body, refused with a 413 past MAX_BODY_BYTES (read no further). A Content-Length past it
+    is refused before the first read: a client that sent `Expect: 100-continue` is never told to send the body
+    (the server sends `100 Continue` at the app's first read), and the connection closes."""
+    declared = declared_length(scope["headers"])
+    if declared is not None and declared > MAX_BODY_BYTES:
+        raise ApiError(413, f"The request body is larger than {MAX_BODY_BYTES} bytes", {"Connection": "close"})
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -245,7 +256,7 @@ class EndpointApp:
             if route.cache_ttl <= 0:
                 params = validate(route.params, scope.get("path_params", {}), parse_query(scope["query_string"]))
                 variant = self._requested(params, scope)
-                sent = await read_body(receive) if route.method == "POST" else b""
+                sent = await read_body(scope, receive) if route.method == "POST" else b""
                 call = Call(params, self.data, self.data.clock(), sent, scope.get(KEY_ID_SCOPE))
                 result = await route.handler(call)
                 if isinstance(result, Streaming):

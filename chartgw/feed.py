@@ -22,9 +22,10 @@ import contextlib
 import heapq
 import re
 import sqlite3
+import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlencode
@@ -36,6 +37,7 @@ from sse_starlette.sse import SendTimeoutError
 from starlette.types import Receive, Scope, Send
 
 from chartgw import changes, config
+from chartgw.access import KEY_ID_SCOPE, KeyLoad
 from chartgw.endpoints import ApiError, Call, GroupData, Route, Streaming, not_found
 from chartgw.params import InvalidParams, Param, accepts, comma_separated, one_of
 from chartgw.store import ChangeRow, SnapshotReader, SnapshotRow
@@ -211,14 +213,17 @@ class Page:
     positions: dict[str, int]
     """Where the next page starts, per group."""
     more: bool
+    ended: frozenset[str] = frozenset()
+    """The groups read to the newest change their files had: nothing of them waits past the page."""
 
 
 STREAM_BUFFER = 256
 """Changes a stream may have pending; one more and it is dropped (its client resumes by Last-Event-ID)."""
 SEND_TIMEOUT_SECONDS = 30.0
 """A stream whose client takes longer than this to take one event (or heartbeat) is closed."""
-CATCH_UP = 500
-"""Changes read per page while a stream catches up from its cursor."""
+CATCH_UP = 4
+"""Changes read per page while a stream catches up from its cursor: the next page is read once this one is sent, so
+a stream whose client does not read holds this many summaries (a few KB each) and what the socket takes."""
 
 
 class Subscriber:
@@ -248,8 +253,12 @@ class Subscriber:
 class ChangeHub:
     """The feed of one server process over `datas` (the groups' files, read through their readers)."""
 
-    def __init__(self, datas: Mapping[str, GroupData]) -> None:
+    def __init__(self, datas: Mapping[str, GroupData], load: KeyLoad | None = None) -> None:
         self.readers: dict[str, SnapshotReader] = {name: data.reader for name, data in datas.items()}
+        self.load = load
+        """Caps each key's long polls and streams (CHARTGW_CHANGES_WAITERS_PER_KEY, _STREAMS_PER_KEY); None: none."""
+        self.stopping = False
+        """The server is shutting down: long polls answer at once, streams end (`stop`)."""
         self.order = {name: i for i, name in enumerate(self.readers)}
         self.generation = 0
         """Rises each time a poll finds new change records."""
@@ -268,35 +277,52 @@ class ChangeHub:
         return {group: (await self.readers[group].changes_after(0, (), 0))[1] for group in groups}
 
     async def page(self, positions: Mapping[str, int], groups: Sequence[str], targets: Sequence[str], limit: int,
-                   ) -> Page:
+                   known: Mapping[str, int] | None = None) -> Page:
         """Up to `limit` changes after `positions` of `groups` (of `targets` only, when any), merged in commit order.
 
         Each group's rows are taken in id order, so what a page includes of a group is always a prefix of what
         is waiting there: the next page starts after it, without a gap. A group whose waiting rows all fit moves
-        on to the newest id its file had, past records the filters skipped."""
-        fetched = {group: await self.readers[group].changes_after(positions.get(group, 0), targets, limit)
-                   for group in groups}
-        heads = [(rows[0].committed_at, self.order[group], 0, group) for group, (rows, _) in fetched.items() if rows]
-        heapq.heapify(heads)
-        taken: list[tuple[str, ChangeRow]] = []
-        used = dict.fromkeys(groups, 0)
-        while heads and len(taken) < limit:
-            _, order, i, group = heapq.heappop(heads)
-            rows = fetched[group][0]
-            taken.append((group, rows[i]))
+        on to the newest id its file had, past records the filters skipped. The groups are merged by their ids and
+        commit times alone; only the changes taken are read whole, so a page holds `limit` summaries at most, not
+        `limit` of every group. With `known` (`known()`, inside `waiting`), a group read up to the newest change the
+        hub has read is not read again: a long poll of nothing new costs no query."""
+        heads = {group: await self.readers[group].change_heads(positions.get(group, 0), targets, limit)
+                 for group in groups if known is None or positions.get(group, 0) < known.get(group, 0)}
+        queue = [(rows[0][1], self.order[group], 0, group) for group, (rows, _) in heads.items() if rows]
+        heapq.heapify(queue)
+        order: list[tuple[str, int]] = []
+        used = dict.fromkeys(heads, 0)
+        while queue and len(order) < limit:
+            _, rank, i, group = heapq.heappop(queue)
+            rows = heads[group][0]
+            order.append((group, rows[i][0]))
             used[group] = i + 1
             if i + 1 < len(rows):
-                heapq.heappush(heads, (rows[i + 1].committed_at, order, i + 1, group))
+                heapq.heappush(queue, (rows[i + 1][1], rank, i + 1, group))
+        read: dict[tuple[str, int], ChangeRow] = {}
+        for group, n in used.items():
+            if n:
+                last = heads[group][0][n - 1][0]
+                found, _ = await self.readers[group].changes_after(positions.get(group, 0), targets, n)
+                read.update(((group, row.id), row) for row in found if row.id <= last)
+        taken = [(group, read[group, id_]) for group, id_ in order if (group, id_) in read]  # not pruned meanwhile
         following = dict(positions)
         more = False
-        for group, (rows, newest) in fetched.items():
+        ended = set()
+        for group, (rows, newest) in heads.items():
             if used[group]:
-                following[group] = rows[used[group] - 1].id
+                following[group] = rows[used[group] - 1][0]
             if used[group] == len(rows) and len(rows) < limit:
                 following[group] = max(newest, following.get(group, 0))
+                ended.add(group)
             else:
                 more = True
-        return Page(taken, following, more)
+        return Page(taken, following, more, frozenset(ended))
+
+    def known(self, groups: Sequence[str]) -> dict[str, int]:
+        """Each group's newest change id as the hub's polling has read it: current for a caller inside `waiting` or
+        `subscribed` (a change past it moves `generation` once the polling reads it)."""
+        return {group: self._newest.get(group, 0) for group in groups}
 
     @property
     def parked(self) -> int:
@@ -306,31 +332,58 @@ class ChangeHub:
         return self.waiters + len(self.subscribers)
 
     @contextlib.asynccontextmanager
-    async def waiting(self) -> AsyncIterator[None]:
-        """A long poll's hold on the hub: counted against CHANGES_MAX_WAITERS (a 503 past it), with the polling
-        running (and its baseline read) before the caller reads its first page."""
+    async def waiting(self, key_id: int | None = None) -> AsyncIterator[None]:
+        """A long poll's hold on the hub: counted against CHANGES_MAX_WAITERS (a 503 past it) and its key's
+        CHANGES_WAITERS_PER_KEY (a 429), with the polling running (and its baseline read) before the caller reads
+        its first page. It waits on the hub's asyncio event: a coroutine of a few KB, no thread."""
         if self.waiters >= config.get(config.CHANGES_MAX_WAITERS):
             raise ApiError(503, "Too many long polls waiting; retry shortly", {"Retry-After": "1"})
-        self.waiters += 1
-        try:
-            async with self.polling():
-                yield
-        finally:
-            self.waiters -= 1
+        with self._parked(key_id, KeyLoad.WAITERS, "long polls waiting"):
+            self.waiters += 1
+            try:
+                async with self.polling():
+                    yield
+            finally:
+                self.waiters -= 1
 
     @contextlib.asynccontextmanager
-    async def subscribed(self, groups: Sequence[str], targets: Sequence[str]) -> AsyncIterator[Subscriber]:
-        """A stream's subscription: counted against CHANGES_MAX_STREAMS (a 503 past it); every change read after
-        this is entered is offered to it."""
+    async def subscribed(self, groups: Sequence[str], targets: Sequence[str], key_id: int | None = None,
+                         ) -> AsyncIterator[Subscriber]:
+        """A stream's subscription: counted against CHANGES_MAX_STREAMS (a 503 past it) and its key's
+        CHANGES_STREAMS_PER_KEY (a 429); every change read after this is entered is offered to it."""
         if len(self.subscribers) >= config.get(config.CHANGES_MAX_STREAMS):
             raise ApiError(503, "Too many change streams open; retry shortly", {"Retry-After": "1"})
-        subscriber = Subscriber(groups, targets)
-        self.subscribers.add(subscriber)
+        with self._parked(key_id, KeyLoad.STREAMS, "change streams open"):
+            subscriber = Subscriber(groups, targets)
+            self.subscribers.add(subscriber)
+            try:
+                async with self.polling():
+                    yield subscriber
+            finally:
+                self.subscribers.discard(subscriber)
+
+    @contextlib.contextmanager
+    def _parked(self, key_id: int | None, kind: str, what: str) -> Iterator[None]:
+        """The request counted as its key's `kind` (not among its requests in progress) while inside."""
+        load = self.load
+        if load is None or key_id is None:
+            yield
+            return
+        if not load.park(key_id, kind):
+            raise ApiError(429, f"This key has {load.caps[kind]} {what} already; retry shortly", {"Retry-After": "1"})
         try:
-            async with self.polling():
-                yield subscriber
+            yield
         finally:
-            self.subscribers.discard(subscriber)
+            load.unpark(key_id, kind)
+
+    def stop(self) -> None:
+        """The server is shutting down (it calls this when SIGTERM arrives): every long poll answers now with what
+        it has, and every stream ends, so that the server's graceful shutdown is not held by them."""
+        self.stopping = True
+        self.generation += 1
+        self._changed.set()
+        for subscriber in list(self.subscribers):
+            subscriber.ready.set()
 
     @contextlib.asynccontextmanager
     async def polling(self) -> AsyncIterator[None]:
@@ -338,6 +391,7 @@ class ChangeHub:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new event loop (an app served again, in tests): nothing of the old one holds
             self._loop, self._task, self._changed, self._starting = loop, None, asyncio.Event(), asyncio.Lock()
+            self.stopping = False
         self._users += 1
         try:
             async with self._starting:
@@ -349,11 +403,11 @@ class ChangeHub:
             self._users -= 1
 
     async def wait(self, generation: int, timeout: float) -> bool:
-        """Until the generation passes `generation` (True) or `timeout` seconds pass (False)."""
+        """Until the generation passes `generation` (True) or `timeout` seconds pass, or the server stops (False)."""
         deadline = time.monotonic() + timeout
-        while self.generation == generation:
+        while self.generation == generation or self.stopping:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or self.stopping:
                 return False
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
@@ -448,7 +502,7 @@ class ChangeStream(Streaming):
         if resumed is not None:
             since = self._resumed(resumed.decode("latin-1"))
         positions = await self.hub.newest(self.groups) if since == "now" else dict(since or {})
-        async with self.hub.subscribed(self.groups, self.targets) as subscriber:
+        async with self.hub.subscribed(self.groups, self.targets, scope.get(KEY_ID_SCOPE)) as subscriber:
             heartbeat = config.get(config.CHANGES_HEARTBEAT_SECONDS)
             response = EventSourceResponse(self._events(subscriber, positions), ping=heartbeat, sep="\n",
                                            send_timeout=SEND_TIMEOUT_SECONDS,
@@ -475,18 +529,25 @@ class ChangeStream(Streaming):
 
     async def _events(self, subscriber: Subscriber, positions: dict[str, int]) -> AsyncIterator[ServerSentEvent]:
         yield ServerSentEvent(comment="chartgw changes", retry=3000)
-        while True:  # what is waiting past the cursor; changes read meanwhile wait in the subscriber
-            page = await self.hub.page(positions, self.groups, self.targets, CATCH_UP)
+        # A group read to its end is not read again: what is committed after that read is past what the polling
+        # had read when this stream subscribed, so it reaches the stream through the subscriber.
+        ended = dict.fromkeys(self.groups, sys.maxsize)
+        while not self.hub.stopping:  # what is waiting past the cursor; changes read meanwhile wait in the subscriber
+            # A page at a time, the next read only once this one is sent (the generator runs as sse-starlette's
+            # sends return, and a send waits while the connection's buffer is full): a client that does not read
+            # holds one small page here, not the history.
+            page = await self.hub.page(positions, self.groups, self.targets, CATCH_UP, ended)
+            ended.update((group, page.positions[group]) for group in page.ended)
             for group, row in page.changes:
                 yield self._event(group, row, positions)
             positions = page.positions
             if not page.more:
                 break
-        while True:
+        while not self.hub.stopping:
             await subscriber.ready.wait()
             subscriber.ready.clear()
-            if subscriber.dropped:
-                return  # it fell STREAM_BUFFER behind: the client resumes from its last event id
+            if subscriber.dropped or self.hub.stopping:
+                return  # it fell STREAM_BUFFER behind (the client resumes from its last event id), or the server stops
             while subscriber.pending:
                 group, row = subscriber.pending.popleft()
                 if row.id > positions.get(group, 0):  # not already sent while catching up
@@ -498,16 +559,16 @@ def changes_routes(hub: ChangeHub) -> list[Route]:
 
     async def feed(call: Call) -> ChangesResponse:
         groups, targets = scope(hub, call.params)
-        since = call.params["since"]
-        positions = await hub.newest(groups) if since == "now" else dict(since or {})
-        limit, wait = call.params["limit"], call.params["wait"]
+        since, limit, wait = call.params["since"], call.params["limit"], call.params["wait"]
         if not wait:
+            positions = await hub.newest(groups) if since == "now" else dict(since or {})
             return response(await hub.page(positions, groups, targets, limit))
-        async with hub.waiting():
+        async with hub.waiting(call.key_id):  # the polling runs: what the hub has read is current
+            positions = hub.known(groups) if since == "now" else dict(since or {})
             deadline = time.monotonic() + wait
             while True:
-                generation = hub.generation
-                page = await hub.page(positions, groups, targets, limit)
+                generation = hub.generation  # before what it knows: a change read after moves it
+                page = await hub.page(positions, groups, targets, limit, hub.known(groups))
                 if page.changes or not await hub.wait(generation, deadline - time.monotonic()):
                     return response(page)
                 positions = page.positions

@@ -284,12 +284,13 @@ class FollowedReader(SnapshotReader):
         self._inode: int | None = None
         self._seen: tuple[Any, ...] | None = None
         self._version = 0
+        self._retired: set[aiosqlite.Connection] = set()
+        """Connections replaced by `reopen`, closed a little later."""
 
-    async def connection(self) -> aiosqlite.Connection | None:
-        fresh = self._db is None
-        db = await super().connection()
-        if fresh and db is not None:
-            self._inode = self._identity(self.path)
+    async def _open(self) -> aiosqlite.Connection:
+        inode = self._identity(self.path)  # before opening: a file renamed over it meanwhile is seen as new
+        db = await super()._open()
+        self._inode = inode
         return db
 
     def _identity(self, path: Path) -> int | None:
@@ -306,9 +307,24 @@ class FollowedReader(SnapshotReader):
         return (st.st_ino, st.st_mtime_ns)
 
     async def reopen(self) -> None:
+        """The next read opens the file anew (one connection, under the base class's lock); the old connection is
+        closed after CLOSE_AFTER_SECONDS, or by `close` if the server stops first (its thread would keep the
+        process from exiting)."""
         old, self._db = self._db, None
         if old is not None:
-            asyncio.get_running_loop().call_later(self.CLOSE_AFTER_SECONDS, lambda: asyncio.ensure_future(old.close()))
+            self._retired.add(old)
+            asyncio.get_running_loop().call_later(self.CLOSE_AFTER_SECONDS,
+                                                  lambda: asyncio.ensure_future(self._retire(old)))
+
+    async def _retire(self, old: aiosqlite.Connection) -> None:
+        if old in self._retired:
+            self._retired.discard(old)
+            await old.close()
+
+    async def close(self) -> None:
+        for old in list(self._retired):
+            await self._retire(old)
+        await super().close()
 
     async def data_version(self) -> int | None:
         inode = self._identity(self.path)

@@ -127,6 +127,13 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._disconnect()
         super().connection_lost(exc)
 
+    def shutdown(self) -> None:
+        """uvicorn's graceful shutdown (SIGTERM) asks each connection to finish: the change hub's long polls answer
+        and its streams end at once, instead of holding the shutdown for up to a minute, or for ever."""
+        if self._hub is not None and not self._hub.stopping:
+            self._hub.stop()
+        super().shutdown()
+
     def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
         self._running = cycle
         super()._start_asgi_task(cycle, app)

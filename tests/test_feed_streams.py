@@ -54,7 +54,8 @@ def gateway(korea_data: Path, tmp_path: Path) -> Iterator[tuple[str, int, Path]]
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**child_env(DATA_DIR=str(data), API_KEYS=KEY_HEADERS["X-API-Key"], RATE_LIMIT_PER_MINUTE="0",
-                       CHANGES_HEARTBEAT_SECONDS=str(HEARTBEAT_SECONDS)), "PYTHONPATH": str(REPO_ROOT)}
+                       CHANGES_HEARTBEAT_SECONDS=str(HEARTBEAT_SECONDS), CHANGES_STREAMS_PER_KEY=str(STREAMS)),
+           "PYTHONPATH": str(REPO_ROOT)}  # one key opens every stream: its own cap raised to them all
     server = subprocess.Popen([sys.executable, "-m", "chartgw", "serve", "--port", str(port),
                                "--limit-concurrency", str(STREAMS + 100)],
                               env=env, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -160,6 +160,19 @@ def test_labels_stay_bounded_whatever_paths_clients_send(tmp_path: Path) -> None
     assert value(samples, "chartgw_requests_total", **requests("tiny", "(slash redirect)", 307)) == 30
 
 
+def test_every_path_of_the_gateway_has_its_route_label(tmp_path: Path) -> None:
+    """/replication was counted as (unmatched) (issue 28); the root's feed routes, the front door and the
+    documents are each their own route."""
+    with tiny_app(tmp_path) as api:
+        for path in ("/replication", "/", "/openapi.json", "/changes?limit=1"):
+            assert api.get(path, headers=KEY_HEADERS).status_code == 200, path
+        samples = scrape(api)
+    for route in ("/replication", "/", "/openapi.json", "/changes"):
+        assert value(samples, "chartgw_requests_total", **requests("gateway", route, 200)) == 1, route
+    assert not [labels for name, labels in samples if name == "chartgw_requests_total"
+                and dict(labels)["route"] == "(unmatched)"]
+
+
 def test_metrics_on_their_own_port_leave_the_api_port(tmp_path: Path) -> None:
     configure("METRICS", "127.0.0.1:0")
     with tiny_app(tmp_path) as api:

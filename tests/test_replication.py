@@ -5,6 +5,7 @@ tests/test_replica.py."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import os
@@ -12,6 +13,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -404,6 +406,44 @@ def _apply_behind_sqlite(served: Path, new: Path) -> int:
     finally:
         os.close(fd)
     return changed
+
+
+def _open_descriptors(path: Path) -> int:
+    """Descriptors of this process open on `path` (or its -wal, -shm)."""
+    found = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            found += os.readlink(f"/proc/self/fd/{fd}").startswith(str(path))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="counts descriptors in /proc (Linux only)")
+def test_a_burst_of_reads_opens_one_connection_also_after_a_reopen(folder: Path) -> None:
+    """Issue 28: 200 requests at once on a cold server opened a connection (and an aiosqlite thread, never closed)
+    each. The first read opens it under a lock; a replica's reopen too; close() closes the retired one."""
+    served = folder / "korea-chart.sqlite"
+    _db(served, "old", rows=3)
+    query = Query("rows", "SELECT count(*) FROM t")
+
+    async def scenario() -> None:
+        for reader in (replication.SnapshotReader(served), FollowedReader(served, "korea-chart")):
+            threads = threading.active_count()
+            assert all(rows == [(3,)] for rows in await asyncio.gather(*(reader.fetchall(query) for _ in range(50))))
+            one = _open_descriptors(served)
+            assert 1 <= one <= 3 and threading.active_count() == threads + 1, (one, threading.active_count())
+            if isinstance(reader, FollowedReader):
+                await reader.reopen()
+                await asyncio.gather(*(reader.fetchall(query) for _ in range(50)))
+                assert _open_descriptors(served) <= 2 * one  # the new one, and the old kept a moment for reads on it
+                assert threading.active_count() == threads + 2
+            await reader.close()
+            assert _open_descriptors(served) == 0
+            deadline = time.monotonic() + 10
+            while threading.active_count() > threads:  # each connection's thread ends once it has closed
+                assert time.monotonic() < deadline, "a reader thread outlives close(): it would keep a server alive"
+                await asyncio.sleep(0.01)
+
+    asyncio.run(scenario())
 
 
 def test_the_followed_reader_sees_pages_written_behind_sqlite_and_moves_its_version(folder: Path) -> None:

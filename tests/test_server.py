@@ -272,6 +272,23 @@ def test_a_body_that_does_not_arrive_in_time_is_a_408(server: int) -> None:
     assert answer.startswith(b"HTTP/1.1 408") and answer.endswith(b'{"detail":"The request body did not arrive within 3s"}')
 
 
+def test_a_body_declared_past_the_limit_is_a_413_without_100_continue(server: int) -> None:
+    """`Expect: 100-continue` with a Content-Length past the body limit is answered 413 at once and closed; the
+    client is never told to send the body (issue 28: it got `100 Continue`). Within the limit it is."""
+    head = ("POST /hooks HTTP/1.1\r\nHost: x\r\nX-API-Key: " + TEST_KEY + "\r\nContent-Type: application/json\r\n"
+            "Expect: 100-continue\r\nContent-Length: %d\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", server), timeout=BODY_TIMEOUT + 5) as s:
+        s.sendall((head % (10 * 1024 * 1024)).encode())
+        answer = _read_all(s)  # to the close
+    assert answer.startswith(b"HTTP/1.1 413") and b"100 Continue" not in answer, answer[:200]
+    assert answer.endswith(b'{"detail":"The request body is larger than 65536 bytes"}')
+    with socket.create_connection(("127.0.0.1", server), timeout=BODY_TIMEOUT + 5) as s:
+        s.sendall((head % 2).encode())
+        assert s.recv(100).startswith(b"HTTP/1.1 100 Continue")
+        s.sendall(b"{}")
+        assert s.recv(65536).startswith(b"HTTP/1.1 422")
+
+
 def test_a_malformed_request_is_a_json_400(server: int) -> None:
     for garbage in (b"NOT HTTP AT ALL\r\n\r\n", b"GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n",
                     b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n"):
@@ -444,7 +461,8 @@ def test_the_hardening_page_lists_every_limit_and_its_setting() -> None:
 
     text = (REPO / "docs" / "hardening.md").read_text()
     for setting in (config.REQUEST_HEAD_TIMEOUT_SECONDS, config.REQUEST_BODY_TIMEOUT_SECONDS,
-                    config.IDLE_TIMEOUT_SECONDS, config.SEND_TIMEOUT_SECONDS, config.RATE_LIMIT_PER_MINUTE):
+                    config.IDLE_TIMEOUT_SECONDS, config.SEND_TIMEOUT_SECONDS, config.RATE_LIMIT_PER_MINUTE,
+                    config.REQUESTS_IN_PROGRESS_PER_KEY, config.CHANGES_WAITERS_PER_KEY, config.CHANGES_STREAMS_PER_KEY):
         row = next((line for line in text.splitlines() if line.startswith("|") and f"`{setting.variable}`" in line), "")
         assert setting.default in row, f"docs/hardening.md has no row of {setting.variable} with its default"
     for name, size in (("MAX_URL_BYTES", "8 KB"), ("MAX_HEAD_BYTES", "32 KB"), ("BACKLOG_BYTES", "64 KB"),

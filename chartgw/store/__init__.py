@@ -10,6 +10,7 @@ read-only aiosqlite connection per file, off the event loop; every statement is 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import sqlite3
@@ -375,18 +376,31 @@ class SnapshotReader:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._db: aiosqlite.Connection | None = None
+        self._opening: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def connection(self) -> aiosqlite.Connection | None:
-        if self._db is None:
-            if not self.path.exists():
-                return None
-            self._db = await connect_async(self.path, mmap_bytes=self.mmap_bytes)
-        return self._db
+        """The one connection, opened by the first read: under a lock, so that the reads arriving while it opens
+        (200 at once on a cold server) wait for it instead of each opening one (a thread and a descriptor each,
+        never closed)."""
+        db = self._db
+        if db is not None:
+            return db
+        loop = asyncio.get_running_loop()
+        if self._opening is None or self._loop is not loop:  # a lock belongs to its loop (an app served again)
+            self._opening, self._loop = asyncio.Lock(), loop
+        async with self._opening:
+            if self._db is None and self.path.exists():
+                self._db = await self._open()
+            return self._db
+
+    async def _open(self) -> aiosqlite.Connection:
+        return await connect_async(self.path, mmap_bytes=self.mmap_bytes)
 
     async def close(self) -> None:
         if self._db is not None:
-            await self._db.close()
-            self._db = None
+            db, self._db = self._db, None
+            await db.close()
 
     async def fetchall(self, query: Query, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
         db = await self.connection()
@@ -515,6 +529,13 @@ class SnapshotReader:
         rows = await self.fetchall(t.CHANGES_AFTER, (after, json.dumps(list(targets)) if targets else None, limit))
         newest = int(rows[0][0]) if rows else 0
         return [ChangeRow(*row[1:]) for row in rows if row[1] is not None], newest
+
+    async def change_heads(self, after: int, targets: Sequence[str], limit: int) -> tuple[list[tuple[int, str]], int]:
+        """(id, committed_at) of what `changes_after` would read, and the file's newest change id: a few bytes a
+        change where the change itself (its summary) is kilobytes."""
+        rows = await self.fetchall(t.CHANGE_HEADS, (after, json.dumps(list(targets)) if targets else None, limit))
+        newest = int(rows[0][0]) if rows else 0
+        return [(int(row[1]), str(row[2])) for row in rows if row[1] is not None], newest
 
     async def latest_change(self) -> ChangeRow | None:
         rows = await self.fetchall(t.LATEST_CHANGE)

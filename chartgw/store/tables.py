@@ -208,6 +208,12 @@ CHANGES_AFTER = Query("changes_after", f"WITH top AS (SELECT coalesce(max(id), 0
                                        " WHERE id > ?1 AND (?2 IS NULL OR target IN (SELECT value FROM json_each(?2)))"
                                        " ORDER BY id LIMIT ?3) c ON 1 ORDER BY c.id")
 """Change records after an id (of a JSON list of targets, when given), oldest first, with the file's newest id."""
+CHANGE_HEADS = Query("change_heads", "WITH top AS (SELECT coalesce(max(id), 0) AS newest FROM changes)"
+                                     " SELECT top.newest, c.* FROM top LEFT JOIN (SELECT id, committed_at FROM changes"
+                                     " WHERE id > ?1 AND (?2 IS NULL OR target IN (SELECT value FROM json_each(?2)))"
+                                     " ORDER BY id LIMIT ?3) c ON 1 ORDER BY c.id")
+"""The ids and commit times only of CHANGES_AFTER's rows (what the feed merges groups by, before it reads any
+summary), with the file's newest id."""
 LATEST_CHANGE = Query("latest_change", f"SELECT {CHANGE} FROM changes ORDER BY id DESC LIMIT 1")
 
 QUERIES = tuple(value for value in list(globals().values()) if isinstance(value, Query))
