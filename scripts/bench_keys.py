@@ -4,6 +4,8 @@ or slow bodies; or N concurrent requests on a cold server; then, with --sigterm,
 
     .venv/bin/python scripts/bench_keys.py --data DIR streams -n 200 --settle 8 --warm --sigterm
 
+`--smoke` holds 5 and settles 1 s (the suite's run, tests/test_bench.py).
+
 `--src` is the checkout whose code is served (default: this one; a9a0130's `git archive` for the before figures),
 `--data` a data folder (`chartgw demo`'s), copied for each run with two new keys; `--env NAME=VALUE` sets the
 server's settings. Linux only (/proc)."""
@@ -156,7 +158,10 @@ def main() -> None:
     parser.add_argument("--warm", action="store_true", help="read the feed first (connections open, code loaded)")
     parser.add_argument("--stream", default="/changes/stream", help="the streams' path and query")
     parser.add_argument("--env", action="append", default=[])
+    parser.add_argument("--smoke", action="store_true", help="5 of them, 1 s to settle: that it runs (tests/test_bench.py)")
     args = parser.parse_args()
+    if args.smoke:
+        args.n, args.settle = 5, 1.0
     data = Path(tempfile.mkdtemp(prefix="bench-keys-")) / "data"
     shutil.copytree(args.data, data, ignore=shutil.ignore_patterns("keys.sqlite*", "usage*"))
     sys.path.insert(0, str(args.src))

@@ -39,7 +39,8 @@ SMOKE_MODES = {"": "test_cached_paths_and_access_log", "--history": "test_histor
 ENTRY_POINTS = {"scripts/bench": "the modes above", "scripts/bench_bare.py": "scripts/bench's helper",
                 "scripts/bench_history": "--history", "scripts/bench_history.py": "--history",
                 "scripts/bench_replicas": "--replicas", "chartgw/demo/radio_bench.py": "test_radio_monitor",
-                "scripts/bench_push.py": "test_push_worker", "scripts/bench_replicate_writer.py": "test_replicate_writer"}
+                "scripts/bench_push.py": "test_push_worker", "scripts/bench_replicate_writer.py": "test_replicate_writer",
+                "scripts/bench_keys.py": "test_hostile_keys"}
 """Every benchmark file of the checkout and what runs it here."""
 
 
@@ -149,6 +150,15 @@ def test_push_worker(tmp_path: Path) -> None:
     assert re.fullmatch(r"worker RSS before \d+ MB; 2 s after one change: RSS \d+ MB, peak \d+ MB\n"
                         r"after a second change: RSS \d+ MB, peak \d+ MB\n", huge), huge
     assert not list((tmp_path / "tmp").iterdir())  # the data folders are deleted afterwards
+
+
+def test_hostile_keys(korea_data: Path, tmp_path: Path) -> None:
+    """`scripts/bench_keys.py streams --warm --sigterm --smoke`: a real `chartgw serve` while key A holds 5 unread
+    change streams, key B's requests meanwhile, then SIGTERM."""
+    out = _python("bench_keys.py", "--data", str(korea_data), "streams", "--warm", "--sigterm", cwd=tmp_path)
+    assert re.search(r"^start: RSS \d+ MB, sqlite fds \d+, threads \d+$", out, re.M), out
+    assert re.search(r"^5 x streams of key A held: RSS \d+ -> \d+ MB", out, re.M), out
+    assert re.search(r"^SIGTERM -> exit -?\d+ in [\d.]+ s$", out, re.M), out
 
 
 @pytest.mark.skipif(UNDER_FAKETIME, reason="Litestream, a static Go binary, does not see libfaketime's clock")
