@@ -49,6 +49,7 @@ from chartgw import config
 from chartgw import progress as steps
 from chartgw.clock import Clock, utc_now
 from chartgw.group import AFTER_CRAWL, EntryMapping
+from chartgw.identity import index as identity
 from chartgw.store import FETCH_LOG, Query, connect, group_db_path, iso, migrate, read_once
 from chartgw.store import tables as store_tables
 from chartgw.text import artist_aliases, artist_key, compact, split_artists, title_key
@@ -344,7 +345,7 @@ def open_index(path: Path | None = None) -> sqlite3.Connection:
                                    " AND name NOT IN ('lyrics_lookups', 'sqlite_sequence')").fetchall():
             db.execute(f'DROP TABLE IF EXISTS "{table}"')
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    db.executescript(SCHEMA + DEFERRED_INDEXES)
+    db.executescript(SCHEMA + DEFERRED_INDEXES + identity.SCHEMA)
     migrate(db, (FETCH_LOG,))
     if migrated:
         rekey_lookups(db)
@@ -519,6 +520,7 @@ def index_all(groups: Iterable[Group] | None = None, *, now: Clock = utc_now, pa
         finally:
             for reader in run.readers.values():
                 reader.stop()
+        identity.link_new(db, ID_COLUMNS)  # the new variants' recordings (docs/identity.md)
         _end_run(db, run)  # not after an interruption: the next run finishes what this one left
         return results
     finally:

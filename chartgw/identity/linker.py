@@ -77,6 +77,8 @@ class Recording:
     versions: frozenset[str]
     artists: set[str] = field(default_factory=set)
     """Every artist its rows credit, by compacted name."""
+    main_artists: set[str] = field(default_factory=set)
+    """The main (not featured) artists its rows credit, by compacted name."""
     credits: set[frozenset[str]] = field(default_factory=set)
     """Every credit's artists (main and featured, wherever printed) its rows brought, by compacted name."""
     names: set[str] = field(default_factory=set)
@@ -95,6 +97,11 @@ class Recording:
         if self.ids:
             kind, value = min(self.ids)
             return _digest("rec_", f"{kind}:{value}")
+        return self.key_id
+
+    @property
+    def key_id(self) -> str:
+        """The id its smallest exact key gives (what a recording whose ISRC another holds is known by)."""
         return _digest("rec_", "key:" + min(self.exact_keys))
 
 
@@ -165,6 +172,9 @@ class Artists:
         self._ids[name] = artist_id = _digest("art_", canonical)
         return artist_id
 
+    def all_names(self) -> list[str]:
+        return sorted(self._names)
+
     def names_of(self, name: str) -> list[str]:
         """Every compacted name of the artist printed under this one."""
         if self._dirty:
@@ -192,6 +202,8 @@ class Linker:
         self._by_id: dict[tuple[str, str], Recording] = {}
         self._by_exact: dict[str, Recording] = {}
         self._by_artist: dict[str, list[Recording]] = defaultdict(list)
+        self.changed: set[Recording] = set()
+        """Recordings a link added to or marked since the caller last cleared this (what to write)."""
         self._seen: dict[Row, Link] = {}
         """Each distinct row's link once it is in (a row that made its recording links to it `exact`): a chart's
         history prints the same rows snapshot after snapshot."""
@@ -260,10 +272,12 @@ class Linker:
                 match, ambiguous = (text[0], text[1], text[2] + "; its ISRC is another recording's"), True
                 for holder in holders:
                     holder.ambiguous = True
+                self.changed.update(holders)
             elif text is None and not self._compatible(read, holders[0]):
                 match, ambiguous = None, True
                 for holder in holders:
                     holder.ambiguous = True
+                self.changed.update(holders)
             else:
                 match = (holders[0], "isrc", "isrc: the row's ISRC seen before")
         if match is None and not ambiguous:
@@ -290,7 +304,9 @@ class Linker:
         rec.exact_keys.add(read.exact_key)
         self._by_exact.setdefault(read.exact_key, rec)
         rec.artists |= read.everyone
+        rec.main_artists.update(read.main)
         rec.credits.add(read.everyone)
+        self.changed.add(rec)
         rec.rows += 1
         link = Link(rec, read.main, tier, _CONFIDENCE[tier], rule)
         self._seen[row] = link if tier != "none" else Link(rec, read.main, "exact", _CONFIDENCE["exact"],

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from chartgw.text import compact
 
-__all__ = ["Credit", "TitleParts", "parse_credit", "parse_title", "script_of"]
+__all__ = ["Credit", "TitleParts", "parse_credit", "parse_title", "script_of", "split_printed"]
 
 _OPEN, _CLOSE = "([{", ")]}"
 
@@ -208,6 +208,11 @@ def _split_credit(credit: str) -> list[str]:
         start = match.end()
     parts.append(credit[start:])
     return [p.strip() for p in parts if p.strip()]
+
+
+def split_printed(credit: str) -> list[str]:
+    """The main artists of a credit as printed ("아일릿(ILLIT), X feat. Y" is "아일릿(ILLIT)", "X")."""
+    return _split_credit(_FEAT_IN_CREDIT.split(credit, maxsplit=1)[0])
 
 
 @lru_cache(maxsize=1 << 15)
