@@ -436,6 +436,7 @@ def _begin_run(db: sqlite3.Connection) -> _Run:
 
 
 def _end_run(db: sqlite3.Connection, run: _Run) -> None:
+    identity.link_new(db, ID_COLUMNS)  # the recordings of the variants this run wrote (docs/identity.md)
     if not run.summing:
         _sum_artist_tracks(db)
     if run.bulk:
@@ -520,7 +521,6 @@ def index_all(groups: Iterable[Group] | None = None, *, now: Clock = utc_now, pa
         finally:
             for reader in run.readers.values():
                 reader.stop()
-        identity.link_new(db, ID_COLUMNS)  # the new variants' recordings (docs/identity.md)
         _end_run(db, run)  # not after an interruption: the next run finishes what this one left
         return results
     finally:

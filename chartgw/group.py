@@ -146,6 +146,15 @@ class EntryMapping:
 
         return read
 
+    def identity_fields(self, record: dict[str, Any]) -> tuple[str, str, dict[str, str]] | None:
+        """An entry's title ("" for none), artist as shown and every id it carries (whatever its target): what
+        recording identity looks it up by (`chartgw.identity.include`); None without an artist."""
+        artist = _first_text(record, self.artist)
+        if artist is None:
+            return None
+        ids = {kind: str(value) for kind, name in self.ids.items() if (value := record.get(name)) is not None and value != ""}
+        return _first_text(record, self.title) or "", artist, ids
+
     def is_sub_daily(self, target: str) -> bool:
         return any(fnmatch(target, pattern) for pattern in self.sub_daily_targets)
 

@@ -76,3 +76,18 @@ def test_the_kept_state_links_as_a_rebuild_from_the_variants_would(all_groups_da
     new = rows(kept, "SELECT l.recording, l.tier FROM variants v JOIN identity_links l ON l.variant_id = v.id"
                      " WHERE v.title = 'Completely New Song' ORDER BY v.id")
     assert [tier for _, tier in new] == ["none", "high"] and new[0][0] == new[1][0]
+
+
+def test_the_after_crawl_index_links_too(all_groups_data: Path, tmp_path: Path) -> None:
+    """What `chartgw crawl` runs once its crawl committed (`index_source`) leaves the new rows linked."""
+    from chartgw.clock import fixed
+    from tests.fixtures import FIXED_NOW, data_dir
+
+    path = copy_data(all_groups_data, tmp_path / "data")
+    build_index(path)
+    add_snapshot(path, "korea-chart", "portal-a/realtime", "2026-06-02", 12,
+                 [{"rank": 1, "title": "Only After The Crawl", "artist": "Nobody", "artists": ["Nobody"]}])
+    with data_dir(path):
+        index.index_source("korea-chart", now=fixed(FIXED_NOW))
+    assert rows(path, "SELECT l.tier FROM variants v JOIN identity_links l ON l.variant_id = v.id"
+                      " WHERE v.title = 'Only After The Crawl'") == [("none",)]

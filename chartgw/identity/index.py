@@ -6,8 +6,9 @@ identity is current as soon as the index run that follows a crawl, import or bac
 is kept in `identity_state` (pickled, with the last variant it has seen); a state of another layout, or none, is
 rebuilt from the variants already linked, in id order, which gives the same links.
 
-Tables: `identity_links` (a variant's recording, tier, confidence and rule: its provenance),
-`identity_recordings` (id, the first title and artist printed, ambiguous), `identity_ids` (every id type and
+Tables: `identity_links` (a variant's recording, tier, confidence and rule: its provenance; its title and artist as
+printed, what a chart entry is looked up by), `identity_recordings` (id, the first title and artist printed, ambiguous,
+the title's compacted name for search), `identity_ids` (every id type and
 value a recording carries), `identity_artist_names` (every compacted artist name with its artist id and a name as
 printed) and `identity_recording_artists` (a recording's main artists by compacted name).
 """
@@ -19,7 +20,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from chartgw.identity.linker import Linker, Recording, Row
-from chartgw.identity.names import parse_credit, split_printed
+from chartgw.identity.names import parse_credit, parse_title, split_printed
 
 __all__ = ["COLUMN_ID_TYPES", "SCHEMA", "STATE_VERSION", "link_new", "row_of"]
 
@@ -44,17 +45,22 @@ CREATE TABLE IF NOT EXISTS identity_links (
     recording INTEGER NOT NULL,
     tier TEXT NOT NULL,
     confidence REAL NOT NULL,
-    rule TEXT NOT NULL
+    rule TEXT NOT NULL,
+    artist TEXT NOT NULL,
+    title TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS identity_links_by_recording ON identity_links (recording);
+CREATE INDEX IF NOT EXISTS identity_links_by_text ON identity_links (artist, title);
 CREATE TABLE IF NOT EXISTS identity_recordings (
     number INTEGER PRIMARY KEY,
     id TEXT NOT NULL,
     title TEXT NOT NULL,
     artist TEXT NOT NULL,
-    ambiguous INTEGER NOT NULL
+    ambiguous INTEGER NOT NULL,
+    title_key TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS identity_recordings_by_id ON identity_recordings (id);
+CREATE INDEX IF NOT EXISTS identity_recordings_by_title ON identity_recordings (title_key);
 CREATE TABLE IF NOT EXISTS identity_ids (
     kind TEXT NOT NULL,
     value TEXT NOT NULL,
@@ -73,6 +79,7 @@ CREATE TABLE IF NOT EXISTS identity_recording_artists (
     name TEXT NOT NULL,
     PRIMARY KEY (recording, name)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS identity_recording_artists_by_name ON identity_recording_artists (name);
 CREATE TABLE IF NOT EXISTS identity_state (
     only INTEGER PRIMARY KEY CHECK (only = 1),
     version INTEGER NOT NULL,
@@ -127,8 +134,9 @@ def link_new(db: sqlite3.Connection, columns: Sequence[str]) -> int:
     links = [(variant_id, linker.link(row)) for variant_id, row in pending]
     db.execute("BEGIN IMMEDIATE")
     try:
-        db.executemany("INSERT OR REPLACE INTO identity_links VALUES (?, ?, ?, ?, ?)",
-                       [(v, link.recording.number, link.tier, link.confidence, link.rule) for v, link in links])
+        db.executemany("INSERT OR REPLACE INTO identity_links VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       [(v, link.recording.number, link.tier, link.confidence, link.rule, row.artist, row.title)
+                        for (v, row), (_, link) in zip(pending, links, strict=True)])
         _write_recordings(db, linker.changed)
         _write_artists(db, linker, [row for _, row in pending])
         db.execute("INSERT OR REPLACE INTO identity_state VALUES (1, ?, ?, ?)",
@@ -150,12 +158,12 @@ def _write_recordings(db: sqlite3.Connection, changed: set[Recording]) -> None:
                            (rec_id, rec.number)).fetchone()
         if taken is not None and taken[0] < rec.number:
             rec_id = rec.key_id
-        rows.append((rec.number, rec_id, rec.title, rec.artist, int(rec.ambiguous)))
+        rows.append((rec.number, rec_id, rec.title, rec.artist, int(rec.ambiguous), parse_title(rec.title).name))
         ids = [("isrc", isrc, rec.number) for isrc in rec.isrcs] + [(k, v, rec.number) for k, v in rec.ids]
         db.executemany("INSERT OR IGNORE INTO identity_ids VALUES (?, ?, ?)", ids)
         db.executemany("INSERT OR IGNORE INTO identity_recording_artists VALUES (?, ?)",
                        [(rec.number, name) for name in rec.main_artists])
-    db.executemany("INSERT OR REPLACE INTO identity_recordings VALUES (?, ?, ?, ?, ?)", rows)
+    db.executemany("INSERT OR REPLACE INTO identity_recordings VALUES (?, ?, ?, ?, ?, ?)", rows)
 
 
 def _write_artists(db: sqlite3.Connection, linker: Linker, rows: list[Row]) -> None:

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from chartgw.text import compact
 
-__all__ = ["Credit", "TitleParts", "parse_credit", "parse_title", "script_of", "split_printed"]
+__all__ = ["Credit", "TitleParts", "name_key", "parse_credit", "parse_title", "script_of", "split_printed"]
 
 _OPEN, _CLOSE = "([{", ")]}"
 
@@ -173,19 +173,19 @@ def script_of(name: str) -> str:
     return "other"
 
 
-def _key(name: str) -> str:
+def name_key(name: str) -> str:
     """A name's key: compacted, its words in sorted order ("Yonezu Kenshi" is "Kenshi Yonezu", "SG 워너비" "SG워너비")."""
     return "".join(sorted(compact(word) for word in name.split()))
 
 
 def _credit(name: str) -> Credit | None:
     outside, asides = _brackets(name)
-    main = _key(outside) or (_key(asides[0]) if asides else "")
+    main = name_key(outside) or (name_key(asides[0]) if asides else "")
     if not main:
         return None
     aliases = {main}
     for aside in asides:
-        key = _key(aside)
+        key = name_key(aside)
         # "화사 (HWASA)" is one artist in two scripts; "원필 (DAY6)" and "순순희(지환)" name a group or a member:
         # the aside is an alias only when written in another script and not itself a list of names.
         if key and script_of(aside) != script_of(outside) and not _SPLIT.search(aside):
