@@ -30,7 +30,7 @@ from chartgw.front import FrontDoor
 from chartgw.group import Group
 from chartgw.groups import GROUPS
 from chartgw.hooks import hooks_routes
-from chartgw.identity.include import ranked, with_identity
+from chartgw.identity.include import ranked, with_includes
 from chartgw.identity.routes import identity_routes
 from chartgw.legacy import LegacyPrefixMiddleware, legacy_names
 from chartgw.observe import REQUEST_ID_SCOPE, Observability, ObserveMiddleware, RouteLabels
@@ -65,9 +65,9 @@ def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = 
     its crawl attempts, (when it crawls snapshots) the diff between two of them and its whole-history exports. The
     document is built anew for each data version (the route's cache keeps it), so what it declares from the data
     (a discovered catalogue's values) is current; `documents` receives the group's builder. With `identity` (the
-    index's data), its chart lists take `include=identity` (`chartgw.identity.include`)."""
+    index's data), its chart lists take `include=identity` and `include=facts` (`chartgw.identity.include`)."""
     mapping = group.entries
-    own = [with_identity(r, mapping, identity) if identity is not None and mapping is not None and ranked(r) else r
+    own = [with_includes(r, mapping, identity) if identity is not None and mapping is not None and ranked(r) else r
            for r in group.routes]
     root_info: list[EndpointInfo] = []
 

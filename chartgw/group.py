@@ -109,6 +109,9 @@ class EntryMapping:
     """fnmatch patterns of the targets whose entries carry the `ids` (e.g. a store id is a track's only on song charts)."""
     sub_daily_targets: tuple[str, ...] = ()
     """fnmatch patterns of charts published several times a day (folded to one row per track and day)."""
+    facts: dict[str, str] = field(default_factory=dict)
+    """Chart facts the source prints on its entries (`previous_rank`, `peak_rank`, `periods_on_chart`, `re_entry`)
+    -> the record field holding it: `include=facts` gives the source's value (`chartgw.identity.facts`)."""
 
     ID_KINDS = ("isrc", "download_store_track_id", "streaming_track_id", "analytics_artist", "analytics_track",
                 "lyrics_artist_id", "lyrics_song_id", "recognition_track_id", "video_id", "asin")

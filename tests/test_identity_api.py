@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,3 +185,57 @@ def test_no_index_yet_answers_null_identities(all_groups_data: Path, tmp_path: P
         entry = entries_of(get(api, CHART_LISTS[0] + "&include=identity"))[0]
         assert entry["identity"] == {"recording_id": None, "artist_ids": [], "match": "none"}
         get(api, "/identity/lookup", status=404, isrc="USUM79999999")
+
+
+FACTS = {"previous_rank", "debut_date", "peak_rank", "peak_date", "periods_on_chart", "re_entry"}
+
+
+def commit_edition(path: Path, target: str, chart_date: str, rows: list[tuple[int, str, str]]) -> None:
+    """One edition of a chart, its rows stored under their name keys as a crawl stores them."""
+    from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
+    from chartgw.text import artist_key, title_key
+    from tests.fixtures import FIXED_NOW
+
+    entries = [StoredEntry(rank, title_key(title), artist_key(artist), None, json.dumps(
+        {"rank": rank, "title": title, "artist": artist, "artists": [artist]}).encode()) for rank, title, artist in rows]
+    with SnapshotWriter(path / "korea-chart.sqlite") as writer:
+        writer.commit([NewSnapshot(target, chart_date, None, FIXED_NOW, "test", entries)],
+                      FetchLogRow(target, FIXED_NOW, 1, "ok", 200, len(entries)))
+
+
+def test_facts_are_computed_from_the_charts_history(all_groups_data: Path, tmp_path: Path) -> None:
+    path = copy_data(all_groups_data, tmp_path / "data")
+    target = "portal-a/weekly"
+    commit_edition(path, target, "2026-12-01", [(1, "Alpha", "A"), (2, "Beta", "B"), (3, "Gamma", "C")])
+    commit_edition(path, target, "2026-12-08", [(1, "Beta", "B"), (2, "Alpha", "A"), (3, "Delta", "D")])
+    commit_edition(path, target, "2026-12-15", [(1, "Gamma", "C"), (2, "Beta", "B"), (3, "Epsilon", "E")])
+    with client(path) as api:
+        body = get(api, "/korea-chart/portal-a/charts/weekly?include=facts")
+        facts = {e["title"]: e["facts"] for e in entries_of(body)}
+        assert facts["Gamma"] == {"previous_rank": None, "debut_date": "2026-12-01", "peak_rank": 1,
+                                  "peak_date": "2026-12-15", "periods_on_chart": 2, "re_entry": True}
+        assert facts["Beta"] == {"previous_rank": 1, "debut_date": "2026-12-01", "peak_rank": 1,
+                                 "peak_date": "2026-12-08", "periods_on_chart": 3, "re_entry": False}
+        assert facts["Epsilon"] == {"previous_rank": None, "debut_date": "2026-12-15", "peak_rank": 3,
+                                    "peak_date": "2026-12-15", "periods_on_chart": 1, "re_entry": False}
+        assert body["facts_disagreements"] == []
+        both = get(api, "/korea-chart/portal-a/charts/weekly?include=identity,facts")
+        assert all({"identity", "facts"} <= set(e) for e in entries_of(both))
+        plain = get(api, "/korea-chart/portal-a/charts/weekly")
+        assert "facts_disagreements" not in plain and all("facts" not in e for e in entries_of(plain))
+
+
+def test_facts_keep_what_the_source_prints_and_say_where_it_disagrees(api: TestClient) -> None:
+    body = get(api, "/ranking-charts/charts/hot-100/latest?include=facts&limit=20")
+    entries = entries_of(body)
+    assert all(set(e["facts"]) == FACTS for e in entries)
+    for entry in entries:
+        if entry.get("peak") is not None:
+            assert entry["facts"]["peak_rank"] == entry["peak"]
+        if entry.get("weeks_on_chart") is not None:
+            assert entry["facts"]["periods_on_chart"] == entry["weeks_on_chart"]
+    assert isinstance(body["facts_disagreements"], list)
+    for item in body["facts_disagreements"]:
+        assert set(item) == {"rank", "fact", "source", "computed"} and item["source"] != item["computed"]
+    csv = get(api, "/ranking-charts/charts/hot-100/latest?include=facts&limit=3&format=csv")
+    assert "facts" in csv.text.splitlines()[0].split(",")

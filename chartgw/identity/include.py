@@ -1,7 +1,10 @@
-"""`include=identity` on every chart list whose entries carry a rank: each entry gains one object,
-`"identity": {"recording_id", "artist_ids", "match"}`, and nothing else changes (without it, every body is as
-before, byte for byte). Entries are looked up in the artist-history index by their title and artist as printed,
-as the index run that followed their crawl linked them (`chartgw.identity.index`)."""
+"""`include=identity` and `include=facts` on every chart list whose entries carry a rank (`include=identity,facts`
+gives both): each entry gains one object per word, `"identity": {"recording_id", "artist_ids", "match"}` and
+`"facts": {"previous_rank", "debut_date", "peak_rank", "peak_date", "periods_on_chart", "re_entry"}`, and nothing
+else changes but, with facts, a `facts_disagreements` list beside the entries (without `include`, every body is as
+before, byte for byte). Identity is looked up in the artist-history index by each entry's title and artist as
+printed (`chartgw.identity.index`); facts come from the chart's stored history in the group's file
+(`chartgw.identity.facts`)."""
 
 from __future__ import annotations
 
@@ -14,15 +17,16 @@ import msgspec
 
 from chartgw.endpoints import Call, GroupData, Route
 from chartgw.group import EntryMapping
+from chartgw.identity.facts import FACT_NAMES, chart_facts, source_facts
 from chartgw.identity.names import parse_credit
 from chartgw.params import Param
 from chartgw.store import Query
 
-__all__ = ["INCLUDE", "INCLUDE_QUERIES", "ranked", "with_identity"]
+__all__ = ["INCLUDE", "INCLUDE_QUERIES", "ranked", "with_includes"]
 
-INCLUDE = Param("include", kind="choice", choices=("identity",), array=True,
-                description="`identity` adds to each entry its recording id, artist ids and how it was matched"
-                            " (docs/identity.md)")
+INCLUDE = Param("include", kind="choice", choices=("identity", "facts"), array=True,
+                description="`identity` adds to each entry its recording id, artist ids and how it was matched;"
+                            " `facts` its previous rank, debut, peak, periods on chart and re-entry (docs/identity.md)")
 
 _LINKS = Query(
     "identity_entry_links",
@@ -60,8 +64,8 @@ def _item_type(kind: Any, field: str) -> Any:
     return None
 
 
-def with_identity(route: Route, mapping: EntryMapping, index: GroupData) -> Route:
-    """`route` taking `include`: its handler's entries given their identity when it asks for it."""
+def with_includes(route: Route, mapping: EntryMapping, index: GroupData) -> Route:
+    """`route` taking `include`: its handler's entries given their identity and facts when it asks for them."""
     fields = (route.rows,) if isinstance(route.rows, str) else tuple(route.rows or ())
 
     async def handler(call: Call) -> Any:
@@ -72,15 +76,43 @@ def with_identity(route: Route, mapping: EntryMapping, index: GroupData) -> Rout
         field = next((f for f in fields if _rows(payload, f) is not None), None)
         if field is None:
             return payload
-        entries = _decode(_encode(_rows(payload, field)))
-        found = await _identities(index, mapping, [e for e in entries if isinstance(e, dict)])
-        for entry, identity in zip((e for e in entries if isinstance(e, dict)), found, strict=True):
-            entry["identity"] = identity
+        entries = [e for e in _decode(_encode(_rows(payload, field))) if isinstance(e, dict)]
+        extra: dict[str, Any] = {field: entries}
+        if "identity" in include:
+            for entry, identity in zip(entries, await _identities(index, mapping, entries), strict=True):
+                entry["identity"] = identity
+        if "facts" in include:
+            extra["facts_disagreements"] = await _facts(call, mapping, payload, entries)
         if isinstance(payload, dict):
-            return {**payload, field: entries}
-        return msgspec.structs.replace(payload, **{field: entries})
+            return {**payload, **extra}
+        return {**_decode(_encode(payload)), **extra}
 
     return replace(route, handler=handler, params=(*route.params, INCLUDE))
+
+
+async def _facts(call: Call, mapping: EntryMapping, payload: Any, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each entry's facts (null where the answer is no one chart edition: a search, a bundle of charts), the source's
+    own where it printed them; the disagreements between the two."""
+    snapshot = _rows(payload, "snapshot")
+    snapshot_id, target, chart_date = (_rows(snapshot, name) if snapshot is not None else None
+                                       for name in ("id", "target", "chart_date"))
+    if not (isinstance(snapshot_id, int) and isinstance(target, str) and isinstance(chart_date, str)):
+        for entry in entries:
+            entry["facts"] = None
+        return []
+    computed = await chart_facts(call.data.reader, snapshot_id, target, chart_date)
+    disagreements: list[dict[str, Any]] = []
+    for entry in entries:
+        facts = computed.by_rank.get(entry.get("rank"))  # type: ignore[arg-type]
+        if facts is None:
+            entry["facts"] = None
+            continue
+        printed = source_facts(entry, mapping.facts)
+        for fact, value in printed.items():
+            if value != facts[fact]:
+                disagreements.append({"rank": entry["rank"], "fact": fact, "source": value, "computed": facts[fact]})
+        entry["facts"] = {name: printed.get(name, facts[name]) for name in FACT_NAMES}
+    return disagreements
 
 
 def _rows(payload: Any, field: str) -> Any:
