@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from chartgw import apidocs, config, exports
 from chartgw.access import AccessTable, ApiKeyMiddleware, Gate, KeyChecker, KeyLoad, KeyStore, RateLimiter
+from chartgw.artist_history import INDEX_NAME
 from chartgw.cache import ResponseCache
 from chartgw.clock import Clock, utc_now
 from chartgw.cors import CorsMiddleware, CorsPolicy
@@ -29,6 +30,8 @@ from chartgw.front import FrontDoor
 from chartgw.group import Group
 from chartgw.groups import GROUPS
 from chartgw.hooks import hooks_routes
+from chartgw.identity.include import ranked, with_includes
+from chartgw.identity.routes import identity_routes
 from chartgw.legacy import LegacyPrefixMiddleware, legacy_names
 from chartgw.observe import REQUEST_ID_SCOPE, Observability, ObserveMiddleware, RouteLabels
 from chartgw.openapi import build_document
@@ -56,12 +59,16 @@ class GroupRoot(msgspec.Struct):
 DocumentBuilder = Callable[[], dict[str, Any]]
 
 
-def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = None) -> list[Route]:
+def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = None,
+                   identity: GroupData | None = None) -> list[Route]:
     """The group's own routes plus what every group has: its public root, its OpenAPI document, the log of
     its crawl attempts, (when it crawls snapshots) the diff between two of them and its whole-history exports. The
     document is built anew for each data version (the route's cache keeps it), so what it declares from the data
-    (a discovered catalogue's values) is current; `documents` receives the group's builder."""
-    own = list(group.routes)
+    (a discovered catalogue's values) is current; `documents` receives the group's builder. With `identity` (the
+    index's data), its chart lists take `include=identity` and `include=facts` (`chartgw.identity.include`)."""
+    mapping = group.entries
+    own = [with_includes(r, mapping, identity) if identity is not None and mapping is not None and ranked(r) else r
+           for r in group.routes]
     root_info: list[EndpointInfo] = []
 
     async def root(call: Call) -> GroupRoot:
@@ -169,9 +176,9 @@ async def _server_error(request: Request, exc: Exception) -> Response:
 
 
 def declared_routes(groups: Sequence[Group], documents: dict[str, DocumentBuilder] | None = None,
-                    ) -> list[tuple[Group, Route]]:
+                    identity: GroupData | None = None) -> list[tuple[Group, Route]]:
     """Every group's routes, each group's built once (its OpenAPI document's builder kept in `documents`)."""
-    return [(group, route) for group in groups for route in service_routes(group, documents)]
+    return [(group, route) for group in groups for route in service_routes(group, documents, identity)]
 
 
 def access_table(declared: Sequence[tuple[Group, Route]], extra: Iterable[str] = ()) -> AccessTable:
@@ -220,7 +227,8 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     read_only = settings.get(config.READ_ONLY)
     datas = {g.name: GroupData(g.name, clock, read_only) for g in groups}
     documents: dict[str, DocumentBuilder] = {}
-    declared = declared_routes(groups, documents)
+    indexed = datas.get(INDEX_NAME) or GroupData(INDEX_NAME, clock, read_only)  # recording identity's (docs/identity.md)
+    declared = declared_routes(groups, documents, indexed)
     door = FrontDoor(groups, datas, documents)
     by_group: dict[str, list[StarletteRoute]] = {}
     for group, route in declared:
@@ -239,12 +247,15 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     if read_only:  # hooks.sqlite is the writer's (its `chartgw deliver` reads it) and so are the exports
         hooks = [on_replica(route, "webhooks", writer_only=True) for route in hooks]
         exported = [on_replica(route, "exports", writer_only=True) for route in exported]
-    root_routes = [*changes_routes(hub), *hooks, *exported]
-    documents[""] = lambda: build_document("", "chartgw change feed", "Every group's changes and webhooks", root_routes)
+    identity = identity_routes()
+    root_routes = [*changes_routes(hub), *hooks, *exported, *identity]
+    documents[""] = lambda: build_document("", "chartgw root", "Every group's changes, webhooks, exports and recording"
+                                           " identity", root_routes)
     # The groups' routes first: every chart request is matched there; the front door's paths and /docs after.
     routes = [group_routes, StarletteRoute("/", door.page, methods=["GET"]),
               StarletteRoute("/openapi.json", door.openapi, methods=["GET"]),
-              *(StarletteRoute(r.path, EndpointApp(r, feed, cache), methods=[r.method]) for r in root_routes),
+              *(StarletteRoute(r.path, EndpointApp(r, indexed if r in identity else feed, cache), methods=[r.method])
+                for r in root_routes),
               *apidocs.docs_routes(), *seen.routes, replication_route(clock)]
 
     @contextlib.asynccontextmanager
@@ -253,7 +264,7 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
         yield
         seen.stop()
         await hub.close()
-        for data in datas.values():
+        for data in {*datas.values(), indexed}:
             await data.reader.close()
 
     front = {"/", "/openapi.json", *apidocs.public_paths(), *seen.public}

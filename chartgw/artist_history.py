@@ -49,6 +49,7 @@ from chartgw import config
 from chartgw import progress as steps
 from chartgw.clock import Clock, utc_now
 from chartgw.group import AFTER_CRAWL, EntryMapping
+from chartgw.identity import index as identity
 from chartgw.store import FETCH_LOG, Query, checkpoint, connect, group_db_path, iso, migrate, read_once
 from chartgw.store import tables as store_tables
 from chartgw.text import artist_aliases, artist_key, compact, split_artists, title_key
@@ -344,7 +345,7 @@ def open_index(path: Path | None = None) -> sqlite3.Connection:
                                    " AND name NOT IN ('lyrics_lookups', 'sqlite_sequence')").fetchall():
             db.execute(f'DROP TABLE IF EXISTS "{table}"')
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    db.executescript(SCHEMA + DEFERRED_INDEXES)
+    db.executescript(SCHEMA + DEFERRED_INDEXES + identity.SCHEMA)
     migrate(db, (FETCH_LOG,))
     if migrated:
         rekey_lookups(db)
@@ -435,6 +436,7 @@ def _begin_run(db: sqlite3.Connection) -> _Run:
 
 
 def _end_run(db: sqlite3.Connection, run: _Run) -> None:
+    identity.link_new(db, ID_COLUMNS)  # the recordings of the variants this run wrote (docs/identity.md)
     if not run.summing:
         _sum_artist_tracks(db)
     if run.bulk:

@@ -60,11 +60,14 @@ _encode = msgspec.json.Encoder().encode
 class ApiError(Exception):
     """An answer other than 200, with a JSON `{"detail": ...}` body."""
 
-    def __init__(self, status: int, detail: Any, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, status: int, detail: Any, headers: dict[str, str] | None = None,
+                 extra: dict[str, Any] | None = None) -> None:
         super().__init__(detail)
         self.status = status
         self.detail = detail
         self.headers = headers or {}
+        self.extra = extra or {}
+        """Fields of the body beside `detail` (a 409's `candidates`)."""
 
 
 def not_found(detail: str) -> ApiError:
@@ -299,7 +302,7 @@ class EndpointApp:
             await self._send(scope, send, 422, exc.body())
         except ApiError as exc:
             headers = [(k.lower().encode(), v.encode()) for k, v in exc.headers.items()]
-            await self._send(scope, send, exc.status, _encode({"detail": exc.detail}), headers)
+            await self._send(scope, send, exc.status, _encode({"detail": exc.detail, **exc.extra}), headers)
         except SettingError as exc:
             await self._send(scope, send, 503, _encode({"detail": f"The gateway is misconfigured: {exc}"}))
         except sqlite3.OperationalError as exc:

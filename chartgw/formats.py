@@ -119,15 +119,23 @@ class Table:
 
     def __init__(self, fields: str | tuple[str, ...], response: Any) -> None:
         self.fields = (fields,) if isinstance(fields, str) else fields
-        for kind in response if isinstance(response, tuple) else (response,):
+        self.kinds = response if isinstance(response, tuple) else (response,)
+        for kind in self.kinds:
             found = [f for f in self.fields if _list_field(kind, f) is not None]
             assert len(found) == 1, f"{getattr(kind, '__name__', kind)} has no list field of {self.fields} for its rows"
 
     def body(self, payload: Any, fmt: str) -> bytes:
-        """The payload's rows as `fmt` ("csv" or "ndjson")."""
-        kind: Any = type(payload)
-        field = next(f for f in self.fields if _list_field(kind, f) is not None)
-        rows = _decode(_encode(getattr(payload, field)))  # what the JSON answer holds (stored records included)
+        """The payload's rows as `fmt` ("csv" or "ndjson"). A payload given as a dict (a response with what
+        `include` added) is read as the response type holding its rows field."""
+        if isinstance(payload, dict):
+            field = next(f for f in self.fields if f in payload)
+            kind: Any = next(k for k in self.kinds if _list_field(k, field) is not None)
+            listed = payload[field]
+        else:
+            kind = type(payload)
+            field = next(f for f in self.fields if _list_field(kind, f) is not None)
+            listed = getattr(payload, field)
+        rows = _decode(_encode(listed))  # what the JSON answer holds (stored records included)
         if rows is None:
             rows = []
         if fmt == "ndjson":

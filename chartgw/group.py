@@ -111,6 +111,9 @@ class EntryMapping:
     """fnmatch patterns of the targets whose entries carry the `ids` (e.g. a store id is a track's only on song charts)."""
     sub_daily_targets: tuple[str, ...] = ()
     """fnmatch patterns of charts published several times a day (folded to one row per track and day)."""
+    facts: dict[str, str] = field(default_factory=dict)
+    """Chart facts the source prints on its entries (`previous_rank`, `peak_rank`, `periods_on_chart`, `re_entry`)
+    -> the record field holding it: `include=facts` gives the source's value (`chartgw.identity.facts`)."""
 
     ID_KINDS = ("isrc", "download_store_track_id", "streaming_track_id", "analytics_artist", "analytics_track",
                 "lyrics_artist_id", "lyrics_song_id", "recognition_track_id", "video_id", "asin")
@@ -147,6 +150,15 @@ class EntryMapping:
                                fixed if fixed is not None else self._market(target, record), found)
 
         return read
+
+    def identity_fields(self, record: dict[str, Any]) -> tuple[str, str, dict[str, str]] | None:
+        """An entry's title ("" for none), artist as shown and every id it carries (whatever its target): what
+        recording identity looks it up by (`chartgw.identity.include`); None without an artist."""
+        artist = _first_text(record, self.artist)
+        if artist is None:
+            return None
+        ids = {kind: str(value) for kind, name in self.ids.items() if (value := record.get(name)) is not None and value != ""}
+        return _first_text(record, self.title) or "", artist, ids
 
     def is_sub_daily(self, target: str) -> bool:
         return any(fnmatch(target, pattern) for pattern in self.sub_daily_targets)

@@ -13,6 +13,7 @@ from chartgw.store import StoredEntry
 from chartgw.text import artist_key, search_key, title_key
 
 __all__ = [
+    "PRINTED_FACTS",
     "KoreaEntry",
     "ParsedChart",
     "RankStatus",
@@ -22,6 +23,11 @@ __all__ = [
 ]
 
 RankStatus = Literal["up", "down", "same", "new"]
+
+PRINTED_FACTS = {"previous_rank": "last_week", "peak_rank": "peak", "periods_on_chart": "weeks_on_chart",
+                 "re_entry": "is_reentry"}
+"""The chart facts Billboard's and the Official Charts' entries print, by the fields their records keep them in
+(`EntryMapping.facts`)."""
 
 
 class KoreaEntry(msgspec.Struct, kw_only=True, omit_defaults=False):

@@ -105,6 +105,8 @@ DIFF_CALLS: dict[str, dict[str, Any]] = {}
 """Each group's GET /diff with a target its demo data has changes of (the served fixture finds them)."""
 EXPORT_CALLS: dict[str, dict[str, Any]] = {}
 """Each group's GET /exports/{name} with the export the served fixture built."""
+IDENTITY_CALLS: dict[str, dict[str, Any]] = {}
+"""The /identity routes with a recording, an artist and an id the served fixture's index holds."""
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +115,17 @@ def served(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     path = copy_data(all_groups_data, tmp_path_factory.mktemp("client") / "data")
     with data_dir(path):
         index.index_all(now=fixed(FIXED_NOW))
+        with sqlite3.connect(path / f"{index.INDEX_NAME}.sqlite") as db:
+            recording, title, kind, value = db.execute(
+                "SELECT r.id, r.title, i.kind, i.value FROM identity_recordings r JOIN identity_ids i"
+                " ON i.recording = r.number ORDER BY r.number LIMIT 1").fetchone()
+            (artist,) = db.execute("SELECT artist_id FROM identity_artist_names ORDER BY name LIMIT 1").fetchone()
+        IDENTITY_CALLS.update({
+            "get_identity_recordings_recording_id": {"recording_id": recording},
+            "get_identity_recordings_recording_id_plot": {"recording_id": recording},
+            "get_identity_lookup": {kind: value},
+            "get_identity_search": {"title": title},
+            "get_identity_artists_artist_id": {"artist_id": artist}})
         HookStore().create(env_key_id(TEST_KEY), "https://hooks.example.test/in", [], [], [g.name for g in GROUPS], FIXED_NOW)  # hook 1
     for group in GROUPS:
         with data_dir(path):
@@ -182,7 +195,7 @@ def _argument(annotation: Any, value: Any) -> Any:
 def _call(module: types.ModuleType, api: Any, **extra: Any) -> Any:
     name = module.__name__.rsplit(".", 1)[1]
     hints = typing.get_type_hints(module.sync_detailed)
-    given = CALLS.get(name) or DIFF_CALLS.get(name) or EXPORT_CALLS.get(name, {})
+    given = CALLS.get(name) or DIFF_CALLS.get(name) or EXPORT_CALLS.get(name) or IDENTITY_CALLS.get(name, {})
     arguments = {key: _argument(hints[key], value) for key, value in given.items()}
     return module.sync_detailed(client=api, **arguments, **extra)
 

@@ -39,6 +39,7 @@ CONFIGURATION_DOC = PACKAGE.parent / "docs" / "configuration.md"
 # Lowest first. A module imports only from its own layer or below; groups never import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.clock", "chartgw.countries", "chartgw.text", "chartgw.progress", "chartgw.settings", "chartgw.changes"),
+    ("chartgw.identity",),  # reads titles and credits with chartgw.text
     ("chartgw.config",),
     ("chartgw.store", "chartgw.params", "chartgw.cache", "chartgw.formats", "chartgw.replication"),
     ("chartgw.records", "chartgw.targets"),
@@ -49,7 +50,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history", "chartgw.fastlane",
      "chartgw.feed", "chartgw.hooks", "chartgw.exports"),
     ("chartgw.groups.",),
-    ("chartgw.groups",),
+    # identity's routes draw with the artist-history plot; include reads entries through their group's mapping
+    ("chartgw.groups", "chartgw.identity.routes", "chartgw.identity.include"),
     ("chartgw.samples", "chartgw.replay"),  # the demo's: above the groups, so serving never loads them
     ("chartgw.demo",),
     ("chartgw.entries", "chartgw.reasons", "chartgw.front", "chartgw.deliver", "chartgw.apidocs", "chartgw.app", "chartgw.disk", "chartgw.cli",

@@ -480,5 +480,7 @@ GROUP = Group(
         CommandArg("date", "chart date YYYY-MM-DD; default: from the file name"),
     ), run=import_csv),),
     settings=(COUNTRIES_SETTING, TOKEN_SETTING),
-    entries=EntryMapping(market="target:1", ids={"streaming_track_id": "track_id"}),
+    entries=EntryMapping(market="target:1", ids={"streaming_track_id": "track_id"},
+                         facts={"previous_rank": "previous_rank", "peak_rank": "peak_rank",
+                                "periods_on_chart": "periods_on_chart"}),
 )

@@ -32,6 +32,7 @@ from chartgw.groups.ranking_charts.charts import BACKFILL_DELAY_SETTING, CHARTS_
 from chartgw.groups.ranking_charts.crawl import backfill_weeks, held_dates, import_dump, targets, week_target
 from chartgw.groups.ranking_charts.routes import ROUTES
 from chartgw.groups.ranking_charts.storage import STORAGE
+from chartgw.records import PRINTED_FACTS
 from chartgw.upstreams import billboard
 from chartgw.upstreams.billboard import (
     CHARTS_BY_SLUG,
@@ -115,6 +116,6 @@ GROUP = Group(
         CommandArg("chart", "chart slug; default: the dump's `name`", choices=DEFAULT_SLUGS),
     ), import_dump)),
     settings=(CHARTS_SETTING, BACKFILL_DELAY_SETTING),
-    entries=EntryMapping(market=market_of, artist=("artist",), artists=None, title=("title",)),
+    entries=EntryMapping(market=market_of, artist=("artist",), artists=None, title=("title",), facts=PRINTED_FACTS),
     storage=STORAGE,
 )

@@ -48,6 +48,7 @@ from chartgw.groups.uk_charts.charts import (
 from chartgw.groups.uk_charts.crawl import Progress, fetch_week, held_days, targets
 from chartgw.groups.uk_charts.routes import ROUTES
 from chartgw.groups.uk_charts.storage import STORAGE
+from chartgw.records import PRINTED_FACTS
 from chartgw.store import SnapshotWriter, group_db_path
 from chartgw.upstreams import officialcharts
 from chartgw.upstreams.officialcharts import (
@@ -178,6 +179,6 @@ GROUP = Group(
         CommandArg("until", "newest week to fill, YYYY-MM-DD (default: the latest published week)", type=_date_arg),
     ), _backfill_command),),
     settings=(CHARTS_SETTING, BACKFILL_DELAY_SETTING),
-    entries=EntryMapping(market="=gb", artist=("artist",), artists=None, title=("title",)),
+    entries=EntryMapping(market="=gb", artist=("artist",), artists=None, title=("title",), facts=PRINTED_FACTS),
     storage=STORAGE,
 )

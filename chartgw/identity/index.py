@@ -1,0 +1,183 @@
+"""Recording identity kept in the artist-history index file, beside the variants it links.
+
+A variant (the index's distinct row form: title, artist as shown, credits, ids) is linked once, when an index run
+has written it: `link_new` links every variant after the last one linked, in id order, in one transaction, so
+identity is current as soon as the index run that follows a crawl, import or backfill commits. The linker's state
+is kept in `identity_state` (pickled, with the last variant it has seen); a state of another layout, or none, is
+rebuilt from the variants already linked, in id order, which gives the same links.
+
+Tables: `identity_links` (a variant's recording, tier, confidence and rule: its provenance; its title and artist as
+printed, what a chart entry is looked up by), `identity_recordings` (id, the first title and artist printed, ambiguous,
+the title's compacted name for search), `identity_ids` (every id type and
+value a recording carries), `identity_artist_names` (every compacted artist name with its artist id and a name as
+printed) and `identity_recording_artists` (a recording's main artists by compacted name).
+"""
+
+from __future__ import annotations
+
+import pickle
+import sqlite3
+from collections.abc import Sequence
+
+from chartgw.identity.linker import Linker, Recording, Row
+from chartgw.identity.names import parse_credit, parse_title, split_printed
+
+__all__ = ["COLUMN_ID_TYPES", "SCHEMA", "STATE_VERSION", "link_new", "row_of"]
+
+STATE_VERSION = 1
+"""The pickled linker's layout; a state of another is rebuilt from the variants."""
+
+COLUMN_ID_TYPES: dict[str, str] = {
+    "isrc": "isrc",
+    "streaming_track_id": "spotify_track",
+    "download_store_track_id": "apple_track",
+    "recognition_track_id": "shazam_track",
+    "video_id": "youtube_video",
+    "asin": "amazon_asin",
+    "analytics_track": "chartmetric_track",
+    "lyrics_song_id": "genius_song",
+}
+"""The index's id columns (the spec's parameter names) as identity's id types."""
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS identity_links (
+    variant_id INTEGER PRIMARY KEY,
+    recording INTEGER NOT NULL,
+    tier TEXT NOT NULL,
+    confidence REAL NOT NULL,
+    rule TEXT NOT NULL,
+    artist TEXT NOT NULL,
+    title TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS identity_links_by_recording ON identity_links (recording);
+CREATE INDEX IF NOT EXISTS identity_links_by_text ON identity_links (artist, title);
+CREATE TABLE IF NOT EXISTS identity_recordings (
+    number INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    artist TEXT NOT NULL,
+    ambiguous INTEGER NOT NULL,
+    title_key TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS identity_recordings_by_id ON identity_recordings (id);
+CREATE INDEX IF NOT EXISTS identity_recordings_by_title ON identity_recordings (title_key);
+CREATE TABLE IF NOT EXISTS identity_ids (
+    kind TEXT NOT NULL,
+    value TEXT NOT NULL,
+    recording INTEGER NOT NULL,
+    PRIMARY KEY (kind, value, recording)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS identity_ids_by_recording ON identity_ids (recording);
+CREATE TABLE IF NOT EXISTS identity_artist_names (
+    name TEXT PRIMARY KEY,
+    artist_id TEXT NOT NULL,
+    printed TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS identity_artist_names_by_id ON identity_artist_names (artist_id);
+CREATE TABLE IF NOT EXISTS identity_recording_artists (
+    recording INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    PRIMARY KEY (recording, name)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS identity_recording_artists_by_name ON identity_recording_artists (name);
+CREATE TABLE IF NOT EXISTS identity_state (
+    only INTEGER PRIMARY KEY CHECK (only = 1),
+    version INTEGER NOT NULL,
+    last_variant INTEGER NOT NULL,
+    state BLOB NOT NULL
+);
+"""
+
+
+def row_of(title: str | None, artist: str, ids: dict[str, str]) -> Row:
+    """A variant's (or an entry's) title, artist and ids as identity reads them."""
+    isrc = ids.get("isrc") or None
+    pairs = tuple((COLUMN_ID_TYPES[c], v) for c, v in sorted(ids.items()) if v and c != "isrc" and c in COLUMN_ID_TYPES)
+    return Row(title or "", artist, isrc, pairs)
+
+
+def _variants(db: sqlite3.Connection, columns: Sequence[str], after: int, upto: int | None = None,
+              ) -> list[tuple[int, Row]]:
+    sql = f"SELECT id, title, artist, {', '.join(columns)} FROM variants WHERE id > ?"
+    args: list[int] = [after]
+    if upto is not None:
+        sql += " AND id <= ?"
+        args.append(upto)
+    return [(int(r[0]), row_of(r[1], r[2], dict(zip(columns, r[3:], strict=True))))
+            for r in db.execute(sql + " ORDER BY id", args)]
+
+
+def _load(db: sqlite3.Connection, columns: Sequence[str], linked: int) -> Linker:
+    """The linker as it stood after variant `linked`: the kept state, else rebuilt from the variants."""
+    found = db.execute("SELECT version, last_variant, state FROM identity_state").fetchone()
+    if found is not None and found[0] == STATE_VERSION and found[1] == linked:
+        try:
+            linker = pickle.loads(found[2])
+        except Exception:  # a state this code cannot read: rebuilt below
+            linker = None
+        if isinstance(linker, Linker):
+            return linker
+    linker = Linker()
+    for _, row in _variants(db, columns, 0, linked):
+        linker.link(row)
+    return linker
+
+
+def link_new(db: sqlite3.Connection, columns: Sequence[str]) -> int:
+    """Link every variant written since the last run (in one transaction); the number linked."""
+    linked = int(db.execute("SELECT coalesce(max(variant_id), 0) FROM identity_links").fetchone()[0])
+    pending = _variants(db, columns, linked)
+    if not pending:
+        return 0
+    linker = _load(db, columns, linked)
+    linker.changed.clear()
+    links = [(variant_id, linker.link(row)) for variant_id, row in pending]
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.executemany("INSERT OR REPLACE INTO identity_links VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       [(v, link.recording.number, link.tier, link.confidence, link.rule, row.artist, row.title)
+                        for (v, row), (_, link) in zip(pending, links, strict=True)])
+        _write_recordings(db, linker.changed)
+        _write_artists(db, linker, [row for _, row in pending])
+        db.execute("INSERT OR REPLACE INTO identity_state VALUES (1, ?, ?, ?)",
+                   (STATE_VERSION, pending[-1][0], pickle.dumps(linker, protocol=pickle.HIGHEST_PROTOCOL)))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return len(links)
+
+
+def _write_recordings(db: sqlite3.Connection, changed: set[Recording]) -> None:
+    """Each changed recording's row, ids and main artists. An id two recordings would share (one ISRC on both)
+    goes to the lower-numbered; the other takes its exact key's."""
+    rows = []
+    for rec in sorted(changed, key=lambda r: r.number):
+        rec_id = rec.id
+        taken = db.execute("SELECT number FROM identity_recordings WHERE id = ? AND number != ?",
+                           (rec_id, rec.number)).fetchone()
+        if taken is not None and taken[0] < rec.number:
+            rec_id = rec.key_id
+        rows.append((rec.number, rec_id, rec.title, rec.artist, int(rec.ambiguous), parse_title(rec.title).name))
+        ids = [("isrc", isrc, rec.number) for isrc in rec.isrcs] + [(k, v, rec.number) for k, v in rec.ids]
+        db.executemany("INSERT OR IGNORE INTO identity_ids VALUES (?, ?, ?)", ids)
+        db.executemany("INSERT OR IGNORE INTO identity_recording_artists VALUES (?, ?)",
+                       [(rec.number, name) for name in rec.main_artists])
+    db.executemany("INSERT OR REPLACE INTO identity_recordings VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+
+def _write_artists(db: sqlite3.Connection, linker: Linker, rows: list[Row]) -> None:
+    """Every artist name's id as it stands (a new alias can join two artists: all are written again when the
+    linker's artists changed), with a name as printed."""
+    printed: dict[str, str] = {}
+    for row in rows:
+        main, featured = parse_credit(row.artist)
+        for credit, shown in zip(main, split_printed(row.artist), strict=False):
+            printed.setdefault(credit.main, shown)
+        for credit in featured:
+            printed.setdefault(credit.main, credit.main)
+    names = linker.artists.all_names()
+    known = dict(db.execute("SELECT name, printed FROM identity_artist_names").fetchall())
+    db.executemany("INSERT OR REPLACE INTO identity_artist_names VALUES (?, ?, ?)",
+                   [(name, linker.artists.id_of(name), known.get(name) or printed.get(name) or name) for name in names])
+
