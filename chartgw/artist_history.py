@@ -436,7 +436,7 @@ def _begin_run(db: sqlite3.Connection) -> _Run:
 
 
 def _end_run(db: sqlite3.Connection, run: _Run) -> None:
-    identity.link_new(db, ID_COLUMNS)  # the recordings of the variants this run wrote (docs/identity.md)
+    identity.link_new(db)  # the recordings of the variants this run wrote (docs/identity.md)
     if not run.summing:
         _sum_artist_tracks(db)
     if run.bulk:

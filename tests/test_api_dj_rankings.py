@@ -345,7 +345,7 @@ def test_openapi_lists_every_route(api: TestClient) -> None:
                                       "/djs/{slug}", "/latest", "/{year}", "/{year}/{rank}"}
     for path in ("/latest", "/{year}"):
         params = {p["name"]: p["schema"] for p in document["paths"][path]["get"]["parameters"] if p["in"] == "query"}
-        assert set(params) == {"limit", "country", "genre", "format"}
+        assert set(params) == {"limit", "country", "genre", "format", "include"}
         assert params["country"] == {"$ref": "#/components/schemas/Country"} and params["genre"]["type"] == "string"
     assert {"DjRankEntry", "ReleaseGroup", "DjResponse"} <= set(document["components"]["schemas"])
     assert document["paths"]["/{year}"]["get"]["parameters"][0]["schema"] == {"type": "integer"}

@@ -214,7 +214,7 @@ def test_openapi_lists_every_route(api: TestClient) -> None:
         assert {"type": "null"} in entry["properties"][field]["anyOf"]  # nullable, and the schema says so
     latest = document["paths"]["/top-50/{market}/{city}/latest"]["get"]
     assert [p["name"] for p in latest["parameters"] if p["in"] in ("path", "query")] == [
-        "market", "city", "limit", "include_raw", "format"]
+        "market", "city", "limit", "include_raw", "format", "include"]
 
 
 def test_openapi_declares_the_discovered_catalogue_as_enums(api: TestClient, tmp_path: Path) -> None:

@@ -196,7 +196,7 @@ def test_root_health_and_openapi_are_public(api: TestClient) -> None:
     document = api.get("/uk-charts/openapi.json").json()
     assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs", "/diff", "/exports", "/exports/{name}"}
     week = document["paths"]["/{chart_key}/{week_start}"]["get"]
-    assert [p["name"] for p in week["parameters"]] == ["chart_key", "week_start", "limit", "format", "If-None-Match"]
+    assert [p["name"] for p in week["parameters"]] == ["chart_key", "week_start", "limit", "format", "include", "If-None-Match"]
     entry = document["components"]["schemas"]["UkChartEntry"]["properties"]
     assert {"rank", "title", "artist", "last_week", "peak", "weeks_on_chart", "label", "is_new", "is_reentry"} <= set(entry)
 

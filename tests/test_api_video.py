@@ -262,7 +262,7 @@ def test_openapi_lists_every_route(api: TestClient) -> None:
     document = api.get("/video/openapi.json").json()
     assert set(document["paths"]) == {r.path for r in GROUP.routes} | {"/", "/openapi.json", "/fetch-logs", "/diff", "/exports", "/exports/{name}"}
     dated = document["paths"]["/charts/{chart_type}/{period}/{country}/{date}"]["get"]
-    assert [p["name"] for p in dated["parameters"]] == ["chart_type", "period", "country", "date", "limit", "format", "If-None-Match"]
+    assert [p["name"] for p in dated["parameters"]] == ["chart_type", "period", "country", "date", "limit", "format", "include", "If-None-Match"]
     assert len(dated["responses"]["200"]["content"]["application/json"]["schema"]["anyOf"]) == 3
 
 

@@ -91,3 +91,22 @@ def test_the_after_crawl_index_links_too(all_groups_data: Path, tmp_path: Path) 
         index.index_source("korea-chart", now=fixed(FIXED_NOW))
     assert rows(path, "SELECT l.tier FROM variants v JOIN identity_links l ON l.variant_id = v.id"
                       " WHERE v.title = 'Only After The Crawl'") == [("none",)]
+
+
+def test_every_identity_statement_compiles(tmp_path: Path) -> None:
+    """The index's identity step, the /identity routes and include=identity prepared against an index file; facts
+    against a group's file (what `compile_check` does for the declared tables)."""
+    from chartgw.identity.facts import FACTS_QUERIES
+    from chartgw.identity.include import INCLUDE_QUERIES
+    from chartgw.identity.index import IDENTITY_INDEX_QUERIES
+    from chartgw.identity.routes import IDENTITY_QUERIES
+    from chartgw.store import tables
+    from chartgw.store.schema import _explain, compile_check
+
+    db = index.open_index(tmp_path / "index.sqlite")
+    try:
+        for query in (*IDENTITY_INDEX_QUERIES, *IDENTITY_QUERIES, *INCLUDE_QUERIES):
+            _explain(db, query.sql)
+    finally:
+        db.close()
+    assert compile_check(tables.TABLES, FACTS_QUERIES) == {}

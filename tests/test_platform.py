@@ -39,9 +39,9 @@ CONFIGURATION_DOC = PACKAGE.parent / "docs" / "configuration.md"
 # Lowest first. A module imports only from its own layer or below; groups never import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.clock", "chartgw.countries", "chartgw.text", "chartgw.progress", "chartgw.settings", "chartgw.changes"),
-    ("chartgw.identity",),  # reads titles and credits with chartgw.text
     ("chartgw.config",),
     ("chartgw.store", "chartgw.params", "chartgw.cache", "chartgw.formats", "chartgw.replication"),
+    ("chartgw.identity",),  # titles and credits read with chartgw.text, the links and facts through chartgw.store
     ("chartgw.records", "chartgw.targets"),
     ("chartgw.upstreams",),
     ("chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi", "chartgw.accesslog",

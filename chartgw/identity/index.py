@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import pickle
 import sqlite3
-from collections.abc import Sequence
 
 from chartgw.identity.linker import Linker, Recording, Row
 from chartgw.identity.names import parse_credit, parse_title, split_printed
+from chartgw.store import Query
 
-__all__ = ["COLUMN_ID_TYPES", "SCHEMA", "STATE_VERSION", "link_new", "row_of"]
+__all__ = ["COLUMN_ID_TYPES", "IDENTITY_INDEX_QUERIES", "SCHEMA", "STATE_VERSION", "link_new", "row_of"]
 
 STATE_VERSION = 1
 """The pickled linker's layout; a state of another is rebuilt from the variants."""
@@ -89,6 +89,26 @@ CREATE TABLE IF NOT EXISTS identity_state (
 """
 
 
+_COLUMNS = tuple(COLUMN_ID_TYPES)
+_VARIANTS = Query("identity_variants_after",
+                  f"SELECT id, title, artist, {', '.join(_COLUMNS)} FROM variants WHERE id > ?1 AND (?2 IS NULL OR id <= ?2)"
+                  " ORDER BY id")
+_LINKED = Query("identity_last_linked", "SELECT coalesce(max(variant_id), 0) FROM identity_links")
+_STATE = Query("identity_state", "SELECT version, last_variant, state FROM identity_state")
+_SAVE_STATE = Query("identity_save_state", "INSERT OR REPLACE INTO identity_state VALUES (1, ?1, ?2, ?3)")
+_SAVE_LINK = Query("identity_save_link", "INSERT OR REPLACE INTO identity_links VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+_ID_TAKEN = Query("identity_id_taken", "SELECT number FROM identity_recordings WHERE id = ?1 AND number != ?2")
+_SAVE_ID = Query("identity_save_id", "INSERT OR IGNORE INTO identity_ids VALUES (?1, ?2, ?3)")
+_SAVE_MAIN = Query("identity_save_main_artist", "INSERT OR IGNORE INTO identity_recording_artists VALUES (?1, ?2)")
+_SAVE_RECORDING = Query("identity_save_recording",
+                        "INSERT OR REPLACE INTO identity_recordings VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+_PRINTED = Query("identity_printed_names", "SELECT name, printed FROM identity_artist_names")
+_SAVE_NAME = Query("identity_save_artist_name", "INSERT OR REPLACE INTO identity_artist_names VALUES (?1, ?2, ?3)")
+IDENTITY_INDEX_QUERIES = (_VARIANTS, _LINKED, _STATE, _SAVE_STATE, _SAVE_LINK, _ID_TAKEN, _SAVE_ID, _SAVE_MAIN,
+                          _SAVE_RECORDING, _PRINTED, _SAVE_NAME)
+"""Every statement the index's identity step runs (compiled against the index's tables in tests)."""
+
+
 def row_of(title: str | None, artist: str, ids: dict[str, str]) -> Row:
     """A variant's (or an entry's) title, artist and ids as identity reads them."""
     isrc = ids.get("isrc") or None
@@ -96,20 +116,14 @@ def row_of(title: str | None, artist: str, ids: dict[str, str]) -> Row:
     return Row(title or "", artist, isrc, pairs)
 
 
-def _variants(db: sqlite3.Connection, columns: Sequence[str], after: int, upto: int | None = None,
-              ) -> list[tuple[int, Row]]:
-    sql = f"SELECT id, title, artist, {', '.join(columns)} FROM variants WHERE id > ?"
-    args: list[int] = [after]
-    if upto is not None:
-        sql += " AND id <= ?"
-        args.append(upto)
-    return [(int(r[0]), row_of(r[1], r[2], dict(zip(columns, r[3:], strict=True))))
-            for r in db.execute(sql + " ORDER BY id", args)]
+def _variants(db: sqlite3.Connection, after: int, upto: int | None = None) -> list[tuple[int, Row]]:
+    return [(int(r[0]), row_of(r[1], r[2], dict(zip(_COLUMNS, r[3:], strict=True))))
+            for r in db.execute(_VARIANTS.sql, (after, upto))]
 
 
-def _load(db: sqlite3.Connection, columns: Sequence[str], linked: int) -> Linker:
+def _load(db: sqlite3.Connection, linked: int) -> Linker:
     """The linker as it stood after variant `linked`: the kept state, else rebuilt from the variants."""
-    found = db.execute("SELECT version, last_variant, state FROM identity_state").fetchone()
+    found = db.execute(_STATE.sql).fetchone()
     if found is not None and found[0] == STATE_VERSION and found[1] == linked:
         try:
             linker = pickle.loads(found[2])
@@ -118,29 +132,27 @@ def _load(db: sqlite3.Connection, columns: Sequence[str], linked: int) -> Linker
         if isinstance(linker, Linker):
             return linker
     linker = Linker()
-    for _, row in _variants(db, columns, 0, linked):
+    for _, row in _variants(db, 0, linked):
         linker.link(row)
     return linker
 
 
-def link_new(db: sqlite3.Connection, columns: Sequence[str]) -> int:
+def link_new(db: sqlite3.Connection) -> int:
     """Link every variant written since the last run (in one transaction); the number linked."""
-    linked = int(db.execute("SELECT coalesce(max(variant_id), 0) FROM identity_links").fetchone()[0])
-    pending = _variants(db, columns, linked)
+    linked = int(db.execute(_LINKED.sql).fetchone()[0])
+    pending = _variants(db, linked)
     if not pending:
         return 0
-    linker = _load(db, columns, linked)
+    linker = _load(db, linked)
     linker.changed.clear()
     links = [(variant_id, linker.link(row)) for variant_id, row in pending]
     db.execute("BEGIN IMMEDIATE")
     try:
-        db.executemany("INSERT OR REPLACE INTO identity_links VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       [(v, link.recording.number, link.tier, link.confidence, link.rule, row.artist, row.title)
-                        for (v, row), (_, link) in zip(pending, links, strict=True)])
+        db.executemany(_SAVE_LINK.sql, [(v, link.recording.number, link.tier, link.confidence, link.rule, row.artist,
+                                         row.title) for (v, row), (_, link) in zip(pending, links, strict=True)])
         _write_recordings(db, linker.changed)
         _write_artists(db, linker, [row for _, row in pending])
-        db.execute("INSERT OR REPLACE INTO identity_state VALUES (1, ?, ?, ?)",
-                   (STATE_VERSION, pending[-1][0], pickle.dumps(linker, protocol=pickle.HIGHEST_PROTOCOL)))
+        db.execute(_SAVE_STATE.sql, (STATE_VERSION, pending[-1][0], pickle.dumps(linker, protocol=pickle.HIGHEST_PROTOCOL)))
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
@@ -154,21 +166,19 @@ def _write_recordings(db: sqlite3.Connection, changed: set[Recording]) -> None:
     rows = []
     for rec in sorted(changed, key=lambda r: r.number):
         rec_id = rec.id
-        taken = db.execute("SELECT number FROM identity_recordings WHERE id = ? AND number != ?",
-                           (rec_id, rec.number)).fetchone()
+        taken = db.execute(_ID_TAKEN.sql, (rec_id, rec.number)).fetchone()
         if taken is not None and taken[0] < rec.number:
             rec_id = rec.key_id
         rows.append((rec.number, rec_id, rec.title, rec.artist, int(rec.ambiguous), parse_title(rec.title).name))
         ids = [("isrc", isrc, rec.number) for isrc in rec.isrcs] + [(k, v, rec.number) for k, v in rec.ids]
-        db.executemany("INSERT OR IGNORE INTO identity_ids VALUES (?, ?, ?)", ids)
-        db.executemany("INSERT OR IGNORE INTO identity_recording_artists VALUES (?, ?)",
-                       [(rec.number, name) for name in rec.main_artists])
-    db.executemany("INSERT OR REPLACE INTO identity_recordings VALUES (?, ?, ?, ?, ?, ?)", rows)
+        db.executemany(_SAVE_ID.sql, ids)
+        db.executemany(_SAVE_MAIN.sql, [(rec.number, name) for name in rec.main_artists])
+    db.executemany(_SAVE_RECORDING.sql, rows)
 
 
 def _write_artists(db: sqlite3.Connection, linker: Linker, rows: list[Row]) -> None:
-    """Every artist name's id as it stands (a new alias can join two artists: all are written again when the
-    linker's artists changed), with a name as printed."""
+    """Every artist name's id as it stands (a new alias can join two artists: all are written again), with a name
+    as printed."""
     printed: dict[str, str] = {}
     for row in rows:
         main, featured = parse_credit(row.artist)
@@ -176,8 +186,6 @@ def _write_artists(db: sqlite3.Connection, linker: Linker, rows: list[Row]) -> N
             printed.setdefault(credit.main, shown)
         for credit in featured:
             printed.setdefault(credit.main, credit.main)
-    names = linker.artists.all_names()
-    known = dict(db.execute("SELECT name, printed FROM identity_artist_names").fetchall())
-    db.executemany("INSERT OR REPLACE INTO identity_artist_names VALUES (?, ?, ?)",
-                   [(name, linker.artists.id_of(name), known.get(name) or printed.get(name) or name) for name in names])
-
+    known = dict(db.execute(_PRINTED.sql).fetchall())
+    db.executemany(_SAVE_NAME.sql, [(name, linker.artists.id_of(name), known.get(name) or printed.get(name) or name)
+                                    for name in linker.artists.all_names()])
