@@ -360,6 +360,11 @@ def test_slow_heads_and_slow_bodies_together_keep_no_keyed_client_waiting(server
         s.close()
 
 
+def _closed_by_server(s: socket.socket) -> bool:
+    """Whether the server closed its side (the client's socket in CLOSE_WAIT, Linux's TCP_INFO state 8)."""
+    return s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0] == 8
+
+
 def test_unread_answers_cost_bounded_memory_and_are_dropped(server: int) -> None:
     """300 keyed connections each pipeline 20 GETs of the 4 MB /pull.json and never read: the server's
     memory stays under 150 MB (issue 19: 1,253 MB), and each connection is dropped once its answers have
@@ -380,15 +385,20 @@ def test_unread_answers_cost_bounded_memory_and_are_dropped(server: int) -> None
         time.sleep(0.1)
     assert peak < 150, f"{before:.0f} MB before, {peak:.0f} MB with 300 unread connections"
     reset: set[socket.socket] = set()
-    while len(reset) < 300 and time.monotonic() - opened < 2 * SEND_TIMEOUT + 60:  # a ceiling: it ends when all are
+    closed: set[socket.socket] = set()
+    while len(reset | closed) < 300 and time.monotonic() - opened < 2 * SEND_TIMEOUT + 60:  # a ceiling: ends when all are
         time.sleep(0.5)
         reset |= {s for s in sockets if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == errno.ECONNRESET}
+        closed |= {s for s in sockets if _closed_by_server(s)}
     dropped = time.monotonic() - opened
     for s in sockets:
         s.close()
-    # Reset, after the send timeout and the time to answer them all (slow on a loaded box): neither the process nor the kernel
-    # keeps sending answers nobody reads.
-    assert len(reset) == 300, f"{len(reset)} of 300 reset after {dropped:.1f} s"
+    # Dropped, after the send timeout and the time to answer them all (slow on a loaded box): neither the process nor
+    # the kernel keeps sending answers nobody reads. A connection with a 4 MB answer pending is reset; one whose
+    # answers all fit in the buffers (503s past --limit-concurrency, more of them on a loaded box) is closed when idle.
+    print(f"\nunread connections: {len(reset)} reset, {len(closed - reset)} closed, after {dropped:.1f} s")
+    assert len(reset | closed) == 300, f"{len(reset)} reset and {len(closed - reset)} closed of 300 after {dropped:.1f} s"
+    assert reset, "no connection with a big answer pending was reset"
     assert _ask(server, PROBE).startswith(b"HTTP/1.1 200 OK")
 
 
