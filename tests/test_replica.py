@@ -427,9 +427,10 @@ def check_keys_follow(env: dict[str, str], readers: list[Node]) -> None:
         return all(HTTP.get(n.url + "/korea-chart/sites", headers={"X-API-Key": new_key}).status_code == status
                    for n in readers)
 
-    created = wait_until(lambda: status_everywhere(200), 10, "a new key accepted by every reader")
+    # Within seconds on an idle box (printed); the ceilings are ones a loaded box keeps (issue 28, item 18).
+    created = wait_until(lambda: status_everywhere(200), 60, "a new key accepted by every reader")
     subprocess.run([*CHARTGW, "keys", "revoke", key_id], env=env, capture_output=True, check=True)
-    revoked = wait_until(lambda: status_everywhere(401), 10, "a revoked key refused by every reader")
+    revoked = wait_until(lambda: status_everywhere(401), 60, "a revoked key refused by every reader")
     print(f"a key created on the writer works on every reader after {created:.1f}s; revoked, refused after {revoked:.1f}s")
 
 
@@ -529,7 +530,7 @@ def kill_the_writer(writer: Path, env: dict[str, str], procs: list[subprocess.Po
     before = newest_commit(writer)
     wait_until(lambda: newest_commit(writer) > before, 30, "the writer committing again after the kills")
     final = newest_commit(writer)
-    wait_until(lambda: all(p.served_by(final) is not None for p in pollers), 15, "the readers following after the kills")
+    wait_until(lambda: all(p.served_by(final) is not None for p in pollers), 60, "the readers following after the kills")
     assert integrity(writer)["korea-chart.sqlite"] == "ok"
     return kills
 
