@@ -530,7 +530,13 @@ def kill_the_writer(writer: Path, env: dict[str, str], procs: list[subprocess.Po
     before = newest_commit(writer)
     wait_until(lambda: newest_commit(writer) > before, 30, "the writer committing again after the kills")
     final = newest_commit(writer)
-    wait_until(lambda: all(p.served_by(final) is not None for p in pollers), 60, "the readers following after the kills")
+    try:
+        wait_until(lambda: all(p.served_by(final) is not None for p in pollers), 60, "the readers following after the kills")
+    except AssertionError:
+        for p in pollers:
+            print("final", final, "reader", p.node.name, "served", p.served_by(final),
+                  [f for f in replication(p.node)["files"] if f["file"] in ("korea-chart", "heartbeat")])
+        raise
     assert integrity(writer)["korea-chart.sqlite"] == "ok"
     return kills
 
