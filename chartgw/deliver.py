@@ -108,7 +108,7 @@ class Deliverer:
     def __init__(self, groups: Sequence[str], store: HookStore | None = None, clock: Clock = utc_now,
                  transport: httpx.AsyncBaseTransport | None = None, concurrency: int = CONCURRENCY,
                  log: Callable[[str], object] = lambda line: None, keys: KeyRoster | None = None,
-                 per_key: int = PER_KEY) -> None:
+                 per_key: int = PER_KEY, env_keys: Sequence[str] | None = None) -> None:
         self.groups = list(groups)
         self.store = store or HookStore()
         self.clock = clock
@@ -116,11 +116,13 @@ class Deliverer:
         self.concurrency = concurrency
         self.per_key = per_key
         self.log = log
-        plain: tuple[str, ...] = config.get(config.API_KEYS)
+        plain: tuple[str, ...] = config.get(config.API_KEYS) if env_keys is None else tuple(env_keys)  # the server's
         self.keys = keys or KeyRoster(keys_db_path(), plain, clock)
         """Which keys are in force: a hook of any other key is disabled, and nothing more is sent to it."""
         self._in_force: frozenset[int] = frozenset()
-        self._heir = self._only_env_key()
+        self._heir = env_key_id(plain[0]) if len(plain) == 1 else None
+        """The one key of CHARTGW_API_KEYS, when there is exactly one: hooks registered when every such key shared the
+        id ENV_KEY_ID are its own."""
         self._busy: dict[int, int] = {}  # hook id -> its key id, while it is being sent to
         self._turn = 0  # which key is offered a slot first, moved on each round
         self._tasks: set[asyncio.Task[None]] = set()
@@ -144,13 +146,6 @@ class Deliverer:
         self._files.clear()
 
     # --- keys -------------------------------------------------------------------------------------------
-
-    @staticmethod
-    def _only_env_key() -> int | None:
-        """The id of the one key of CHARTGW_API_KEYS, when there is exactly one: hooks registered when every such key
-        shared the id ENV_KEY_ID are its own."""
-        keys = config.get(config.API_KEYS)
-        return env_key_id(keys[0]) if len(keys) == 1 else None
 
     def _retire(self, db: sqlite3.Connection, hooks: list[tuple[Hook, dict[str, int]]], now: str,
                 ) -> list[tuple[Hook, dict[str, int]]]:

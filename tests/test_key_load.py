@@ -30,6 +30,7 @@ import pytest
 from chartgw.access import KeyLoad, KeyStore
 from chartgw.store import connect
 from tests.fixtures import child_env, copy_data
+from tests.tiers import wait_for_port
 
 pytestmark = pytest.mark.waits
 
@@ -96,14 +97,7 @@ def start(all_groups_data: Path, tmp_path: Path) -> Iterator[Callable[..., Serve
             proc = subprocess.Popen([sys.executable, "-m", "chartgw", "serve", "--port", str(port)], env=env, cwd=REPO,
                                     stdout=log, stderr=subprocess.STDOUT)
         started.append(proc)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and proc.poll() is None, "the server did not start"
-                time.sleep(0.1)
+        wait_for_port(port, 60, proc)
         return Server(proc, port, key_a, key_b, len(list(data.glob("*.sqlite"))) - 1,  # less keys.sqlite
                       tmp_path / f"serve{len(started) - 1}.log")
 

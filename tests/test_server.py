@@ -27,6 +27,7 @@ import pytest
 
 from chartgw.server import MAX_HEAD_BYTES, MAX_URL_BYTES
 from tests.fixtures import TEST_KEY, child_env, group_data
+from tests.tiers import wait_for_port
 
 pytestmark = pytest.mark.waits
 
@@ -61,14 +62,7 @@ def chartgw_serve(data: Path, *args: str, output: Path | None = None, **settings
     proc = subprocess.Popen([sys.executable, "-m", "chartgw", "serve", *args, "--port", str(port)], env=env, cwd=REPO,
                             stdout=sink, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and proc.poll() is None, "the server did not start"
-                time.sleep(0.1)
+        wait_for_port(port, 30, proc)
         yield proc
     finally:
         proc.terminate()

@@ -47,13 +47,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_for_port(port: int, timeout: float = 10.0) -> None:
+def wait_for_port(port: int, timeout: float = 10.0, proc: subprocess.Popen[bytes] | None = None) -> None:
+    """Until something listens on 127.0.0.1:`port`; fails at `timeout`, or at once when `proc` (the server) exits."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
             return
         except OSError:
+            assert proc is None or proc.poll() is None, f"the server on port {port} exited ({proc.returncode})"
             time.sleep(0.05)
     raise AssertionError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
 
