@@ -290,7 +290,7 @@ class SnapshotWriter:
                 self._record_change(snapshot_id, snap)
             self._insert_log(log)
         self._prune()
-        checkpoint(self.db)  # without waiting for readers (Litestream is one that never leaves)
+        checkpoint(self.db)  # waits briefly for readers (connect.checkpoint says why not less)
         return ids
 
     def _record_change(self, snapshot_id: int, snap: NewSnapshot) -> None:
