@@ -119,8 +119,8 @@ def cmd_lag(args: argparse.Namespace) -> int:
 
     import httpx
 
-    from chartgw import config
-    from chartgw.demo import seed
+    from chartgw.core import config
+    from chartgw.demo.seeding import seed
     from chartgw.store.connect import connect
 
     path = config.data_dir() / "korea-chart.sqlite"

@@ -6,7 +6,7 @@
 1. Writes synthetic snapshot files for four groups (/streaming: 40 countries' daily top 200 and the global
    one; /digital-sales: 10 storefronts' top 100 songs; /korea-chart: three daily top 100s and an hourly
    realtime top 100; /uk-charts: the weekly singles top 100), day after day back from 2026-11-20 until the
-   index would hold N rows. Titles and artists come from the sample pools (chartgw.samples: the real global
+   index would hold N rows. Titles and artists come from the sample pools (chartgw.demo.samples: the real global
    and Korean charts' songs and credits, "DAY6 (데이식스)" included), extended by a synthetic tail of artists;
    popularity is Zipf-like (weight 1/(i+5)), so a few artists hold 100k+ rows of a 10M index. One track in
    ten credits a second artist ("A & B", "A feat. B" or "(feat. B)" in the title). Records have the
@@ -56,11 +56,11 @@ from pathlib import Path
 
 import httpx
 
-from chartgw import artist_history as index
-from chartgw.samples import global_songs, song_pool
+from chartgw.core.text import artist_key, title_key
+from chartgw.demo.samples import global_songs, song_pool
+from chartgw.index import history as index
 from chartgw.store.schema import migrate
 from chartgw.store.tables import TABLES
-from chartgw.text import artist_key, title_key
 
 ROOT = Path(__file__).resolve().parents[1]
 LAST_DAY = date(2026, 11, 20)
@@ -447,9 +447,9 @@ def explain_memory(folder: Path, artist: str, sizes: Sizes, cache_mb: int | None
     glibc's malloc holds freed (returned by `malloc_trim(0)` at the end)."""
     from starlette.testclient import TestClient
 
-    from chartgw.app import build_app
-    from chartgw.cache import ResponseCache
-    from chartgw.settings import Settings, install
+    from chartgw.api.cache import ResponseCache
+    from chartgw.core.settings import Settings, install
+    from chartgw.http.app import build_app
 
     values = {"CHARTGW_DATA_DIR": str(folder), "CHARTGW_API_KEYS": KEY, "CHARTGW_RATE_LIMIT_PER_MINUTE": "0"}
     if cache_mb is not None:

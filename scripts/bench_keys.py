@@ -165,7 +165,7 @@ def main() -> None:
     data = Path(tempfile.mkdtemp(prefix="bench-keys-")) / "data"
     shutil.copytree(args.data, data, ignore=shutil.ignore_patterns("keys.sqlite*", "usage*"))
     sys.path.insert(0, str(args.src))
-    from chartgw.access import KeyStore
+    from chartgw.api.access import KeyStore
 
     store = KeyStore(data / "keys.sqlite")
     _, key_a = store.create("a", rate_per_minute=0)

@@ -28,9 +28,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
-from chartgw.access import env_key_id  # noqa: E402
-from chartgw.config import environment  # noqa: E402
-from chartgw.hooks import HookStore  # noqa: E402
+from chartgw.api.access import env_key_id  # noqa: E402
+from chartgw.core.config import environment  # noqa: E402
+from chartgw.push.hooks import HookStore  # noqa: E402
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry  # noqa: E402
 
 SMOKE = "--smoke" in sys.argv

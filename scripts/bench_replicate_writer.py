@@ -25,7 +25,7 @@ ROUND = """
 import sys
 import time
 from chartgw import store
-from chartgw.demo import seed
+from chartgw.demo.seeding import seed
 from chartgw.store import SnapshotWriter
 
 spent = {"commit": 0.0, "checkpoint": 0.0, "commits": 0}
@@ -71,7 +71,7 @@ def main(rounds: int, group: str = "recognition", settle: float = 10) -> None:
     with tempfile.TemporaryDirectory(prefix="chartgw-bench-replicate-") as work:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CHARTGW_") and k != "AWS_CA_BUNDLE"}
         env.update({"CHARTGW_DATA_DIR": str(Path(work) / "data"), "PYTHONPATH": str(ROOT)})
-        subprocess.run([sys.executable, "-c", "import sys; from chartgw.demo import seed; seed(sys.argv[1:])", group],
+        subprocess.run([sys.executable, "-c", "import sys; from chartgw.demo.seeding import seed; seed(sys.argv[1:])", group],
                        env=env, check=True, capture_output=True)
         for _ in range(rounds):
             run_round("without replication", group, env)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from chartgw.settings import install
+from chartgw.core.settings import install
 from tests.fixtures import TEST_SETTINGS
 
 # The caller's CHARTGW_* variables are not the tests' settings: a command run in process (`cli.main`, which resolves

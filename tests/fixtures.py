@@ -23,12 +23,12 @@ import pytest
 import uvicorn
 from starlette.testclient import TestClient
 
-from chartgw.access import KeyChecker, RateLimiter
-from chartgw.app import build_app
-from chartgw.config import environment
-from chartgw.demo import seeder
-from chartgw.group import Group
-from chartgw.settings import Settings, current, install
+from chartgw.api.access import KeyChecker, RateLimiter
+from chartgw.api.group import Group
+from chartgw.core.config import environment
+from chartgw.core.settings import Settings, current, install
+from chartgw.demo.seeding import seeder
+from chartgw.http.app import build_app
 
 TEST_KEY = "test-key-0123456789"
 KEY_HEADERS: Mapping[str, str] = MappingProxyType({"X-API-Key": TEST_KEY})

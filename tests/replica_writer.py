@@ -9,12 +9,12 @@ import asyncio
 import sys
 import time
 
-from chartgw.clock import utc_now
-from chartgw.crawl import run_targets
-from chartgw.group import retention
+from chartgw.api.group import retention
+from chartgw.core.clock import utc_now
+from chartgw.crawl.runner import run_targets
+from chartgw.demo.replay import replay_upstreams
+from chartgw.demo.samples import korea as samples
 from chartgw.groups import korea_chart
-from chartgw.replay import replay_upstreams
-from chartgw.samples import korea as samples
 
 
 def main(pause: float) -> None:

@@ -15,10 +15,10 @@ from starlette.applications import Starlette
 from starlette.routing import Route as StarletteRoute
 from starlette.testclient import TestClient
 
-from chartgw.access import Grant, KeyChecker, KeyStore, RateLimiter, hash_key, keyed_digest
-from chartgw.app import GroupRoutes, access_table, build_app, declared_routes
+from chartgw.api.access import Grant, KeyChecker, KeyStore, RateLimiter, hash_key, keyed_digest
+from chartgw.core.settings import current
 from chartgw.groups import GROUPS
-from chartgw.settings import current
+from chartgw.http.app import GroupRoutes, access_table, build_app, declared_routes
 from tests.fixtures import KEY_HEADERS, child_env, client, configure, copy_data
 
 # The spec: "Every group exposes a public root (GET /) and a public health endpoint", and schema

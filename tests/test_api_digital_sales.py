@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.config import environment
-from chartgw.crawl import Outcome
-from chartgw.group import crawl_group
+from chartgw.api.group import crawl_group
+from chartgw.api.params import InvalidParams
+from chartgw.core.config import environment
+from chartgw.crawl.runner import Outcome
+from chartgw.demo.replay import ReplayTransport, Reply, request_key
+from chartgw.demo.samples import digital_sales as samples
 from chartgw.groups.digital_sales import COMBOS, COMBOS_BY_SLUG, GROUP, targets
-from chartgw.params import InvalidParams
-from chartgw.replay import ReplayTransport, Reply, request_key
-from chartgw.samples import digital_sales as samples
 from chartgw.store import SnapshotReader, group_db_path
 from chartgw.upstreams.itunes import UPSTREAM, requests_for
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, configure, copy_data, data_dir

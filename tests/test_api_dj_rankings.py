@@ -15,17 +15,17 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-import chartgw.crawl
-from chartgw.clock import fixed
-from chartgw.config import environment
-from chartgw.context import Context
-from chartgw.crawl import Outcome
-from chartgw.group import crawl_group, group_policy
+import chartgw.crawl.runner
+from chartgw.api.group import crawl_group, group_policy
+from chartgw.core.clock import fixed
+from chartgw.core.config import environment
+from chartgw.crawl.context import Context
+from chartgw.crawl.runner import Outcome
+from chartgw.demo.replay import ReplayServer, Reply, replay_upstreams, request_key
+from chartgw.demo.samples import dj_rankings as samples
 from chartgw.groups.dj_rankings import GROUP, backfill
 from chartgw.groups.dj_rankings.crawl import targets
 from chartgw.groups.dj_rankings.records import LIST, PLAN
-from chartgw.replay import ReplayServer, Reply, replay_upstreams, request_key
-from chartgw.samples import dj_rankings as samples
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, group_db_path
 from chartgw.upstreams import djmag, musicbrainz
 from chartgw.upstreams.djmag import DjRankEntry
@@ -496,7 +496,7 @@ def test_musicbrainz_is_asked_one_request_a_second_with_a_descriptive_user_agent
         pauses.append(seconds)
         await real_sleep(0)
 
-    monkeypatch.setattr(chartgw.crawl.asyncio, "sleep", no_wait)
+    monkeypatch.setattr(chartgw.crawl.runner.asyncio, "sleep", no_wait)
     configure("CHARTGW_MUSICBRAINZ_CONTACT", "dj-rankings@example.net")
     with data_dir(path), replay_upstreams(samples.all_replies(NOW)) as servers, \
             environment({"CHARTGW_CRAWL_DELAY_SECONDS": "0.2"}):  # pacing on (replay servers turn it off)

@@ -7,9 +7,9 @@ import gzip
 import pytest
 from starlette.testclient import TestClient
 
+from chartgw.demo.samples import sample_rows
 from chartgw.groups.korea_chart import GROUP, SITES, compare_charts
-from chartgw.records import KoreaEntry
-from chartgw.samples import sample_rows
+from chartgw.store.records import KoreaEntry
 from tests.fixtures import KEY_HEADERS, api_fixture
 
 api = api_fixture(GROUP, "korea_data")

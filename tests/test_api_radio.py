@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.config import environment
-from chartgw.crawl import CrawlContext
+from chartgw.api.group import crawl_group
+from chartgw.api.params import SEARCH_RULE
+from chartgw.core.config import environment
+from chartgw.crawl.runner import CrawlContext
 from chartgw.demo import radio as demo
-from chartgw.group import crawl_group
+from chartgw.demo.replay import ReplayServer, replay_upstreams
+from chartgw.demo.samples import radio as samples
 from chartgw.groups.radio import GROUP, directory
-from chartgw.params import SEARCH_RULE
-from chartgw.replay import ReplayServer, replay_upstreams
-from chartgw.samples import radio as samples
 from chartgw.store import group_db_path
 from chartgw.upstreams import radio_browser as rb
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir, group_data
@@ -432,7 +432,7 @@ def test_before_any_crawl_nothing_is_a_500(tmp_path: Path) -> None:
 
 
 def test_openapi_documents_the_routes() -> None:
-    from chartgw.app import service_routes
+    from chartgw.http.app import service_routes
 
     routes = service_routes(GROUP)
     document = next(r for r in routes if r.path == "/openapi.json")

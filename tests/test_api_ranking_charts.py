@@ -18,18 +18,18 @@ import msgspec
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.clock import fixed
-from chartgw.context import Context
-from chartgw.crawl import Outcome
+from chartgw.api.group import crawl_group
+from chartgw.core.clock import fixed
+from chartgw.core.progress import Progress
+from chartgw.crawl.context import Context
+from chartgw.crawl.runner import Outcome
 from chartgw.demo.ranking_charts import DEMO_WEEKS, demo_replies
-from chartgw.group import crawl_group
+from chartgw.demo.replay import Reply, replay_upstreams, request_key
+from chartgw.demo.samples import billboard as samples
 from chartgw.groups import ranking_charts
 from chartgw.groups.ranking_charts import GROUP, backfill
 from chartgw.groups.ranking_charts.charts import newest_published, weeks_back, weeks_between, year_before
 from chartgw.groups.ranking_charts.crawl import credited_artists, targets
-from chartgw.progress import Progress
-from chartgw.replay import Reply, replay_upstreams, request_key
-from chartgw.samples import billboard as samples
 from chartgw.upstreams import billboard
 from chartgw.upstreams.billboard import DEFAULT_SLUGS
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data, data_dir, group_data

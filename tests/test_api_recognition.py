@@ -14,12 +14,12 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.crawl import KST, CrawlError
-from chartgw.group import crawl_group
+from chartgw.api.group import crawl_group
+from chartgw.crawl.runner import KST, CrawlError
+from chartgw.demo.replay import ReplayTransport, Reply, request_key
+from chartgw.demo.samples import global_rows
+from chartgw.demo.samples import recognition as samples
 from chartgw.groups.recognition import GROUP, targets
-from chartgw.replay import ReplayTransport, Reply, request_key
-from chartgw.samples import global_rows
-from chartgw.samples import recognition as samples
 from chartgw.upstreams import shazam
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, copy_data, data_dir, group_data
 

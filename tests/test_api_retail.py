@@ -15,16 +15,16 @@ import msgspec
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.clock import fixed
-from chartgw.config import SettingError, environment
-from chartgw.crawl import Outcome
+from chartgw.api.group import Group, crawl_group
+from chartgw.api.params import InvalidParams
+from chartgw.core.clock import fixed
+from chartgw.core.config import SettingError, environment
+from chartgw.crawl.runner import Outcome
 from chartgw.demo import retail_digital as digital_demo
 from chartgw.demo import retail_physical as physical_demo
-from chartgw.group import Group, crawl_group
+from chartgw.demo.replay import ReplayKey, Reply, replay_upstreams, request_key
+from chartgw.demo.samples import amazon as samples
 from chartgw.groups import retail, retail_digital, retail_music, retail_physical
-from chartgw.params import InvalidParams
-from chartgw.replay import ReplayKey, Reply, replay_upstreams, request_key
-from chartgw.samples import amazon as samples
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry, group_db_path
 from chartgw.upstreams import amazon
 from chartgw.upstreams.amazon import RetailEntry

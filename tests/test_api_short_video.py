@@ -15,16 +15,17 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw import cli, config
-from chartgw.clock import fixed
+from chartgw import cli
+from chartgw.api.group import crawl_group, group_policy
+from chartgw.core import config
+from chartgw.core.clock import fixed
+from chartgw.core.settings import current
+from chartgw.demo.replay import BODY, ReplayKey, Reply, replay_key
+from chartgw.demo.samples import short_video as samples
 from chartgw.demo.short_video import DEMO_SIZE
-from chartgw.group import crawl_group, group_policy
 from chartgw.groups import GROUPS
 from chartgw.groups import short_video as sv
 from chartgw.groups.short_video import GROUP, TOKEN_SETTING, targets
-from chartgw.replay import BODY, ReplayKey, Reply, replay_key
-from chartgw.samples import short_video as samples
-from chartgw.settings import current
 from chartgw.store import SnapshotReader, group_db_path
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, group_data
 

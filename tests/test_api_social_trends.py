@@ -12,17 +12,18 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw import cli, config
-from chartgw.clock import fixed
-from chartgw.endpoints import ApiError, Call, GroupData
-from chartgw.group import crawl_group
+from chartgw import cli
+from chartgw.api.endpoints import ApiError, Call, GroupData
+from chartgw.api.group import crawl_group
+from chartgw.api.params import InvalidParams
+from chartgw.core import config
+from chartgw.core.clock import fixed
+from chartgw.core.settings import current
+from chartgw.demo.replay import Reply, replay_upstreams, request_key
+from chartgw.demo.samples import social_trends as samples
 from chartgw.groups import GROUPS
 from chartgw.groups import social_trends as st
 from chartgw.groups.social_trends import GROUP, parse_refresh_body, refresh, targets
-from chartgw.params import InvalidParams
-from chartgw.replay import Reply, replay_upstreams, request_key
-from chartgw.samples import social_trends as samples
-from chartgw.settings import current
 from chartgw.store import SnapshotReader, group_db_path
 from chartgw.upstreams.x_trends import LOCATIONS, LOCATIONS_BY_SLUG, TRENDS24, X_API, trends24_request, v1_request
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, copy_data, data_dir, group_data
@@ -392,7 +393,7 @@ def test_group_declares_no_entry_mapping_and_a_half_hourly_schedule() -> None:
 
 def test_the_refresh_body_is_declared_in_the_document() -> None:
     """The JSON body POST /refresh reads is the operation's requestBody: a generated client can send it."""
-    from chartgw.openapi import build_document
+    from chartgw.api.openapi import build_document
 
     doc = build_document(GROUP.name, GROUP.title, GROUP.description, list(GROUP.routes))
     body = doc["paths"]["/refresh"]["post"]["requestBody"]

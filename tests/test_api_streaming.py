@@ -11,17 +11,17 @@ import pytest
 from starlette.testclient import TestClient
 
 from chartgw import cli
-from chartgw.clock import fixed
-from chartgw.config import environment
-from chartgw.context import Context
-from chartgw.crawl import Outcome
-from chartgw.group import crawl_group
+from chartgw.api.group import crawl_group
+from chartgw.api.params import InvalidParams
+from chartgw.core.clock import fixed
+from chartgw.core.config import environment
+from chartgw.core.settings import current
+from chartgw.crawl.context import Context
+from chartgw.crawl.runner import Outcome
+from chartgw.demo.replay import ReplayTransport, Reply, request_key
+from chartgw.demo.samples import streaming as samples
 from chartgw.groups import streaming
 from chartgw.groups.streaming import GROUP, import_csv
-from chartgw.params import InvalidParams
-from chartgw.replay import ReplayTransport, Reply, request_key
-from chartgw.samples import streaming as samples
-from chartgw.settings import current
 from chartgw.upstreams import spotify
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, copy_data, data_dir, group_data
 
@@ -248,7 +248,7 @@ def test_dates_take_a_limit_newest_first(api: TestClient) -> None:
 
 
 def test_title_keys_fold_version_marks_like_featuring_credits() -> None:
-    from chartgw.text import title_key
+    from chartgw.core.text import title_key
 
     for title in ("Seven", "Seven (feat. Latto) (Explicit Ver.)", "Seven (Explicit Ver.) (feat. Latto)",
                   "Seven (feat. Latto) - Clean Ver.", "SEVEN [Clean]", "Seven (Remastered 2011)", "Seven - 2011 Remaster",

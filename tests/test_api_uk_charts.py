@@ -17,18 +17,18 @@ import pytest
 from starlette.testclient import TestClient
 
 from chartgw import cli
-from chartgw.clock import fixed
-from chartgw.config import environment
-from chartgw.context import Context
-from chartgw.crawl import Outcome
-from chartgw.group import crawl_group
+from chartgw.api.group import crawl_group
+from chartgw.core.clock import fixed
+from chartgw.core.config import environment
+from chartgw.core.settings import current
+from chartgw.crawl.context import Context
+from chartgw.crawl.runner import Outcome
+from chartgw.demo.replay import Reply, replay_upstreams, request_key
+from chartgw.demo.samples import officialcharts as samples
 from chartgw.groups import uk_charts
 from chartgw.groups.uk_charts import GROUP, backfill
 from chartgw.groups.uk_charts.charts import DEFAULT_CHARTS, configured_charts, credited_artists, latest_published_week
 from chartgw.groups.uk_charts.crawl import keyable, targets
-from chartgw.replay import Reply, replay_upstreams, request_key
-from chartgw.samples import officialcharts as samples
-from chartgw.settings import current
 from chartgw.upstreams import officialcharts
 from chartgw.upstreams.officialcharts import UPSTREAM, requests_for
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data, data_dir, group_data
@@ -555,7 +555,7 @@ def test_the_backfill_counts_its_weeks_in_the_progress_shown(tmp_path: Path) -> 
     """Held weeks count as done; the step's line off a terminal says how many weeks of how many."""
     import io
 
-    from chartgw.progress import Progress
+    from chartgw.core.progress import Progress
 
     table = samples.chart_replies("singles", LATEST, weeks=3)
     stream = io.StringIO()

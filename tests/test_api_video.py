@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.group import crawl_group
+from chartgw.api.group import crawl_group
+from chartgw.api.params import InvalidParams
+from chartgw.demo.replay import ReplayTransport, Reply, request_key
+from chartgw.demo.samples import global_rows
+from chartgw.demo.samples import video as samples
 from chartgw.groups.video import (
     GROUP,
     Chart,
@@ -20,10 +24,6 @@ from chartgw.groups.video import (
     catalogue,
     targets,
 )
-from chartgw.params import InvalidParams
-from chartgw.replay import ReplayTransport, Reply, request_key
-from chartgw.samples import global_rows
-from chartgw.samples import video as samples
 from chartgw.upstreams import youtube
 from chartgw.upstreams.youtube import latest_week_end, past_week_ends
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, copy_data, data_dir, group_data

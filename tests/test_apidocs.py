@@ -7,7 +7,7 @@ import hashlib
 import tomllib
 from pathlib import Path
 
-from chartgw.apidocs import POLICY, STATIC
+from chartgw.http.apidocs import POLICY, STATIC
 from tests.fixtures import client
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,6 +39,6 @@ def test_vendored_swagger_ui_is_the_npm_package_unchanged_with_its_licence() -> 
 
 
 def test_every_static_file_is_package_data() -> None:
-    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["chartgw"]
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["chartgw.http"]
     shipped = {path for pattern in patterns for path in STATIC.parent.glob(pattern)}
     assert {path for path in STATIC.rglob("*") if path.is_file()} <= shipped

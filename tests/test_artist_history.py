@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw import artist_history as index
-from chartgw.clock import fixed
-from chartgw.context import Context
+from chartgw.core.clock import fixed
+from chartgw.crawl.context import Context
 from chartgw.demo import artist_history as ah_demo
 from chartgw.groups import GROUPS
-from chartgw.groups import artist_history as ah
-from chartgw.groups.artist_history import query
-from chartgw.groups.artist_history.plot import PLOT_MAX_LINES
+from chartgw.index import artist_history as ah
+from chartgw.index import history as index
+from chartgw.index.artist_history import query
+from chartgw.index.artist_history.plot import PLOT_MAX_LINES
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir
 
@@ -488,7 +488,7 @@ def test_no_index_yet_answers_empty(tmp_path: Path) -> None:
 
 
 def test_reference_page_lists_every_route_command_and_setting() -> None:
-    from chartgw.app import service_routes
+    from chartgw.http.app import service_routes
 
     body = (Path(__file__).resolve().parents[1] / "docs" / "groups" / "artist-history-api.md").read_text()
     for route in service_routes(ah.GROUP):
@@ -500,7 +500,7 @@ def test_reference_page_lists_every_route_command_and_setting() -> None:
 
 
 def test_names_learned_from_shared_ids_and_the_alias_file(all_groups_data: Path, tmp_path: Path) -> None:
-    from chartgw.config import environment
+    from chartgw.core.config import environment
 
     path = copy_data(all_groups_data, tmp_path / "data")
     song = {"rank": 1, "title": "Flower", "track_id": "0Learned0Track0Id00000"}

@@ -14,14 +14,14 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from chartgw import artist_history as index
 from chartgw.cli import main
-from chartgw.clock import fixed
-from chartgw.config import environment
-from chartgw.context import Context
+from chartgw.core.clock import fixed
+from chartgw.core.config import environment
+from chartgw.crawl.context import Context
 from chartgw.groups import GROUPS
-from chartgw.groups import artist_history as ah
-from chartgw.groups import artist_lyrics as lyrics
+from chartgw.index import artist_history as ah
+from chartgw.index import history as index
+from chartgw.index import lyrics
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from chartgw.upstreams import genius
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, data_dir

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from chartgw.cache import CachedBody, ResponseCache, etag_matches, make_body
+from chartgw.api.cache import CachedBody, ResponseCache, etag_matches, make_body
 
 
 def test_concurrent_misses_of_one_key_share_a_single_build() -> None:

@@ -1,4 +1,4 @@
-"""The diff and summary rules of chartgw.changes, on hand-made entries (pure: no store, no clock)."""
+"""The diff and summary rules of chartgw.store.diff, on hand-made entries (pure: no store, no clock)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import msgspec
 
-from chartgw.changes import Identity, diff, entered, identity, summarize
 from chartgw.store import StoredEntry
+from chartgw.store.diff import Identity, diff, entered, identity, summarize
 
 
 def chart(*names: str, ids: dict[str, str] | None = None) -> list[StoredEntry]:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from chartgw import cli
-from chartgw.access import KeyChecker, KeyStore
+from chartgw.api.access import KeyChecker, KeyStore
+from chartgw.core.settings import current
 from chartgw.groups import GROUPS
-from chartgw.settings import current
 from tests.fixtures import child_env, configure, copy_data
 
 
@@ -176,7 +176,7 @@ def _chartgw_process(data: Path, *args: str) -> subprocess.CompletedProcess[str]
 def test_an_import_is_indexed_at_once_and_crawling_the_index_catches_it_up(data: Path) -> None:
     """`chartgw import` indexes what it committed, as a crawl does (the index no longer waits for the next crawl);
     `chartgw crawl artist-history-api`, offered by `crawl --help`, catches the index up instead of a traceback."""
-    from chartgw.samples import streaming as samples
+    from chartgw.demo.samples import streaming as samples
 
     assert "artist-history-api" in _chartgw_process(data, "crawl", "--help").stdout
     chart = data / "regional-us-weekly-2026-10-01.csv"

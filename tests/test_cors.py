@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from chartgw import config
-from chartgw.cors import ALLOWED_HEADERS, EXPOSED_HEADERS
+from chartgw.core import config
+from chartgw.http.cors import ALLOWED_HEADERS, EXPOSED_HEADERS
 from tests.fixtures import KEY_HEADERS, client, configure
 
 PAGE = "http://127.0.0.1:9001"

@@ -15,11 +15,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from chartgw.access import KeyChecker, RateLimiter
-from chartgw.app import build_app
-from chartgw.config import environment
+from chartgw.api.access import KeyChecker, RateLimiter
+from chartgw.core.config import environment
 from chartgw.groups import korea_chart
-from chartgw.server import LimitedHttpToolsProtocol
+from chartgw.http.app import build_app
+from chartgw.http.server import LimitedHttpToolsProtocol
 from tests.browser import chromium, console_errors, load
 from tests.fixtures import FIXED_NOW, TEST_KEY, data_dir, serving
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name
+from chartgw.core.countries import COUNTRIES, GLOBAL, country_code, country_name
 
 
 def test_all_assigned_codes() -> None:
@@ -66,8 +66,8 @@ def test_country_code_rejects(value: str) -> None:
 def test_a_request_names_a_country_in_lower_case_as_the_document_does() -> None:
     """One rule for the check and the OpenAPI document: every parameter whose schema is the `Country` enum (lower
     case) accepts exactly the enum's values; "US" is a 422 pointing at "us", an unknown code its own error."""
+    from chartgw.api.params import Param
     from chartgw.groups import GROUPS
-    from chartgw.params import Param
 
     params: list[Param] = [p for g in GROUPS for r in g.routes for p in r.params if p.component()]
     assert {p.name for p in params} >= {"country", "code2"}
@@ -83,7 +83,7 @@ def test_a_request_names_a_country_in_lower_case_as_the_document_does() -> None:
             value_got, error = param.validate(value)
             assert value_got is None and error is not None and error["msg"] == f"Value error, {msg}", (param, value)
     # /artist-history's comma-separated markets: its document's pattern is lower case, and so is its check
-    from chartgw.groups.artist_history.query import route_params
+    from chartgw.index.artist_history.query import route_params
 
     markets = next(p for p in route_params(False) if p.name == "markets")
     assert markets.validate("us,global") == (("us", "global"), None)

@@ -25,12 +25,12 @@ import msgspec
 import pytest
 
 from chartgw import upstreams
-from chartgw.crawl import KST, CrawlBusy, CrawlTarget, Outcome, RetryPolicy, crawl_lock, run_targets
+from chartgw.crawl.runner import KST, CrawlBusy, CrawlTarget, Outcome, RetryPolicy, crawl_lock, run_targets
+from chartgw.demo.replay import ReplayKey, ReplayServer, Reply, answer_key, replay_key
+from chartgw.demo.samples import sample_rows
+from chartgw.demo.samples.korea import all_replies, site_replies
 from chartgw.groups.korea_chart import GROUP, RisingEntry, rising_entries, targets
-from chartgw.records import KoreaEntry
-from chartgw.replay import ReplayKey, ReplayServer, Reply, answer_key, replay_key
-from chartgw.samples import sample_rows
-from chartgw.samples.korea import all_replies, site_replies
+from chartgw.store.records import KoreaEntry
 from tests.fixtures import FIXED_NOW, child_env, configure, copy_data
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -15,12 +15,12 @@ import msgspec
 import pytest
 
 from chartgw import cli
-from chartgw.context import Context
-from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, crawl_lock, import_builds, run_targets
-from chartgw.group import CommandArg, Group, GroupCommand, crawl_group
-from chartgw.records import stored_entry
-from chartgw.settings import current
+from chartgw.api.group import CommandArg, Group, GroupCommand, crawl_group
+from chartgw.core.settings import current
+from chartgw.crawl.context import Context
+from chartgw.crawl.runner import CrawlContext, CrawlTarget, Fetched, Outcome, crawl_lock, import_builds, run_targets
 from chartgw.store import NewSnapshot, SnapshotWriter, group_db_path
+from chartgw.store.records import stored_entry
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest
 from tests.fixtures import configure
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from chartgw.app import service_routes
+from chartgw.api.openapi import documented_paths
 from chartgw.cli import crontab
 from chartgw.groups import GROUPS
 from chartgw.groups.korea_chart import GROUP, RisingEntry
-from chartgw.openapi import documented_paths
-from chartgw.records import KoreaEntry
+from chartgw.http.app import service_routes
+from chartgw.store.records import KoreaEntry
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -65,6 +65,27 @@ def test_readme_is_a_map_that_links_every_group_reference() -> None:
     assert len(text.splitlines()) < 400, "the README is a map: references go under docs/"
     for group in GROUPS:
         assert f"(docs/groups/{group.name}.md)" in text
+
+
+def test_the_readme_layout_names_every_package_and_module() -> None:
+    """The Layout draws the house: every package, and every module outside the per-group and per-upstream
+    families (which it names by pattern), is named under its package, in the order of the import layers."""
+    text = README.read_text()
+    layout = text[text.index("## Layout"):text.index("### Adding a group")]
+    package = ROOT / "chartgw"
+    families = ("groups/", "upstreams/", "demo/samples/")
+    per_group = {p.stem for p in (package / "groups").iterdir()} | {"artist_history"}  # demo/<group>.py
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        if relative.startswith(families) or (relative.startswith("demo/") and path.stem in per_group):
+            continue
+        if path.name == "__init__.py":
+            assert f"  {path.parent.name}/" in layout or path.parent == package, f"the Layout misses {relative}"
+        else:
+            name = path.name if relative.count("/") < 2 else path.stem  # a package's package lists stems
+            assert re.search(rf"\b{re.escape(name)}\b", layout), f"the Layout misses {relative}"
+    for directory in sorted(p for p in package.iterdir() if (p / "__init__.py").exists()):
+        assert f"\n  {directory.name}/" in layout, f"the Layout misses chartgw/{directory.name}/"
 
 
 def test_readme_names_the_two_setup_commands_and_every_upstream_variable() -> None:

@@ -29,11 +29,11 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from chartgw import artist_history as index
-from chartgw.access import KeyChecker, RateLimiter
-from chartgw.app import build_app, declared_routes
-from chartgw.clock import fixed
+from chartgw.api.access import KeyChecker, RateLimiter
+from chartgw.core.clock import fixed
 from chartgw.groups import GROUPS
+from chartgw.http.app import build_app, declared_routes
+from chartgw.index import history as index
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, copy_data, data_dir
 
 SLOW_CALLBACK_SECONDS = 0.05

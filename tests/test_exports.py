@@ -31,18 +31,18 @@ import pytest
 from starlette.routing import compile_path
 from starlette.testclient import TestClient
 
-from chartgw import artist_history as index
-from chartgw import exports
-from chartgw.app import declared_routes
+from chartgw.api.endpoints import Route
+from chartgw.api.formats import negotiate
 from chartgw.cli import crontab, main
-from chartgw.clock import fixed
-from chartgw.config import environment
-from chartgw.endpoints import Route
-from chartgw.formats import negotiate
+from chartgw.core.clock import fixed
+from chartgw.core.config import environment
+from chartgw.core.settings import current
 from chartgw.groups import GROUPS
-from chartgw.records import KoreaEntry
-from chartgw.settings import current
+from chartgw.http import exports
+from chartgw.http.app import declared_routes
+from chartgw.index import history as index
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry, group_db_path
+from chartgw.store.records import KoreaEntry
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, child_env, client, data_dir, group_data
 
 EXAMPLES = (

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.access import KeyChecker, RateLimiter
-from chartgw.app import build_app
-from chartgw.config import environment
-from chartgw.fastlane import FastLane, Reply
+from chartgw.api.access import KeyChecker, RateLimiter
+from chartgw.core.config import environment
 from chartgw.groups import korea_chart
-from chartgw.server import LimitedHttpToolsProtocol
+from chartgw.http.app import build_app
+from chartgw.http.fastlane import FastLane, Reply
+from chartgw.http.server import LimitedHttpToolsProtocol
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, data_dir, serving
 
 pytestmark = pytest.mark.waits

@@ -20,12 +20,12 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.app import access_table, declared_routes, service_routes
-from chartgw.config import environment
-from chartgw.endpoints import ApiError, GroupData
-from chartgw.feed import STREAM_BUFFER, ChangeHub, Subscriber, decode_cursor, encode_cursor
-from chartgw.group import Group
+from chartgw.api.endpoints import ApiError, GroupData
+from chartgw.api.group import Group
+from chartgw.core.config import environment
 from chartgw.groups import GROUPS
+from chartgw.http.app import access_table, declared_routes, service_routes
+from chartgw.push.changes import STREAM_BUFFER, ChangeHub, Subscriber, decode_cursor, encode_cursor
 from chartgw.store import ChangeRow, FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, UNDER_FAKETIME, client, data_dir, serving
 

@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from chartgw.groups import GROUPS
-from chartgw.reasons import UNEXPLAINED
+from chartgw.http.reasons import UNEXPLAINED
 from tests.fixtures import FIXED_NOW, client, configure, copy_data
 
 
@@ -52,11 +52,11 @@ def test_the_status_page_is_html_for_a_browser(all_groups_data: Path) -> None:
 
 def test_a_change_is_one_line_naming_the_new_number_one() -> None:
     """Through the group's entry mapping (title and artist), else the record's title or name."""
-    from chartgw.changes import diff, summarize
-    from chartgw.front import change_line
     from chartgw.groups.korea_chart import GROUP as KOREA
     from chartgw.groups.social_trends import GROUP as TRENDS
+    from chartgw.http.front import change_line
     from chartgw.store import ChangeRow, StoredEntry
+    from chartgw.store.diff import diff, summarize
 
     def row(summary: bytes) -> ChangeRow:
         return ChangeRow(7, 9, 8, "portal-a/realtime", "2026-11-20", 14, "2026-11-20T05:30:00Z", summary)
@@ -155,10 +155,11 @@ def test_the_demo_served_as_scripts_serve_serves_it_is_ok_in_every_group(all_gro
     import threading
     import time
 
-    from chartgw import artist_history, demo
-    from chartgw.clock import fixed
+    from chartgw.core.clock import fixed
+    from chartgw.core.settings import read_settings_file
+    from chartgw.demo import seeding as demo
     from chartgw.groups.radio.monitor import Monitor
-    from chartgw.settings import read_settings_file
+    from chartgw.index import history as artist_history
     from tests.fixtures import data_dir
 
     data = copy_data(all_groups_data, tmp_path / "data")

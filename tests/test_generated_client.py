@@ -29,12 +29,12 @@ from typing import Any
 import httpx
 import pytest
 
-from chartgw import artist_history as index
-from chartgw import exports
-from chartgw.access import env_key_id
-from chartgw.clock import fixed
+from chartgw.api.access import env_key_id
+from chartgw.core.clock import fixed
 from chartgw.groups import GROUPS
-from chartgw.hooks import HookStore
+from chartgw.http import exports
+from chartgw.index import history as index
+from chartgw.push.hooks import HookStore
 from tests.fixtures import FIXED_NOW, TEST_KEY, client, copy_data, data_dir, serving
 
 CLIENTS_DOC = Path(__file__).resolve().parents[1] / "docs" / "clients.md"

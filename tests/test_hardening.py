@@ -68,9 +68,9 @@ def test_an_integer_of_5000_digits_is_a_422_with_a_bounded_echo(korea_data: Path
 
 def test_one_search_rule_everywhere(all_groups_data: Path) -> None:
     """Every search parameter of every group refuses a term with no letter or digit, with the same 422."""
-    from chartgw.app import service_routes
+    from chartgw.api.params import SEARCH_RULE, search_term
     from chartgw.groups import GROUPS
-    from chartgw.params import SEARCH_RULE, search_term
+    from chartgw.http.app import service_routes
 
     checked = 0
     with client(all_groups_data) as api:
@@ -110,8 +110,8 @@ def _fuzzed_requests() -> list[tuple[str, str]]:
     """(path, query) of every GET operation of every group with one parameter given one hostile value."""
     from urllib.parse import quote
 
-    from chartgw.app import service_routes
     from chartgw.groups import GROUPS
+    from chartgw.http.app import service_routes
 
     requests = []
     for group in GROUPS:

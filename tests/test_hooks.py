@@ -27,13 +27,13 @@ from starlette.responses import Response
 from starlette.routing import Route as StarletteRoute
 from starlette.testclient import TestClient
 
-from chartgw.access import KeyChecker, KeyStore, RateLimiter, env_key_id
-from chartgw.app import access_table, build_app, declared_routes
-from chartgw.config import environment
-from chartgw.deliver import Deliverer, pinned
-from chartgw.group import Group
+from chartgw.api.access import KeyChecker, KeyStore, RateLimiter, env_key_id
+from chartgw.api.group import Group
+from chartgw.core.config import environment
 from chartgw.groups import GROUPS
-from chartgw.hooks import HookStore, UnsafeURL, check_address, check_url
+from chartgw.http.app import access_table, build_app, declared_routes
+from chartgw.push.deliver import Deliverer, pinned
+from chartgw.push.hooks import HookStore, UnsafeURL, check_address, check_url
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, client, data_dir, serving
 
@@ -146,7 +146,7 @@ def test_a_key_has_a_limited_number_of_hooks(data: Path) -> None:
 
 
 def test_every_query_of_the_hooks_file_compiles_against_its_tables() -> None:
-    from chartgw.hooks import HOOK_QUERIES, HOOK_TABLES
+    from chartgw.push.hooks import HOOK_QUERIES, HOOK_TABLES
     from chartgw.store.schema import compile_check
 
     assert len(HOOK_QUERIES) > 20 and compile_check(HOOK_TABLES, HOOK_QUERIES) == {}
@@ -479,7 +479,7 @@ def test_a_revoked_or_expired_keys_hooks_stop_and_a_rotated_keys_hooks_follow_it
         data: Path, receiver: tuple[Receiver, str], capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 28: revoking a key left its hooks delivering, and `keys rotate` left the new key without them."""
     from chartgw.cli import main
-    from chartgw.settings import current
+    from chartgw.core.settings import current
 
     found, base = receiver
     store = KeyStore(data / "keys.sqlite")
@@ -516,7 +516,7 @@ def test_a_hook_moved_to_a_new_key_after_the_worker_read_the_keys_is_not_disable
         data: Path, receiver: tuple[Receiver, str]) -> None:
     """`keys rotate` commits the new key, then moves the hooks: a worker that read the key file just before and the
     hooks just after sees a hook of a key it does not know. It reads the keys again before disabling anything."""
-    from chartgw.access import KeyRoster
+    from chartgw.api.access import KeyRoster
 
     found, base = receiver
     store = KeyStore(data / "keys.sqlite")
@@ -538,7 +538,7 @@ def test_a_hook_moved_to_a_new_key_after_the_worker_read_the_keys_is_not_disable
 
 def test_operators_manage_every_keys_hooks_from_the_cli(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from chartgw.cli import main
-    from chartgw.settings import current
+    from chartgw.core.settings import current
 
     settings = current()
     assert main(["hooks", "add", "--key", "3", "--url", "https://ops.example.test/in", "--groups", "korea-chart"],

@@ -34,11 +34,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route as StarletteRoute
 
-from chartgw.access import KeyStore, env_key_id
-from chartgw.config import environment
-from chartgw.deliver import PER_KEY
+from chartgw.api.access import KeyStore, env_key_id
+from chartgw.core.config import environment
 from chartgw.groups import GROUPS
-from chartgw.hooks import HookStore
+from chartgw.push.deliver import PER_KEY
+from chartgw.push.hooks import HookStore
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from tests.fixtures import FIXED_NOW, TEST_KEY, child_env, copy_data, data_dir, serving
 

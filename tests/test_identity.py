@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from chartgw.identity.linker import Linker, Row
-from chartgw.identity.names import parse_credit, parse_title
+from chartgw.index.identity.linker import Linker, Row
+from chartgw.index.identity.names import parse_credit, parse_title
 from tests.identity import captures, evaluate
 
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw import artist_history as index
-from chartgw.app import declared_routes
 from chartgw.groups import GROUPS
-from chartgw.groups import artist_history as ah
-from chartgw.identity.include import INCLUDE, ranked
+from chartgw.http.app import declared_routes
+from chartgw.index import artist_history as ah
+from chartgw.index import history as index
+from chartgw.index.identity.include import INCLUDE, ranked
 from tests.fixtures import KEY_HEADERS, client, copy_data
 from tests.test_artist_history import add_snapshot, build_index
 
@@ -192,8 +192,8 @@ FACTS = {"previous_rank", "debut_date", "peak_rank", "peak_date", "periods_on_ch
 
 def commit_edition(path: Path, target: str, chart_date: str, rows: list[tuple[int, str, str]]) -> None:
     """One edition of a chart, its rows stored under their name keys as a crawl stores them."""
+    from chartgw.core.text import artist_key, title_key
     from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
-    from chartgw.text import artist_key, title_key
     from tests.fixtures import FIXED_NOW
 
     entries = [StoredEntry(rank, title_key(title), artist_key(artist), None, json.dumps(

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from chartgw import artist_history as index
 from chartgw.groups import GROUPS
-from chartgw.groups import artist_history as ah
+from chartgw.index import artist_history as ah
+from chartgw.index import history as index
 from tests.fixtures import copy_data
 from tests.test_artist_history import add_snapshot, build_index
 
@@ -80,7 +80,7 @@ def test_the_kept_state_links_as_a_rebuild_from_the_variants_would(all_groups_da
 
 def test_the_after_crawl_index_links_too(all_groups_data: Path, tmp_path: Path) -> None:
     """What `chartgw crawl` runs once its crawl committed (`index_source`) leaves the new rows linked."""
-    from chartgw.clock import fixed
+    from chartgw.core.clock import fixed
     from tests.fixtures import FIXED_NOW, data_dir
 
     path = copy_data(all_groups_data, tmp_path / "data")
@@ -96,10 +96,10 @@ def test_the_after_crawl_index_links_too(all_groups_data: Path, tmp_path: Path) 
 def test_every_identity_statement_compiles(tmp_path: Path) -> None:
     """The index's identity step, the /identity routes and include=identity prepared against an index file; facts
     against a group's file (what `compile_check` does for the declared tables)."""
-    from chartgw.identity.facts import FACTS_QUERIES
-    from chartgw.identity.include import INCLUDE_QUERIES
-    from chartgw.identity.index import IDENTITY_INDEX_QUERIES
-    from chartgw.identity.routes import IDENTITY_QUERIES
+    from chartgw.index.identity.facts import FACTS_QUERIES
+    from chartgw.index.identity.include import INCLUDE_QUERIES
+    from chartgw.index.identity.links import IDENTITY_INDEX_QUERIES
+    from chartgw.index.identity.routes import IDENTITY_QUERIES
     from chartgw.store import tables
     from chartgw.store.schema import _explain, compile_check
 

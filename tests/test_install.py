@@ -31,9 +31,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from chartgw.demo.replay import replay_upstreams
+from chartgw.demo.samples.korea import all_replies
 from chartgw.groups import GROUPS
-from chartgw.replay import replay_upstreams
-from chartgw.samples.korea import all_replies
 from tests.fixtures import FIXED_NOW, free_port
 
 pytestmark = pytest.mark.install

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from chartgw.access import KeyLoad, KeyStore
+from chartgw.api.access import KeyLoad, KeyStore
 from chartgw.store import connect
 from tests.fixtures import child_env, copy_data
 from tests.tiers import wait_for_port

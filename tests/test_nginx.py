@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from chartgw import nginx
-from chartgw.access import KeyChecker, RateLimiter
-from chartgw.app import access_table, build_app, declared_routes
+from chartgw.api.access import KeyChecker, RateLimiter
+from chartgw.api.endpoints import Call, Route
+from chartgw.api.group import Group
 from chartgw.cli import main
-from chartgw.endpoints import Call, Route
-from chartgw.group import Group
-from chartgw.server import LimitedHttpToolsProtocol
+from chartgw.http import nginx
+from chartgw.http.app import access_table, build_app, declared_routes
+from chartgw.http.server import LimitedHttpToolsProtocol
 from tests.fixtures import FIXED_NOW, TEST_KEY, data_dir, serving
 from tests.tiers import UNADMITTED, bypass_requests, get, nginx_binary, raw, running_nginx
 

@@ -22,15 +22,15 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from chartgw.access import KeyChecker, RateLimiter, env_key_id
-from chartgw.app import build_app
-from chartgw.clock import fixed
-from chartgw.endpoints import Call, Route
-from chartgw.group import Group
+from chartgw.api.access import KeyChecker, RateLimiter, env_key_id
+from chartgw.api.endpoints import Call, Route
+from chartgw.api.group import Group
+from chartgw.api.params import Param
+from chartgw.core.clock import fixed
 from chartgw.groups.radio import storage as radio_monitor
-from chartgw.metrics import RequestMetrics, StoreCollector, WorkerRequestMetrics
-from chartgw.observe import request_id
-from chartgw.params import Param
+from chartgw.http.app import build_app
+from chartgw.http.metrics import RequestMetrics, StoreCollector, WorkerRequestMetrics
+from chartgw.http.observe import request_id
 from chartgw.store import Query, iso
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, build_group_db, child_env, configure, data_dir
 
@@ -214,14 +214,14 @@ def test_several_workers_are_added_up(tmp_path: Path) -> None:
     worker = textwrap.dedent("""
         import sys
         from prometheus_client import CollectorRegistry
-        from chartgw.metrics import request_metrics
+        from chartgw.http.metrics import request_metrics
         metrics = request_metrics(CollectorRegistry())
         for _ in range(int(sys.argv[1])):
             metrics.observe("tiny", "/tiny/items/{item}", 200, "lane", "hit", 0.00002)
     """)
     scrape_one = textwrap.dedent("""
         from prometheus_client import CollectorRegistry, generate_latest
-        from chartgw.metrics import RequestMetrics, StoreCollector, WorkerRequestMetrics, scrape_registry
+        from chartgw.http.metrics import RequestMetrics, StoreCollector, WorkerRequestMetrics, scrape_registry
         print(generate_latest(scrape_registry(CollectorRegistry(), StoreCollector([]))).decode())
     """)
     env = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
@@ -326,7 +326,7 @@ def test_the_access_log_has_one_json_line_per_answer(tmp_path: Path) -> None:
 
 
 def test_the_access_log_writes_whole_lines_in_batches(tmp_path: Path) -> None:
-    from chartgw.accesslog import AccessLog
+    from chartgw.http.accesslog import AccessLog
 
     writes: list[bytes] = []
     log = AccessLog(write=writes.append, clock=lambda: FIXED_NOW.timestamp() + 0.25, flush_bytes=600, batch_lines=4)
@@ -343,7 +343,7 @@ def test_the_access_log_writes_whole_lines_in_batches(tmp_path: Path) -> None:
 def test_the_access_log_lines_are_the_records_json_for_every_kind_of_answer() -> None:
     """Lines are joined from parts made once (per label set, per key id, status and size, per millisecond, per
     microsecond of duration): each line is still the JSON of its own answer, in the fields' order."""
-    from chartgw.accesslog import AccessLog, AccessRecord
+    from chartgw.http.accesslog import AccessLog, AccessRecord
 
     writes: list[bytes] = []
     times = iter([FIXED_NOW.timestamp() + n * 0.0004 for n in range(10)] + [FIXED_NOW.timestamp() + 61.9999])
@@ -369,7 +369,7 @@ def test_the_access_log_lines_are_the_records_json_for_every_kind_of_answer() ->
 
 @pytest.mark.parametrize("to_file", [True, False])
 def test_the_access_log_writes_up_to_64_kb_to_a_file_and_4_kb_to_a_pipe(tmp_path: Path, to_file: bool) -> None:
-    code = "import sys; from chartgw.accesslog import stdout_write_bytes; print(stdout_write_bytes(), file=sys.stderr)"
+    code = "import sys; from chartgw.http.accesslog import stdout_write_bytes; print(stdout_write_bytes(), file=sys.stderr)"
     with (tmp_path / "out").open("wb") as out:
         done = subprocess.run([sys.executable, "-c", code], stdout=out if to_file else subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, check=True)
@@ -379,7 +379,7 @@ def test_the_access_log_writes_up_to_64_kb_to_a_file_and_4_kb_to_a_pipe(tmp_path
 def test_the_access_log_flushes_a_quiet_batch_within_a_second(tmp_path: Path) -> None:
     import asyncio
 
-    from chartgw.accesslog import AccessLog
+    from chartgw.http.accesslog import AccessLog
 
     writes: list[bytes] = []
 

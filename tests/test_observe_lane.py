@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from chartgw.access import KeyChecker, RateLimiter, env_key_id
-from chartgw.app import build_app
-from chartgw.config import environment
+from chartgw.api.access import KeyChecker, RateLimiter, env_key_id
+from chartgw.core.config import environment
 from chartgw.groups import korea_chart
-from chartgw.server import LimitedHttpToolsProtocol
+from chartgw.http.app import build_app
+from chartgw.http.server import LimitedHttpToolsProtocol
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, data_dir, serving
 
 PATH = "/korea-chart/portal-a/charts/realtime"

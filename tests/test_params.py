@@ -12,9 +12,9 @@ from starlette.applications import Starlette
 from starlette.routing import Route as StarletteRoute
 from starlette.testclient import TestClient
 
-from chartgw.cache import ResponseCache
-from chartgw.endpoints import Call, EndpointApp, GroupData, Route
-from chartgw.params import InvalidParams, Param, literal_error, parse_query, validate
+from chartgw.api.cache import ResponseCache
+from chartgw.api.endpoints import Call, EndpointApp, GroupData, Route
+from chartgw.api.params import InvalidParams, Param, literal_error, parse_query, validate
 from tests.fixtures import configure
 
 LIMIT = Param("limit", kind="int", default=100, ge=1, le=200)
@@ -188,7 +188,7 @@ def test_booleans_take_pydantics_words_only() -> None:
 
 
 def test_a_misconfigured_setting_is_a_503_naming_it_not_a_500(tmp_path, monkeypatch) -> None:
-    from chartgw import config
+    from chartgw.core import config
 
     configure("CHARTGW_DATA_DIR", str(tmp_path))
     configure("CHARTGW_SOME_COUNTRIES", "us,zz")

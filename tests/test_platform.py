@@ -19,18 +19,20 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from chartgw import config, demo
+from chartgw import demo as demo_package
+from chartgw.api.endpoints import Call, Route
+from chartgw.api.group import EntryMapping, Group
+from chartgw.api.params import Param
 from chartgw.cli import all_settings
-from chartgw.clock import fixed
-from chartgw.countries import COUNTRIES, GLOBAL
-from chartgw.endpoints import Call, Route
-from chartgw.entries import all_entry_types
-from chartgw.group import EntryMapping, Group
+from chartgw.core import config
+from chartgw.core.clock import fixed
+from chartgw.core.countries import COUNTRIES, GLOBAL
+from chartgw.core.settings import current
+from chartgw.demo import seeding as demo
 from chartgw.groups import GROUPS
-from chartgw.params import Param
-from chartgw.settings import current
+from chartgw.http.entries import all_entry_types
 from chartgw.store.connect import readonly_uri
-from chartgw.targets import TargetKey
+from chartgw.store.targets import TargetKey
 from tests.fixtures import configure
 
 PACKAGE = Path(__file__).resolve().parents[1] / "chartgw"
@@ -38,24 +40,21 @@ CONFIGURATION_DOC = PACKAGE.parent / "docs" / "configuration.md"
 
 # Lowest first. A module imports only from its own layer or below; groups never import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("chartgw.clock", "chartgw.countries", "chartgw.text", "chartgw.progress", "chartgw.settings", "chartgw.changes"),
-    ("chartgw.config",),
-    ("chartgw.store", "chartgw.params", "chartgw.cache", "chartgw.formats", "chartgw.replication"),
-    ("chartgw.identity",),  # titles and credits read with chartgw.text, the links and facts through chartgw.store
-    ("chartgw.records", "chartgw.targets"),
+    ("chartgw.core",),  # the clock, countries, text, progress, the settings
+    ("chartgw.store",),  # SQLite: connections, schema, the diff, shared records, target keys
+    ("chartgw.replica.state", "chartgw.replica.config", "chartgw.replica.reader"),  # a node's replication state,
+    # Litestream's configuration, the server's reader of a followed file
     ("chartgw.upstreams",),
-    ("chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi", "chartgw.accesslog",
-     "chartgw.cors", "chartgw.metrics"),
-    ("chartgw.context", "chartgw.observe"),
-    ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history", "chartgw.fastlane",
-     "chartgw.feed", "chartgw.hooks", "chartgw.exports"),
-    ("chartgw.groups.",),
-    # identity's routes draw with the artist-history plot; include reads entries through their group's mapping
-    ("chartgw.groups", "chartgw.identity.routes", "chartgw.identity.include"),
-    ("chartgw.samples", "chartgw.replay"),  # the demo's: above the groups, so serving never loads them
-    ("chartgw.demo",),
-    ("chartgw.entries", "chartgw.reasons", "chartgw.front", "chartgw.deliver", "chartgw.apidocs", "chartgw.app", "chartgw.disk", "chartgw.cli",
-     "chartgw.__main__", "chartgw"),
+    ("chartgw.crawl",),
+    ("chartgw.api",),  # what a route is made of, and the Group declaration
+    ("chartgw.index",),  # the artist-history index, its group, and the recording identity
+    ("chartgw.groups.",),  # one group each: never importing another's modules
+    ("chartgw.groups",),  # the registry
+    ("chartgw.push",),
+    ("chartgw.demo",),  # the demo, its samples and replay: above the groups, so serving never loads them
+    ("chartgw.http",),
+    ("chartgw.replica",),  # the processes that run Litestream
+    ("chartgw.cli", "chartgw.__main__", "chartgw"),
 )
 
 
@@ -130,18 +129,19 @@ def test_the_import_graph_has_no_circle_and_no_module_imports_from_above_its_lay
 def test_importing_the_app_loads_no_sample_and_no_replay_server() -> None:
     """The demo sits above the groups: serving imports no sample module and no replay server. (http.server is
     not a sign of one: prometheus-client, which serving uses for /metrics, imports it.)"""
-    code = ("import sys, chartgw.app; print(sorted(m for m in sys.modules if m.startswith(('chartgw.samples', "
-            "'chartgw.replay', 'chartgw.demo'))))")
+    code = ("import sys, chartgw.http.app; print(sorted(m for m in sys.modules if m.startswith(('chartgw.demo.samples', "
+            "'chartgw.demo.replay', 'chartgw.demo'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
 def test_every_group_has_a_demo_module_with_a_seeder_and_every_demo_module_a_group() -> None:
-    """A group's demo is its own file, found by its name (`chartgw.demo.demo_module`): none is missing, none is
+    """A group's demo is its own file, found by its name (`chartgw.demo.seeding.demo_module`): none is missing, none is
     left over from a renamed group."""
     assert [group.name for group in demo.seeded_groups()] == [group.name for group in GROUPS]
     assert all(callable(demo.seeder(group.name)) for group in GROUPS)
-    modules = [importlib.import_module(f"chartgw.demo.{info.name}") for info in pkgutil.iter_modules(demo.__path__)]
+    modules = [importlib.import_module(f"chartgw.demo.{info.name}") for info in pkgutil.iter_modules(demo_package.__path__)
+               if info.name != "seeding"]
     assert {module.__name__ for module in modules if hasattr(module, "seed")} == {demo.demo_module(g) for g in GROUPS}
     with pytest.raises(KeyError):
         demo.seeder("no-such-group")
@@ -199,7 +199,7 @@ def test_the_configuration_reference_lists_exactly_the_declared_settings() -> No
 
 def test_the_environment_is_read_only_by_the_settings_object() -> None:
     for path in PACKAGE.rglob("*.py"):
-        if path.relative_to(PACKAGE).as_posix() != "settings.py":
+        if path.relative_to(PACKAGE).as_posix() != "core/settings.py":
             text = path.read_text()
             assert "os.environ" not in text and "getenv" not in text, f"{path} reads the environment directly"
 
@@ -248,7 +248,7 @@ def test_a_mapping_reads_what_it_declares() -> None:
 
 def test_every_group_has_the_platform_routes_first() -> None:
     """Root, OpenAPI document and fetch log come from the platform, ahead of the group's own routes."""
-    from chartgw.app import service_routes
+    from chartgw.http.app import service_routes
 
     for group in GROUPS:
         paths = [route.path for route in service_routes(group)]
@@ -270,7 +270,7 @@ def test_chartgw_storage_reports_every_group(korea_data: Path, monkeypatch: pyte
 
 
 def test_retention_days_setting_adds_to_and_replaces_a_groups_own(monkeypatch: pytest.MonkeyPatch) -> None:
-    from chartgw.group import retention
+    from chartgw.api.group import retention
     from chartgw.groups import radio
 
     assert retention(radio.GROUP) == radio.GROUP.retention_days
@@ -287,10 +287,10 @@ def test_retention_days_setting_adds_to_and_replaces_a_groups_own(monkeypatch: p
 
 def test_a_crawl_prunes_by_the_operators_retention(korea_data: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from chartgw.group import crawl_group
+    from chartgw.api.group import crawl_group
+    from chartgw.demo.replay import replay_upstreams
+    from chartgw.demo.samples.korea import site_replies
     from chartgw.groups import korea_chart
-    from chartgw.replay import replay_upstreams
-    from chartgw.samples.korea import site_replies
     from tests.fixtures import FIXED_NOW, configure, copy_data
 
     data = copy_data(korea_data, tmp_path / "data")

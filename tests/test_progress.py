@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from chartgw import cli, demo
-from chartgw import progress as steps
+from chartgw import cli
+from chartgw.core import progress as steps
+from chartgw.core.progress import Progress
+from chartgw.demo import seeding as demo
 from chartgw.groups import GROUPS
-from chartgw.progress import Progress
 from tests.fixtures import configure, copy_data
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from chartgw.access import env_key_id
-from chartgw.hooks import HookStore
+from chartgw.api.access import env_key_id
+from chartgw.push.hooks import HookStore
 from tests.fixtures import TEST_KEY, group_data
 from tests.test_server import PROBE, _port, chartgw_serve
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from chartgw.demo.samples.radio import Mount, RadioStreamServer, Schedule, free_port
 from chartgw.groups.radio.monitor import Monitor, MonitorReport
 from chartgw.groups.radio.storage import Watched, commit_batch, open_db, play_writes, select_stations
-from chartgw.samples.radio import Mount, RadioStreamServer, Schedule, free_port
 from chartgw.store import Query
 from tests.fixtures import FIXED_NOW
 

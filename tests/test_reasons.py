@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from chartgw.reasons import UNEXPLAINED, health_reasons
-from chartgw.responses import HealthHead, TargetStatus
+from chartgw.api.responses import HealthHead, TargetStatus
+from chartgw.http.reasons import UNEXPLAINED, health_reasons
 
 
 class Market(msgspec.Struct):

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.crawl import crawl_lock
-from chartgw.endpoints import ApiError, Call, GroupData
-from chartgw.refresh import admit_refresh
-from chartgw.replay import Reply, replay_upstreams
-from chartgw.samples.korea import site_replies
+from chartgw.api.endpoints import ApiError, Call, GroupData
+from chartgw.api.refresh import admit_refresh
+from chartgw.crawl.runner import crawl_lock
+from chartgw.demo.replay import Reply, replay_upstreams
+from chartgw.demo.samples.korea import site_replies
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data, data_dir
 
 

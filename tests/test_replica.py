@@ -39,9 +39,9 @@ from typing import Any
 import httpx
 import pytest
 
-from chartgw import nginx
-from chartgw.access import SECRET_FILE, KeyStore
-from chartgw.litestream import heard
+from chartgw.api.access import SECRET_FILE, KeyStore
+from chartgw.http import nginx
+from chartgw.replica.litestream import heard
 from chartgw.store.connect import readonly_uri
 from tests.fixtures import UNDER_FAKETIME, build_group_db
 from tests.tiers import (

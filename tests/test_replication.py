@@ -22,12 +22,14 @@ import anyio
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw import config, replication
-from chartgw.access import KeyChecker, KeyStore, RateLimiter
-from chartgw.app import build_app
+from chartgw.api.access import KeyChecker, KeyStore, RateLimiter
 from chartgw.cli import main
-from chartgw.config import SettingError, environment
-from chartgw.litestream import (
+from chartgw.core import config
+from chartgw.core.config import SettingError, environment
+from chartgw.http.app import build_app
+from chartgw.replica import state as replication
+from chartgw.replica.config import litestream_config
+from chartgw.replica.litestream import (
     WAITING_SECONDS,
     Beat,
     Follower,
@@ -39,16 +41,9 @@ from chartgw.litestream import (
     publish,
     replicated_files,
 )
-from chartgw.replication import (
-    FileState,
-    FollowedReader,
-    NodeState,
-    litestream_config,
-    node_status,
-    read_state,
-    write_state,
-)
-from chartgw.store import Query, checkpoint, connect
+from chartgw.replica.reader import FollowedReader
+from chartgw.replica.state import FileState, NodeState, node_status, read_state, write_state
+from chartgw.store import Query, SnapshotReader, checkpoint, connect
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, child_env, copy_data, data_dir
 
 NOW = FIXED_NOW.timestamp()
@@ -182,7 +177,7 @@ time.sleep(60)
 
 FOLLOWER = """\
 import signal, sys, threading, time
-from chartgw.litestream import follow
+from chartgw.replica.litestream import follow
 
 
 class Stop(threading.Event):
@@ -426,7 +421,7 @@ def test_a_burst_of_reads_opens_one_connection_also_after_a_reopen(folder: Path)
     query = Query("rows", "SELECT count(*) FROM t")
 
     async def scenario() -> None:
-        for reader in (replication.SnapshotReader(served), FollowedReader(served, "korea-chart")):
+        for reader in (SnapshotReader(served), FollowedReader(served, "korea-chart")):
             threads = threading.active_count()
             assert all(rows == [(3,)] for rows in await asyncio.gather(*(reader.fetchall(query) for _ in range(50))))
             one = _open_descriptors(served)
@@ -461,7 +456,7 @@ def test_the_followed_reader_sees_pages_written_behind_sqlite_and_moves_its_vers
     sidecar.write_text("0000000000000001\n")
 
     async def scenario() -> None:
-        plain, followed = replication.SnapshotReader(served), FollowedReader(served, "korea-chart")
+        plain, followed = SnapshotReader(served), FollowedReader(served, "korea-chart")
         query = Query("row 300", "SELECT v FROM t WHERE id = 300")
         for reader in (plain, followed):
             assert (await reader.fetchall(query))[0][0].startswith("old-")

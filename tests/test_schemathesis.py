@@ -37,13 +37,13 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from chartgw import artist_history as index
-from chartgw.app import service_routes
-from chartgw.clock import fixed
-from chartgw.endpoints import Route
+from chartgw.api.endpoints import Route
+from chartgw.api.params import InvalidParams, parse_query, validate
+from chartgw.core.clock import fixed
 from chartgw.groups import GROUPS, korea_chart, recognition
-from chartgw.groups.artist_history.query import read_query
-from chartgw.params import InvalidParams, parse_query, validate
+from chartgw.http.app import service_routes
+from chartgw.index import history as index
+from chartgw.index.artist_history.query import read_query
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir
 
 pytestmark = pytest.mark.heavy
@@ -176,8 +176,8 @@ def test_every_character_the_search_pattern_admits_makes_a_valid_term() -> None:
     import re
     import sys
 
-    from chartgw.params import LETTER_OR_DIGIT, search_term
-    from chartgw.text import compact
+    from chartgw.api.params import LETTER_OR_DIGIT, search_term
+    from chartgw.core.text import compact
 
     pattern = re.compile(LETTER_OR_DIGIT)
     refused = [hex(c) for c in range(sys.maxunicode + 1)
@@ -193,7 +193,7 @@ def test_the_change_feed_and_webhooks_answer_every_schema_valid_request_as_docum
     form that is not a cursor this feed gave (opaque, like artist-history's cursor). Not sent: GET /changes/stream,
     which never ends (tests/test_feed.py reads it from a real server), and the hooks' POST and DELETE
     (tests/test_hooks.py)."""
-    from chartgw.feed import decode_cursor
+    from chartgw.push.changes import decode_cursor
 
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     operations = [result.ok() for result in schema.get_all_operations()]

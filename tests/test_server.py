@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from chartgw.server import MAX_HEAD_BYTES, MAX_URL_BYTES
+from chartgw.http.server import MAX_HEAD_BYTES, MAX_URL_BYTES
 from tests.fixtures import TEST_KEY, child_env, group_data
 from tests.tiers import wait_for_port
 
@@ -439,14 +439,14 @@ PROTOCOL_SOURCE_SHA256 = "36d3c2bfc2fbb015d66fd0a8d83d3ccb2ce6f87d383ca3ef7d5a78
 def test_uvicorn_is_the_version_the_protocol_was_written_against() -> None:
     """`LimitedHttpToolsProtocol` subclasses uvicorn's private `HttpToolsProtocol`, replaces its
     `data_received` and `send_400_response` and reads its per-connection state. This fails, naming the
-    pin, when that code changes: read uvicorn's new `httptools_impl.py`, adapt chartgw/server.py, then
+    pin, when that code changes: read uvicorn's new `httptools_impl.py`, adapt chartgw/http/server.py, then
     record the new digest and widen the pin."""
     import tomllib
 
     from uvicorn.protocols.http import flow_control, httptools_impl
 
     pinned = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    assert UVICORN_PIN in pinned, f"pyproject.toml must pin {UVICORN_PIN}: chartgw/server.py reads uvicorn's internals"
+    assert UVICORN_PIN in pinned, f"pyproject.toml must pin {UVICORN_PIN}: chartgw/http/server.py reads uvicorn's internals"
     protocol, cycle = httptools_impl.HttpToolsProtocol, httptools_impl.RequestResponseCycle
     read = [protocol.__init__, protocol.connection_lost, protocol.data_received, protocol._unset_keepalive_if_required,
             protocol._should_upgrade, protocol.handle_websocket_upgrade, protocol._unsupported_upgrade_warning,
@@ -455,13 +455,14 @@ def test_uvicorn_is_the_version_the_protocol_was_written_against() -> None:
             protocol.resume_writing, cycle.__init__, cycle.send, cycle.receive, flow_control.FlowControl]
     digest = hashlib.sha256("".join(inspect.getsource(code) for code in read).encode()).hexdigest()
     assert digest == PROTOCOL_SOURCE_SHA256, (
-        f"uvicorn's HttpToolsProtocol is not the one chartgw/server.py was written against ({UVICORN_PIN} in "
+        f"uvicorn's HttpToolsProtocol is not the one chartgw/http/server.py was written against ({UVICORN_PIN} in "
         f"pyproject.toml): re-read it, adapt the subclass, then set PROTOCOL_SOURCE_SHA256 = {digest!r}")
 
 
 
 def test_the_hardening_page_lists_every_limit_and_its_setting() -> None:
-    from chartgw import config, server
+    from chartgw.core import config
+    from chartgw.http import server
 
     text = (REPO / "docs" / "hardening.md").read_text()
     for setting in (config.REQUEST_HEAD_TIMEOUT_SECONDS, config.REQUEST_BODY_TIMEOUT_SECONDS,

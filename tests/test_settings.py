@@ -12,14 +12,15 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw import cli, config
-from chartgw.access import KeyChecker, RateLimiter
-from chartgw.app import build_app
-from chartgw.group import crawl_group
+from chartgw import cli
+from chartgw.api.access import KeyChecker, RateLimiter
+from chartgw.api.group import crawl_group
+from chartgw.core import config
+from chartgw.core.settings import SETTINGS_FILE, Settings, SettingsFileError, current, using
+from chartgw.demo.replay import ReplayTransport
+from chartgw.demo.samples.korea import site_replies
 from chartgw.groups import korea_chart, ranking_charts
-from chartgw.replay import ReplayTransport
-from chartgw.samples.korea import site_replies
-from chartgw.settings import SETTINGS_FILE, Settings, SettingsFileError, current, using
+from chartgw.http.app import build_app
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, copy_data
 
 

@@ -18,9 +18,9 @@ import httpx
 import pytest
 
 from chartgw import cli
-from chartgw.crawl import Outcome
-from chartgw.group import Group, GroupCommand
-from chartgw.settings import current
+from chartgw.api.group import Group, GroupCommand
+from chartgw.core.settings import current
+from chartgw.crawl.runner import Outcome
 from tests.fixtures import child_env, copy_data, free_port
 
 ROOT = Path(__file__).resolve().parents[1]

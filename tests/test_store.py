@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from chartgw.replay import ReplayServer
-from chartgw.samples.korea import all_replies
+from chartgw.demo.replay import ReplayServer
+from chartgw.demo.samples.korea import all_replies
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotReader, SnapshotRow, SnapshotWriter, StoredEntry
 from tests.fixtures import build_group_db, child_env, copy_data
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import msgspec
 
-from chartgw.records import stored_entry
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotReader, SnapshotWriter, glob_escape
+from chartgw.store.records import stored_entry
 
 NOW = datetime(2026, 11, 20, 5, 30, 0, tzinfo=UTC)
 
@@ -80,7 +80,7 @@ def test_search_is_case_accent_and_script_insensitive_and_never_spans_fields(tmp
         finally:
             await reader.close()
 
-    from chartgw.text import compact
+    from chartgw.core.text import compact
 
     assert set(_run(titles(compact("ESTAS")))) == {"Si No Estás"}
     assert _run(titles(compact("estás"), "*/us")) == ["Si No Estás"] * 3
@@ -95,7 +95,7 @@ def test_history_lists_every_appearance_oldest_first(tmp_path: Path) -> None:
     path = _build(tmp_path / "g.sqlite")
 
     async def check() -> None:
-        from chartgw.text import compact, title_key
+        from chartgw.core.text import compact, title_key
 
         reader = SnapshotReader(path)
         try:

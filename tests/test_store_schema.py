@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from chartgw.access import KEY_TABLES
+from chartgw.api.access import KEY_TABLES
 from chartgw.groups import GROUPS
 from chartgw.store import Index, Query, Table, migrate, read_once, tables
 from chartgw.store.schema import compile_check
@@ -45,9 +45,9 @@ SQL = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|WITH|PRAGM
 DECLARATIONS = {"Query", "StoreQuery", "Table", "Index"}
 INLINE_ALLOWED = {
     "store": "the store itself: its declarations and the migration's DDL",
-    "artist_history.py": "the artist-history index's own file: its bulk writes are composed per batch",
-    "groups/artist_history": "reads of the index composed per request (a stream per artist key, the filters asked)",
-    "access.py": "the key store's own file (keys.sqlite), opened through the store's helper",
+    "index/history.py": "the artist-history index's own file: its bulk writes are composed per batch",
+    "index/artist_history": "reads of the index composed per request (a stream per artist key, the filters asked)",
+    "api/access.py": "the key store's own file (keys.sqlite), opened through the store's helper",
 }
 
 

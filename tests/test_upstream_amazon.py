@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from chartgw.replay import request_key
-from chartgw.samples import amazon as samples
+from chartgw.demo.replay import request_key
+from chartgw.demo.samples import amazon as samples
 from chartgw.upstreams import ORIGINS, UpstreamFormatError, amazon
 from chartgw.upstreams.amazon import AmazonPageError, RetailEntry, RetailRaw
 from chartgw.upstreams.fields import clean

@@ -12,8 +12,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from chartgw.replay import request_key
-from chartgw.samples import billboard as samples
+from chartgw.demo.replay import request_key
+from chartgw.demo.samples import billboard as samples
 from chartgw.upstreams import ORIGINS, UpstreamFormatError, billboard
 from chartgw.upstreams.billboard import ChartWeek, RankingEntry, RankingEntryWithRaw, RawEntry
 

@@ -7,9 +7,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from chartgw.records import KoreaEntry
-from chartgw.samples import SampleRow, sample_rows, song_pool
-from chartgw.samples import bugs as sample_bugs
+from chartgw.demo.samples import SampleRow, sample_rows, song_pool
+from chartgw.demo.samples import bugs as sample_bugs
+from chartgw.store.records import KoreaEntry
 from chartgw.upstreams import UpstreamFormatError, bugs
 
 KST = timezone(timedelta(hours=9))

@@ -13,8 +13,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from chartgw.replay import BODY, ReplayServer, replaying, request_key
-from chartgw.samples import short_video as samples
+from chartgw.demo.replay import BODY, ReplayServer, replaying, request_key
+from chartgw.demo.samples import short_video as samples
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, chartmetric
 from chartgw.upstreams.chartmetric import ChartmetricError, ShortVideoEntry
 

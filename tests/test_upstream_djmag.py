@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from chartgw.replay import request_key
-from chartgw.samples import dj_rankings as samples
+from chartgw.demo.replay import request_key
+from chartgw.demo.samples import dj_rankings as samples
 from chartgw.upstreams import UpstreamFormatError, djmag
 from chartgw.upstreams.djmag import DjProfile, DjRankEntry, ParsedList
 
@@ -454,7 +454,8 @@ def test_replay_table_holds_every_page() -> None:
 
 
 def test_samples_module_imports_no_platform_modules() -> None:
-    code = ("import sys, chartgw.samples.dj_rankings; print(sorted(m for m in sys.modules "
-            "if m.startswith(('chartgw.groups', 'chartgw.demo', 'chartgw.crawl'))))")
+    code = ("import sys, chartgw.demo.samples.dj_rankings; print(sorted(m for m in sys.modules "
+            "if m.startswith(('chartgw.groups', 'chartgw.demo.', 'chartgw.crawl.runner')) "
+            "and not m.startswith(('chartgw.demo.samples', 'chartgw.demo.replay'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

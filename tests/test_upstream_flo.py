@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from chartgw.samples import flo as flo_samples
-from chartgw.samples import sample_rows
+from chartgw.demo.samples import flo as flo_samples
+from chartgw.demo.samples import sample_rows
 from chartgw.upstreams import UpstreamFormatError, flo
 from chartgw.upstreams.json_api import KST
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from chartgw.records import KoreaEntry
-from chartgw.samples import SampleRow, sample_rows, song_pool
-from chartgw.samples import genie as sample_genie
+from chartgw.demo.samples import SampleRow, sample_rows, song_pool
+from chartgw.demo.samples import genie as sample_genie
+from chartgw.store.records import KoreaEntry
 from chartgw.upstreams import UpstreamFormatError, genie
 
 KST = timezone(timedelta(hours=9))

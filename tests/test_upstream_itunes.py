@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from chartgw.demo.samples import digital_sales as samples
 from chartgw.groups.digital_sales import COMBOS
-from chartgw.samples import digital_sales as samples
 from chartgw.upstreams import UpstreamFormatError, itunes
 
 CAPTURE = "apple/itunes-rss-us-topalbums-limit1-json-2017-05-23.json"

@@ -10,9 +10,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from chartgw.records import KoreaEntry
-from chartgw.samples import sample_rows
-from chartgw.samples.melon import render
+from chartgw.demo.samples import sample_rows
+from chartgw.demo.samples.melon import render
+from chartgw.store.records import KoreaEntry
 from chartgw.upstreams import UpstreamFormatError, melon
 
 KST = ZoneInfo("Asia/Seoul")

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from chartgw.replay import request_key
-from chartgw.samples import dj_rankings as samples
+from chartgw.demo.replay import request_key
+from chartgw.demo.samples import dj_rankings as samples
 from chartgw.upstreams import UpstreamFormatError, musicbrainz
 from chartgw.upstreams.musicbrainz import ArtistCandidate, RateLimiter, ReleaseGroup
 

@@ -1,7 +1,7 @@
 """Now-playing: the ICY metadata framing (every split of the bytes, empty and non-UTF-8 titles, quotes
 and semicolons inside titles, a stream closed inside a block), the Icecast and Shoutcast status
 parsers, status URL derivation, every method read from a local server speaking it byte for byte
-(chartgw.samples.radio), and play splitting."""
+(chartgw.demo.samples.radio), and play splitting."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import TypeVar
 import httpx
 import pytest
 
-from chartgw.replay import Reply, replay_key, replaying
-from chartgw.samples import radio as samples
-from chartgw.samples.radio import Mount, RadioStreamServer, Schedule
+from chartgw.demo.replay import Reply, replay_key, replaying
+from chartgw.demo.samples import radio as samples
+from chartgw.demo.samples.radio import Mount, RadioStreamServer, Schedule
 from chartgw.upstreams import UpstreamFormatError, nowplaying
 from chartgw.upstreams.nowplaying import IcyMetadataParser, NowPlaying, NowPlayingError, PlayText
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from chartgw.replay import request_key
-from chartgw.samples import officialcharts as samples
+from chartgw.demo.replay import request_key
+from chartgw.demo.samples import officialcharts as samples
 from chartgw.upstreams import ORIGINS, UpstreamFormatError, officialcharts
 from chartgw.upstreams.officialcharts import UkChartEntry, UkChartWeek
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from chartgw.crawl import CrawlError, Fetcher, RetryPolicy
-from chartgw.replay import Reply, replaying, request_key
-from chartgw.samples import radio as samples
+from chartgw.crawl.runner import CrawlError, Fetcher, RetryPolicy
+from chartgw.demo.replay import Reply, replaying, request_key
+from chartgw.demo.samples import radio as samples
 from chartgw.upstreams import UpstreamFormatError, radio_browser
 from chartgw.upstreams.radio_browser import Server, Station
 from tests.fixtures import configure

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from chartgw.samples import global_rows
-from chartgw.samples import recognition as samples
+from chartgw.demo.samples import global_rows
+from chartgw.demo.samples import recognition as samples
 from chartgw.upstreams import UpstreamFormatError, shazam
 
 FIRST_RAW = "shazam/shazam-services-charts-csv-top-200-israel-2026-07-26-first-raw.csv"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from chartgw.samples import streaming as samples
+from chartgw.demo.samples import streaming as samples
 from chartgw.upstreams import UpstreamFormatError, spotify
 
 OVERVIEW = "spotify/public-v0-charts-overview.json"

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from chartgw.samples import sample_rows
-from chartgw.samples import vibe as vibe_samples
+from chartgw.demo.samples import sample_rows
+from chartgw.demo.samples import vibe as vibe_samples
 from chartgw.upstreams import UpstreamFormatError, vibe
 from chartgw.upstreams.json_api import KST
 

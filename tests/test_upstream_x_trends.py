@@ -14,8 +14,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from chartgw.replay import replaying, request_key
-from chartgw.samples import social_trends as samples
+from chartgw.demo.replay import replaying, request_key
+from chartgw.demo.samples import social_trends as samples
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, x_trends
 from chartgw.upstreams.x_trends import TrendEntry, XApiError
 

@@ -2,7 +2,7 @@
 refusal of anything else, and the real values of the DERIVED CSV export carried through the parser.
 
 No raw youtubei capture exists (NOTES section 2): the payload shape is the one public client code
-reads, written by `chartgw.samples.video`. The only real file, youtube/DERIVED-...csv, is a CSV
+reads, written by `chartgw.demo.samples.video`. The only real file, youtube/DERIVED-...csv, is a CSV
 export (not the API); its 100 real rows are put into the documented JSON shape to check that the
 parser keeps real titles, artists, view counts and positions intact.
 """
@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from chartgw.demo.samples import global_rows
+from chartgw.demo.samples import video as samples
 from chartgw.groups.video import Chart
-from chartgw.samples import global_rows
-from chartgw.samples import video as samples
 from chartgw.upstreams import UpstreamFormatError, youtube
 from chartgw.upstreams.youtube import ArtistEntry, VideoChartEntry, VideoEntry
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import pytest
 
-from chartgw import nginx
+from chartgw.http import nginx
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from chartgw import artist_history as index
-from chartgw.clock import fixed
-from chartgw.crawl import Outcome
-from chartgw.groups import artist_lyrics as lyrics
-from chartgw.groups.artist_history import index_outcomes
-from chartgw.replay import replay_upstreams
-from chartgw.samples import genius as genius_samples
+from chartgw.core.clock import fixed
+from chartgw.crawl.runner import Outcome
+from chartgw.demo.replay import replay_upstreams
+from chartgw.demo.samples import genius as genius_samples
+from chartgw.index import history as index
+from chartgw.index import lyrics
+from chartgw.index.artist_history import index_outcomes
 from chartgw.store import iso
 from chartgw.upstreams import genius
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from chartgw.clock import fixed
-from chartgw.crawl import Outcome
-from chartgw.group import crawl_group
+from chartgw.api.group import crawl_group
+from chartgw.core.clock import fixed
+from chartgw.crawl.runner import Outcome
+from chartgw.demo.replay import replay_upstreams
+from chartgw.demo.samples import dj_rankings as samples
 from chartgw.groups.dj_rankings import GROUP, backfill
-from chartgw.replay import replay_upstreams
-from chartgw.samples import dj_rankings as samples
 
 
 async def seed(now: datetime) -> list[Outcome]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from chartgw.clock import fixed
-from chartgw.crawl import KST, Outcome, run_targets
-from chartgw.group import retention
+from chartgw.api.group import retention
+from chartgw.core.clock import fixed
+from chartgw.crawl.runner import KST, Outcome, run_targets
+from chartgw.demo.replay import replay_upstreams
+from chartgw.demo.samples import korea as samples
 from chartgw.groups.korea_chart import FLO_CHART, GROUP, NAME, targets
-from chartgw.replay import replay_upstreams
-from chartgw.samples import korea as samples
 from chartgw.upstreams import flo
 
 

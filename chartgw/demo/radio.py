@@ -9,18 +9,18 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from chartgw import config
-from chartgw.clock import fixed
-from chartgw.crawl import Outcome
-from chartgw.group import crawl_group, retention
+from chartgw.api.group import crawl_group, retention
+from chartgw.core import config
+from chartgw.core.clock import fixed
+from chartgw.crawl.runner import Outcome
+from chartgw.demo.replay import Reply, replay_upstreams, request_key
+from chartgw.demo.samples import radio as samples
 from chartgw.groups.radio import GROUP, storage
 from chartgw.groups.radio.directory import countries, tags
 from chartgw.groups.radio.monitor import Monitor, MonitorReport, run_until_signalled
 from chartgw.groups.radio.rollup import rollup
 from chartgw.groups.radio.routes import HEARTBEAT_GRACE
 from chartgw.groups.radio.settings import DIRECTORY_LIMIT_SETTING, NAME
-from chartgw.replay import Reply, replay_upstreams, request_key
-from chartgw.samples import radio as samples
 from chartgw.store import group_db_path, iso, read_once
 from chartgw.upstreams import radio_browser as rb
 

@@ -1,7 +1,7 @@
 """The radio monitor's cost per stream: `python -m chartgw.demo.radio_bench STREAMS [--run-for S] [--icy-mode stream]`
 watches STREAMS local ICY sample streams, served (paced at 128 kbit/s) by a child process, and prints JSON; `--smoke`
 runs it at a size of seconds (tests/test_bench.py). It lives with the demo because the streams are samples
-(`chartgw.samples.radio`)."""
+(`chartgw.demo.samples.radio`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from chartgw.groups.radio.storage import Watched
 
 BENCH_SERVER = """
 import json, sys
-from chartgw.samples.radio import Mount, RadioStreamServer, station_schedule
+from chartgw.demo.samples.radio import Mount, RadioStreamServer, station_schedule
 n = int(sys.argv[1])
 mounts = [Mount(f"/s{i}.mp3", f"Bench {i}", station_schedule(f"Bench {i}", str(i), 30.0)) for i in range(n)]
 server = RadioStreamServer("icy", mounts).start()

@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from chartgw.clock import fixed
-from chartgw.crawl import Outcome
-from chartgw.group import crawl_group
+from chartgw.api.group import crawl_group
+from chartgw.core.clock import fixed
+from chartgw.crawl.runner import Outcome
+from chartgw.demo.replay import Reply, replay_upstreams, request_key
+from chartgw.demo.samples import billboard as samples
 from chartgw.groups.ranking_charts import GROUP, backfill
 from chartgw.groups.ranking_charts.charts import configured, newest_published, weeks_back, year_before
-from chartgw.replay import Reply, replay_upstreams, request_key
-from chartgw.samples import billboard as samples
 from chartgw.upstreams import billboard
 
 DEMO_WEEKS = 8

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from chartgw.clock import fixed
-from chartgw.crawl import KST, Outcome
-from chartgw.group import crawl_group
+from chartgw.api.group import crawl_group
+from chartgw.core.clock import fixed
+from chartgw.crawl.runner import KST, Outcome
+from chartgw.demo.replay import replay_upstreams
+from chartgw.demo.samples import recognition as samples
 from chartgw.groups.recognition import GROUP
-from chartgw.replay import replay_upstreams
-from chartgw.samples import recognition as samples
 from chartgw.upstreams import shazam
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from chartgw.clock import fixed
-from chartgw.crawl import Outcome
-from chartgw.group import Group, crawl_group
-from chartgw.replay import ReplayKey, Reply, replay_upstreams
+from chartgw.api.group import Group, crawl_group
+from chartgw.core.clock import fixed
+from chartgw.crawl.runner import Outcome
+from chartgw.demo.replay import ReplayKey, Reply, replay_upstreams
 
 DEMO_DAYS = 5
 """Daily crawls the demo seeds, ending at the seeding time: product history has a run of five."""

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from chartgw.crawl import Outcome
+from chartgw.crawl.runner import Outcome
+from chartgw.demo.replay import ReplayKey, Reply
 from chartgw.demo.retail import seed_days
+from chartgw.demo.samples import amazon as samples
 from chartgw.groups.retail_music import CHART, GROUP, GROUP_KIND, configured
-from chartgw.replay import ReplayKey, Reply
-from chartgw.samples import amazon as samples
 from chartgw.upstreams import amazon
 
 

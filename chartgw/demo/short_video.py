@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from chartgw import config
-from chartgw.clock import fixed
-from chartgw.countries import GLOBAL
-from chartgw.crawl import Outcome
-from chartgw.group import crawl_group
+from chartgw.api.group import crawl_group
+from chartgw.core import config
+from chartgw.core.clock import fixed
+from chartgw.core.countries import GLOBAL
+from chartgw.crawl.runner import Outcome
+from chartgw.demo.replay import replay_upstreams
+from chartgw.demo.samples import short_video as samples
 from chartgw.groups.short_video import GROUP, TOKEN_SETTING, chart_date_asked, countries, intervals
-from chartgw.replay import replay_upstreams
-from chartgw.samples import short_video as samples
 from chartgw.upstreams import chartmetric
 
 DEMO_SIZE = 150

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from chartgw import config
-from chartgw.clock import fixed
-from chartgw.crawl import Outcome
-from chartgw.group import crawl_group
+from chartgw.api.group import crawl_group
+from chartgw.core import config
+from chartgw.core.clock import fixed
+from chartgw.crawl.runner import Outcome
+from chartgw.demo.replay import replay_upstreams
+from chartgw.demo.samples import social_trends as samples
 from chartgw.groups.social_trends import API_VERSION_SETTING, GROUP, LOCATIONS_SETTING, SOURCE_SETTING, TOKEN_SETTING
-from chartgw.replay import replay_upstreams
-from chartgw.samples import social_trends as samples
 
 
 async def seed(now: datetime) -> list[Outcome]:

@@ -6,16 +6,16 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-from chartgw import config
-from chartgw.clock import fixed
-from chartgw.context import Context
-from chartgw.countries import GLOBAL
-from chartgw.crawl import Outcome
-from chartgw.group import crawl_group
+from chartgw.api.group import crawl_group
+from chartgw.core import config
+from chartgw.core.clock import fixed
+from chartgw.core.countries import GLOBAL
+from chartgw.crawl.context import Context
+from chartgw.crawl.runner import Outcome
+from chartgw.demo.replay import replay_upstreams
+from chartgw.demo.samples import global_rows
+from chartgw.demo.samples import streaming as samples
 from chartgw.groups.streaming import COUNTRIES_SETTING, GROUP, TOKEN_SETTING, import_csv
-from chartgw.replay import replay_upstreams
-from chartgw.samples import global_rows
-from chartgw.samples import streaming as samples
 from chartgw.upstreams import spotify
 
 SETTINGS = {TOKEN_SETTING.variable: samples.DEMO_TOKEN, COUNTRIES_SETTING.variable: samples.DEMO_COUNTRIES}

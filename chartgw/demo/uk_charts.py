@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from chartgw.clock import fixed
-from chartgw.crawl import Outcome
-from chartgw.group import crawl_group
+from chartgw.api.group import crawl_group
+from chartgw.core.clock import fixed
+from chartgw.crawl.runner import Outcome
+from chartgw.demo.replay import replay_upstreams
+from chartgw.demo.samples import officialcharts as samples
 from chartgw.groups.uk_charts import GROUP, backfill
 from chartgw.groups.uk_charts.charts import ONE_WEEK, configured_charts, latest_published_week
-from chartgw.replay import replay_upstreams
-from chartgw.samples import officialcharts as samples
 from chartgw.upstreams import officialcharts
 
 DEMO_WEEKS = 6

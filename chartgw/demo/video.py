@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from chartgw.clock import fixed
-from chartgw.crawl import Outcome
-from chartgw.group import crawl_group
+from chartgw.api.group import crawl_group
+from chartgw.core.clock import fixed
+from chartgw.crawl.runner import Outcome
+from chartgw.demo.replay import replay_upstreams
+from chartgw.demo.samples import video as samples
 from chartgw.groups.video import GROUP, backfill, catalogue
-from chartgw.replay import replay_upstreams
-from chartgw.samples import video as samples
 from chartgw.upstreams import youtube
 
 

@@ -3,9 +3,8 @@ modules plus one line here."""
 
 from __future__ import annotations
 
-from chartgw.group import Group
+from chartgw.api.group import Group
 from chartgw.groups import (
-    artist_history,
     digital_sales,
     dj_rankings,
     korea_chart,
@@ -21,6 +20,7 @@ from chartgw.groups import (
     uk_charts,
     video,
 )
+from chartgw.index import artist_history
 
 GROUPS: tuple[Group, ...] = (
     streaming.GROUP,

@@ -15,14 +15,10 @@ from functools import partial
 
 import msgspec
 
-from chartgw import config
-from chartgw.countries import COUNTRIES, country_name, country_param
-from chartgw.crawl import CrawlContext, CrawlTarget, Fetched
-from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import EntryMapping, Group, Schedule
-from chartgw.params import InvalidParams, Param, literal_error
-from chartgw.records import stored_entry
-from chartgw.responses import (
+from chartgw.api.endpoints import Call, Route, not_found
+from chartgw.api.group import EntryMapping, Group, Schedule
+from chartgw.api.params import InvalidParams, Param, literal_error
+from chartgw.api.responses import (
     PULL_JSON_ROUTE,
     SnapshotMeta,
     health_route,
@@ -32,8 +28,12 @@ from chartgw.responses import (
     snapshot_meta,
     snapshots_route,
 )
+from chartgw.core import config
+from chartgw.core.countries import COUNTRIES, country_name, country_param
+from chartgw.crawl.runner import CrawlContext, CrawlTarget, Fetched
 from chartgw.store import NewSnapshot, StoredEntry
-from chartgw.targets import TargetKey
+from chartgw.store.records import stored_entry
+from chartgw.store.targets import TargetKey
 from chartgw.upstreams import itunes
 from chartgw.upstreams.itunes import DigitalSalesEntry
 

@@ -23,17 +23,17 @@ from typing import Any
 
 import msgspec
 
-from chartgw import config
-from chartgw.crawl import KST, CrawlContext, CrawlTarget, Fetched, PartialCrawl
-from chartgw.endpoints import ApiError, Call, Route, not_found
-from chartgw.group import EntryMapping, Group, Schedule
-from chartgw.params import InvalidParams, Param, literal_error, search_param
-from chartgw.records import KoreaEntry, ParsedChart, RankStatus, stored_entry
-from chartgw.refresh import admit_refresh, crawl_in_subprocess
-from chartgw.responses import HealthHead, SnapshotMeta, TargetStatus, health_route, records_array, snapshot_meta
+from chartgw.api.endpoints import ApiError, Call, Route, not_found
+from chartgw.api.group import EntryMapping, Group, Schedule
+from chartgw.api.params import InvalidParams, Param, literal_error, search_param
+from chartgw.api.refresh import admit_refresh, crawl_in_subprocess
+from chartgw.api.responses import HealthHead, SnapshotMeta, TargetStatus, health_route, records_array, snapshot_meta
+from chartgw.core import config
+from chartgw.core.text import ArtistAliases, artist_key, title_key
+from chartgw.crawl.runner import KST, CrawlContext, CrawlTarget, Fetched, PartialCrawl
 from chartgw.store import NewSnapshot, SnapshotRow, StoredEntry, iso, parse_iso
-from chartgw.targets import TargetKey
-from chartgw.text import ArtistAliases, artist_key, title_key
+from chartgw.store.records import KoreaEntry, ParsedChart, RankStatus, stored_entry
+from chartgw.store.targets import TargetKey
 from chartgw.upstreams import bugs, flo, genie, melon, vibe
 
 NAME = "korea-chart"

@@ -22,13 +22,13 @@ from typing import Any
 
 import msgspec
 
-from chartgw.countries import code_of_slug
-from chartgw.crawl import KST, CrawlContext, CrawlError, CrawlTarget, Fetched
-from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import EntryMapping, Group, Schedule
-from chartgw.params import InvalidParams, Param, Where, accepts, literal_error, search_param
-from chartgw.records import stored_entry
-from chartgw.responses import HealthHead, SnapshotMeta, age_seconds, records_array, snapshot_meta, stored_record
+from chartgw.api.endpoints import Call, Route, not_found
+from chartgw.api.group import EntryMapping, Group, Schedule
+from chartgw.api.params import InvalidParams, Param, Where, accepts, literal_error, search_param
+from chartgw.api.responses import HealthHead, SnapshotMeta, age_seconds, records_array, snapshot_meta, stored_record
+from chartgw.core.countries import code_of_slug
+from chartgw.core.text import compact
+from chartgw.crawl.runner import KST, CrawlContext, CrawlError, CrawlTarget, Fetched
 from chartgw.store import (
     FetchLogRow,
     NewSnapshot,
@@ -39,8 +39,8 @@ from chartgw.store import (
     group_db_path,
     read_latest_records,
 )
-from chartgw.targets import TargetKey
-from chartgw.text import compact
+from chartgw.store.records import stored_entry
+from chartgw.store.targets import TargetKey
 from chartgw.upstreams import UpstreamFormatError, shazam
 from chartgw.upstreams.shazam import CHART_KINDS, CatalogueEntry, ChartCsv, RecognitionEntry, TrackList
 

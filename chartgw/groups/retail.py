@@ -22,11 +22,12 @@ from typing import Any, cast
 
 import msgspec
 
-from chartgw import config
-from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched
-from chartgw.endpoints import ApiError, Call, not_found
-from chartgw.params import InvalidParams, Param, accepts, literal_error
-from chartgw.responses import Describe, HealthHead, SnapshotMeta, TargetStatus, records_array, snapshot_meta
+from chartgw.api.endpoints import ApiError, Call, not_found
+from chartgw.api.params import InvalidParams, Param, accepts, literal_error
+from chartgw.api.responses import Describe, HealthHead, SnapshotMeta, TargetStatus, records_array, snapshot_meta
+from chartgw.core import config
+from chartgw.core.text import artist_key, search_key, split_artists, title_key
+from chartgw.crawl.runner import CrawlContext, CrawlError, CrawlTarget, Fetched
 from chartgw.store import (
     Coverage,
     NewSnapshot,
@@ -41,7 +42,6 @@ from chartgw.store import (
     read_once,
     tables,
 )
-from chartgw.text import artist_key, search_key, split_artists, title_key
 from chartgw.upstreams import amazon
 from chartgw.upstreams.amazon import AmazonPageError, RetailEntry, RetailItem, RetailRaw
 

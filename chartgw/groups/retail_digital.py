@@ -14,13 +14,10 @@ from datetime import datetime
 
 import msgspec
 
-from chartgw import config
-from chartgw.crawl import CrawlTarget
-from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import EntryMapping, Group, Schedule
-from chartgw.groups import retail
-from chartgw.params import Param
-from chartgw.responses import (
+from chartgw.api.endpoints import Call, Route, not_found
+from chartgw.api.group import EntryMapping, Group, Schedule
+from chartgw.api.params import Param
+from chartgw.api.responses import (
     BUNDLE_LIMIT,
     RunInfo,
     SnapshotMeta,
@@ -30,6 +27,9 @@ from chartgw.responses import (
     snapshot_meta,
     snapshots_route,
 )
+from chartgw.core import config
+from chartgw.crawl.runner import CrawlTarget
+from chartgw.groups import retail
 from chartgw.store import SnapshotRow
 from chartgw.upstreams import amazon
 from chartgw.upstreams.amazon import RetailEntry

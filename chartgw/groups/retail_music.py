@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from chartgw.crawl import CrawlTarget
-from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import EntryMapping, Group, Schedule
+from chartgw.api.endpoints import Call, Route, not_found
+from chartgw.api.group import EntryMapping, Group, Schedule
+from chartgw.api.params import Param
+from chartgw.api.responses import SnapshotsResponse, health_route, snapshot_meta
+from chartgw.crawl.runner import CrawlTarget
 from chartgw.groups import retail
-from chartgw.params import Param
-from chartgw.responses import SnapshotsResponse, health_route, snapshot_meta
 from chartgw.store import glob_escape
 from chartgw.upstreams import amazon
 

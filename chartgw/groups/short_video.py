@@ -29,14 +29,10 @@ from urllib.parse import urlencode
 
 import msgspec
 
-from chartgw import config
-from chartgw.countries import COUNTRIES, GLOBAL, country_param
-from chartgw.crawl import RETRY_STATUSES, CrawlContext, CrawlError, CrawlTarget, Fetched, Fetcher, request_url
-from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import EntryMapping, Group, Schedule
-from chartgw.params import Param, accepts
-from chartgw.records import stored_entry
-from chartgw.responses import (
+from chartgw.api.endpoints import Call, Route, not_found
+from chartgw.api.group import EntryMapping, Group, Schedule
+from chartgw.api.params import Param, accepts
+from chartgw.api.responses import (
     HealthHead,
     SnapshotMeta,
     TargetStatus,
@@ -45,8 +41,12 @@ from chartgw.responses import (
     snapshot_meta,
     snapshots_route,
 )
+from chartgw.core import config
+from chartgw.core.countries import COUNTRIES, GLOBAL, country_param
+from chartgw.crawl.runner import RETRY_STATUSES, CrawlContext, CrawlError, CrawlTarget, Fetched, Fetcher, request_url
 from chartgw.store import NewSnapshot, Query, SnapshotRow, Storage, StoredEntry, parse_iso
-from chartgw.targets import TargetKey
+from chartgw.store.records import stored_entry
+from chartgw.store.targets import TargetKey
 from chartgw.upstreams import chartmetric
 from chartgw.upstreams.chartmetric import INTERVALS, PAGE_SIZE, AccessToken, ChartmetricError, ShortVideoEntry
 

@@ -23,14 +23,11 @@ from typing import Any, Literal
 
 import msgspec
 
-from chartgw import config
-from chartgw.clock import fixed
-from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, run_targets
-from chartgw.endpoints import ApiError, Call, Route
-from chartgw.group import Group, Schedule, retention
-from chartgw.params import InvalidParams, Param
-from chartgw.refresh import admit_key
-from chartgw.responses import (
+from chartgw.api.endpoints import ApiError, Call, Route
+from chartgw.api.group import Group, Schedule, retention
+from chartgw.api.params import InvalidParams, Param
+from chartgw.api.refresh import admit_key
+from chartgw.api.responses import (
     HealthHead,
     SnapshotMeta,
     TargetStatus,
@@ -39,9 +36,12 @@ from chartgw.responses import (
     snapshot_meta,
     snapshots_route,
 )
+from chartgw.core import config
+from chartgw.core.clock import fixed
+from chartgw.core.text import compact, title_key
+from chartgw.crawl.runner import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, run_targets
 from chartgw.store import NewSnapshot, SnapshotRow, StoredEntry, parse_iso
-from chartgw.targets import TargetKey
-from chartgw.text import compact, title_key
+from chartgw.store.targets import TargetKey
 from chartgw.upstreams import x_trends
 from chartgw.upstreams.x_trends import (
     LOCATIONS,

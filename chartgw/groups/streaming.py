@@ -19,15 +19,10 @@ from typing import Any
 
 import msgspec
 
-from chartgw import config
-from chartgw.context import Context
-from chartgw.countries import COUNTRIES, GLOBAL, country_code, country_name, country_param
-from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
-from chartgw.endpoints import ApiError, Call, Route, not_found
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule
-from chartgw.params import LETTER_OR_DIGIT, InvalidParams, Param, accepts, limit_param, search_term
-from chartgw.records import stored_entry
-from chartgw.responses import (
+from chartgw.api.endpoints import ApiError, Call, Route, not_found
+from chartgw.api.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule
+from chartgw.api.params import LETTER_OR_DIGIT, InvalidParams, Param, accepts, limit_param, search_term
+from chartgw.api.responses import (
     HealthHead,
     SnapshotMeta,
     TargetStatus,
@@ -36,9 +31,14 @@ from chartgw.responses import (
     snapshot_meta,
     stored_record,
 )
+from chartgw.core import config
+from chartgw.core.countries import COUNTRIES, GLOBAL, country_code, country_name, country_param
+from chartgw.core.text import compact, title_key
+from chartgw.crawl.context import Context
+from chartgw.crawl.runner import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
 from chartgw.store import NewSnapshot, SnapshotReader, SnapshotRow, StoredEntry, glob_escape
-from chartgw.targets import TargetKey
-from chartgw.text import compact, title_key
+from chartgw.store.records import stored_entry
+from chartgw.store.targets import TargetKey
 from chartgw.upstreams import spotify
 from chartgw.upstreams.spotify import CHART_TYPES, StreamingEntry
 
@@ -418,7 +418,7 @@ def _title(value: str) -> str:
     return value
 
 
-# "(any case)" is wrong since codes are lower case (chartgw.countries.country_param), but this text is in the
+# "(any case)" is wrong since codes are lower case (chartgw.core.countries.country_param), but this text is in the
 # recorded /streaming/openapi.json (tests/golden), which stays byte for byte; the enum it refers to is right.
 COUNTRY_HELP = "'global' or an ISO 3166-1 alpha-2 code (any case)"
 COUNTRY = Param("country", default=GLOBAL, check=country_param, description=COUNTRY_HELP)

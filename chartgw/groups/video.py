@@ -19,16 +19,10 @@ from typing import Any, Literal
 import httpx
 import msgspec
 
-from chartgw import config
-from chartgw.clock import Clock, utc_now
-from chartgw.context import Context
-from chartgw.countries import COUNTRIES, GLOBAL, country_name, country_param
-from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, RetryPolicy, run_targets
-from chartgw.endpoints import Call, Route, not_found
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
-from chartgw.params import InvalidParams, Param
-from chartgw.records import stored_entry
-from chartgw.responses import (
+from chartgw.api.endpoints import Call, Route, not_found
+from chartgw.api.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
+from chartgw.api.params import InvalidParams, Param
+from chartgw.api.responses import (
     BUNDLE_LIMIT,
     PULL_JSON_ROUTE,
     BundledChart,
@@ -42,8 +36,14 @@ from chartgw.responses import (
     snapshot_meta,
     snapshots_route,
 )
+from chartgw.core import config
+from chartgw.core.clock import Clock, utc_now
+from chartgw.core.countries import COUNTRIES, GLOBAL, country_name, country_param
+from chartgw.crawl.context import Context
+from chartgw.crawl.runner import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, RetryPolicy, run_targets
 from chartgw.store import NewSnapshot, StoredEntry, glob_escape
-from chartgw.targets import TargetKey
+from chartgw.store.records import stored_entry
+from chartgw.store.targets import TargetKey
 from chartgw.upstreams import UpstreamFormatError, youtube
 from chartgw.upstreams.youtube import (
     CHART_TYPES,

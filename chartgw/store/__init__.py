@@ -23,8 +23,9 @@ from typing import Any, NamedTuple, cast
 import aiosqlite
 import msgspec
 
-from chartgw import changes, config
-from chartgw.clock import Clock, utc_now
+from chartgw.core import config
+from chartgw.core.clock import Clock, utc_now
+from chartgw.store import diff as changes
 from chartgw.store import tables as t
 from chartgw.store.connect import checkpoint, connect, connect_async, transaction
 from chartgw.store.schema import Index, Query, Storage, Table, migrate
@@ -124,7 +125,7 @@ class ChangeRow:
     chart_hour: int | None
     committed_at: str
     summary: bytes
-    """The encoded `chartgw.changes.ChangeSummary`, served as stored."""
+    """The encoded `chartgw.store.diff.ChangeSummary`, served as stored."""
 
 
 @dataclass
@@ -521,7 +522,7 @@ class SnapshotReader:
     async def fetch_log(self, status: str | None, limit: int) -> list[tuple[Any, ...]]:
         return await self.fetchall(t.FETCH_LOG_PAGE, (status, limit))
 
-    # --- the change feed (chartgw.changes, chartgw.feed) ---
+    # --- the change feed (chartgw.store.diff, chartgw.push.changes) ---
 
     async def changes_after(self, after: int, targets: Sequence[str], limit: int) -> tuple[list[ChangeRow], int]:
         """Change records with ids above `after` (of `targets` only, when any), oldest first, at most `limit`;

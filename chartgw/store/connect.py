@@ -38,7 +38,7 @@ def connect(path: Path, *, readonly: bool = False, timeout: float = BUSY_TIMEOUT
     are `transaction`'s), with `synchronous` (FULL: a commit survives a power cut) and, when asked, foreign
     keys enforced. A reader (`readonly`) fails with `sqlite3.OperationalError` when the file does not exist.
     `wal=False` leaves a new file in rollback-journal mode: one written whole once and then only read (an export,
-    `chartgw.exports`, whose page size the backup API sets, which it cannot do to a file in WAL mode).
+    `chartgw.http.exports`, whose page size the backup API sets, which it cannot do to a file in WAL mode).
     """
     if readonly:
         return sqlite3.connect(readonly_uri(path), uri=True, timeout=timeout, check_same_thread=check_same_thread)
@@ -60,7 +60,7 @@ def connect_memory() -> sqlite3.Connection:
 async def connect_async(path: Path, *, timeout: float = 5.0, mmap_bytes: int = 0) -> aiosqlite.Connection:
     """A read-only connection for the server: each statement runs on the connection's thread, never on the
     event loop. Fails with `sqlite3.OperationalError` when the file does not exist. With `mmap_bytes`, pages are
-    read through a memory map of that size (a file written behind SQLite's back: `chartgw.replication`)."""
+    read through a memory map of that size (a file written behind SQLite's back: `chartgw.replica.reader`)."""
     db = await aiosqlite.connect(readonly_uri(path), uri=True, timeout=timeout)
     if mmap_bytes:
         await db.execute(f"PRAGMA mmap_size={int(mmap_bytes)}")

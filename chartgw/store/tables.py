@@ -72,7 +72,7 @@ CHANGES = Table("changes", (
     "committed_at TEXT NOT NULL",
     "summary BLOB NOT NULL",
 ), indexes=(Index("changes_by_snapshot", "snapshot_id"),))
-"""The feed (chartgw.changes): one row per committed snapshot, written in its transaction. Its ids never repeat
+"""The feed (chartgw.store.diff): one row per committed snapshot, written in its transaction. Its ids never repeat
 (AUTOINCREMENT), and pruning snapshots keeps it: each summary stands alone."""
 
 TABLES = (FETCH_LOG, SNAPSHOTS, ENTRIES, RAW_PAYLOADS, CRAWL_RUNS, CHANGES)
@@ -186,7 +186,7 @@ OUTCOMES_BY_DAY = Query("outcomes_by_day", "SELECT substr(started_at, 1, 10) AS 
 FETCH_LOG_PAGE = Query("fetch_log_page", "SELECT id, target, started_at, duration_ms, status, http_status, rows, url,"
                                          " error FROM fetch_log WHERE ?1 IS NULL OR status = ?1 ORDER BY id DESC LIMIT ?2")
 
-# --- the change feed (chartgw.changes, chartgw.feed) ---------------------------------------------------------
+# --- the change feed (chartgw.store.diff, chartgw.push.changes) ---------------------------------------------------------
 
 PREVIOUS = Query("previous", "SELECT id FROM snapshots WHERE target = ?1 AND (chart_date, coalesce(chart_hour, -1), id)"
                              " < (?2, ?3, ?4) ORDER BY chart_date DESC, coalesce(chart_hour, -1) DESC, id DESC LIMIT 1")

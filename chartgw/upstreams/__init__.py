@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import NamedTuple
 
-from chartgw.config import Setting, get, upstream_setting
+from chartgw.core.config import Setting, get, upstream_setting
 
 ORIGINS: dict[str, str] = {}
 """Every declared upstream's real origin by name, filled as the upstream modules are imported."""

@@ -23,7 +23,7 @@ import re
 
 from selectolax.lexbor import LexborNode
 
-from chartgw.records import KoreaEntry, ParsedChart, korea_entry
+from chartgw.store.records import KoreaEntry, ParsedChart, korea_entry
 from chartgw.upstreams import UpstreamRequest, check_chart_type, declare_upstream
 from chartgw.upstreams.fields import (
     Page,

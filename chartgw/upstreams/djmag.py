@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 import msgspec
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from chartgw.countries import COUNTRIES
+from chartgw.core.countries import COUNTRIES
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, declare_upstream
 from chartgw.upstreams.fields import absolute_url, clean, decode, decode_html, first_int, node_text, snippet
 from chartgw.upstreams.json_api import BROWSER_UA

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chartgw.records import KoreaEntry, ParsedChart, korea_entry
+from chartgw.store.records import KoreaEntry, ParsedChart, korea_entry
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
 from chartgw.upstreams.fields import absolute_url
 from chartgw.upstreams.json_api import (

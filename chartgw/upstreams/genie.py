@@ -26,7 +26,7 @@ from urllib.parse import unquote
 
 from selectolax.lexbor import LexborNode
 
-from chartgw.records import KoreaEntry, ParsedChart, korea_entry
+from chartgw.store.records import KoreaEntry, ParsedChart, korea_entry
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
 from chartgw.upstreams.fields import (
     Page,

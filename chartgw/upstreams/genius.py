@@ -18,7 +18,7 @@ import re
 from collections.abc import Collection
 from typing import NamedTuple
 
-from chartgw.text import artist_aliases, title_key
+from chartgw.core.text import artist_aliases, title_key
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, declare_upstream
 from chartgw.upstreams.json_api import integer, load_json, obj, opt_text, text
 

@@ -11,7 +11,7 @@ import re
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from chartgw.records import KoreaEntry, ParsedChart, korea_entry
+from chartgw.store.records import KoreaEntry, ParsedChart, korea_entry
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
 from chartgw.upstreams.fields import Page, absolute_url, decode, first_int, node_text, parse_pages
 

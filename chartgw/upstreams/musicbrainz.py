@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from chartgw.text import compact, fold
+from chartgw.core.text import compact, fold
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, declare_upstream
 from chartgw.upstreams.json_api import integer, load_json, obj, opt_integer, opt_text, text
 

@@ -19,7 +19,7 @@ Four ways, cheapest first where the server offers them:
 Confidence: no real capture of any of these is in ../shared (NOTES section 8 lists none). The formats
 are from the servers' documentation and public client code (Icecast's status-json.xsl output, Shoutcast
 DNAS v1/v2 pages, the ICY metadata framing as players implement it); the samples in
-`chartgw.samples.radio` speak them byte for byte and the tests read those.
+`chartgw.demo.samples.radio` speak them byte for byte and the tests read those.
 
 Shoutcast v1 answers a stream request with the status line `ICY 200 OK`, which httpx refuses; the
 ICY reader then reads that stream over a bare asyncio socket (`icy_titles_socket`).
@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 import httpx
 import msgspec
 
-from chartgw.text import compact, fold
+from chartgw.core.text import compact, fold
 from chartgw.upstreams import UpstreamFormatError
 from chartgw.upstreams.fields import clean, decode, snippet
 

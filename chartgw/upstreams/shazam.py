@@ -27,7 +27,7 @@ from urllib.parse import quote, unquote
 
 import msgspec
 
-from chartgw.text import artist_key, fold, split_artists, title_key
+from chartgw.core.text import artist_key, fold, split_artists, title_key
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, declare_upstream
 from chartgw.upstreams.fields import decode, snippet
 from chartgw.upstreams.json_api import load_json, obj, opt_obj, opt_text, text

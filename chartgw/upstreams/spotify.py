@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from chartgw.countries import GLOBAL, country_code
+from chartgw.core.countries import GLOBAL, country_code
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
 from chartgw.upstreams.fields import decode, snippet
 from chartgw.upstreams.json_api import dig, load_json, obj, opt_text, text

@@ -15,7 +15,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from chartgw.records import KoreaEntry, ParsedChart, korea_entry
+from chartgw.store.records import KoreaEntry, ParsedChart, korea_entry
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
 from chartgw.upstreams.fields import absolute_url, decode, snippet
 from chartgw.upstreams.json_api import (

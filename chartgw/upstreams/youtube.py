@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from chartgw.countries import GLOBAL
+from chartgw.core.countries import GLOBAL
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, check_chart_type, declare_upstream
 from chartgw.upstreams.json_api import BROWSER_UA, dig, load_json, obj, opt_integer, opt_text, text
 

@@ -11,7 +11,7 @@ import csv
 import json
 from pathlib import Path
 
-from chartgw.identity.linker import Row
+from chartgw.index.identity.linker import Row
 
 UPSTREAM = Path(__file__).resolve().parents[3] / "shared" / "upstream"
 

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from chartgw.identity.linker import Linker, Row
+from chartgw.index.identity.linker import Linker, Row
 from tests.identity import captures
 
 LABELS = Path(__file__).with_name("labels.json")

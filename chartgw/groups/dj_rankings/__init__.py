@@ -24,10 +24,10 @@ from typing import Any
 
 import httpx
 
-from chartgw.clock import Clock, utc_now
-from chartgw.context import Context
-from chartgw.crawl import Outcome, run_targets
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, group_policy, retention
+from chartgw.api.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, group_policy, retention
+from chartgw.core.clock import Clock, utc_now
+from chartgw.crawl.context import Context
+from chartgw.crawl.runner import Outcome, run_targets
 from chartgw.groups.dj_rankings.crawl import discovery, list_target, targets
 from chartgw.groups.dj_rankings.records import (
     BUDGET_SETTING,

@@ -10,8 +10,8 @@ from functools import partial
 
 import msgspec
 
-from chartgw import config
-from chartgw.crawl import CrawlContext, CrawlError, CrawlTarget, Fetched
+from chartgw.core import config
+from chartgw.crawl.runner import CrawlContext, CrawlError, CrawlTarget, Fetched
 from chartgw.groups.dj_rankings.records import (
     BUDGET_SETTING,
     DISCOGRAPHY,
@@ -38,9 +38,9 @@ from chartgw.groups.dj_rankings.records import (
     stored_list_entry,
 )
 from chartgw.groups.dj_rankings.storage import NEWEST_FETCHES
-from chartgw.records import stored_entry
 from chartgw.store import NewSnapshot, SnapshotWriter, StoredEntry, group_db_path, parse_iso
-from chartgw.targets import TargetKey
+from chartgw.store.records import stored_entry
+from chartgw.store.targets import TargetKey
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, djmag, musicbrainz
 from chartgw.upstreams.djmag import DjRankEntry
 from chartgw.upstreams.musicbrainz import ReleaseGroup

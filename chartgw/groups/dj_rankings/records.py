@@ -8,11 +8,11 @@ from typing import Literal
 
 import msgspec
 
-from chartgw import config
-from chartgw.records import stored_entry
+from chartgw.core import config
+from chartgw.core.text import compact
 from chartgw.store import StoredEntry
-from chartgw.targets import TargetKey
-from chartgw.text import compact
+from chartgw.store.records import stored_entry
+from chartgw.store.targets import TargetKey
 from chartgw.upstreams import musicbrainz
 from chartgw.upstreams.djmag import Change, DjRankEntry
 from chartgw.upstreams.musicbrainz import ArtistCandidate

@@ -7,8 +7,11 @@ from typing import Literal
 
 import msgspec
 
-from chartgw.countries import COUNTRIES, GLOBAL, country_param
-from chartgw.endpoints import Call, Route, not_found
+from chartgw.api.endpoints import Call, Route, not_found
+from chartgw.api.params import Param, accepts, limit_param, search_param
+from chartgw.api.responses import HealthHead, SnapshotMeta, records_array, snapshot_meta
+from chartgw.core.countries import COUNTRIES, GLOBAL, country_param
+from chartgw.core.text import compact
 from chartgw.groups.dj_rankings.records import (
     DAY,
     LIST_CADENCE_SECONDS,
@@ -20,10 +23,7 @@ from chartgw.groups.dj_rankings.records import (
     refresh_days,
 )
 from chartgw.groups.dj_rankings.storage import Dj, Index, RankingYear, YearList, load_index
-from chartgw.params import Param, accepts, limit_param, search_param
-from chartgw.responses import HealthHead, SnapshotMeta, records_array, snapshot_meta
 from chartgw.store import SnapshotRow, parse_iso
-from chartgw.text import compact
 from chartgw.upstreams.djmag import DjRankEntry
 from chartgw.upstreams.musicbrainz import ReleaseGroup
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from chartgw.core.text import compact
 from chartgw.groups.dj_rankings.records import (
     DISCOGRAPHY,
     LIST,
@@ -26,7 +27,6 @@ from chartgw.groups.dj_rankings.records import (
     decode_search_meta,
 )
 from chartgw.store import Query, SnapshotReader, SnapshotRow, Storage
-from chartgw.text import compact
 from chartgw.upstreams import djmag
 from chartgw.upstreams.djmag import Change, DjRankEntry, ParsedList
 from chartgw.upstreams.musicbrainz import ArtistCandidate

@@ -19,10 +19,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from chartgw.clock import Clock, utc_now
-from chartgw.context import Context
-from chartgw.crawl import Outcome
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
+from chartgw.api.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
+from chartgw.core.clock import Clock, utc_now
+from chartgw.crawl.context import Context
+from chartgw.crawl.runner import Outcome
 from chartgw.groups.radio import storage
 from chartgw.groups.radio.directory import discovery, targets
 from chartgw.groups.radio.monitor import Monitor, run_until_signalled

@@ -11,13 +11,13 @@ from functools import partial
 
 import msgspec
 
-from chartgw import config
-from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Fetcher
+from chartgw.core import config
+from chartgw.core.text import compact, title_key
+from chartgw.crawl.runner import CrawlContext, CrawlTarget, Fetched, Fetcher
 from chartgw.groups.radio import storage
 from chartgw.groups.radio.settings import COUNTRIES_SETTING, DIRECTORY_LIMIT_SETTING, TAGS_SETTING
 from chartgw.groups.radio.storage import country_target, tag_target
 from chartgw.store import NewSnapshot, StoredEntry, iso
-from chartgw.text import compact, title_key
 from chartgw.upstreams import UpstreamRequest
 from chartgw.upstreams import radio_browser as rb
 from chartgw.upstreams.radio_browser import Server, Station

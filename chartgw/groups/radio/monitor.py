@@ -40,9 +40,9 @@ from typing import Any
 
 import httpx
 
-from chartgw import config
-from chartgw.clock import Clock, utc_now
-from chartgw.crawl import tls
+from chartgw.core import config
+from chartgw.core.clock import Clock, utc_now
+from chartgw.crawl.runner import tls
 from chartgw.groups.radio import storage
 from chartgw.groups.radio.rollup import rollup
 from chartgw.groups.radio.settings import (

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import msgspec
 
+from chartgw.core.text import split_artists
 from chartgw.groups.radio import storage
 from chartgw.groups.radio.settings import NAME
-from chartgw.records import stored_entry
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry, group_db_path, iso, parse_iso
-from chartgw.text import split_artists
+from chartgw.store.records import stored_entry
 
 # --- hourly roll-up: plays as chart entries ------------------------------------------------------------
 

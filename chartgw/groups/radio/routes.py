@@ -8,15 +8,15 @@ from typing import Any
 
 import msgspec
 
-from chartgw import config
-from chartgw.endpoints import Call, Route, not_found
+from chartgw.api.endpoints import Call, Route, not_found
+from chartgw.api.params import Param, search_param
+from chartgw.api.responses import HealthHead, TargetStatus, health_status, target_statuses
+from chartgw.core import config
+from chartgw.core.text import compact, split_artists
 from chartgw.groups.radio import storage
 from chartgw.groups.radio.directory import DIRECTORY_CADENCE, directory_targets
 from chartgw.groups.radio.settings import NAME, SILENCE_SETTING
-from chartgw.params import Param, search_param
-from chartgw.responses import HealthHead, TargetStatus, health_status, target_statuses
 from chartgw.store import Query, iso, like_pattern
-from chartgw.text import compact, split_artists
 from chartgw.upstreams.radio_browser import Station
 
 # --- responses -----------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chartgw import config
+from chartgw.core import config
 
 NAME = "radio"
 

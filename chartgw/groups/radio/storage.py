@@ -19,9 +19,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from chartgw.core.text import compact
 from chartgw.groups.radio.settings import NAME
 from chartgw.store import Index, Query, Storage, Table, connect, group_db_path, iso, migrate, transaction
-from chartgw.text import compact
 
 STATIONS = Table("stations", (
     "station_id TEXT PRIMARY KEY",

@@ -23,16 +23,16 @@ from typing import Any
 
 import httpx
 
-from chartgw import config
-from chartgw.clock import Clock, utc_now
-from chartgw.context import Context
-from chartgw.crawl import Outcome, RetryPolicy, run_targets
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
+from chartgw.api.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
+from chartgw.core import config
+from chartgw.core.clock import Clock, utc_now
+from chartgw.crawl.context import Context
+from chartgw.crawl.runner import Outcome, RetryPolicy, run_targets
 from chartgw.groups.ranking_charts.charts import BACKFILL_DELAY_SETTING, CHARTS_SETTING, NAME, newest_published
 from chartgw.groups.ranking_charts.crawl import backfill_weeks, held_dates, import_dump, targets, week_target
 from chartgw.groups.ranking_charts.routes import ROUTES
 from chartgw.groups.ranking_charts.storage import STORAGE
-from chartgw.records import PRINTED_FACTS
+from chartgw.store.records import PRINTED_FACTS
 from chartgw.upstreams import billboard
 from chartgw.upstreams.billboard import (
     CHARTS_BY_SLUG,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from datetime import date, timedelta
 
-from chartgw import config
+from chartgw.core import config
 from chartgw.upstreams import billboard
 from chartgw.upstreams.billboard import (
     DEFAULT_SLUGS,

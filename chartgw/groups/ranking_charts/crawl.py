@@ -9,12 +9,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from chartgw.context import Context
-from chartgw.crawl import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
+from chartgw.core.text import split_artists
+from chartgw.crawl.context import Context
+from chartgw.crawl.runner import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
 from chartgw.groups.ranking_charts.charts import FEATURING, NAME, configured, required_size
-from chartgw.records import stored_entry
 from chartgw.store import NewSnapshot, SnapshotWriter, StoredEntry, group_db_path
-from chartgw.text import split_artists
+from chartgw.store.records import stored_entry
 from chartgw.upstreams import billboard
 from chartgw.upstreams.billboard import (
     CHARTS_BY_SLUG,

@@ -8,7 +8,10 @@ from typing import Any
 
 import msgspec
 
-from chartgw.endpoints import ApiError, Call, Route, not_found
+from chartgw.api.endpoints import ApiError, Call, Route, not_found
+from chartgw.api.params import Param, accepts, search_term
+from chartgw.api.responses import SnapshotMeta, health_route, snapshot_meta
+from chartgw.core.text import compact
 from chartgw.groups.ranking_charts.charts import (
     DEFAULT_PRESET,
     NAME,
@@ -21,10 +24,7 @@ from chartgw.groups.ranking_charts.charts import (
     year_before,
 )
 from chartgw.groups.ranking_charts.storage import SEARCH
-from chartgw.params import Param, accepts, search_term
-from chartgw.responses import SnapshotMeta, health_route, snapshot_meta
 from chartgw.store import SnapshotReader, SnapshotRow, glob_escape, like_pattern
-from chartgw.text import compact
 from chartgw.upstreams import billboard
 from chartgw.upstreams.billboard import (
     RankingEntry,

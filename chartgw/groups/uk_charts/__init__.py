@@ -25,18 +25,18 @@ from typing import Any
 
 import httpx
 
-from chartgw import config
-from chartgw import progress as steps
-from chartgw.clock import Clock, utc_now
-from chartgw.context import Context
-from chartgw.crawl import (
+from chartgw.api.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
+from chartgw.core import config
+from chartgw.core import progress as steps
+from chartgw.core.clock import Clock, utc_now
+from chartgw.crawl.context import Context
+from chartgw.crawl.runner import (
     Fetcher,
     Outcome,
     RetryPolicy,
     record_run,
     tls,
 )
-from chartgw.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
 from chartgw.groups.uk_charts.charts import (
     BACKFILL_DELAY_SETTING,
     CHARTS_SETTING,
@@ -48,8 +48,8 @@ from chartgw.groups.uk_charts.charts import (
 from chartgw.groups.uk_charts.crawl import Progress, fetch_week, held_days, targets
 from chartgw.groups.uk_charts.routes import ROUTES
 from chartgw.groups.uk_charts.storage import STORAGE
-from chartgw.records import PRINTED_FACTS
 from chartgw.store import SnapshotWriter, group_db_path
+from chartgw.store.records import PRINTED_FACTS
 from chartgw.upstreams import officialcharts
 from chartgw.upstreams.officialcharts import (
     DEFAULT_KEYS,

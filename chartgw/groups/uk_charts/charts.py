@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from chartgw import config
-from chartgw.targets import TargetKey
-from chartgw.text import compact
+from chartgw.core import config
+from chartgw.core.text import compact
+from chartgw.store.targets import TargetKey
 from chartgw.upstreams import officialcharts
 from chartgw.upstreams.officialcharts import (
     DEFAULT_KEYS,

@@ -13,7 +13,8 @@ from typing import Any
 
 import msgspec
 
-from chartgw.crawl import (
+from chartgw.core.text import compact
+from chartgw.crawl.runner import (
     CrawlContext,
     CrawlError,
     CrawlTarget,
@@ -26,9 +27,8 @@ from chartgw.crawl import (
 )
 from chartgw.groups.uk_charts.charts import TARGET, configured_charts, credited_artists
 from chartgw.groups.uk_charts.storage import WEEKS
-from chartgw.records import stored_entry
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
-from chartgw.text import compact
+from chartgw.store.records import stored_entry
 from chartgw.upstreams import UpstreamFormatError, officialcharts
 from chartgw.upstreams.officialcharts import (
     UkChartEntry,

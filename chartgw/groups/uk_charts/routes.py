@@ -6,12 +6,9 @@ from datetime import date
 
 import msgspec
 
-from chartgw.endpoints import Call, Route, not_found
-from chartgw.groups.uk_charts.charts import NAME, TARGET, WEEK_SECONDS, configured_charts
-from chartgw.groups.uk_charts.crawl import week_end_of
-from chartgw.groups.uk_charts.storage import SEARCH, checked_chart_key, latest_rows
-from chartgw.params import Param, search_term
-from chartgw.responses import (
+from chartgw.api.endpoints import Call, Route, not_found
+from chartgw.api.params import Param, search_term
+from chartgw.api.responses import (
     HealthHead,
     SnapshotMeta,
     TargetStatus,
@@ -20,8 +17,11 @@ from chartgw.responses import (
     snapshot_meta,
     stored_record,
 )
+from chartgw.core.text import compact
+from chartgw.groups.uk_charts.charts import NAME, TARGET, WEEK_SECONDS, configured_charts
+from chartgw.groups.uk_charts.crawl import week_end_of
+from chartgw.groups.uk_charts.storage import SEARCH, checked_chart_key, latest_rows
 from chartgw.store import SnapshotRow, like_pattern
-from chartgw.text import compact
 from chartgw.upstreams import officialcharts
 from chartgw.upstreams.officialcharts import (
     CHARTS,

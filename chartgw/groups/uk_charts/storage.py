@@ -3,7 +3,7 @@ neighbouring weeks, a week's snapshot), and the checks of a chart key against wh
 
 from __future__ import annotations
 
-from chartgw.endpoints import Call, not_found
+from chartgw.api.endpoints import Call, not_found
 from chartgw.groups.uk_charts.charts import TARGET, configured_charts
 from chartgw.store import S_ROW, Query, SnapshotReader, SnapshotRow, Storage
 from chartgw.upstreams.officialcharts import CHARTS_BY_KEY

@@ -1,0 +1,305 @@
+"""What a group of the spec declares: its routes, crawl targets, cadences, settings, CLI verbs and entry
+mapping, all in one `Group`. The list of groups is `chartgw.groups.GROUPS`; their demo data is `chartgw.demo`'s.
+
+Declarations are checked when built, the way Starlette asserts its routes: a mistake fails at import,
+not at the first request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from fnmatch import fnmatch
+from typing import Any, NamedTuple
+
+import httpx
+
+from chartgw.api.endpoints import Route
+from chartgw.core import config
+from chartgw.core.clock import Clock, utc_now
+from chartgw.core.config import Setting
+from chartgw.crawl.context import Context
+from chartgw.crawl.runner import CrawlTarget, Outcome, RetryPolicy, run_targets
+from chartgw.store import Storage
+
+__all__ = ["AFTER_CRAWL", "GROUP_NAMES", "CommandArg", "EntryMapping", "Group", "GroupCommand", "MappedEntry", "Schedule",
+           "after_crawl", "crawl_group", "retention"]
+
+_GROUP_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+_PATH_PARAM = re.compile(r"{([a-z_][a-z0-9_]*)}")
+
+@dataclass(frozen=True)
+class Schedule:
+    """One cron line: `minute hour dom month dow` in `timezone`, and the crawl arguments it runs."""
+
+    cron: str
+    args: tuple[str, ...]
+    timezone: str = "UTC"
+    comment: str = ""
+
+    def __post_init__(self) -> None:
+        assert len(self.cron.split()) == 5, f"a cron schedule has five fields: {self.cron!r}"
+
+
+@dataclass(frozen=True)
+class CommandArg:
+    """One argument of a group command: `--name` (or positional `name`) on the command line."""
+
+    name: str
+    help: str
+    positional: bool = False
+    choices: tuple[str, ...] | None = None
+    type: Callable[[str], Any] = str
+    default: Any = None
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class GroupCommand:
+    """A verb of the CLI beyond `crawl` that a group offers (`chartgw import streaming FILE`,
+    `chartgw backfill video`). `run` gets the command's context (settings, clock, transport, progress)
+    and the parsed arguments by name, and returns one outcome per target; the CLI holds the group's
+    crawl lock around it and exits 1 when any failed."""
+
+    verb: str
+    help: str
+    args: tuple[CommandArg, ...]
+    run: Callable[[Context, dict[str, Any]], list[Outcome]]
+    lock: bool = True
+    """Run under the group's crawl lock; False for a long-running component (a monitor) that must not
+    hold the lock the scheduled crawls take."""
+    at_boot: bool = False
+    """Started at boot (`chartgw cron` prints an @reboot line for it)."""
+    cron: Schedule | None = None
+    """Run on this schedule too (`chartgw cron` prints its line): the artist-history index's catch-up."""
+
+
+class MappedEntry(NamedTuple):
+    """What the artist-history index takes from one stored entry."""
+
+    artist: str
+    """The artist as shown."""
+    artists: list[str]
+    """Every credited artist (the index splits and normalises them)."""
+    title: str | None
+    """Null for artist charts."""
+    market: str
+    """An ISO alpha-2 code (lowercase) or "global"."""
+    ids: dict[str, str]
+    """Id kind -> value, only the ids the entry has."""
+
+
+@dataclass(frozen=True)
+class EntryMapping:
+    """Where the artist-history index finds things in this group's stored entry records (JSON field
+    names, each tuple tried in order; None = the group's upstream has no such thing)."""
+
+    market: str | Callable[[str, dict[str, Any]], str]
+    """"target:N" (part N of the snapshot target, split on "/"), "=xx" (a constant), a record field, or a
+    function of the target and the record."""
+    artist: tuple[str, ...] = ("artist",)
+    artists: str | None = "artists"
+    title: tuple[str, ...] = ("title",)
+    ids: dict[str, str] = field(default_factory=dict)
+    """Id kind (the spec's parameter names) -> the record field that holds it."""
+    skip_targets: tuple[str, ...] = ()
+    """fnmatch patterns of targets that hold no chart entries (a discovered catalogue)."""
+    ids_targets: tuple[str, ...] = ("*",)
+    """fnmatch patterns of the targets whose entries carry the `ids` (e.g. a store id is a track's only on song charts)."""
+    sub_daily_targets: tuple[str, ...] = ()
+    """fnmatch patterns of charts published several times a day (folded to one row per track and day)."""
+    facts: dict[str, str] = field(default_factory=dict)
+    """Chart facts the source prints on its entries (`previous_rank`, `peak_rank`, `periods_on_chart`, `re_entry`)
+    -> the record field holding it: `include=facts` gives the source's value (`chartgw.index.identity.facts`)."""
+
+    ID_KINDS = ("isrc", "download_store_track_id", "streaming_track_id", "analytics_artist", "analytics_track",
+                "lyrics_artist_id", "lyrics_song_id", "recognition_track_id", "video_id", "asin")
+
+    def __post_init__(self) -> None:
+        unknown = set(self.ids) - set(self.ID_KINDS)
+        assert not unknown, f"unknown id kinds {sorted(unknown)}; known: {self.ID_KINDS}"
+        assert callable(self.market) or self.market.startswith(("target:", "=")) or self.market.isidentifier(), \
+            f"market: {self.market!r}"
+
+    def read(self, target: str, record: dict[str, Any]) -> MappedEntry | None:
+        """The entry as the index takes it; None for a target that holds no chart entries or an entry
+        without an artist."""
+        return self.reader(target)(record)
+
+    def reader(self, target: str) -> Callable[[dict[str, Any]], MappedEntry | None]:
+        """`read` for the entries of one target, with what depends on the target alone decided once (the
+        index reads millions of entries of a few thousand targets)."""
+        if any(fnmatch(target, pattern) for pattern in self.skip_targets):
+            return lambda record: None
+        ids = tuple(self.ids.items()) if any(fnmatch(target, pattern) for pattern in self.ids_targets) else ()
+        artist_of, title_of = _text_reader(self.artist), _text_reader(self.title)
+        artists_field, market = self.artists, self.market
+        fixed = None if callable(market) or not market.startswith(("=", "target:")) else self._market(target, {})
+
+        def read(record: dict[str, Any]) -> MappedEntry | None:
+            artist = artist_of(record)
+            if artist is None:
+                return None
+            credited = record.get(artists_field) if artists_field else None
+            artists = [a for a in credited if isinstance(a, str) and a] if isinstance(credited, list) else []
+            found = {kind: str(value) for kind, name in ids if (value := record.get(name)) is not None and value != ""}
+            return MappedEntry(artist, artists or [artist], title_of(record),
+                               fixed if fixed is not None else self._market(target, record), found)
+
+        return read
+
+    def identity_fields(self, record: dict[str, Any]) -> tuple[str, str, dict[str, str]] | None:
+        """An entry's title ("" for none), artist as shown and every id it carries (whatever its target): what
+        recording identity looks it up by (`chartgw.index.identity.include`); None without an artist."""
+        artist = _first_text(record, self.artist)
+        if artist is None:
+            return None
+        ids = {kind: str(value) for kind, name in self.ids.items() if (value := record.get(name)) is not None and value != ""}
+        return _first_text(record, self.title) or "", artist, ids
+
+    def is_sub_daily(self, target: str) -> bool:
+        return any(fnmatch(target, pattern) for pattern in self.sub_daily_targets)
+
+    def _market(self, target: str, record: dict[str, Any]) -> str:
+        if callable(self.market):
+            return self.market(target, record)
+        if self.market.startswith("="):
+            return self.market[1:]
+        if self.market.startswith("target:"):
+            return target.partition("@")[0].split("/")[int(self.market.partition(":")[2])]
+        return str(record.get(self.market) or "")
+
+
+def _first_text(record: dict[str, Any], names: tuple[str, ...]) -> str | None:
+    return next((value for name in names if isinstance(value := record.get(name), str) and value), None)
+
+
+def _text_reader(names: tuple[str, ...]) -> Callable[[dict[str, Any]], str | None]:
+    """`_first_text` of `names`, without a generator when there is one name (the common case)."""
+    if len(names) != 1:
+        return lambda record: _first_text(record, names)
+    name = names[0]
+
+    def first(record: dict[str, Any]) -> str | None:
+        value = record.get(name)
+        return value if isinstance(value, str) and value else None
+
+    return first
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    """The spec's path prefix without the slash; also the snapshot file's name."""
+    title: str
+    description: str
+    routes: tuple[Route, ...]
+    upstreams: tuple[str, ...] = ()
+    """The upstream names the group crawls (each a `CHARTGW_UPSTREAM_<NAME>` setting of the group)."""
+    targets: Callable[[dict[str, str | None], datetime], Sequence[CrawlTarget]] | None = None
+    """The crawl targets for the CLI's selection options (e.g. {"site": ..., "chart_type": ...}) at the crawl's
+    time (what a marketplace's backoff is measured against)."""
+    crawl_options: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Selection options of `chartgw crawl GROUP` and their allowed values."""
+    schedules: tuple[Schedule, ...] = ()
+    retention_days: dict[str, float] = field(default_factory=dict)
+    """Days of snapshots kept per target prefix ("" = every target); none = kept forever. The operator's
+    `CHARTGW_RETENTION_DAYS` adds to or replaces these (`retention`)."""
+    discovery: Callable[[], Sequence[CrawlTarget]] | None = None
+    """Targets crawled before `targets` is asked (which may then read what they stored, e.g. a catalogue)."""
+    per_upstream: int = 2
+    """Requests in flight at once per upstream host."""
+    delay_seconds: Callable[[], float] | None = None
+    """The pause after each request when the group needs more politeness than `CHARTGW_CRAWL_DELAY_SECONDS`
+    (read per crawl, e.g. from a group setting); paused with up to 50% jitter."""
+    commands: tuple[GroupCommand, ...] = ()
+    settings: tuple[Setting[Any], ...] = ()
+    """The group's own `CHARTGW_*` settings (the platform's are `chartgw.core.config.SETTINGS`)."""
+    entries: EntryMapping | None = None
+    """How the artist-history index reads this group's entries; None = the group has no chart entries."""
+    storage: Storage = field(default_factory=Storage)
+    """The tables the group keeps in its file beside the platform's, and every query it runs itself (as data:
+    migrated by the store, compiled by tests/test_store_schema.py)."""
+
+    def __post_init__(self) -> None:
+        assert _GROUP_NAME.fullmatch(self.name), f"a group name is a lowercase slug: {self.name!r}"
+        seen: set[tuple[str, str]] = set()
+        for route in self.routes:
+            check_route(route)
+            key = (route.method, route.path)
+            assert key not in seen, f"{self.name}: {route.method} {route.path} declared twice"
+            seen.add(key)
+        assert self.targets is not None or not self.schedules, f"{self.name}: schedules without crawl targets"
+        names = [s.name for s in self.settings]
+        assert len(names) == len(set(names)), f"{self.name}: a setting declared twice"
+        GROUP_NAMES.add(self.name)
+
+
+def check_route(route: Route) -> None:
+    """A route's declaration is whole: its path starts with "/", each parameter is declared once, and its
+    path parameters are exactly the `{names}` of its path."""
+    assert route.path.startswith("/"), f"a route path starts with '/': {route.path!r}"
+    names = [p.name for p in route.params]
+    assert len(names) == len(set(names)), f"{route.path}: a parameter declared twice"
+    in_path = _PATH_PARAM.findall(route.path)
+    declared = [p.name for p in route.params if p.where == "path"]
+    assert sorted(in_path) == sorted(declared), f"{route.path}: path parameters {in_path} but declared {declared}"
+    assert route.method in {"GET", "POST"}, f"{route.path}: method {route.method}"
+
+
+AFTER_CRAWL: list[Callable[[str], object]] = []
+"""Called with a group's name after `chartgw crawl GROUP` committed (the artist-history index catching up).
+A hook that fails never fails the crawl: what it reads is committed, and it catches up at the next crawl."""
+
+
+GROUP_NAMES: set[str] = set()
+"""Every group declared in this process (what `CHARTGW_RETENTION_DAYS` may name)."""
+
+
+def retention(group: Group) -> dict[str, float]:
+    """The days of snapshots `group` keeps per target prefix: its own declaration, with the operator's
+    `CHARTGW_RETENTION_DAYS` items for it added or replacing (an item naming no group fails loudly)."""
+    overrides = config.get(config.RETENTION_DAYS)
+    unknown = sorted({name for name, _, _ in overrides} - GROUP_NAMES)
+    if unknown:
+        raise config.SettingError(f"CHARTGW_RETENTION_DAYS: no group named {', '.join(unknown)}")
+    merged = dict(group.retention_days)
+    merged.update({prefix: days for name, prefix, days in overrides if name == group.name})
+    return merged
+
+
+def group_policy(group: Group) -> RetryPolicy:
+    """The crawl policy of `group`: its concurrency per upstream and, where it declares one, its delay."""
+    if group.delay_seconds is None:
+        return RetryPolicy(per_upstream=group.per_upstream)
+    # Replay servers (demo, tests) set the platform delay to 0: politeness is for real upstreams only.
+    delay = group.delay_seconds() if config.get(config.CRAWL_DELAY_SECONDS) else 0.0
+    return RetryPolicy(per_upstream=group.per_upstream, delay_seconds=delay, jitter=0.5)
+
+
+async def crawl_group(group: Group, selection: dict[str, str | None], *, now: Clock = utc_now,
+                      transport: httpx.AsyncBaseTransport | None = None,
+                      progress: Callable[[Outcome], Any] | None = None) -> list[Outcome]:
+    """What `chartgw crawl GROUP` does: the group's discovery targets first (a failed discovery leaves
+    the last good catalogue in use), then the selected targets, as one recorded run."""
+    assert group.targets is not None
+    policy = group_policy(group)
+    outcomes: list[Outcome] = []
+    if group.discovery is not None:
+        outcomes += await run_targets(group.name, group.discovery(), retention=retention(group), now=now,
+                                      transport=transport, policy=policy, progress=progress, run_kind="discovery",
+                                      tables=group.storage.tables)
+    targets = group.targets(selection, now())
+    outcomes += await run_targets(group.name, targets, retention=retention(group), now=now, transport=transport,
+                                  policy=policy, progress=progress, run_options=selection, tables=group.storage.tables)
+    return outcomes
+
+
+def after_crawl(name: str) -> None:
+    """Run the AFTER_CRAWL hooks for group `name` (what `chartgw crawl` does once its crawl committed)."""
+    for hook in AFTER_CRAWL:
+        with contextlib.suppress(Exception):  # see AFTER_CRAWL: the crawl's commits stand regardless
+            hook(name)

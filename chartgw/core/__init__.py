@@ -1,0 +1,1 @@
+"""Foundations every layer uses: the clock, countries, text, progress, and the settings."""

@@ -1,0 +1,1 @@
+"""Crawling: the one crawl runner and the context a command runs with."""

@@ -1,0 +1,1 @@
+"""The artist-history index and the recording identity built beside it."""

@@ -1,0 +1,263 @@
+"""/identity: a recording's page (ids, artists, every chart appearance), a lookup by any id, a search by title and
+artist, an artist's page, and a recording's runs drawn in one SVG. At the gateway's root, keyed, read from the
+artist-history index file (`chartgw.index.identity.links` keeps the links there)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from typing import Any
+
+from rapidfuzz import fuzz
+
+from chartgw.api.endpoints import ApiError, Call, Route, not_found
+from chartgw.api.params import InvalidParams, Param, limit_param, search_param
+from chartgw.index import history as index
+from chartgw.index.artist_history.plot import SVG, render_plot
+from chartgw.index.artist_history.responses import Appearance, to_appearances
+from chartgw.index.identity.names import name_key, parse_credit, parse_title
+from chartgw.index.identity.responses import (
+    AmbiguousResponse,
+    ArtistRef,
+    ArtistResponse,
+    Candidate,
+    IdentityAppearance,
+    RecordingRef,
+    RecordingResponse,
+    SearchResponse,
+)
+from chartgw.store import Query
+
+__all__ = ["IDENTITY_QUERIES", "ID_PATTERNS", "identity_routes"]
+
+PREFIX = "/identity"
+RECORDING_ID = r"^rec_[0-9a-f]{16}$"
+ARTIST_ID = r"^art_[0-9a-f]{16}$"
+CURSOR = r"^\d{4}-\d{2}-\d{2}\.\d{1,18}$"
+ID_PATTERNS: dict[str, str] = {
+    "isrc": r"^[A-Za-z]{2}[A-Za-z0-9]{3}\d{7}$",
+    "spotify_track": r"^[0-9A-Za-z]{22}$",
+    "apple_track": r"^\d{1,15}$",
+    "youtube_video": r"^[A-Za-z0-9_-]{11}$",
+    "shazam_track": r"^\d{1,15}$",
+    "amazon_asin": r"^[A-Z0-9]{10}$",
+    "chartmetric_track": r"^\d{1,15}$",
+    "genius_song": r"^\d{1,15}$",
+    "melon_song": r"^\d{1,15}$",
+    "musicbrainz_recording": r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+}
+"""Every id type a lookup takes, with the form a well-formed value has (a malformed one is a 422)."""
+
+_RECORDING = Query("identity_recording", "SELECT number, id, title, artist, ambiguous FROM identity_recordings"
+                                         " WHERE id = ? ORDER BY number LIMIT 1")
+_RECORDINGS = Query("identity_recordings", "SELECT number, id, title, artist, ambiguous FROM identity_recordings"
+                                           " WHERE number IN (SELECT value FROM json_each(?)) ORDER BY number")
+_IDS = Query("identity_ids", "SELECT kind, value FROM identity_ids WHERE recording = ? ORDER BY kind, value")
+_ARTISTS = Query("identity_artists", "SELECT a.recording, n.artist_id, n.printed FROM identity_recording_artists a"
+                                     " JOIN identity_artist_names n ON n.name = a.name"
+                                     " WHERE a.recording IN (SELECT value FROM json_each(?)) ORDER BY a.recording, a.name")
+_LOOKUP = Query("identity_lookup", "SELECT DISTINCT recording FROM identity_ids WHERE kind = ? AND value = ?"
+                                   " ORDER BY recording")
+_VARIANTS = Query("identity_variants", "SELECT l.variant_id, v.track_id, v.credits FROM identity_links l"
+                                       " JOIN variants v ON v.id = l.variant_id WHERE l.recording = ?")
+_ARTIST_KEYS = Query("identity_artist_keys", "SELECT id FROM artists WHERE key IN (SELECT value FROM json_each(?))")
+_APPEARANCES = Query(
+    "identity_appearances",
+    "SELECT k.chart_date, k.row_id, k.chart_id, k.track_id FROM appearance_artists k JOIN appearances a"
+    " ON a.chart_id = k.chart_id AND a.chart_date = k.chart_date AND a.track_id = k.track_id"
+    " WHERE k.artist_id IN (SELECT value FROM json_each(?1)) AND k.track_id IN (SELECT value FROM json_each(?2))"
+    " AND a.variant_id IN (SELECT value FROM json_each(?3)) AND (?4 IS NULL OR (k.chart_date, k.row_id) < (?4, ?5))"
+    " ORDER BY k.chart_date DESC, k.row_id DESC LIMIT ?6")
+_ROWS = Query("identity_rows", index.ROW_SELECT)
+_BY_TITLE = Query("identity_by_title", "SELECT number FROM identity_recordings WHERE title_key = ?1"
+                                       " OR title_key BETWEEN ?1 AND ?1 || char(1114111) ORDER BY number LIMIT 200")
+_NAME = Query("identity_name", "SELECT artist_id FROM identity_artist_names WHERE name = ?")
+_NAMES = Query("identity_names", "SELECT name, printed FROM identity_artist_names WHERE artist_id = ? ORDER BY name")
+_BY_NAMES = Query("identity_by_names", "SELECT DISTINCT recording FROM identity_recording_artists"
+                                       " WHERE name IN (SELECT value FROM json_each(?)) ORDER BY recording LIMIT ?")
+_ARTIST_IDS = Query(
+    "identity_artist_platform_ids",
+    "SELECT DISTINCT v.artist, v.analytics_artist, v.lyrics_artist_id FROM identity_recording_artists a"
+    " JOIN identity_links l ON l.recording = a.recording JOIN variants v ON v.id = l.variant_id"
+    " WHERE a.name IN (SELECT value FROM json_each(?))"
+    " AND (v.analytics_artist IS NOT NULL OR v.lyrics_artist_id IS NOT NULL)")
+IDENTITY_QUERIES = (_RECORDING, _RECORDINGS, _IDS, _ARTISTS, _LOOKUP, _VARIANTS, _ARTIST_KEYS, _APPEARANCES, _ROWS,
+                    _BY_TITLE, _NAME, _NAMES, _BY_NAMES, _ARTIST_IDS)
+"""Every statement the routes run (compiled against the index's tables in tests)."""
+
+_SEARCH_MOST = 50
+_ARTIST_RECORDINGS_MOST = 1000
+
+
+async def _fetch(call: Call, query: Query, args: list[Any]) -> list[Any]:
+    """One read of the index; an index built before identity (or none yet) reads as empty."""
+    try:
+        return list(await call.data.reader.fetchall(query, args))
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc) and "no such column" not in str(exc):
+            raise
+        return []
+
+
+async def _artists(call: Call, numbers: list[int]) -> dict[int, list[ArtistRef]]:
+    """Each recording's main artists, one per artist id (the first name printed)."""
+    found: dict[int, dict[str, str]] = {}
+    for number, artist_id, printed in await _fetch(call, _ARTISTS, [json.dumps(numbers)]):
+        found.setdefault(number, {}).setdefault(artist_id, printed)
+    return {n: [ArtistRef(a, name) for a, name in by_id.items()] for n, by_id in found.items()}
+
+
+async def _page(call: Call, number: int) -> tuple[list[Any], str | None]:
+    """One page of a recording's appearances, newest first, through the artist index's key ranges."""
+    variants = await _fetch(call, _VARIANTS, [number])
+    if not variants:
+        return [], None
+    keys = sorted({k for _, _, credits in variants for k in index.credit_keys(credits)[:1]})
+    artist_ids = [r[0] for r in await _fetch(call, _ARTIST_KEYS, [json.dumps(keys)])]
+    tracks = sorted({t for _, t, _ in variants})
+    after = call.params.get("cursor")
+    date, row = after.split(".") if after else (None, None)
+    limit = call.params["limit"]
+    positions = await _fetch(call, _APPEARANCES, [json.dumps(artist_ids), json.dumps(tracks),
+                                                  json.dumps(sorted(v for v, _, _ in variants)), date,
+                                                  int(row) if row else None, limit + 1])
+    page = positions[:limit]
+    rows = {r[0]: r for r in await _fetch(call, _ROWS, [json.dumps([[c, d, t] for d, _, c, t in page])])}
+    next_cursor = f"{page[-1][0]}.{page[-1][1]}" if len(positions) > limit else None
+    return [rows[r] for _, r, _, _ in page if r in rows], next_cursor
+
+
+async def _recording_row(call: Call) -> tuple[Any, ...]:
+    found = await _fetch(call, _RECORDING, [call.params["recording_id"]])
+    if not found:
+        raise not_found(f"No recording {call.params['recording_id']}")
+    return tuple(found[0])
+
+
+async def _recording_body(call: Call, row: tuple[Any, ...]) -> RecordingResponse:
+    number, rec_id, title, _, ambiguous = row
+    ids: dict[str, list[str]] = {}
+    for kind, value in await _fetch(call, _IDS, [number]):
+        ids.setdefault(kind, []).append(value)
+    page, next_cursor = await _page(call, number)
+    appearances = [IdentityAppearance(a.source, a.chart, a.market, a.chart_date, a.rank, a.title, a.artist)
+                   for a in await asyncio.to_thread(to_appearances, page)]
+    artists = (await _artists(call, [number])).get(number, [])
+    return RecordingResponse(rec_id, title, artists, ids, bool(ambiguous), len(appearances), call.params["limit"],
+                             next_cursor, appearances)
+
+
+async def recording(call: Call) -> RecordingResponse:
+    return await _recording_body(call, await _recording_row(call))
+
+
+async def plot(call: Call) -> str:
+    number, rec_id, title, artist, _ = await _recording_row(call)
+    page, next_cursor = await _page(call, number)
+    rows: list[Appearance] = await asyncio.to_thread(to_appearances, page)
+    return await asyncio.to_thread(render_plot, f"{title} by {artist} ({rec_id})", rows, more=next_cursor is not None)
+
+
+async def _candidates(call: Call, numbers: list[int], score: dict[int, float]) -> list[Candidate]:
+    rows = await _fetch(call, _RECORDINGS, [json.dumps(numbers)])
+    artists = await _artists(call, numbers)
+    found = [Candidate(rec_id, title, artists.get(number, []), round(score.get(number, 1.0), 3))
+             for number, rec_id, title, _, _ in rows]
+    return sorted(found, key=lambda c: -c.confidence)
+
+
+async def lookup(call: Call) -> RecordingResponse:
+    given = [(kind, call.params[kind]) for kind in ID_PATTERNS if call.params.get(kind) is not None]
+    if len(given) != 1:
+        raise InvalidParams([{"type": "value_error", "loc": ["query"], "msg": "Value error, give exactly one id:"
+                              f" one of {', '.join(ID_PATTERNS)}", "input": dict(given), "ctx": {"error": {}}}])
+    kind, value = given[0]
+    value = value.upper() if kind in ("isrc", "amazon_asin") else value
+    numbers = [r[0] for r in await _fetch(call, _LOOKUP, [kind, value])]
+    if not numbers:
+        raise not_found(f"No recording has {kind} {value}")
+    if len(numbers) > 1:
+        candidates = await _candidates(call, numbers, {})
+        body = AmbiguousResponse(f"{kind} {value} is printed on {len(numbers)} recordings: kept apart, never merged",
+                                 candidates)
+        raise ApiError(409, body.detail, extra={"candidates": body.candidates})
+    rows = await _fetch(call, _RECORDINGS, [json.dumps(numbers)])
+    return await _recording_body(call, tuple(rows[0]))
+
+
+async def search(call: Call) -> SearchResponse:
+    title, artist = call.params.get("title"), call.params.get("artist")
+    if title is None and artist is None:
+        raise InvalidParams([{"type": "missing", "loc": ["query", "title"], "msg": "Field required: give a title, an"
+                              " artist or both", "input": None}])
+    numbers: list[int] = []
+    names: list[str] = []
+    if artist is not None:
+        keys = {c.main for part in parse_credit(artist) for c in part} | {name_key(artist)}
+        ids = {r[0] for key in sorted(keys) for r in await _fetch(call, _NAME, [key])}
+        names = sorted({n for a in sorted(ids) for n, _ in await _fetch(call, _NAMES, [a])})
+        numbers = [r[0] for r in await _fetch(call, _BY_NAMES, [json.dumps(names), _ARTIST_RECORDINGS_MOST])]
+    if title is not None and artist is None:
+        numbers = [r[0] for r in await _fetch(call, _BY_TITLE, [parse_title(title).name])]
+    rows = await _fetch(call, _RECORDINGS, [json.dumps(numbers)])
+    score: dict[int, float] = {}
+    for number, _, shown, _, _ in rows:
+        score[number] = fuzz.ratio(parse_title(title).name, parse_title(shown).name) / 100 if title is not None else 1.0
+    best = sorted((n for n in score if score[n] >= 0.6), key=lambda n: (-score[n], n))[:_SEARCH_MOST]
+    candidates = await _candidates(call, best, score)
+    return SearchResponse(title, artist, len(candidates), candidates)
+
+
+async def artist_page(call: Call) -> ArtistResponse:
+    artist_id = call.params["artist_id"]
+    names = await _fetch(call, _NAMES, [artist_id])
+    if not names:
+        raise not_found(f"No artist {artist_id}")
+    keys = [n for n, _ in names]
+    ids: dict[str, set[str]] = {}
+    for shown, chartmetric, genius in await _fetch(call, _ARTIST_IDS, [json.dumps(keys)]):
+        main, featured = parse_credit(shown)
+        if len(main) == 1 and not featured and main[0].main in keys:  # a row crediting this artist alone
+            for kind, value in (("chartmetric_artist", chartmetric), ("genius_artist", genius)):
+                if value:
+                    ids.setdefault(kind, set()).add(value)
+    numbers = [r[0] for r in await _fetch(call, _BY_NAMES, [json.dumps(keys), call.params["limit"]])]
+    recordings = [RecordingRef(rec_id, title, shown) for _, rec_id, title, shown, _ in
+                  await _fetch(call, _RECORDINGS, [json.dumps(numbers)])]
+    printed = sorted({p for _, p in names} | set(keys))
+    return ArtistResponse(artist_id, printed, {k: sorted(v) for k, v in sorted(ids.items())}, len(recordings),
+                          recordings)
+
+
+_LIMIT = limit_param("Appearances per page (newest first)", 500, 100)
+_CURSOR = Param("cursor", pattern=CURSOR, description="The `next_cursor` of the page before")
+_RECORDING_PARAM = Param("recording_id", where="path", required=True, pattern=RECORDING_ID,
+                         description="A recording's id (`rec_` and 16 hex digits)")
+
+
+def identity_routes() -> list[Route]:
+    """The /identity routes, at the gateway's root."""
+    return [
+        Route(f"{PREFIX}/recordings/{{recording_id}}", recording, (_RECORDING_PARAM, _LIMIT, _CURSOR),
+              summary="A recording: its title, artists, ids on every platform, and its chart appearances (paged)",
+              response=RecordingResponse, errors=(404, 422), rows="appearances"),
+        Route(f"{PREFIX}/recordings/{{recording_id}}/plot", plot, (_RECORDING_PARAM, _LIMIT, _CURSOR),
+              summary="A recording's runs on every chart, drawn in one SVG", media_type=SVG, errors=(404, 422)),
+        Route(f"{PREFIX}/lookup", lookup,
+              (*(Param(kind, pattern=pattern, description=f"A {kind} (give exactly one id)")
+                 for kind, pattern in ID_PATTERNS.items()), _LIMIT, _CURSOR),
+              summary="The recording an id names: 404 for one nobody has printed, 409 with candidates when several",
+              response=RecordingResponse, errors=(404, 409, 422), rows="appearances"),
+        Route(f"{PREFIX}/search", search,
+              (search_param("title", required=False, description="A title"),
+               search_param("artist", required=False, description="An artist as any chart prints them")),
+              summary="Recordings whose title and artist are like these, best first",
+              response=SearchResponse, errors=(422,), rows="candidates"),
+        Route(f"{PREFIX}/artists/{{artist_id}}", artist_page,
+              (Param("artist_id", where="path", required=True, pattern=ARTIST_ID,
+                     description="An artist's id (`art_` and 16 hex digits)"),
+               limit_param("Recordings listed", _ARTIST_RECORDINGS_MOST, 200)),
+              summary="An artist: every name it is printed under, its ids, its recordings",
+              response=ArtistResponse, errors=(404, 422), rows="recordings"),
+    ]

@@ -1,0 +1,1 @@
+"""Read replicas: replication state, Litestream's configuration and the processes that run it."""
