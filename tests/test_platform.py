@@ -46,7 +46,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.upstreams",),
     ("chartgw.access", "chartgw.endpoints", "chartgw.crawl", "chartgw.legacy", "chartgw.openapi", "chartgw.accesslog",
      "chartgw.cors", "chartgw.metrics"),
-    ("chartgw.context", "chartgw.observe"),
+    ("chartgw.context", "chartgw.observe", "chartgw.catalog"),
     ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history", "chartgw.fastlane",
      "chartgw.feed", "chartgw.hooks", "chartgw.exports"),
     ("chartgw.groups.",),

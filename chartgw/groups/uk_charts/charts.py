@@ -8,6 +8,7 @@ from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from chartgw import config
+from chartgw.catalog import Chart
 from chartgw.targets import TargetKey
 from chartgw.text import compact
 from chartgw.upstreams import officialcharts
@@ -36,6 +37,9 @@ BACKFILL_DELAY_SETTING = config.Setting("UK_CHARTS_BACKFILL_DELAY_SECONDS", "3",
                                         "replay)", config.seconds)
 
 TARGET = TargetKey(("chart_key",))
+CATALOG = tuple(Chart(key, TARGET, "weekly", {"chart_key": key}, market="=gb", latest="/uk-charts/{chart_key}/latest",
+                     by_date="/uk-charts/{chart_key}/{date}", history="/uk-charts/snapshots?chart_key={chart_key}")
+               for key in DEFAULT_KEYS)
 
 
 def configured_charts() -> tuple[str, ...]:
