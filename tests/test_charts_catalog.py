@@ -167,6 +167,8 @@ def test_the_joined_document_declares_charts_and_the_dated_fields(app: TestClien
     schemas = document["components"]["schemas"]
     assert {"market", "cadence", "first_date", "last_date", "latest", "by_date", "history"} <= set(
         schemas["CatalogChart"]["properties"])
+    assert "Link" in document["paths"]["/uk-charts/{chart_key}/{week_start}"]["get"]["responses"]["200"]["headers"]
+    assert "Link" not in document["paths"]["/uk-charts/{chart_key}/latest"]["get"]["responses"]["200"]["headers"]
     dated = [name for name, schema in schemas.items() if name.startswith(("Dated", "RankingChartsDated"))]
     assert len(dated) >= 5
     for name in dated:

@@ -38,7 +38,6 @@ from chartgw.text import ArtistAliases, artist_key, title_key
 from chartgw.upstreams import bugs, flo, genie, melon, vibe
 
 NAME = "korea-chart"
-HOUR = 3600
 
 
 @dataclass(frozen=True)

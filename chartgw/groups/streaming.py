@@ -44,7 +44,6 @@ from chartgw.upstreams import spotify
 from chartgw.upstreams.spotify import CHART_TYPES, StreamingEntry
 
 NAME = "streaming"
-DAY = 86400
 EXPECTED_ROWS = {"regional-daily": 200, "regional-weekly": 200, "viral-daily": 50}
 OVERVIEW_ROWS = 50
 COUNTRIES_SETTING = config.Setting("STREAMING_COUNTRIES", "global,us,gb,de,jp,br,mx,kr",

@@ -57,7 +57,6 @@ from chartgw.upstreams.youtube import (
 )
 
 NAME = "video"
-DAY = 86400
 COUNTRIES_SETTING = config.Setting("VIDEO_COUNTRIES", "global,us,kr,jp,br,in,gb", "countries /video crawls",
                                    config.countries)
 SHORTS_WEEKLY = "shorts/weekly/global"
