@@ -255,6 +255,8 @@ def dated(group: str, route: Route, date_param: str) -> Route:
 
     async def with_neighbours(call: Call) -> Any:
         payload = await handler(call)
+        if not isinstance(payload, msgspec.Struct):  # declared as a chart response: a struct with its snapshot
+            raise TypeError(f"{route.path}: a dated route answers a msgspec Struct, not {type(payload).__name__}")
         found = _snapshot(payload)
         previous, following = await call.data.reader.neighbours(*found) if found else (None, None)
         kind = dated_type(type(payload))
