@@ -24,12 +24,14 @@ class CachedBody(NamedTuple):
     etag: bytes
     body: bytes
     gzipped: bytes | None
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+    """Headers of this answer beyond the route's own (a dated chart's `Link`)."""
 
 
-def make_body(body: bytes, version: int, ttl: float) -> CachedBody:
+def make_body(body: bytes, version: int, ttl: float, headers: tuple[tuple[bytes, bytes], ...] = ()) -> CachedBody:
     etag = b'"' + hashlib.blake2b(body, digest_size=12).hexdigest().encode() + b'"'
     gzipped = gzip.compress(body, compresslevel=6, mtime=0) if len(body) >= GZIP_MIN_BYTES else None
-    return CachedBody(version, time.monotonic() + ttl, etag, body, gzipped)
+    return CachedBody(version, time.monotonic() + ttl, etag, body, gzipped, headers)
 
 
 class Alias(NamedTuple):

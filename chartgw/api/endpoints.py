@@ -167,6 +167,9 @@ class Route:
     """A chart or list route: the response field holding its rows (one name per alternative response type when
     they differ). It then answers CSV and NDJSON of them too (`chartgw.api.formats`) and takes the `format`
     parameter, added to `params`; any other route answers JSON only (a 406 to a request for CSV or NDJSON)."""
+    links: Callable[[Any, dict[str, Any]], bytes | None] | None = None
+    """A chart-by-date route: the `Link` header value of a payload (its previous and next dates as URLs) for the
+    validated parameters (`chartgw.api.catalog.dated`); every representation of the answer carries it."""
 
     def __post_init__(self) -> None:
         if self.rows is not None and FORMAT_PARAM not in self.params:
@@ -267,6 +270,7 @@ class EndpointApp:
                     return
                 body = self._body(result, variant.format)
                 extra = [(b"cache-control", b"no-store")] + ([variant.vary] if self.table is not None else [])
+                extra += self._links(result, params)
                 await self._send(scope, send, 200, body, extra, variant.media_type)
                 return
             # A remembered raw request maps straight to its canonical entry: a poll of the same URL costs
@@ -342,11 +346,17 @@ class EndpointApp:
         return None if index is None else self.negotiated[FORMATS[index]]
 
     async def _build(self, params: dict[str, Any], version: int, fmt: str) -> CachedBody:
+        asked = dict(params)  # the handler may take parameters out (include=); the links name the request's
         payload = await self.route.handler(Call(params, self.data, self.data.clock()))
         body = self._body(payload, fmt)
+        headers = tuple(self._links(payload, asked))
         if len(body) >= THREAD_BODY_BYTES:  # its digest and gzip copy take milliseconds: not on the event loop
-            return await asyncio.to_thread(make_body, body, version, self.route.cache_ttl)
-        return make_body(body, version, self.route.cache_ttl)
+            return await asyncio.to_thread(make_body, body, version, self.route.cache_ttl, headers)
+        return make_body(body, version, self.route.cache_ttl, headers)
+
+    def _links(self, payload: Any, params: dict[str, Any]) -> list[tuple[bytes, bytes]]:
+        value = self.route.links(payload, params) if self.route.links is not None else None
+        return [(b"link", value)] if value else []
 
     def _body(self, payload: Any, fmt: str = "json") -> bytes:
         """A 200 body: the payload encoded for a JSON route (or its rows as `fmt`), else what the handler returned."""
@@ -362,7 +372,7 @@ class EndpointApp:
         """Status, headers and body answering a request for a cached body of `variant`, from the request's fields
         (`request_fields`): 304 when its If-None-Match holds the ETag, gzip when accepted and worth it. The server's
         fast lane sends the same."""
-        base = [(b"etag", hit.etag), self.cache_control, variant.vary]
+        base = [(b"etag", hit.etag), self.cache_control, variant.vary, *hit.headers]
         if if_none_match is not None and etag_matches(if_none_match, hit.etag):
             return 304, base, b""
         if hit.gzipped is not None and accept_encoding is not None and b"gzip" in accept_encoding:

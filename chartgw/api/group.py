@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 import httpx
 
+from chartgw.api.catalog import Chart, cadence_of
 from chartgw.api.endpoints import Route
 from chartgw.core import config
 from chartgw.core.clock import Clock, utc_now
@@ -223,6 +224,9 @@ class Group:
     storage: Storage = field(default_factory=Storage)
     """The tables the group keeps in its file beside the platform's, and every query it runs itself (as data:
     migrated by the store, compiled by tests/test_store_schema.py)."""
+    charts: tuple[Chart, ...] = ()
+    """Every chart the group serves (`chartgw.api.catalog`): what `GET /charts` lists and where its cadence is read
+    (`cadence_of`); none for a group without charts of its own (the artist-history index)."""
 
     def __post_init__(self) -> None:
         assert _GROUP_NAME.fullmatch(self.name), f"a group name is a lowercase slug: {self.name!r}"
@@ -235,7 +239,13 @@ class Group:
         assert self.targets is not None or not self.schedules, f"{self.name}: schedules without crawl targets"
         names = [s.name for s in self.settings]
         assert len(names) == len(set(names)), f"{self.name}: a setting declared twice"
+        ids = [c.chart for c in self.charts]
+        assert len(ids) == len(set(ids)), f"{self.name}: a chart declared twice"
         GROUP_NAMES.add(self.name)
+
+    def cadence_of(self, target: str) -> int:
+        """The seconds between two editions of the chart stored under `target` (`chartgw.api.catalog.cadence_of`)."""
+        return cadence_of(self.charts, target)
 
 
 def check_route(route: Route) -> None:

@@ -30,6 +30,9 @@ RATE_HEADERS = {
 ETAG_HEADER = {"ETag": {"description": "The body's entity tag; send it back in If-None-Match", "schema": {"type": "string"}}}
 IF_NONE_MATCH = {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"},
                  "description": "The ETag of a body held: a 304 with no body when it is still the current one"}
+LINK_HEADER = {"Link": {"description": 'The same route at the previous and next chart dates held: `<url>; rel="prev"`, '
+                                 '`<url>; rel="next"` (absent at the ends)', "schema": {"type": "string"}}}
+"""A chart-by-date answer's (`Route.links`: `chartgw.api.catalog.dated`)."""
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer"}}}
 
 COMMON_SCHEMAS: dict[str, Any] = {
@@ -128,7 +131,7 @@ def build_document(name: str, title: str, description: str, routes: list[Route])
             content.update({media: {"schema": {"type": "string"}} for media in DOCUMENTED.values()})
         responses: dict[str, Any] = {"200": {
             "description": "Success" if route.rows is None else "Success: the JSON answer, or its rows as CSV or NDJSON",
-            "headers": {**(ETAG_HEADER if cached else {}), **rate},
+            "headers": {**(ETAG_HEADER if cached else {}), **(LINK_HEADER if route.links is not None else {}), **rate},
             "content": content,
         }}
         if cached:

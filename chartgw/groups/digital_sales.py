@@ -15,6 +15,7 @@ from functools import partial
 
 import msgspec
 
+from chartgw.api.catalog import CADENCES, Chart, cadence_of, cadences
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.group import EntryMapping, Group, Schedule
 from chartgw.api.params import InvalidParams, Param, literal_error
@@ -38,7 +39,7 @@ from chartgw.upstreams import itunes
 from chartgw.upstreams.itunes import DigitalSalesEntry
 
 NAME = "digital-sales"
-CADENCE_SECONDS = 3 * 3600
+CADENCE_SECONDS = CADENCES["3-hourly"]
 COUNTRIES_SETTING = config.Setting("DIGITAL_SALES_COUNTRIES", "us,gb,jp,kr,de,fr,ca,au",
                                    "storefronts /digital-sales crawls and serves (ISO alpha-2; no `global`)",
                                    config.storefronts)
@@ -85,6 +86,13 @@ def feed_limit() -> int:
 
 
 TARGET = TargetKey(("combo", "country"))
+CHARTS = tuple(Chart(combo.slug, TARGET, "3-hourly", {"combo": combo.slug}, market="country",
+                     latest="/digital-sales/{combo}/{country}/latest", history="/digital-sales/snapshots")
+               for combo in COMBOS)
+
+
+def chart_cadence(target: str) -> int:
+    return cadence_of(CHARTS, target)
 
 
 def target_key(combo: str, country: str) -> str:
@@ -189,10 +197,10 @@ async def combo_latest(call: Call) -> ComboChartResponse:
 # --- the route table ----------------------------------------------------------------------------
 
 ROUTES: tuple[Route, ...] = (
-    health_route(NAME, lambda: {target_key(c.slug, cc): CADENCE_SECONDS for c, cc in configured_targets()},
+    health_route(NAME, lambda: cadences(CHARTS, [target_key(c.slug, cc) for c, cc in configured_targets()]),
                  "Every configured combo x country's latest snapshot, with age and a stale flag"),
-    snapshots_route(lambda target: CADENCE_SECONDS, "Stored snapshots of every combo and country, newest first"),
-    latest_pull_route(lambda: [target_key(c.slug, cc) for c, cc in configured_targets()], lambda target: CADENCE_SECONDS,
+    snapshots_route(chart_cadence, "Stored snapshots of every combo and country, newest first"),
+    latest_pull_route(lambda: [target_key(c.slug, cc) for c, cc in configured_targets()], chart_cadence,
                       "The latest pull: run outcome and every configured combo x country's latest chart (100 rows each)"),
     PULL_JSON_ROUTE,
     Route("/combos", combos, errors=(), rows="combos", response=CombosResponse,
@@ -213,6 +221,7 @@ GROUP = Group(
                 "country, from the legacy iTunes RSS JSON feeds, pulled every 3 hours and served from snapshots. "
                 "Entries carry Apple's numeric store ids; /pull.json gives the feeds exactly as received.",
     routes=ROUTES,
+    charts=CHARTS,
     upstreams=(itunes.UPSTREAM,),
     targets=targets,
     crawl_options=(("combo", COMBO_SLUGS), ("country", tuple(COUNTRIES))),

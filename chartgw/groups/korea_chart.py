@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from chartgw.api.catalog import Chart, cadence_of, cadences
 from chartgw.api.endpoints import ApiError, Call, Route, not_found
 from chartgw.api.group import EntryMapping, Group, Schedule
 from chartgw.api.params import InvalidParams, Param, literal_error, search_param
@@ -37,7 +38,6 @@ from chartgw.store.targets import TargetKey
 from chartgw.upstreams import bugs, flo, genie, melon, vibe
 
 NAME = "korea-chart"
-HOUR = 3600
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,15 @@ EXPECTED_ROWS = 100
 RISING_WINDOW = (timedelta(minutes=45), timedelta(minutes=75))
 
 
+CHARTS = tuple(Chart(f"{site.site}/{chart_type}", TARGET, "realtime" if (site.site, chart_type) == ("portal-d", "rising")
+                     else "hourly", {"site": site.site, "chart_type": chart_type}, market="=kr",
+                     latest="/korea-chart/{site}/charts/{chart_type}")
+               for site in SITES.values() for chart_type in site.chart_types)
+"""Every site's charts: each crawled hourly (FLO's rising chart every 5 minutes); only the latest is served."""
+
+
 def cadence_seconds(site: str, chart_type: str) -> int:
-    return 300 if (site, chart_type) == ("portal-d", "rising") else HOUR
+    return cadence_of(CHARTS, TARGET.make(site, chart_type))
 
 
 # --- records ------------------------------------------------------------------------------------
@@ -312,8 +319,7 @@ def _site_infos() -> list[SiteInfo]:
 
 
 def expected_cadences() -> dict[str, int]:
-    return {TARGET.make(site.site, chart_type): cadence_seconds(site.site, chart_type)
-            for site in SITES.values() for chart_type in site.chart_types}
+    return cadences(CHARTS, [TARGET.make(site.site, chart_type) for site in SITES.values() for chart_type in site.chart_types])
 
 
 async def describe_health(call: Call, status: str, statuses: list[TargetStatus]) -> HealthResponse:
@@ -467,6 +473,7 @@ GROUP = Group(
     description="Charts of five Korean music sites (portal-a Melon, portal-b Genie, portal-c Bugs, portal-d FLO, "
                 "portal-e VIBE), served from cached snapshots. " + " ".join(__doc__.split("\n\n")[1:]).replace("\n", " "),
     routes=ROUTES,
+    charts=CHARTS,
     upstreams=(melon.UPSTREAM, genie.UPSTREAM, genie.UPSTREAM_APP, bugs.UPSTREAM, flo.UPSTREAM, vibe.UPSTREAM),
     targets=targets,
     crawl_options=(("site", SITE_NAMES), ("chart_type", ALL_CHART_TYPES)),

@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from chartgw.api.catalog import CADENCES, Chart
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.group import EntryMapping, Group, Schedule
 from chartgw.api.params import InvalidParams, Param, Where, accepts, literal_error, search_param
@@ -50,7 +51,7 @@ TRACK_LISTS = "track-lists"
 """Discovery's second snapshot: where each chart's track JSON is (not served; the crawl reads it)."""
 ENRICHMENT = "#tracks"
 """A chart's failed enrichment is logged under its target plus this ("top-200/brazil#tracks")."""
-CADENCE_SECONDS = 86400
+CADENCE_SECONDS = CADENCES["daily"]
 MAX_AGE = 600
 """Cache-Control max-age of the data routes: 10 minutes, inside the spec's 5 to 30."""
 _SLUG_CHARS = re.compile(r"[a-z0-9-]+")
@@ -190,6 +191,13 @@ async def catalogue_or_404(reader: SnapshotReader) -> Catalogue:
 _TARGET_FIELDS = {"genre": ("market", "genre"), "top-50": ("market", "city")}
 TARGETS: dict[str, TargetKey] = {kind: TargetKey(_TARGET_FIELDS.get(kind, ("market",)), kind) for kind in CHART_KINDS}
 """Each chart kind's target shape: "top-200/brazil", "genre/france/pop", "viral/world", "top-50/australia/sydney"."""
+_EXTRA = {"genre": ("genre", "&genre={genre}"), "top-50": ("city", "&city={city}")}
+CHARTS = tuple(Chart(kind, TARGETS[kind], "daily", market="market",
+                     latest=f"/recognition/{kind}/{{market}}" + (f"/{{{_EXTRA[kind][0]}}}" if kind in _EXTRA else "")
+                            + "/latest",
+                     history=f"/recognition/snapshots?chart_kind={kind}&market={{market}}" + _EXTRA.get(kind, ("", ""))[1])
+               for kind in CHART_KINDS)
+"""Every discovered chart, by kind (the catalogue lists which markets, genres and cities there are)."""
 
 
 def target_parts(target: str) -> tuple[str, str, str | None, str | None]:
@@ -492,6 +500,7 @@ GROUP = Group(
     description="Shazam's Top 200, genre, viral and city Top 50 charts, served from cached daily snapshots. "
                 + " ".join(__doc__.split("\n\n")[1:]).replace("\n", " "),
     routes=ROUTES,
+    charts=CHARTS,
     upstreams=(shazam.UPSTREAM,),
     targets=targets,
     crawl_options=(("chart_kind", CHART_KINDS),),

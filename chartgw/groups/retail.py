@@ -22,6 +22,7 @@ from typing import Any, cast
 
 import msgspec
 
+from chartgw.api.catalog import CADENCES, Chart, cadence_of
 from chartgw.api.endpoints import ApiError, Call, not_found
 from chartgw.api.params import InvalidParams, Param, accepts, literal_error
 from chartgw.api.responses import Describe, HealthHead, SnapshotMeta, TargetStatus, records_array, snapshot_meta
@@ -42,10 +43,11 @@ from chartgw.store import (
     read_once,
     tables,
 )
+from chartgw.store.targets import TargetKey
 from chartgw.upstreams import amazon
 from chartgw.upstreams.amazon import AmazonPageError, RetailEntry, RetailItem, RetailRaw
 
-CADENCE_SECONDS = 86400
+CADENCE_SECONDS = CADENCES["daily"]
 """Every list is crawled once a day (the groups' Schedules say when)."""
 GRID_ROWS = 2 * amazon.PAGE_SIZE
 """Pages 1 and 2 of a category grid: a whole list has 100 ranks, a shorter crawl fails."""
@@ -120,6 +122,10 @@ def check_market(market: str | None) -> None:
 
 
 # --- targets and keys ---------------------------------------------------------------------------------------
+
+
+TARGET = TargetKey(("market", "chart"))
+"""A list's snapshot target: its marketplace, then its list ("us/rock", "us/landing-digital-albums")."""
 
 
 def target_of(market: str, chart: str) -> str:
@@ -561,8 +567,9 @@ async def rank_response(call: Call, target: str, where: str, rank: int, include_
                         one_record(found, include_raw))
 
 
-def cadence_of(target: str) -> int:
-    return CADENCE_SECONDS
+def chart_cadence(charts: tuple[Chart, ...]) -> Callable[[str], int]:
+    """The cadence of a target of one of these charts (`chartgw.api.catalog.cadence_of`)."""
+    return lambda target: cadence_of(charts, target)
 
 
 @accepts(pattern=f"^{amazon.ASIN.pattern}$")

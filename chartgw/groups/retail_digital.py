@@ -14,6 +14,7 @@ from datetime import datetime
 
 import msgspec
 
+from chartgw.api.catalog import Chart, cadences
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.group import EntryMapping, Group, Schedule
 from chartgw.api.params import Param
@@ -70,8 +71,13 @@ def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget
             for m, s in chosen]
 
 
+CHARTS = (Chart("{chart}", retail.TARGET, "daily", market="market",
+                latest="/retail-digital/charts/{market}-{chart}/latest", history="/retail-digital/snapshots"),)
+"""Every list of every marketplace: the Digital Music lists and the landing page's carousels."""
+
+
 def expected_cadences() -> dict[str, int]:
-    return {t: retail.CADENCE_SECONDS for t in configured_lists()}
+    return cadences(CHARTS, configured_lists())
 
 
 # --- responses ----------------------------------------------------------------------------------------------
@@ -215,7 +221,7 @@ ROUTES: tuple[Route, ...] = (
     health_route(NAME, expected_cadences,
                  "Every configured Digital Music list's latest snapshot, and each marketplace's crawl state",
                  describe=retail.describe_health(NAME), response=retail.RetailHealth),
-    snapshots_route(retail.cadence_of, "Stored snapshots of every chart, newest first"),
+    snapshots_route(retail.chart_cadence(CHARTS), "Stored snapshots of every chart, newest first"),
     Route("/latest", latest, rows="charts", response=LatestResponse,
           summary="The latest crawl run and every chart's latest snapshot summary"),
     Route("/charts.json", feed, (BUNDLE_LIMIT,), rows="charts", response=FeedResponse,
@@ -237,6 +243,7 @@ GROUP = Group(
                 "and the best-sellers landing page's category carousels (20 ranks), crawled daily. Chart keys name "
                 "marketplace and category; /charts.json gives every chart's latest rows as received.",
     routes=ROUTES,
+    charts=CHARTS,
     upstreams=retail.UPSTREAMS,
     targets=targets,
     crawl_options=(("market", retail.MARKET_CODES), ("source", SOURCES)),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from chartgw.api.catalog import Chart, cadences
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.group import EntryMapping, Group, Schedule
 from chartgw.api.params import Param
@@ -26,6 +27,12 @@ CHART = "top-songs"
 def configured() -> list[str]:
     """The configured marketplaces that have a songs list."""
     return [m for m in retail.markets() if m in amazon.category(GROUP_KIND, CHART).paths]
+
+
+CHARTS = (Chart("top-songs", retail.TARGET, "daily", {"chart": "top-songs"}, market="market",
+                latest="/retail-music/top-songs/latest?market={market}",
+                history="/retail-music/top-songs/snapshots?market={market}"),)
+"""The best-selling digital songs of every marketplace."""
 
 
 def configured_targets() -> list[str]:
@@ -72,7 +79,7 @@ MARKET = Param("market", kind="choice", choices=retail.MARKET_CODES,
                description="Amazon marketplace (one of CHARTGW_RETAIL_MARKETS); default: the first configured")
 
 ROUTES: tuple[Route, ...] = (
-    health_route(NAME, lambda: {t: retail.CADENCE_SECONDS for t in configured_targets()},
+    health_route(NAME, lambda: cadences(CHARTS, configured_targets()),
                  "Every configured marketplace's latest top songs, and its crawl state (refusals, backoff)",
                  describe=retail.describe_health(NAME), response=retail.RetailHealth),
     Route("/top-songs/latest", latest, (
@@ -95,6 +102,7 @@ GROUP = Group(
                 "(no public format of the streaming app's own top songs is known), 100 ranks, crawled daily: latest "
                 "list, rank lookup and snapshots. Entries carry the ASIN.",
     routes=ROUTES,
+    charts=CHARTS,
     upstreams=retail.UPSTREAMS,
     targets=targets,
     crawl_options=(("market", retail.MARKET_CODES),),

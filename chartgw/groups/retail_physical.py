@@ -13,6 +13,7 @@ from datetime import datetime
 
 import msgspec
 
+from chartgw.api.catalog import Chart, cadences
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.group import EntryMapping, Group, Schedule
 from chartgw.api.params import Param
@@ -41,6 +42,12 @@ def configured() -> list[tuple[str, str]]:
     chosen = config.get(CATEGORIES_SETTING)
     return [(market, slug) for market in retail.markets() for slug in chosen
             if market in amazon.category(GROUP_KIND, slug).paths]
+
+
+CHARTS = (Chart("{chart}", retail.TARGET, "daily", market="market",
+                latest="/retail-physical/best-sellers/latest?category={market}-{chart}",
+                history="/retail-physical/best-sellers/snapshots?category={market}-{chart}"),)
+"""CDs & Vinyl and every configured category of every marketplace."""
 
 
 def configured_targets() -> list[str]:
@@ -243,7 +250,7 @@ CATEGORY = Param("category", description="Category key from /retail-physical/cat
                                          "CDs & Vinyl of the first configured marketplace")
 
 ROUTES: tuple[Route, ...] = (
-    health_route(NAME, lambda: {t: retail.CADENCE_SECONDS for t in configured_targets()},
+    health_route(NAME, lambda: cadences(CHARTS, configured_targets()),
                  "Every configured category's latest snapshot, and each marketplace's crawl state (refusals, backoff)",
                  describe=retail.describe_health(NAME), response=retail.RetailHealth),
     Route("/categories", categories, errors=(), rows="categories", response=CategoriesResponse,
@@ -281,6 +288,7 @@ GROUP = Group(
                 "each, crawled daily from the best-seller pages and kept as daily snapshots: latest lists, rank "
                 "lookup, snapshots and each product's history by ASIN (rank, price and rating on every day listed).",
     routes=ROUTES,
+    charts=CHARTS,
     upstreams=retail.UPSTREAMS,
     targets=targets,
     crawl_options=_crawl_options(),

@@ -29,6 +29,7 @@ from urllib.parse import urlencode
 
 import msgspec
 
+from chartgw.api.catalog import Chart, cadence_of, cadences
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.group import EntryMapping, Group, Schedule
 from chartgw.api.params import Param, accepts
@@ -51,7 +52,6 @@ from chartgw.upstreams import chartmetric
 from chartgw.upstreams.chartmetric import INTERVALS, PAGE_SIZE, AccessToken, ChartmetricError, ShortVideoEntry
 
 NAME = "short-video"
-CADENCE_SECONDS = {"daily": 86400, "weekly": 7 * 86400}
 TOKEN_FILE = f"{NAME}.chartmetric-token.json"
 TOKEN_MARGIN = timedelta(seconds=60)
 """A kept access token is used only while it has more than this left."""
@@ -78,6 +78,11 @@ INTERVALS_SETTING = config.Setting("SHORT_VIDEO_INTERVALS", "daily,weekly",
                                    "TikTok chart intervals /short-video crawls (`daily`, `weekly`)", _intervals)
 
 TARGET = TargetKey(("code2", "interval"))
+CATALOG = tuple(Chart(f"tracks-{interval}", TARGET, interval, {"interval": interval}, market="code2",
+                     latest="/short-video/chart?code2={code2}&interval={interval}",
+                     history="/short-video/history?code2={code2}&interval={interval}")
+               for interval in ("daily", "weekly"))
+"""TikTok's popular tracks per country (or global), daily and weekly; only the latest is served by date."""
 
 
 def countries() -> tuple[str, ...]:
@@ -376,8 +381,7 @@ class MovementResponse(msgspec.Struct):
 
 
 def _cadence(target: str) -> int:
-    parts = TARGET.parse(target) or {}
-    return CADENCE_SECONDS.get(parts.get("interval", "daily"), 86400)
+    return cadence_of(CATALOG, target)
 
 
 async def describe_health(call: Call, status: str, statuses: list[TargetStatus]) -> HealthResponse:
@@ -517,7 +521,7 @@ def _digits(value: str) -> str:
 
 
 ROUTES: tuple[Route, ...] = (
-    health_route(NAME, lambda: {target_key(c, i): CADENCE_SECONDS[i] for c, i in configured_charts()},
+    health_route(NAME, lambda: cadences(CATALOG, [target_key(c, i) for c, i in configured_charts()]),
                  "Latest snapshot coverage by country and interval, and whether a Chartmetric token is configured",
                  describe=describe_health, response=HealthResponse),
     Route("/chart", chart, (
@@ -544,6 +548,7 @@ GROUP = Group(
                 "with each track's chart history and the chart's entries in and out. The Chartmetric format is known "
                 "from its documentation and public client code only.",
     routes=ROUTES,
+    charts=CATALOG,
     upstreams=(chartmetric.UPSTREAM,),
     targets=targets,
     crawl_options=(("code2", (GLOBAL, *COUNTRIES)), ("interval", INTERVALS)),
@@ -562,4 +567,4 @@ GROUP = Group(
     storage=Storage(queries=(APPEARANCES, CHARTS)),
 )
 
-assert set(CADENCE_SECONDS) == set(INTERVALS)
+assert {chart.cadence for chart in CATALOG} == set(INTERVALS)

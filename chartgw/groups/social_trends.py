@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from chartgw.api.catalog import CADENCES, Chart, cadence_of, cadences
 from chartgw.api.endpoints import ApiError, Call, Route
 from chartgw.api.group import Group, Schedule, retention
 from chartgw.api.params import InvalidParams, Param
@@ -55,7 +56,7 @@ from chartgw.upstreams.x_trends import (
 )
 
 NAME = "social-trends"
-CADENCE_SECONDS = 30 * 60
+CADENCE_SECONDS = CADENCES["half-hourly"]
 LOCATIONS_PATH = f"/{NAME}/locations"
 NO_ARTIST = "-"
 """The store's artist key of a trend (the store wants one; a trend has no artist)."""
@@ -78,6 +79,9 @@ REFRESH_INTERVAL_SETTING = config.Setting("SOCIAL_TRENDS_REFRESH_INTERVAL_SECOND
                                           config.bounded_int(0, 86400))
 
 TARGET = TargetKey(("location",), prefix="trends")
+CHARTS = (Chart("trends", TARGET, "half-hourly", market="location", latest="/social-trends/trends/{location}",
+                history="/social-trends/snapshots"),)
+"""One trend list per crawled location (a country, a city or worldwide), by its slug."""
 
 Source = Literal["x-api", "trends24"]
 
@@ -293,7 +297,7 @@ async def trends_by_woeid(call: Call) -> TrendsResponse:
 
 
 def expected_cadences() -> dict[str, int]:
-    return {target_key(slug): CADENCE_SECONDS for slug in crawled()}
+    return cadences(CHARTS, [target_key(slug) for slug in crawled()])
 
 
 async def describe_health(call: Call, status: str, statuses: list[TargetStatus]) -> HealthResponse:
@@ -441,7 +445,7 @@ ROUTES: tuple[Route, ...] = (
     Route("/refresh", refresh, method="POST", cache_ttl=0, errors=(404, 422, 429, 502, 503), response=RefreshResponse,
           body=RefreshBody,
           summary='Crawl one location now; JSON body {"location": slug} or {"woeid": n}; once per location a minute'),
-    snapshots_route(lambda target: CADENCE_SECONDS, "Stored trend snapshots of every location, newest first"),
+    snapshots_route(lambda target: cadence_of(CHARTS, target), "Stored trend snapshots of every location, newest first"),
 )
 
 
@@ -452,6 +456,7 @@ GROUP = Group(
                 "without one, the trends24.in pages; crawled every 30 minutes and on demand (POST /refresh). "
                 "Rank is the position without promoted trends; tweet volume is an integer or null.",
     routes=ROUTES,
+    charts=CHARTS,
     upstreams=(x_trends.X_API, x_trends.TRENDS24),
     targets=targets,
     crawl_options=(("location", tuple(LOCATIONS_BY_SLUG)),),

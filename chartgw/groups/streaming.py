@@ -19,6 +19,7 @@ from typing import Any
 
 import msgspec
 
+from chartgw.api.catalog import Chart, cadence_of, cadences, dated
 from chartgw.api.endpoints import ApiError, Call, Route, not_found
 from chartgw.api.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule
 from chartgw.api.params import LETTER_OR_DIGIT, InvalidParams, Param, accepts, limit_param, search_term
@@ -43,8 +44,6 @@ from chartgw.upstreams import spotify
 from chartgw.upstreams.spotify import CHART_TYPES, StreamingEntry
 
 NAME = "streaming"
-DAY = 86400
-CADENCE_SECONDS = {"regional-daily": DAY, "regional-weekly": 7 * DAY, "viral-daily": DAY}
 EXPECTED_ROWS = {"regional-daily": 200, "regional-weekly": 200, "viral-daily": 50}
 OVERVIEW_ROWS = 50
 COUNTRIES_SETTING = config.Setting("STREAMING_COUNTRIES", "global,us,gb,de,jp,br,mx,kr",
@@ -67,6 +66,12 @@ def token() -> str:
 
 
 TARGET = TargetKey(("chart_type", "country"))
+CHARTS = tuple(Chart(chart_type, TARGET, "weekly" if chart_type == "regional-weekly" else "daily",
+                     {"chart_type": chart_type}, market="country",
+                     latest="/streaming/latest?country={country}&chart_type={chart_type}",
+                     by_date="/streaming/chart?country={country}&chart_type={chart_type}&chart_date={date}",
+                     history="/streaming/dates?country={country}&chart_type={chart_type}")
+               for chart_type in CHART_TYPES)
 
 
 def target_key(chart_type: str, country: str) -> str:
@@ -81,8 +86,8 @@ def split_target(target: str) -> tuple[str, str]:
 def expected_cadences() -> dict[str, int]:
     """Every chart the group serves, with its cadence: without a token only the overview's one is crawled,
     so the others are "never crawled" and health says `degraded` (and `token_mode: public` says why)."""
-    charts = {target_key(ct, c): CADENCE_SECONDS[ct] for ct in CHART_TYPES for c in crawled_countries()}
-    return charts if token() else {OVERVIEW_TARGET: CADENCE_SECONDS["regional-weekly"], **charts}
+    charts = cadences(CHARTS, [target_key(ct, c) for ct in CHART_TYPES for c in crawled_countries()])
+    return charts if token() else {**cadences(CHARTS, [OVERVIEW_TARGET]), **charts}
 
 
 def stored(entry: StreamingEntry) -> StoredEntry:
@@ -313,7 +318,7 @@ async def _chart_response(call: Call, chart_date: str | None) -> ChartResponse:
                             "for the dates there are")
         raise await _no_chart(reader, country, chart_type)
     records = await reader.records(row.id, limit)
-    return ChartResponse(country, chart_type, row.chart_date, snapshot_meta(row, CADENCE_SECONDS[chart_type], call.now),
+    return ChartResponse(country, chart_type, row.chart_date, snapshot_meta(row, cadence_of(CHARTS, target), call.now),
                          len(records), records_array(records))
 
 
@@ -342,7 +347,7 @@ async def countries(call: Call) -> CountriesResponse:
         chart_type, country = split_target(row.target)
         if chart_type not in CHART_TYPES or (country != GLOBAL and country not in COUNTRIES):
             continue
-        charts.setdefault(country, []).append(ChartTypeInfo(chart_type, row.chart_date, CADENCE_SECONDS[chart_type]))
+        charts.setdefault(country, []).append(ChartTypeInfo(chart_type, row.chart_date, cadence_of(CHARTS, row.target)))
     infos = [CountryInfo(code, country_name(code), code in crawled,
                          sorted(charts[code], key=lambda c: CHART_TYPES.index(c.chart_type)))
              for code in sorted(charts, key=lambda c: (c != GLOBAL, c))]
@@ -436,9 +441,10 @@ ROUTES: tuple[Route, ...] = (
           summary="Countries with data, their chart types and each one's latest chart date"),
     Route("/latest", latest, (COUNTRY, CHART_TYPE, LIMIT), rows="entries", response=ChartResponse,
           summary="The newest chart of a country and chart type"),
-    Route("/chart", chart, (COUNTRY, CHART_TYPE, Param("chart_date", kind="date", required=True,
-                                                       description="Chart date, YYYY-MM-DD"), LIMIT),
-          rows="entries", response=ChartResponse, summary="The chart of a country and chart type on a date"),
+    dated(NAME, Route("/chart", chart, (COUNTRY, CHART_TYPE, Param("chart_date", kind="date", required=True,
+                                                                   description="Chart date, YYYY-MM-DD"), LIMIT),
+                      rows="entries", response=ChartResponse, summary="The chart of a country and chart type on a date"),
+          "chart_date"),
     Route("/dates", dates, (COUNTRY, CHART_TYPE, limit_param("Dates to return, newest first", 5000, None)),
           rows="dates", response=DatesResponse,
           summary="Chart dates stored for a country and chart type, newest first"),
@@ -467,6 +473,7 @@ GROUP = Group(
                 "streams, viral daily top 50, served from cached snapshots. " + " ".join(__doc__.split("\n\n")[1:])
                 .replace("\n", " "),
     routes=ROUTES,
+    charts=CHARTS,
     upstreams=(spotify.UPSTREAM,),
     targets=targets,
     crawl_options=(("chart_type", CHART_TYPES), ("country", (GLOBAL, *COUNTRIES))),

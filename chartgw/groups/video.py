@@ -19,6 +19,8 @@ from typing import Any, Literal
 import httpx
 import msgspec
 
+from chartgw.api.catalog import Chart as CatalogChart
+from chartgw.api.catalog import cadence_of, dated
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
 from chartgw.api.params import InvalidParams, Param
@@ -55,8 +57,6 @@ from chartgw.upstreams.youtube import (
 )
 
 NAME = "video"
-DAY = 86400
-CADENCE_SECONDS = {"daily": DAY, "weekly": 7 * DAY}
 COUNTRIES_SETTING = config.Setting("VIDEO_COUNTRIES", "global,us,kr,jp,br,in,gb", "countries /video crawls",
                                    config.countries)
 SHORTS_WEEKLY = "shorts/weekly/global"
@@ -77,6 +77,13 @@ EXPECTED_ROWS = {"top-songs": 100, "top-videos": 100, "top-artists": 100}
 
 
 TARGET = TargetKey(("chart_type", "period", "country"))
+CHARTS = tuple(CatalogChart(f"{chart_type}-{period}", TARGET, period, {"chart_type": chart_type, "period": period},
+                            market="country", latest="/video/{country}/latest",
+                            by_date=("/video/shorts/global/{period}/{date}" if chart_type == "shorts"
+                                     else "/video/charts/{chart_type}/{period}/{country}/{date}"),
+                            history="/video/snapshots")
+               for chart_type, period, _ in CATALOGUE)
+"""Every chart of the catalogue, by chart type and period (its latest is in the country's bundle)."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +98,7 @@ class Chart:
 
     @property
     def cadence_seconds(self) -> int:
-        return CADENCE_SECONDS[self.period]
+        return cadence_of(CHARTS, self.target)
 
     @property
     def upstream_type(self) -> str:
@@ -124,9 +131,8 @@ def chart_of_target(target: str) -> Chart | None:
     return Chart(**parts)
 
 
-def cadence_of(target: str) -> int:
-    chart = chart_of_target(target)
-    return chart.cadence_seconds if chart else DAY
+def chart_cadence(target: str) -> int:
+    return cadence_of(CHARTS, target)
 
 
 
@@ -313,7 +319,7 @@ async def country_latest(call: Call) -> CountryLatestResponse:
     if not rows:
         why = "yet" if code in countries() else f"({code} is not in CHARTGW_VIDEO_COUNTRIES)"
         raise not_found(f"No video chart of {country_name(code)} {why}")
-    charts = await chart_bundle(reader, rows, call.params["limit"], cadence_of, call.now)
+    charts = await chart_bundle(reader, rows, call.params["limit"], chart_cadence, call.now)
     return CountryLatestResponse(code, country_name(code), len(charts), charts)
 
 
@@ -372,24 +378,25 @@ CHART_RESPONSES = (SongChartResponse, VideoChartResponse, ArtistChartResponse)
 ROUTES: tuple[Route, ...] = (
     health_route(NAME, lambda: {c.target: c.cadence_seconds for c in catalogue()},
                  "Every catalogue chart's latest snapshot, with age and a stale flag"),
-    snapshots_route(cadence_of, "Stored snapshots of every chart, newest first"),
-    latest_pull_route(None, cadence_of, "The latest pull: its run and every chart's newest snapshot "
+    snapshots_route(chart_cadence, "Stored snapshots of every chart, newest first"),
+    latest_pull_route(None, chart_cadence, "The latest pull: its run and every chart's newest snapshot "
                                         "(100 rows each unless limit says fewer)"),
     PULL_JSON_ROUTE,
     Route("/countries", countries_list, errors=(), rows="countries", response=CountriesResponse,
           summary="Configured countries and countries with data, with their charts and latest dates"),
     Route("/charts", charts_catalogue, errors=(), rows="charts", response=ChartsResponse,
           summary="The catalogue of normalised charts with their upstream chart type, latest date and date count"),
-    Route("/charts/{chart_type}/{period}/{country}/{date}", dated_chart, (
+    dated(NAME, Route("/charts/{chart_type}/{period}/{country}/{date}", dated_chart, (
         Param("chart_type", "path", kind="choice", choices=CHART_TYPES, description="Normalised chart type"),
         PERIOD, COUNTRY, DATE, CHART_LIMIT,
-    ), rows="entries", response=CHART_RESPONSES, summary="One chart of one end date"),
+    ), rows="entries", response=CHART_RESPONSES, summary="One chart of one end date"), "date"),
     Route("/shorts/backfills", backfills, (
         Param("limit", kind="int", default=20, ge=1, le=200, description="Runs to return, newest first"),
     ), errors=(), rows="runs", response=BackfillsResponse, summary="Recorded shorts backfill runs with every week's outcome"),
     Route("/shorts/backfills/latest", latest_backfill, response=RunInfo, summary="The newest shorts backfill run"),
-    Route("/shorts/global/{period}/{date}", shorts_chart, (PERIOD, DATE, CHART_LIMIT),
-          rows="entries", response=SongChartResponse, summary="The global shorts chart of one end date"),
+    dated(NAME, Route("/shorts/global/{period}/{date}", shorts_chart, (PERIOD, DATE, CHART_LIMIT),
+                      rows="entries", response=SongChartResponse, summary="The global shorts chart of one end date"),
+          "date"),
     Route("/{country}/latest", country_latest, (COUNTRY, BUNDLE_LIMIT), rows="charts", response=CountryLatestResponse,
           summary="Every chart of one country, newest snapshot each (100 rows each unless limit says fewer)"),
 )
@@ -404,6 +411,7 @@ GROUP = Group(
                 "trending and shorts, per country, served from cached snapshots with the raw upstream payloads. "
                 + " ".join(__doc__.split("\n\n")[1:]).replace("\n", " "),
     routes=ROUTES,
+    charts=CHARTS,
     upstreams=(youtube.UPSTREAM,),
     targets=targets,
     crawl_options=(("chart_type", CHART_TYPES), ("period", PERIODS), ("country", (GLOBAL, *sorted(COUNTRIES)))),

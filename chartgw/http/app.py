@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from chartgw.api.access import AccessTable, ApiKeyMiddleware, Gate, KeyChecker, KeyLoad, KeyStore, RateLimiter
 from chartgw.api.cache import ResponseCache
+from chartgw.api.catalog import CatalogData, catalog_routes
 from chartgw.api.endpoints import Call, EndpointApp, GroupData, Route
 from chartgw.api.group import Group
 from chartgw.api.legacy import LegacyPrefixMiddleware, legacy_names
@@ -250,13 +251,16 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
         hooks = [on_replica(route, "webhooks", writer_only=True) for route in hooks]
         exported = [on_replica(route, "exports", writer_only=True) for route in exported]
     identity = identity_routes()
-    root_routes = [*changes_routes(hub), *hooks, *exported, *identity]
-    documents[""] = lambda: build_document("", "chartgw root", "Every group's changes, webhooks, exports and recording"
-                                           " identity", root_routes)
+    catalog = CatalogData(datas, clock)  # every group's version: /charts is cached until any group's data moves
+    charts = catalog_routes(groups, datas)
+    root_routes = [*changes_routes(hub), *hooks, *exported, *identity, *charts]
+    documents[""] = lambda: build_document("", "chartgw root", "Every group's changes, webhooks, exports, recording"
+                                           " identity and chart catalog", root_routes)
     # The groups' routes first: every chart request is matched there; the front door's paths and /docs after.
     routes = [group_routes, StarletteRoute("/", door.page, methods=["GET"]),
               StarletteRoute("/openapi.json", door.openapi, methods=["GET"]),
-              *(StarletteRoute(r.path, EndpointApp(r, indexed if r in identity else feed, cache), methods=[r.method])
+              *(StarletteRoute(r.path, EndpointApp(r, indexed if r in identity else catalog if r in charts else feed,
+                                                    cache), methods=[r.method])
                 for r in root_routes),
               *apidocs.docs_routes(), *seen.routes, replication_route(clock)]
 

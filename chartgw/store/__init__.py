@@ -463,6 +463,10 @@ class SnapshotReader:
         rows = await self.fetchall(t.NEIGHBOURS, (target, chart_date))
         return (rows[0][0], rows[0][1]) if rows else (None, None)
 
+    async def spans(self) -> dict[str, tuple[str, str, int, int]]:
+        """Each target's first and last chart date, distinct chart dates and snapshots (`tables.SPANS`)."""
+        return {row[0]: (row[1], row[2], row[3], row[4]) for row in await self.fetchall(t.SPANS)}
+
     async def coverage(self, target: str | None = None) -> dict[str, Coverage]:
         """What each target holds (only `target` when given)."""
         if target is None:

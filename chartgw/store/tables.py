@@ -141,6 +141,9 @@ NEIGHBOURS = Query("neighbours", "SELECT (SELECT max(chart_date) FROM snapshots 
 """The chart dates held just before and just after a date."""
 _COVERAGE = "SELECT target, min(chart_date), max(chart_date), count(DISTINCT chart_date), count(*), max(fetched_at)"
 COVERAGE = Query("coverage", f"{_COVERAGE} FROM snapshots GROUP BY target")
+SPANS = Query("spans", "SELECT target, min(chart_date), max(chart_date), count(DISTINCT chart_date), count(*)"
+                       " FROM snapshots GROUP BY target")
+"""`COVERAGE` without the last fetch: read from the chart-time index alone, never the table's rows (`GET /charts`)."""
 COVERAGE_OF = Query("coverage_of", f"{_COVERAGE} FROM snapshots WHERE target = ? GROUP BY target")
 SPAN = Query("span", "SELECT count(*), min(fetched_at), max(fetched_at) FROM snapshots")
 TABLE_NAMES = Query("table names", "SELECT name FROM sqlite_master WHERE type = 'table'")

@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from chartgw.api.catalog import Chart
 from chartgw.api.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, group_policy, retention
 from chartgw.core.clock import Clock, utc_now
 from chartgw.crawl.context import Context
@@ -32,6 +33,7 @@ from chartgw.groups.dj_rankings.crawl import discovery, list_target, targets
 from chartgw.groups.dj_rankings.records import (
     BUDGET_SETTING,
     CONTACT_SETTING,
+    LIST,
     MAX_BACKFILL_YEARS,
     NAME,
     PARTS,
@@ -87,6 +89,7 @@ GROUP = Group(
                 "against the year before), each DJ's profile from DJ Mag and discography from MusicBrainz. "
                 + " ".join(__doc__.split("\n\n")[2:]).replace("\n", " "),
     routes=ROUTES,
+    charts=(Chart("top-100-djs", LIST, "yearly", latest="/dj-rankings/{year}", history="/dj-rankings/years"),),
     upstreams=(djmag.UPSTREAM, musicbrainz.UPSTREAM),
     targets=targets,
     crawl_options=(("part", PARTS),),

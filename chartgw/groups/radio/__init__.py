@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from chartgw.api.catalog import Chart
 from chartgw.api.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
 from chartgw.core.clock import Clock, utc_now
 from chartgw.crawl.context import Context
@@ -29,6 +30,7 @@ from chartgw.groups.radio.monitor import Monitor, run_until_signalled
 from chartgw.groups.radio.rollup import PLAYS_RETENTION
 from chartgw.groups.radio.routes import ROUTES
 from chartgw.groups.radio.settings import NAME, SETTINGS
+from chartgw.store.targets import TargetKey
 from chartgw.upstreams import radio_browser as rb
 
 # --- the monitor command -------------------------------------------------------------------------------
@@ -60,6 +62,9 @@ GROUP = Group(
                 "(Icecast and SHOUTcast status pages, ICY in-stream metadata): now playing, play history, tracks heard "
                 "and a summary.",
     routes=ROUTES,
+    # The monitor's hourly tally of each country's plays; /radio/tracks ranks what was heard (every country).
+    charts=(Chart("plays", TargetKey(("country",), "plays"), "hourly", market="country", latest="/radio/tracks",
+                  history="/radio/history"),),
     upstreams=(rb.UPSTREAM,),
     targets=targets,
     discovery=discovery,

@@ -28,7 +28,7 @@ from chartgw.core import config
 from chartgw.core.clock import Clock, utc_now
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import Outcome, RetryPolicy, run_targets
-from chartgw.groups.ranking_charts.charts import BACKFILL_DELAY_SETTING, CHARTS_SETTING, NAME, newest_published
+from chartgw.groups.ranking_charts.charts import BACKFILL_DELAY_SETTING, CHARTS, CHARTS_SETTING, NAME, newest_published
 from chartgw.groups.ranking_charts.crawl import backfill_weeks, held_dates, import_dump, targets, week_target
 from chartgw.groups.ranking_charts.routes import ROUTES
 from chartgw.groups.ranking_charts.storage import STORAGE
@@ -96,6 +96,7 @@ GROUP = Group(
                 "slug, every week kept: latest, any week by date, weeks ago, previous and next weeks, presets and "
                 "search. " + " ".join(__doc__.split("\n\n")[1:]).replace("\n", " "),
     routes=ROUTES,
+    charts=CHARTS,
     upstreams=(billboard.UPSTREAM,),
     targets=targets,
     crawl_options=(("chart", DEFAULT_SLUGS),),

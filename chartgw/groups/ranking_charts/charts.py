@@ -7,7 +7,9 @@ from __future__ import annotations
 import re
 from datetime import date, timedelta
 
+from chartgw.api.catalog import Chart
 from chartgw.core import config
+from chartgw.store.targets import TargetKey
 from chartgw.upstreams import billboard
 from chartgw.upstreams.billboard import (
     DEFAULT_SLUGS,
@@ -37,6 +39,15 @@ BACKFILL_DELAY_SETTING = config.Setting("RANKING_CHARTS_BACKFILL_DELAY_SECONDS",
 
 def configured() -> tuple[str, ...]:
     return config.get(CHARTS_SETTING)
+
+
+TARGET = TargetKey(("chart_slug",))
+"""A chart's snapshots are stored under its slug."""
+CHARTS = tuple(Chart(slug, TARGET, "weekly", {"chart_slug": slug}, market="=global" if "global" in slug else "=us",
+                     latest="/ranking-charts/charts/{chart_slug}/latest",
+                     by_date="/ranking-charts/charts/{chart_slug}/{date}",
+                     history="/ranking-charts/charts/{chart_slug}/dates")
+               for slug in DEFAULT_SLUGS)
 
 
 # --- chart weeks ----------------------------------------------------------------------------------------------

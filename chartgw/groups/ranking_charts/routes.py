@@ -8,11 +8,14 @@ from typing import Any
 
 import msgspec
 
+from chartgw.api.catalog import cadences
+from chartgw.api.catalog import dated as with_neighbours
 from chartgw.api.endpoints import ApiError, Call, Route, not_found
 from chartgw.api.params import Param, accepts, search_term
 from chartgw.api.responses import SnapshotMeta, health_route, snapshot_meta
 from chartgw.core.text import compact
 from chartgw.groups.ranking_charts.charts import (
+    CHARTS,
     DEFAULT_PRESET,
     NAME,
     PRESETS,
@@ -308,7 +311,7 @@ CHART_RESPONSES = (ChartResponse, ChartResponseWithRaw)
 
 
 def _cadences() -> dict[str, int]:
-    return {slug: WEEK_SECONDS for slug in configured()}
+    return cadences(CHARTS, configured())
 
 
 ROUTES: tuple[Route, ...] = (
@@ -335,11 +338,11 @@ ROUTES: tuple[Route, ...] = (
         CHART, Param("weeks_ago", "path", kind="int", ge=0, description="Chart weeks back from the latest (0 = latest)"),
         LIMIT, INCLUDE_RAW,
     ), rows="entries", response=CHART_RESPONSES, summary="The chart N weeks before the latest"),
-    Route("/charts/{chart_slug}/{chart_date}", dated, (
+    with_neighbours(NAME, Route("/charts/{chart_slug}/{chart_date}", dated, (
         CHART, Param("chart_date", "path", kind="date",
                      description="Any day (YYYY-MM-DD): the week containing it is served, named by its chart date"),
         LIMIT, INCLUDE_RAW,
-    ), rows="entries", response=CHART_RESPONSES, summary="The chart of the week containing a day"),
+    ), rows="entries", response=CHART_RESPONSES, summary="The chart of the week containing a day"), "chart_date"),
     Route("/search", search, (
         Param("q", required=True, min_length=1, check=search_term,
               description="Text in a title or artist; case, accents and punctuation are ignored"),

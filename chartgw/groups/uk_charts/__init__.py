@@ -39,6 +39,7 @@ from chartgw.crawl.runner import (
 )
 from chartgw.groups.uk_charts.charts import (
     BACKFILL_DELAY_SETTING,
+    CATALOG,
     CHARTS_SETTING,
     MAX_FAILURES_IN_A_ROW,
     NAME,
@@ -160,6 +161,7 @@ GROUP = Group(
                 "streaming, physical, Scottish, soundtracks, record store), every chart week kept, found by any day "
                 "of the week (Friday to Thursday). " + " ".join(__doc__.split("\n\n")[1:3]).replace("\n", " "),
     routes=ROUTES,
+    charts=CATALOG,
     upstreams=(officialcharts.UPSTREAM,),
     targets=targets,
     crawl_options=(("chart", DEFAULT_KEYS),),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from chartgw.api.catalog import Chart
 from chartgw.core import config
 from chartgw.core.text import compact
 from chartgw.store.targets import TargetKey
@@ -36,6 +37,9 @@ BACKFILL_DELAY_SETTING = config.Setting("UK_CHARTS_BACKFILL_DELAY_SECONDS", "3",
                                         "replay)", config.seconds)
 
 TARGET = TargetKey(("chart_key",))
+CATALOG = tuple(Chart(key, TARGET, "weekly", {"chart_key": key}, market="=gb", latest="/uk-charts/{chart_key}/latest",
+                     by_date="/uk-charts/{chart_key}/{date}", history="/uk-charts/snapshots?chart_key={chart_key}")
+               for key in DEFAULT_KEYS)
 
 
 def configured_charts() -> tuple[str, ...]:

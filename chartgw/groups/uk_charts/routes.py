@@ -6,6 +6,7 @@ from datetime import date
 
 import msgspec
 
+from chartgw.api.catalog import cadences, dated
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.params import Param, search_term
 from chartgw.api.responses import (
@@ -18,7 +19,7 @@ from chartgw.api.responses import (
     stored_record,
 )
 from chartgw.core.text import compact
-from chartgw.groups.uk_charts.charts import NAME, TARGET, WEEK_SECONDS, configured_charts
+from chartgw.groups.uk_charts.charts import CATALOG, NAME, TARGET, WEEK_SECONDS, configured_charts
 from chartgw.groups.uk_charts.crawl import week_end_of
 from chartgw.groups.uk_charts.storage import SEARCH, checked_chart_key, latest_rows
 from chartgw.store import SnapshotRow, like_pattern
@@ -131,7 +132,7 @@ _decode_rank = msgspec.json.Decoder(_Rank).decode
 # --- handlers -------------------------------------------------------------------------------------
 
 def _cadences() -> dict[str, int]:
-    return {TARGET.make(key): WEEK_SECONDS for key in configured_charts()}
+    return cadences(CATALOG, [TARGET.make(key) for key in configured_charts()])
 
 
 async def describe_health(call: Call, status: str, statuses: list[TargetStatus]) -> HealthResponse:
@@ -252,11 +253,11 @@ ROUTES: tuple[Route, ...] = (
           summary="Entries whose title or artist contains q in every stored week, newest week first, with rank"),
     Route("/{chart_key}/latest", chart_latest, (CHART_KEY, ROWS), rows="entries", response=WeekChartResponse,
           summary="The newest week held of one chart, with its week and the previous week held"),
-    Route("/{chart_key}/{week_start}", chart_week, (
+    dated(NAME, Route("/{chart_key}/{week_start}", chart_week, (
         CHART_KEY,
         Param("week_start", "path", kind="date",
               description="YYYY-MM-DD: any day of the chart week (weeks run Friday to Thursday)"),
         ROWS,
     ), rows="entries", response=WeekChartResponse,
-       summary="The chart of the week containing a day, with the previous and next weeks held"),
+       summary="The chart of the week containing a day, with the previous and next weeks held"), "week_start"),
 )
