@@ -50,8 +50,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.responses", "chartgw.group", "chartgw.refresh", "chartgw.artist_history", "chartgw.fastlane",
      "chartgw.feed", "chartgw.hooks", "chartgw.exports"),
     ("chartgw.groups.",),
-    # identity's routes draw with the artist-history plot; include reads entries through their group's mapping
-    ("chartgw.groups", "chartgw.identity.routes", "chartgw.identity.include"),
+    # identity's routes draw with the artist-history plot; include reads entries through their group's mapping;
+    # enrich asks an upstream (MusicBrainz) and writes through the index (a command, as a group's)
+    ("chartgw.groups", "chartgw.identity.routes", "chartgw.identity.include", "chartgw.identity.enrich"),
     ("chartgw.samples", "chartgw.replay"),  # the demo's: above the groups, so serving never loads them
     ("chartgw.demo",),
     ("chartgw.entries", "chartgw.reasons", "chartgw.front", "chartgw.deliver", "chartgw.apidocs", "chartgw.app", "chartgw.disk", "chartgw.cli",
