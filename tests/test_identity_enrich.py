@@ -69,6 +69,19 @@ def search(*recordings: dict[str, Any]) -> dict[str, Any]:
     return {"created": "2026-11-20T05:30:00.000Z", "count": len(recordings), "offset": 0, "recordings": list(recordings)}
 
 
+RELEASES = [{"id": f"9{n}a8b9c0-1d2e-4f3a-8b4c-5d6e7f8a9b0c", "status-id": "4e304316-386d-3409-af2e-78857eec5cfe",
+             "count": 1, "title": f"Seven (Release {n})", "status": "Official", "artist-credit": [artist("Jung Kook")],
+             "release-group": {"id": "c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", "type-id": "d6038452-8ee0-3f68-affc-2de9a1ede0b9",
+                               "primary-type-id": "d6038452-8ee0-3f68-affc-2de9a1ede0b9", "title": "Seven",
+                               "primary-type": "Single"}, "date": "2023-07-14", "country": "XW",
+             "release-events": [{"date": "2023-07-14", "area": {"id": "525d4e18-3d00-31b9-a58b-a146a916de8f",
+                                                                 "name": "[Worldwide]", "sort-name": "[Worldwide]",
+                                                                 "iso-3166-1-codes": ["XW"]}}],
+             "track-count": 4, "media": [{"position": 1, "format": "Digital Media", "track": [
+                 {"id": "d2e3f4a5-b6c7-4d8e-9f0a-1b2c3d4e5f6a", "number": "1", "title": "Seven", "length": 183000}],
+                 "track-count": 4, "track-offset": 0}]} for n in range(6)]
+"""What a search's recording carries besides what is read (most of its bytes): six releases."""
+
 NOT_FOUND = {"error": "Not Found", "help": "For usage, please see: https://musicbrainz.org/development/mmd"}
 
 ROWS: list[dict[str, Any]] = [
@@ -91,7 +104,7 @@ REPLIES: dict[tuple[str, str | None], tuple[int, dict[str, Any]]] = {
         recording("7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d", "Seven", [artist("Jung Kook", join=" feat. "), artist("Latto")],
                   100, video=True),
         recording(SEVEN_MBID, "Seven", [artist("Jung Kook", join=" feat. "), artist("Latto")], 98,
-                  isrcs=["USUM72306722"]))),
+                  isrcs=["USUM72306722"], releases=RELEASES))),
     ("/ws/2/recording", 'recording:"APT." AND artist:"ROSÉ"'): (200, search(
         recording(APT_MBID, "APT.", [artist("ROSÉ", join=" & "), artist("Bruno Mars")], 100,
                   isrcs=["USAT22409172"]))),
@@ -212,6 +225,13 @@ def test_replies_are_read_with_their_credits_scores_and_isrcs() -> None:
         musicbrainz.parse_recordings(b'{"recordings": [{"id": "x", "title": "t"}]}')
 
 
+def test_the_cache_keeps_what_is_read_and_not_the_releases() -> None:
+    body = reply("/ws/2/recording", 'recording:"Seven" AND artist:"Jung Kook"')[1]
+    slim = musicbrainz.slim_recordings(body)
+    assert musicbrainz.parse_recordings(slim) == musicbrainz.parse_recordings(body)
+    assert len(slim) * 3 < len(body) and b"releases" not in slim
+
+
 def test_requests_escape_lucene_and_carry_the_contact() -> None:
     request = musicbrainz.recording_search_request('Say "Hi"', "A\\B", CONTACT)
     assert dict(request.params)["query"] == 'recording:"Say \\"Hi\\"" AND artist:"A\\\\B"'
@@ -221,6 +241,9 @@ def test_requests_escape_lucene_and_carry_the_contact() -> None:
         musicbrainz.isrc_request("GBAHS16004")
     assert enrich.search_terms("Seven (feat. Latto) - Clean", "Jung Kook, Latto") == ("Seven", "Jung Kook")
     assert enrich.search_terms("Magnetic", "아일릿(ILLIT)") == ("Magnetic", "아일릿")
+    assert enrich.search_terms("Blank Space (Taylor's Version) [Explicit]", "Taylor Swift")[0] == \
+        "Blank Space (Taylor's Version)"
+    assert enrich.search_terms("Cold Heart - PNAU Remix", "Elton John")[0] == "Cold Heart - PNAU Remix"
 
 
 def hit(title: str, credit: str, score: int | None = 100, disambiguation: str | None = None) -> musicbrainz.RecordingCandidate:

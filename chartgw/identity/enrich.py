@@ -163,12 +163,18 @@ def pick(title: str, artist: str, hits: list[musicbrainz.RecordingCandidate], *,
     return None
 
 
+def _names_a_version(aside: str) -> bool:
+    return bool(parse_title(f"x ({aside.strip(' -([{}])')})").versions)
+
+
 def search_terms(title: str, artist: str) -> tuple[str, str]:
-    """What a search asks for: the title without its bracketed asides and dash suffixes ("Seven (feat. Latto) -
-    Clean" is "Seven"), and the first main artist as printed without its bracket ("아일릿(ILLIT)" is "아일릿")."""
-    bare = _DASH.sub("", _ASIDES.sub("", title)).strip() or title.strip()
+    """What a search asks for: the title without the bracketed asides and dash suffixes that name no version
+    ("Seven (feat. Latto) - Clean" is "Seven"; "Blank Space (Taylor's Version)" stays whole, so that the version is
+    among the hits), and the first main artist as printed without its bracket ("아일릿(ILLIT)" is "아일릿")."""
+    kept = _ASIDES.sub(lambda m: m.group(0) if _names_a_version(m.group(0)) else "", title)
+    kept = _DASH.sub(lambda m: m.group(0) if _names_a_version(m.group(0)) else "", kept)
     first = (split_printed(artist) or [artist])[0]
-    return bare, _ASIDES.sub("", first).strip() or first.strip()
+    return " ".join(kept.split()) or title.strip(), _ASIDES.sub("", first).strip() or first.strip()
 
 
 # --- asking -----------------------------------------------------------------------------------------------
@@ -227,8 +233,9 @@ class Asker:
                 recordings = musicbrainz.parse_recordings(body, who)
             except UpstreamFormatError as exc:
                 raise Stopped(str(exc)) from None
-        if found is None:  # read, then kept: an unreadable answer is never cached
-            self.db.execute(_CACHE.sql, (key, status, body, iso(self.now())))
+        if found is None:  # read, then kept (without what is not read): an unreadable answer is never cached
+            kept = musicbrainz.slim_recordings(body) if recordings is not None else body
+            self.db.execute(_CACHE.sql, (key, status, kept, iso(self.now())))
         return recordings
 
     def _send(self, request: UpstreamRequest) -> tuple[int, bytes]:

@@ -16,6 +16,7 @@ application and a contact: `USER_AGENT` and `RateLimiter` below.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -322,6 +323,17 @@ def parse_recordings(body: bytes, who: str = "musicbrainz recordings") -> list[R
     if not isinstance(items, list):
         raise UpstreamFormatError(f"{who}: `recordings` is not a list")
     return [_recording(item, f"{who}.recordings[{i}]") for i, item in enumerate(items)]
+
+
+_KEPT_FIELDS = ("id", "score", "title", "video", "disambiguation", "artist-credit", "isrcs")
+
+
+def slim_recordings(body: bytes) -> bytes:
+    """An answer `parse_recordings` has read, with only what it reads: a search's recordings carry their releases
+    (most of the bytes), which a cache of answers need not keep. Read again, it gives the same recordings."""
+    doc = json.loads(body)
+    kept = [{k: r[k] for k in _KEPT_FIELDS if k in r} for r in doc.get("recordings") or [] if isinstance(r, dict)]
+    return json.dumps({"recordings": kept}, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _recording(item: object, where: str) -> RecordingCandidate:
