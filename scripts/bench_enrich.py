@@ -28,6 +28,7 @@ from chartgw.groups import GROUPS
 from chartgw.groups import artist_history as ah
 from chartgw.identity import enrich
 from chartgw.identity import index as identity
+from chartgw.identity.linker import Recording
 
 NOW = fixed(datetime(2026, 11, 20, 5, 30, tzinfo=UTC))
 
@@ -71,12 +72,12 @@ def main(source: Path) -> None:
             apply = identity._apply_enrichment
             share = [0.0]
 
-            def timed(db: sqlite3.Connection, changed: set[identity.Recording]) -> None:
+            def timed(db: sqlite3.Connection, changed: set[Recording]) -> None:
                 started = time.perf_counter()
                 apply(db, changed)
                 share[0] += time.perf_counter() - started
 
-            identity._apply_enrichment = timed  # type: ignore[assignment]
+            identity._apply_enrichment = timed
             for _ in range(3):
                 share[0] = 0.0
                 started = time.perf_counter()

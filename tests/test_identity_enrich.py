@@ -505,3 +505,18 @@ def test_a_new_index_layout_keeps_the_enrichment(indexed: Path) -> None:
         assert db.execute("SELECT count(*) FROM identity_enrichment").fetchone() == (7,)
         assert db.execute("SELECT count(*) FROM musicbrainz_replies").fetchone() == (8,)
     assert mbids(indexed) == EXPECTED
+
+
+def test_the_bench_runs(indexed: Path) -> None:
+    """`scripts/bench_enrich.py DATA` (docs/identity.md's figures) on this test's index: every line it prints, and DATA
+    left as it was."""
+    env = {**child_env(), "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "bench_enrich.py"), str(indexed)], env=env,
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("7 recordings, 7 to ask") and lines[1].startswith("musicbrainz: ")
+    assert "ms a recording besides the pacing" in lines[2] and lines[3].startswith("cache: 9 answers")
+    assert len([line for line in lines if line.startswith("rebuild ")]) == 3
+    assert all(line.endswith("giving back 5 MusicBrainz ids") for line in lines[4:]), lines
+    assert mbids(indexed) == {}
