@@ -126,6 +126,7 @@ _SAVE_ID = Query("identity_save_id", "INSERT OR IGNORE INTO identity_ids VALUES 
 _SAVE_MAIN = Query("identity_save_main_artist", "INSERT OR IGNORE INTO identity_recording_artists VALUES (?1, ?2)")
 _SAVE_RECORDING = Query("identity_save_recording",
                         "INSERT OR REPLACE INTO identity_recordings VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+_ANY_ENRICHED = Query("identity_any_enriched", "SELECT 1 FROM identity_enrichment LIMIT 1")
 _ENRICHED = Query("identity_enriched", "SELECT key, mbid, isrc FROM identity_enrichment WHERE mbid IS NOT NULL"
                                        " AND key IN (SELECT value FROM json_each(?))")
 _ISRC_ELSEWHERE = Query("identity_isrc_elsewhere",
@@ -134,7 +135,8 @@ _HAS_ISRC = Query("identity_has_isrc", "SELECT 1 FROM identity_ids WHERE kind = 
 _PRINTED = Query("identity_printed_names", "SELECT name, printed FROM identity_artist_names")
 _SAVE_NAME = Query("identity_save_artist_name", "INSERT OR REPLACE INTO identity_artist_names VALUES (?1, ?2, ?3)")
 IDENTITY_INDEX_QUERIES = (_VARIANTS, _LINKED, _STATE, _SAVE_STATE, _SAVE_LINK, _ID_TAKEN, _SAVE_ID, _SAVE_MAIN,
-                          _SAVE_RECORDING, _PRINTED, _SAVE_NAME, _ENRICHED, _ISRC_ELSEWHERE, _HAS_ISRC)
+                          _SAVE_RECORDING, _PRINTED, _SAVE_NAME, _ANY_ENRICHED, _ENRICHED, _ISRC_ELSEWHERE,
+                          _HAS_ISRC)
 """Every statement the index's identity step runs (compiled against the index's tables in tests)."""
 
 
@@ -237,7 +239,7 @@ def _apply_enrichment(db: sqlite3.Connection, changed: set[Recording]) -> None:
     """The enrichment kept for any row form of a changed recording, (re)applied: after a rebuild every recording is
     new, so what `chartgw enrich musicbrainz` found is given back to the recording holding the row form it was
     asked for (`identity_enrichment` is keyed by that row form's exact key, the stablest evidence a recording has)."""
-    if not changed or db.execute("SELECT 1 FROM identity_enrichment LIMIT 1").fetchone() is None:
+    if not changed or db.execute(_ANY_ENRICHED.sql).fetchone() is None:
         return
     holder = {key: rec for rec in changed for key in rec.exact_keys}
     keys = sorted(holder)
