@@ -40,7 +40,8 @@ ENTRY_POINTS = {"scripts/bench": "the modes above", "scripts/bench_bare.py": "sc
                 "scripts/bench_history": "--history", "scripts/bench_history.py": "--history",
                 "scripts/bench_replicas": "--replicas", "chartgw/demo/radio_bench.py": "test_radio_monitor",
                 "scripts/bench_push.py": "test_push_worker", "scripts/bench_replicate_writer.py": "test_replicate_writer",
-                "scripts/bench_keys.py": "test_hostile_keys"}
+                "scripts/bench_keys.py": "test_hostile_keys",
+                "scripts/bench_enrich.py": "test_identity_enrich.py::test_the_bench_runs"}
 """Every benchmark file of the checkout and what runs it here."""
 
 

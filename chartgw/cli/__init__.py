@@ -28,7 +28,10 @@ from chartgw.core.settings import SETTINGS_FILE, Settings, SettingsFileError, cu
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import EXIT_BUSY, CrawlBusy, CrawlError, Outcome, crawl_lock
 from chartgw.groups import GROUPS
-from chartgw.upstreams import origin_setting
+from chartgw.groups.dj_rankings.records import CONTACT_SETTING as MB_CONTACT
+from chartgw.index.history import INDEX_NAME
+from chartgw.index.identity import enrich as mb_enrich
+from chartgw.upstreams import musicbrainz, origin_setting
 
 
 def _group(name: str) -> Group:
@@ -583,6 +586,47 @@ def cmd_follow(args: argparse.Namespace) -> int:
         return 2
 
 
+ENRICH_MUSICBRAINZ_HELP = "add MusicBrainz recording ids (and ISRCs) to recordings without them (optional)"
+
+
+def _enrich_musicbrainz_parser(verb_groups: Any) -> None:
+    sub = verb_groups.add_parser("musicbrainz", help=ENRICH_MUSICBRAINZ_HELP)
+    sub.add_argument("--limit", type=int, default=mb_enrich.DEFAULT_LIMIT,
+                     help=f"recordings to look at, those with an ISRC first (default {mb_enrich.DEFAULT_LIMIT})")
+    sub.add_argument("--contact", help=f"the contact (e-mail or URL) in the User-Agent (default {MB_CONTACT.variable})")
+    sub.add_argument("--base-url", help="scheme://host[:port] of the MusicBrainz web service (default "
+                     f"{origin_setting(musicbrainz.UPSTREAM).variable})")
+    sub.add_argument("--json", action="store_true", help="print the outcome as JSON on stdout")
+    sub.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                     help="wait this long for another run of this command to finish")
+    sub.set_defaults(func=cmd_enrich_musicbrainz)
+
+
+def cmd_enrich_musicbrainz(args: argparse.Namespace) -> int:
+    """`chartgw enrich musicbrainz`: MusicBrainz ids for the index's recordings (chartgw/index/identity/enrich.py)."""
+    contact = args.contact or config.get(MB_CONTACT)
+    if not contact:
+        print(f"chartgw enrich: MusicBrainz asks every client for a contact: set {MB_CONTACT.variable} or give "
+              "--contact EMAIL", file=sys.stderr)
+        return 2
+    if args.limit < 1:
+        print("chartgw enrich: --limit must be 1 or more", file=sys.stderr)
+        return 2
+    try:
+        base_url = config.origin(args.base_url) if args.base_url else config.get(origin_setting(musicbrainz.UPSTREAM))
+    except ValueError as exc:
+        print(f"chartgw enrich: --base-url: {exc}", file=sys.stderr)
+        return 2
+    try:
+        with crawl_lock(f"{INDEX_NAME}-musicbrainz", args.wait), Progress("enrich") as shown, \
+                shown.step("musicbrainz", "recordings"):
+            outcome = mb_enrich.run_command(contact=contact, base_url=base_url, limit=args.limit)
+    except CrawlBusy as exc:
+        print(f"chartgw enrich: {exc}", file=sys.stderr)
+        return EXIT_BUSY
+    return _report("enrich", [outcome], args.json)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="chartgw", description="Music chart aggregation gateway")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -622,6 +666,8 @@ def build_parser() -> argparse.ArgumentParser:
     for verb, offers in verbs.items():
         verb_parser = commands.add_parser(verb, help=" / ".join(f"{g.name}: {c.help}" for g, c in offers))
         verb_groups = verb_parser.add_subparsers(dest="group", required=True)
+        if verb == "enrich":
+            _enrich_musicbrainz_parser(verb_groups)
         for group, command in offers:
             sub = verb_groups.add_parser(group.name, help=command.help)
             for arg in command.args:
@@ -634,6 +680,10 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                              help="wait this long for a running crawl of the group to finish")
         verb_parser.set_defaults(func=cmd_group_command)
+
+    if "enrich" not in verbs:
+        _enrich_musicbrainz_parser(commands.add_parser("enrich", help=ENRICH_MUSICBRAINZ_HELP).add_subparsers(
+            dest="group", required=True))
 
     keys = commands.add_parser("keys", help="manage API keys")
     key_commands = keys.add_subparsers(dest="keys_command", required=True)
@@ -782,7 +832,7 @@ def _stopped_by_sigterm() -> Iterator[None]:
             sys.unraisablehook = hook
 
 
-WRITING_COMMANDS = frozenset({"crawl", "demo", "replicate", "cron", "hooks", "deliver", "export"})
+WRITING_COMMANDS = frozenset({"crawl", "demo", "replicate", "cron", "hooks", "deliver", "export", "enrich"})
 """Commands that write replicated files or work from the writer's (with every group command and keys
 create/rotate/revoke): webhooks and exports are the writer's."""
 

@@ -340,9 +340,11 @@ def open_index(path: Path | None = None) -> sqlite3.Connection:
     db = connect(path)
     migrated = db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION
     if migrated:
-        # An earlier layout: start over (the marks go with it); only the Genius lookups are kept.
+        # An earlier layout: start over (the marks go with it); only the Genius lookups and MusicBrainz enrichment
+        # are kept.
+        kept = ("lyrics_lookups", "sqlite_sequence", *identity.ENRICHMENT_TABLES)
         for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"
-                                   " AND name NOT IN ('lyrics_lookups', 'sqlite_sequence')").fetchall():
+                                   f" AND name NOT IN ({', '.join('?' * len(kept))})", kept).fetchall():
             db.execute(f'DROP TABLE IF EXISTS "{table}"')
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     db.executescript(SCHEMA + DEFERRED_INDEXES + identity.SCHEMA)
@@ -579,18 +581,24 @@ def index_source(name: str, *, now: Clock = utc_now) -> IndexResult | None:
 
 
 def rebuild(groups: Iterable[Group] | None = None, *, now: Clock = utc_now, path: Path | None = None) -> list[IndexResult]:
-    """Drop the index and build it again from the groups' files; the Genius lookups are kept (they came from
-    an upstream, not from the groups' files)."""
+    """Drop the index and build it again from the groups' files; the Genius lookups and the MusicBrainz enrichment
+    are kept (they came from an upstream, not from the groups' files; the enrichment goes back onto its recordings
+    as the build links them)."""
     path = path or index_path()
     lookups = read_once(path, _LOOKUPS) or []
+    enriched = {table: read_once(path, Query(f"kept_{table}", f'SELECT * FROM "{table}"')) or []
+                for table in identity.ENRICHMENT_TABLES}
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
-    if lookups:
+    if lookups or any(enriched.values()):
         db = open_index(path)
         try:
             db.executemany("INSERT INTO lyrics_lookups VALUES (?, ?, ?, ?, ?, ?)", lookups)
             rekey_lookups(db)
             db.execute(_LYRICS_ARTISTS)
+            for table, rows in enriched.items():
+                if rows:
+                    db.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * len(rows[0]))})', rows)
         finally:
             db.close()
     return index_all(groups, now=now, path=path)

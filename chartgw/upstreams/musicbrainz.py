@@ -16,6 +16,7 @@ application and a contact: `USER_AGENT` and `RateLimiter` below.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -265,3 +266,103 @@ def _mbid(value: object, where: str) -> str:
     if not _MBID.fullmatch(mbid):
         raise UpstreamFormatError(f"{where}: not an MBID: {mbid!r}")
     return mbid
+
+
+# --- recordings (`chartgw enrich musicbrainz`) ------------------------------------------------------------
+# ISRC lookup `GET /ws/2/isrc/ISRC?fmt=json&inc=artist-credits` answers `{"isrc", "recordings": [{"id", "title",
+# "length", "video", "disambiguation", "artist-credit": [{"name", "joinphrase", "artist": {"id", "name", ...}}]}]}`
+# (404 `{"error": "Not Found"}` for an ISRC it does not know); recording search `GET /ws/2/recording?query=...`
+# answers `{"created", "count", "offset", "recordings": [{"id", "score", "title", "length", "video",
+# "disambiguation", "artist-credit": [...], "isrcs": [...], "releases": [...]}]}`.
+
+RECORDING_SEARCH_LIMIT = 10
+_ISRC = re.compile(r"[A-Z]{2}[A-Z0-9]{3}\d{7}")
+
+
+class RecordingCandidate(msgspec.Struct, kw_only=True, omit_defaults=False):
+    mbid: str
+    title: str
+    score: int | None
+    """The search's relevance, 0-100; None in an ISRC lookup's answer (which has none)."""
+    credit: str
+    """The artist credit as MusicBrainz prints it: each name and its join phrase ("Jung Kook feat. Latto")."""
+    artist_ids: list[str]
+    disambiguation: str | None
+    video: bool
+    isrcs: list[str]
+    """The recording's ISRCs as a search gives them ([] from an ISRC lookup, or when it has none)."""
+
+
+def is_isrc(value: str) -> bool:
+    return bool(_ISRC.fullmatch(value))
+
+
+def isrc_request(isrc: str, contact: str | None = None) -> UpstreamRequest:
+    """`GET /ws/2/isrc/ISRC?fmt=json&inc=artist-credits`: the recordings carrying an ISRC, with their credits."""
+    if not is_isrc(isrc):
+        raise ValueError(f"musicbrainz: not an ISRC: {isrc!r}")
+    params = (("fmt", "json"), ("inc", "artist-credits"))
+    return UpstreamRequest(upstream=UPSTREAM, path=f"/ws/2/isrc/{isrc}", params=params, headers=_headers(contact))
+
+
+def recording_search_request(title: str, artist: str, contact: str | None = None) -> UpstreamRequest:
+    """`GET /ws/2/recording?query=recording:"TITLE" AND artist:"ARTIST"&fmt=json&limit=10` (Lucene phrases)."""
+    if not title.strip() or not artist.strip():
+        raise ValueError("musicbrainz: a recording search needs a title and an artist")
+    query = f"recording:{lucene_phrase(title)} AND artist:{lucene_phrase(artist)}"
+    params = (("query", query), ("fmt", "json"), ("limit", str(RECORDING_SEARCH_LIMIT)))
+    return UpstreamRequest(upstream=UPSTREAM, path="/ws/2/recording", params=params, headers=_headers(contact))
+
+
+def parse_recordings(body: bytes, who: str = "musicbrainz recordings") -> list[RecordingCandidate]:
+    """The recordings of an ISRC lookup's or a recording search's answer, in the order given."""
+    doc = _payload(body, who)
+    if "recordings" not in doc:
+        raise UpstreamFormatError(f"{who}: no `recordings` (keys {sorted(doc)[:8]})")
+    items = doc["recordings"]
+    if not isinstance(items, list):
+        raise UpstreamFormatError(f"{who}: `recordings` is not a list")
+    return [_recording(item, f"{who}.recordings[{i}]") for i, item in enumerate(items)]
+
+
+_KEPT_FIELDS = ("id", "score", "title", "video", "disambiguation", "artist-credit", "isrcs")
+
+
+def slim_recordings(body: bytes) -> bytes:
+    """An answer `parse_recordings` has read, with only what it reads: a search's recordings carry their releases
+    (most of the bytes), which a cache of answers need not keep. Read again, it gives the same recordings."""
+    doc = json.loads(body)
+    kept = [{k: r[k] for k in _KEPT_FIELDS if k in r} for r in doc.get("recordings") or [] if isinstance(r, dict)]
+    return json.dumps({"recordings": kept}, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _recording(item: object, where: str) -> RecordingCandidate:
+    node = obj(item, where)
+    credits = node.get("artist-credit") or []
+    if not isinstance(credits, list):
+        raise UpstreamFormatError(f"{where}.artist-credit: not a list")
+    printed: list[str] = []
+    artist_ids: list[str] = []
+    for i, part in enumerate(credits):
+        credit = obj(part, f"{where}.artist-credit[{i}]")
+        artist = credit.get("artist")
+        name = opt_text(credit.get("name")) or (opt_text(artist.get("name")) if isinstance(artist, dict) else None)
+        if not name:
+            raise UpstreamFormatError(f"{where}.artist-credit[{i}]: no name")
+        join = credit.get("joinphrase")  # " feat. ", " & ": its spaces matter
+        printed.append(name + (join if isinstance(join, str) else ""))
+        if isinstance(artist, dict) and artist.get("id") is not None:
+            artist_ids.append(_mbid(artist.get("id"), f"{where}.artist-credit[{i}].artist.id"))
+    isrcs = node.get("isrcs") or []
+    if not isinstance(isrcs, list):
+        raise UpstreamFormatError(f"{where}.isrcs: not a list")
+    return RecordingCandidate(
+        mbid=_mbid(node.get("id"), f"{where}.id"),
+        title=text(node.get("title"), f"{where}.title"),
+        score=opt_integer(node.get("score"), f"{where}.score"),
+        credit="".join(printed).strip(),
+        artist_ids=artist_ids,
+        disambiguation=opt_text(node.get("disambiguation")),
+        video=node.get("video") is True,
+        isrcs=[i for i in (opt_text(v) for v in isrcs) if i and is_isrc(i.upper())],
+    )

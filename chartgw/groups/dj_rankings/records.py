@@ -36,7 +36,8 @@ PLAN = "plan"
 CONTACT_SETTING = config.Setting(
     "MUSICBRAINZ_CONTACT", "",
     "contact (e-mail or URL) put in the User-Agent sent to MusicBrainz, as its terms ask; empty = the "
-    "placeholder contact of chartgw's default User-Agent", config.text)
+    "placeholder contact of chartgw's default User-Agent (`chartgw enrich musicbrainz` then wants --contact)",
+    config.text)
 YEARS_SETTING = config.Setting(
     "DJ_RANKINGS_YEARS", "5",
     "poll years, counted back from the newest held, whose DJs get pages and discographies crawled, 1-30",

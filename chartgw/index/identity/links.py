@@ -10,11 +10,14 @@ Tables: `identity_links` (a variant's recording, tier, confidence and rule: its 
 printed, what a chart entry is looked up by), `identity_recordings` (id, the first title and artist printed, ambiguous,
 the title's compacted name for search), `identity_ids` (every id type and
 value a recording carries), `identity_artist_names` (every compacted artist name with its artist id and a name as
-printed) and `identity_recording_artists` (a recording's main artists by compacted name).
+printed) and `identity_recording_artists` (a recording's main artists by compacted name). `identity_enrichment` and
+`musicbrainz_replies` are `chartgw enrich musicbrainz`'s (`chartgw/index/identity/enrich.py`): each index run gives the
+enrichment kept for a recording's row forms back to it (`_apply_enrichment`), which is how a rebuild keeps it.
 """
 
 from __future__ import annotations
 
+import json
 import pickle
 import sqlite3
 
@@ -22,7 +25,12 @@ from chartgw.index.identity.linker import Linker, Recording, Row
 from chartgw.index.identity.names import parse_credit, parse_title, split_printed
 from chartgw.store import Query
 
-__all__ = ["COLUMN_ID_TYPES", "IDENTITY_INDEX_QUERIES", "SCHEMA", "STATE_VERSION", "link_new", "row_of"]
+__all__ = ["COLUMN_ID_TYPES", "ENRICHMENT_TABLES", "IDENTITY_INDEX_QUERIES", "SCHEMA", "STATE_VERSION", "add_enrichment",
+           "link_new", "row_of"]
+
+ENRICHMENT_TABLES = ("identity_enrichment", "musicbrainz_replies")
+"""What `chartgw enrich musicbrainz` learnt (`chartgw/index/identity/enrich.py`): kept when the index is rebuilt or
+migrated, as the Genius lookups are, since it came from an upstream and not from the groups' files."""
 
 STATE_VERSION = 1
 """The pickled linker's layout; a state of another is rebuilt from the variants."""
@@ -80,6 +88,22 @@ CREATE TABLE IF NOT EXISTS identity_recording_artists (
     PRIMARY KEY (recording, name)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS identity_recording_artists_by_name ON identity_recording_artists (name);
+CREATE TABLE IF NOT EXISTS identity_enrichment (
+    key TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    artist TEXT NOT NULL,
+    mbid TEXT,
+    isrc TEXT,
+    rule TEXT NOT NULL,
+    query TEXT NOT NULL,
+    asked_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS musicbrainz_replies (
+    request TEXT PRIMARY KEY,
+    status INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    asked_at TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS identity_state (
     only INTEGER PRIMARY KEY CHECK (only = 1),
     version INTEGER NOT NULL,
@@ -102,10 +126,17 @@ _SAVE_ID = Query("identity_save_id", "INSERT OR IGNORE INTO identity_ids VALUES 
 _SAVE_MAIN = Query("identity_save_main_artist", "INSERT OR IGNORE INTO identity_recording_artists VALUES (?1, ?2)")
 _SAVE_RECORDING = Query("identity_save_recording",
                         "INSERT OR REPLACE INTO identity_recordings VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+_ANY_ENRICHED = Query("identity_any_enriched", "SELECT 1 FROM identity_enrichment LIMIT 1")
+_ENRICHED = Query("identity_enriched", "SELECT key, mbid, isrc FROM identity_enrichment WHERE mbid IS NOT NULL"
+                                       " AND key IN (SELECT value FROM json_each(?))")
+_ISRC_ELSEWHERE = Query("identity_isrc_elsewhere",
+                        "SELECT 1 FROM identity_ids WHERE kind = 'isrc' AND value = ?1 AND recording != ?2 LIMIT 1")
+_HAS_ISRC = Query("identity_has_isrc", "SELECT 1 FROM identity_ids WHERE kind = 'isrc' AND recording = ? LIMIT 1")
 _PRINTED = Query("identity_printed_names", "SELECT name, printed FROM identity_artist_names")
 _SAVE_NAME = Query("identity_save_artist_name", "INSERT OR REPLACE INTO identity_artist_names VALUES (?1, ?2, ?3)")
 IDENTITY_INDEX_QUERIES = (_VARIANTS, _LINKED, _STATE, _SAVE_STATE, _SAVE_LINK, _ID_TAKEN, _SAVE_ID, _SAVE_MAIN,
-                          _SAVE_RECORDING, _PRINTED, _SAVE_NAME)
+                          _SAVE_RECORDING, _PRINTED, _SAVE_NAME, _ANY_ENRICHED, _ENRICHED, _ISRC_ELSEWHERE,
+                          _HAS_ISRC)
 """Every statement the index's identity step runs (compiled against the index's tables in tests)."""
 
 
@@ -151,6 +182,7 @@ def link_new(db: sqlite3.Connection) -> int:
         db.executemany(_SAVE_LINK.sql, [(v, link.recording.number, link.tier, link.confidence, link.rule, row.artist,
                                          row.title) for (v, row), (_, link) in zip(pending, links, strict=True)])
         _write_recordings(db, linker.changed)
+        _apply_enrichment(db, linker.changed)
         _write_artists(db, linker, [row for _, row in pending])
         db.execute(_SAVE_STATE.sql, (STATE_VERSION, pending[-1][0], pickle.dumps(linker, protocol=pickle.HIGHEST_PROTOCOL)))
         db.execute("COMMIT")
@@ -189,3 +221,29 @@ def _write_artists(db: sqlite3.Connection, linker: Linker, rows: list[Row]) -> N
     known = dict(db.execute(_PRINTED.sql).fetchall())
     db.executemany(_SAVE_NAME.sql, [(name, linker.artists.id_of(name), known.get(name) or printed.get(name) or name)
                                     for name in linker.artists.all_names()])
+
+
+def add_enrichment(db: sqlite3.Connection, recording: int, mbid: str, isrc: str | None) -> bool:
+    """Give a recording the MusicBrainz recording id found for it, and the ISRC MusicBrainz gives when the recording
+    has none and no other recording carries it (an enrichment never makes an id ambiguous); True if the ISRC went in.
+    In the caller's transaction."""
+    db.execute(_SAVE_ID.sql, ("musicbrainz_recording", mbid, recording))
+    if isrc is None or db.execute(_HAS_ISRC.sql, (recording,)).fetchone() is not None \
+            or db.execute(_ISRC_ELSEWHERE.sql, (isrc, recording)).fetchone() is not None:
+        return False
+    db.execute(_SAVE_ID.sql, ("isrc", isrc, recording))
+    return True
+
+
+def _apply_enrichment(db: sqlite3.Connection, changed: set[Recording]) -> None:
+    """The enrichment kept for any row form of a changed recording, (re)applied: after a rebuild every recording is
+    new, so what `chartgw enrich musicbrainz` found is given back to the recording holding the row form it was
+    asked for (`identity_enrichment` is keyed by that row form's exact key, the stablest evidence a recording has)."""
+    if not changed or db.execute(_ANY_ENRICHED.sql).fetchone() is None:
+        return
+    holder = {key: rec for rec in changed for key in rec.exact_keys}
+    keys = sorted(holder)
+    for start in range(0, len(keys), 5000):
+        chunk = json.dumps(keys[start:start + 5000])
+        for key, mbid, isrc in db.execute(_ENRICHED.sql, (chunk,)).fetchall():
+            add_enrichment(db, holder[key].number, mbid, isrc)
