@@ -254,12 +254,15 @@ def serve_rsgi(args: argparse.Namespace, settings: Settings) -> None:
     from chartgw.server import MAX_HEAD_BYTES
 
     target = "chartgw.rsgi:replica_gateway" if args.read_only else "chartgw.rsgi:gateway"
+    # granian has one timer for both: from the previous answer (or the connection) to a whole head. It is the
+    # shorter of the two, as uvicorn's server closes a connection idle for that long (docs/hardening.md).
+    head_wait = min(settings.get(config.REQUEST_HEAD_TIMEOUT_SECONDS), settings.get(config.IDLE_TIMEOUT_SECONDS))
     server = Granian(
         target, address=args.host, port=args.port, interface=Interfaces.RSGI, factory=True, workers=args.workers,
         loop=Loops.auto, http=HTTPModes.http1, websockets=False, log_access=False, log_level="info",  # type: ignore[arg-type]
         backpressure=args.limit_concurrency, workers_kill_timeout=SHUTDOWN_GRACE_SECONDS,
-        http1_settings=HTTP1Settings(header_read_timeout=int(settings.get(config.REQUEST_HEAD_TIMEOUT_SECONDS) * 1000),
-                                     keep_alive=True, max_buffer_size=MAX_HEAD_BYTES))
+        http1_settings=HTTP1Settings(header_read_timeout=int(head_wait * 1000), keep_alive=True,
+                                     max_buffer_size=MAX_HEAD_BYTES))
     server.serve()
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import unquote
 
@@ -34,6 +34,7 @@ from chartgw import config
 from chartgw.app import build_app, build_replica_app
 from chartgw.fastlane import FastLane
 from chartgw.feed import ChangeHub
+from chartgw.observe import Observability, request_id
 from chartgw.server import MAX_URL_BYTES, app_state
 from chartgw.settings import current
 
@@ -51,6 +52,8 @@ class Gateway:
         self.lane: FastLane | None = lane if isinstance(lane, FastLane) else None
         settings = app_state(app, "settings") or current()
         self.body_timeout: float = settings.get(config.REQUEST_BODY_TIMEOUT_SECONDS)
+        seen = app_state(app, "observability")
+        self.observability: Observability | None = seen if isinstance(seen, Observability) else None
         self._lifespan: LifespanProtocol | None = None
         self._state: dict[str, Any] = {}
 
@@ -86,7 +89,7 @@ class Gateway:
         if scope.proto != "http":
             return  # websockets: the gateway has none (granian runs with them off)
         if len(scope.path) + len(scope.query_string) >= MAX_URL_BYTES:
-            _Reply(protocol).refuse(414, "The request URL is too long")
+            _Reply(protocol, self._refused(scope)).refuse(414, "The request URL is too long")
             return
         lane = self.lane
         if lane is not None and scope.method == "GET":
@@ -119,7 +122,7 @@ class Gateway:
             "client": (client_host, int(client_port or 0)), "server": (server_host, int(server_port or 0)),
             "state": self._state.copy(),
         }
-        reply = _Reply(protocol)
+        reply = _Reply(protocol, self._refused(scope))
         body = _Body(protocol, reply, self.body_timeout, _framed(headers))
         try:
             await self.app(asgi_scope, body.receive, reply.send)
@@ -129,6 +132,22 @@ class Gateway:
             if body.left is not None:  # the wait for the client to leave holds the request open
                 body.left.cancel()
         reply.finish()
+
+
+    def _refused(self, scope: Scope) -> Callable[[int, int], bytes]:
+        """What a refusal of this module (414, 408) does besides answering, as the uvicorn server's do: it gets a
+        request id (the client's, when sane) and is counted and logged by the app's observer. Returns the id."""
+        def refused(status: int, size: int) -> bytes:
+            rid = request_id(_sent_id(scope))
+            if self.observability is not None:
+                self.observability.observer.refused(status, scope.method, size, rid)
+            return rid
+        return refused
+
+
+def _sent_id(scope: Scope) -> bytes | None:
+    sent = scope.headers.get("x-request-id")
+    return sent.encode("latin-1") if isinstance(sent, str) else None
 
 
 def _framed(headers: list[tuple[bytes, bytes]]) -> bool:
@@ -177,8 +196,9 @@ class _Body:
 class _Reply:
     """The ASGI `send` of one request: a body sent whole is one `response_bytes`; one in parts is streamed."""
 
-    def __init__(self, protocol: HTTPProtocol) -> None:
+    def __init__(self, protocol: HTTPProtocol, refused: Callable[[int, int], bytes]) -> None:
         self.protocol = protocol
+        self.refused = refused
         self.status = 500
         self.headers: list[tuple[str, str]] = []
         self.started = False
@@ -209,8 +229,10 @@ class _Reply:
         """Answers `status` with a JSON body and closes the connection, unless an answer has begun; the app's
         sends go nowhere from now on."""
         if not self.complete and self.stream is None:
-            self.protocol.response_bytes(status, [("content-type", "application/json"), ("connection", "close")],
-                                         b'{"detail":"' + detail.encode() + b'"}')
+            body = b'{"detail":"' + detail.encode() + b'"}'
+            rid = self.refused(status, len(body))
+            self.protocol.response_bytes(status, [("content-type", "application/json"), ("connection", "close"),
+                                                  ("x-request-id", rid.decode("latin-1"))], body)
         self.complete = True
 
     def finish(self) -> None:

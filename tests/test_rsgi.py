@@ -38,8 +38,8 @@ def rsgi_data(tmp_path_factory: pytest.TempPathFactory, korea_data: Path) -> Pat
 
 @contextlib.contextmanager
 def rsgi_serve(data: Path, *args: str, output: Path | None = None, **settings: str) -> Iterator[subprocess.Popen[bytes]]:
-    with chartgw_serve(data, "--interface", "rsgi", *args, output=output, REQUEST_HEAD_TIMEOUT_SECONDS=str(HEAD_TIMEOUT),
-                       REQUEST_BODY_TIMEOUT_SECONDS=str(BODY_TIMEOUT), **settings) as proc:
+    timeouts = {"REQUEST_HEAD_TIMEOUT_SECONDS": str(HEAD_TIMEOUT), "REQUEST_BODY_TIMEOUT_SECONDS": str(BODY_TIMEOUT)}
+    with chartgw_serve(data, "--interface", "rsgi", *args, output=output, **{**timeouts, **settings}) as proc:
         yield proc
 
 
@@ -127,6 +127,7 @@ def test_the_lane_counts_against_the_keys_rate_and_answers_its_429(rsgi_data: Pa
 def test_a_url_past_the_cap_is_a_json_414(server: int) -> None:
     answer = _exchange(server, b"GET /" + b"a" * (MAX_URL_BYTES + 10) + b" HTTP/1.1\r\nHost: x\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 414") and answer.endswith(b'{"detail":"The request URL is too long"}')
+    assert b"x-request-id: " in answer
 
 
 def test_a_header_block_past_the_cap_is_refused_with_a_431_and_not_read_whole(server: int) -> None:
@@ -142,6 +143,16 @@ def test_a_trickling_request_head_is_cut_off(server: int) -> None:
         answer = _read_all(s)
         assert time.monotonic() - started < HEAD_TIMEOUT + LATE
         assert answer == b"" or answer.startswith(b"HTTP/1.1 408"), answer[:100]
+
+
+def test_an_idle_connection_is_closed_after_the_idle_timeout(rsgi_data: Path) -> None:
+    """granian's one timer (a whole head from the previous answer) is the shorter of the head and idle timeouts."""
+    with rsgi_serve(rsgi_data, IDLE_TIMEOUT_SECONDS="1", REQUEST_HEAD_TIMEOUT_SECONDS="60") as proc, \
+            socket.create_connection(("127.0.0.1", _port(proc)), timeout=60) as s:
+        s.sendall(b"GET /korea-chart/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        started = time.monotonic()
+        answer = _read_all(s)
+        assert answer.startswith(b"HTTP/1.1 200") and time.monotonic() - started < 1 + LATE
 
 
 def test_a_body_that_does_not_arrive_in_time_is_a_json_408(server: int) -> None:
