@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -184,8 +185,10 @@ def measure(args: argparse.Namespace, work: Path, servers: Servers, py: str, ngi
     (work / "www").mkdir()
     (work / "www" / "body.json").write_bytes(body)
     etags = {"gateway rsgi": headers["etag"], "gateway uvicorn": headers["etag"], "trivial rsgi": headers["etag"]}
+    # Started by root, nginx's worker would run as nobody, who may not read a private temporary folder.
+    user = f"user {pwd.getpwuid(os.getuid()).pw_name};\n" if os.getuid() == 0 else ""
     (work / "nginx.conf").write_text(
-        f"worker_processes 1; daemon off; pid {work}/nginx.pid; error_log {work}/nginx.err;\n"
+        f"{user}worker_processes 1; daemon off; pid {work}/nginx.pid; error_log {work}/nginx.err;\n"
         "events { worker_connections 4096; }\n"
         f"http {{ access_log off; client_body_temp_path {work}; proxy_temp_path {work}; fastcgi_temp_path {work};"
         f" uwsgi_temp_path {work}; scgi_temp_path {work};\n"
