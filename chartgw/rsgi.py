@@ -24,7 +24,7 @@ import contextlib
 import signal
 from collections.abc import AsyncIterator, Callable
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote
 
 from granian.asgi import LifespanProtocol
 from granian.rsgi import HTTPProtocol, ProtocolClosed, Scope  # type: ignore[attr-defined]  # re-exported "as"
@@ -35,12 +35,16 @@ from chartgw.app import build_app, build_replica_app
 from chartgw.fastlane import FastLane
 from chartgw.feed import ChangeHub
 from chartgw.observe import Observability, request_id
-from chartgw.server import MAX_URL_BYTES, app_state
+from chartgw.server import JOIN_MAX, MAX_URL_BYTES, app_state
 from chartgw.settings import current
 
 __all__ = ["Gateway", "gateway", "replica_gateway"]
 
 ASGI_VERSIONS = {"version": "3.0", "spec_version": "2.3"}
+PATH_SAFE = "/:@!$&'()*+,;=-._~"
+"""What a path may hold unquoted (RFC 3986's pchar and "/")."""
+CHUNK = 64 * 1024
+"""The slice of a large answer handed to granian at a time (`send_large`)."""
 
 
 class Gateway:
@@ -52,6 +56,7 @@ class Gateway:
         self.lane: FastLane | None = lane if isinstance(lane, FastLane) else None
         settings = app_state(app, "settings") or current()
         self.body_timeout: float = settings.get(config.REQUEST_BODY_TIMEOUT_SECONDS)
+        self.send_timeout: float = settings.get(config.SEND_TIMEOUT_SECONDS)
         seen = app_state(app, "observability")
         self.observability: Observability | None = seen if isinstance(seen, Observability) else None
         self._lifespan: LifespanProtocol | None = None
@@ -89,19 +94,22 @@ class Gateway:
         if scope.proto != "http":
             return  # websockets: the gateway has none (granian runs with them off)
         if len(scope.path) + len(scope.query_string) >= MAX_URL_BYTES:
-            _Reply(protocol, self._refused(scope)).refuse(414, "The request URL is too long")
+            _Reply(protocol, self._refused(scope), self.send_timeout).refuse(414, "The request URL is too long")
             return
         lane = self.lane
         if lane is not None and scope.method == "GET":
-            path = scope.path
+            path = scope.path  # percent-decoded: a "%" left in it was sent as %25, which the app's cache key is not
             if path[:1] == "/" and "%" not in path and path.isascii():
                 headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in scope.headers.items()]
                 if not _framed(headers):
                     reply = lane.reply(path, scope.query_string.encode("latin-1"), headers)
                     if reply is not None:
                         status, sent, body = reply
-                        protocol.response_bytes(status, [(n.decode("latin-1"), v.decode("latin-1")) for n, v in sent],
-                                                body)
+                        answer = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in sent]
+                        if len(body) <= JOIN_MAX:
+                            protocol.response_bytes(status, answer, body)
+                        else:
+                            await send_large(protocol, status, answer, body, self.send_timeout)
                         return
                 await self._asgi(scope, protocol, headers)
                 return
@@ -112,17 +120,17 @@ class Gateway:
         the body timeout) and then waiting for the client to leave, `send` answering in one piece or streamed."""
         if headers is None:
             headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in scope.headers.items()]
-        raw_path = scope.path
+        path = scope.path  # granian's is percent-decoded (RSGI has no raw path): the raw one is quoted again
         client_host, _, client_port = scope.client.rpartition(":")
         server_host, _, server_port = scope.server.rpartition(":")
         asgi_scope: dict[str, Any] = {
             "type": "http", "asgi": ASGI_VERSIONS, "http_version": scope.http_version, "method": scope.method,
-            "scheme": scope.scheme, "path": unquote(raw_path), "raw_path": raw_path.encode("latin-1"),
+            "scheme": scope.scheme, "path": path, "raw_path": quote(path, safe=PATH_SAFE).encode("ascii"),
             "query_string": scope.query_string.encode("latin-1"), "root_path": "", "headers": headers,
             "client": (client_host, int(client_port or 0)), "server": (server_host, int(server_port or 0)),
             "state": self._state.copy(),
         }
-        reply = _Reply(protocol, self._refused(scope))
+        reply = _Reply(protocol, self._refused(scope), self.send_timeout)
         body = _Body(protocol, reply, self.body_timeout, _framed(headers))
         try:
             await self.app(asgi_scope, body.receive, reply.send)
@@ -143,6 +151,19 @@ class Gateway:
                 self.observability.observer.refused(status, scope.method, size, rid)
             return rid
         return refused
+
+
+async def send_large(protocol: HTTPProtocol, status: int, headers: list[tuple[str, str]], body: bytes,
+                     send_timeout: float) -> None:
+    """A body past JOIN_MAX, streamed in CHUNK slices, each awaited: granian copies what it is given, so an answer
+    given whole to a client that reads nothing would hold a copy of it (issue 19's 300 unread 4 MB answers), where
+    this holds one slice. A client that takes nothing of a slice for `send_timeout` is dropped: the answer ends
+    short of its Content-Length, and granian closes the connection."""
+    stream = protocol.response_stream(status, headers)
+    view = memoryview(body)
+    with contextlib.suppress(TimeoutError, ProtocolClosed):
+        for start in range(0, len(body), CHUNK):
+            await asyncio.wait_for(stream.send_bytes(bytes(view[start:start + CHUNK])), send_timeout)
 
 
 def _sent_id(scope: Scope) -> bytes | None:
@@ -196,8 +217,9 @@ class _Body:
 class _Reply:
     """The ASGI `send` of one request: a body sent whole is one `response_bytes`; one in parts is streamed."""
 
-    def __init__(self, protocol: HTTPProtocol, refused: Callable[[int, int], bytes]) -> None:
+    def __init__(self, protocol: HTTPProtocol, refused: Callable[[int, int], bytes], send_timeout: float) -> None:
         self.protocol = protocol
+        self.send_timeout = send_timeout
         self.refused = refused
         self.status = 500
         self.headers: list[tuple[str, str]] = []
@@ -216,12 +238,15 @@ class _Reply:
             more = message.get("more_body", False)
             if self.stream is None and not more:
                 self.complete = True
-                self.protocol.response_bytes(self.status, self.headers, body)
+                if len(body) <= JOIN_MAX:
+                    self.protocol.response_bytes(self.status, self.headers, body)
+                else:
+                    await send_large(self.protocol, self.status, self.headers, body, self.send_timeout)
                 return
             if self.stream is None:
                 self.stream = self.protocol.response_stream(self.status, self.headers)
             if body:
-                await self.stream.send_bytes(body)
+                await asyncio.wait_for(self.stream.send_bytes(body), self.send_timeout)
             if not more:
                 self.complete = True
 
