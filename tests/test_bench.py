@@ -33,12 +33,14 @@ KEY = "bench-smoke-key-0123456789abcdef"
 TIMEOUT = 300
 """Seconds a smoke run may take before the test fails (they take seconds on an idle box; a generous ceiling)."""
 
-SMOKE_MODES = {"": "test_cached_paths_and_access_log", "--history": "test_history", "--replicas": "test_replicas"}
+SMOKE_MODES = {"": "test_cached_paths_and_access_log", "--history": "test_history", "--replicas": "test_replicas",
+               "--interfaces": "test_interfaces"}
 """Every mode of scripts/bench (its dispatch's `--mode)` lines; "" the default one) and the test that runs it."""
 
 ENTRY_POINTS = {"scripts/bench": "the modes above", "scripts/bench_bare.py": "scripts/bench's helper",
                 "scripts/bench_history": "--history", "scripts/bench_history.py": "--history",
-                "scripts/bench_replicas": "--replicas", "chartgw/demo/radio_bench.py": "test_radio_monitor",
+                "scripts/bench_replicas": "--replicas", "scripts/bench_interfaces": "--interfaces",
+                "scripts/bench_interfaces.py": "--interfaces", "chartgw/demo/radio_bench.py": "test_radio_monitor",
                 "scripts/bench_push.py": "test_push_worker", "scripts/bench_replicate_writer.py": "test_replicate_writer",
                 "scripts/bench_keys.py": "test_hostile_keys",
                 "scripts/bench_enrich.py": "test_identity_enrich.py::test_the_bench_runs"}
@@ -92,6 +94,24 @@ def test_cached_paths_and_access_log(korea_data: Path, tmp_path: Path) -> None:
     assert re.search(r"^soak: 1s at 8 connections over the 1 URLs: \d+ req/s, gateway worker RSS \d+ MB before", out,
                      re.M), out
     assert "target" not in out  # no verdicts at the smoke size
+
+
+def test_interfaces(korea_data: Path, tmp_path: Path) -> None:
+    """`scripts/bench --interfaces --smoke`: the RSGI and uvicorn gateways, nginx and the trivial RSGI app on the same
+    bytes (each checked to answer a 200 of them and a 304), their rates and ratios, and --workers 2 against one."""
+    _wrk()
+    nginx_binary()
+    data = copy_data(korea_data, tmp_path / "data")
+    out = _run(["--interfaces", "--smoke"], tmp_path, CHARTGW_DATA_DIR=str(data), CHARTGW_API_KEYS=KEY,
+               CHARTGW_BENCH_KEY=KEY)
+    rows = {line.split("  ")[0]: line.split()[-6:] for line in out.splitlines()
+            if line.startswith(("gateway ", "trivial ", "nginx ")) and "  " in line}
+    assert set(rows) == {"gateway rsgi", "gateway uvicorn", "trivial rsgi", "nginx"}, out
+    for name, figures in rows.items():
+        assert float(figures[0]) > 0 and float(figures[3]) > 0, (name, out)
+    assert float(rows["nginx"][1]) == 1.0 and float(rows["trivial rsgi"][2]) == 1.0
+    assert re.search(r"^gateway rsgi at -c8: 1 worker \d+ req/s, --workers 2 \d+ req/s", out, re.M), out
+    assert "target" not in out
 
 
 def test_history(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from chartgw import demo as demo_package
 from chartgw.api.endpoints import Call, Route
 from chartgw.api.group import EntryMapping, Group
 from chartgw.api.params import Param
@@ -28,7 +29,6 @@ from chartgw.core.clock import fixed
 from chartgw.core.countries import COUNTRIES, GLOBAL
 from chartgw.core.settings import current
 from chartgw.demo import seeding as demo
-from chartgw.demo import seeding as demo_package
 from chartgw.groups import GROUPS
 from chartgw.http.entries import all_entry_types
 from chartgw.store.connect import readonly_uri
@@ -45,7 +45,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("chartgw.replica.state", "chartgw.replica.config", "chartgw.replica.reader"),  # a node's replication state,
     # Litestream's configuration, the server's reader of a followed file
     ("chartgw.upstreams",),
-    ("chartgw.crawl.runner",),
+    ("chartgw.crawl",),
     ("chartgw.api",),  # what a route is made of, and the Group declaration
     ("chartgw.index",),  # the artist-history index, its group, and the recording identity
     ("chartgw.groups.",),  # one group each: never importing another's modules

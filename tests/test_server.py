@@ -57,7 +57,7 @@ def chartgw_serve(data: Path, *args: str, output: Path | None = None, **settings
     and `settings` (`REQUEST_BODY_TIMEOUT_SECONDS="3"`), never the caller's CHARTGW_* environment; its
     output goes to `output`. Yields the process once its port answers; the port is `process.args[-1]`."""
     port = _free_port()
-    env = child_env(DATA_DIR=str(data), API_KEYS=TEST_KEY, RATE_LIMIT_PER_MINUTE="0", **settings)
+    env = child_env(**{"DATA_DIR": str(data), "API_KEYS": TEST_KEY, "RATE_LIMIT_PER_MINUTE": "0", **settings})
     sink = output.open("wb") if output is not None else subprocess.DEVNULL
     proc = subprocess.Popen([sys.executable, "-m", "chartgw", "serve", *args, "--port", str(port)], env=env, cwd=REPO,
                             stdout=sink, stderr=subprocess.STDOUT)

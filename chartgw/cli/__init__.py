@@ -234,12 +234,39 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # uvicorn shuts down gracefully on SIGTERM or SIGINT, then raises the signal again: a clean stop, exit 0.
     # --read-only names the factory, so every worker process builds the replica's app.
     factory = "chartgw.http.app:build_replica_app" if args.read_only else "chartgw.http.app:build_app"
+    if args.interface == "rsgi":
+        with exported({**logged, **arenas}), worker_files(args.workers):
+            serve_rsgi(args, settings)
+        return 0
     with exported({**logged, **arenas}), worker_files(args.workers), contextlib.suppress(KeyboardInterrupt):
         uvicorn.run(factory, factory=True, host=args.host, port=args.port, workers=args.workers,
                     access_log=False, log_level="info", http=LimitedHttpToolsProtocol,
                     limit_concurrency=args.limit_concurrency, timeout_keep_alive=settings.get(config.IDLE_TIMEOUT_SECONDS),
                     timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)
     return 0
+
+
+def serve_rsgi(args: argparse.Namespace, settings: Settings) -> None:
+    """`serve --interface rsgi`: granian over `chartgw.http.rsgi`'s app, its limits from the settings (docs/hardening.md).
+    granian stops gracefully on SIGTERM or SIGINT (the app's lifespan shutdown ends long polls and streams), and
+    kills a worker still busy SHUTDOWN_GRACE_SECONDS later."""
+    from granian import Granian
+    from granian.constants import HTTPModes, Interfaces, Loops
+    from granian.http import HTTP1Settings
+
+    from chartgw.http.server import MAX_HEAD_BYTES
+
+    target = "chartgw.http.rsgi:replica_gateway" if args.read_only else "chartgw.http.rsgi:gateway"
+    # granian has one timer for both: from the previous answer (or the connection) to a whole head. It is the
+    # shorter of the two, as uvicorn's server closes a connection idle for that long (docs/hardening.md).
+    head_wait = min(settings.get(config.REQUEST_HEAD_TIMEOUT_SECONDS), settings.get(config.IDLE_TIMEOUT_SECONDS))
+    server = Granian(
+        target, address=args.host, port=args.port, interface=Interfaces.RSGI, factory=True, workers=args.workers,
+        loop=Loops.auto, http=HTTPModes.http1, websockets=False, log_access=False, log_level="info",  # type: ignore[arg-type]
+        backpressure=args.limit_concurrency, workers_kill_timeout=SHUTDOWN_GRACE_SECONDS,
+        http1_settings=HTTP1Settings(header_read_timeout=int(head_wait * 1000), keep_alive=True,
+                                     max_buffer_size=MAX_HEAD_BYTES))
+    server.serve()
 
 
 def _parse_time(value: str) -> datetime:
@@ -640,6 +667,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--limit-concurrency", type=int, default=1000, metavar="N",
                        help="requests in progress in the app per worker before a 503 (default 1000); connections "
                             "do not count (docs/hardening.md)")
+    serve.add_argument("--interface", choices=["uvicorn", "rsgi"], default="uvicorn",
+                       help="the HTTP server: uvicorn (default) or granian's RSGI (chartgw.http.rsgi, docs/hardening.md)")
     serve.add_argument("--read-only", action="store_true",
                        help="a read replica: serve the files chartgw follow keeps current, write none of them "
                             f"(sets {config.READ_ONLY.variable}=1)")

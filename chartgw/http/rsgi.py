@@ -1,0 +1,284 @@
+"""`chartgw serve --interface rsgi`: the gateway served by granian through its public RSGI interface.
+
+One app behaviour, two ways in. `Gateway.__rsgi__` asks the app's fast lane (`chartgw.http.fastlane`) first, with the
+request's path, query and headers, exactly as the uvicorn server (`chartgw.http.server`) does: a repeat of a cached
+body is answered straight from the response cache (key check, rate limit, ETag/304, gzip, CORS, request id,
+metrics and access log are the lane's, which are the app's own parts). Everything else, and every request the
+lane declines, is handed to the Starlette app through a small ASGI adapter (`_asgi`), so the app answers it as
+under uvicorn: routes, errors, SSE and long polls (a streamed answer), exports (Range).
+
+granian parses HTTP in Rust, so the limits on what a client may send are its settings (`granian_limits`;
+docs/hardening.md says which of the uvicorn server's limits hold here and how): a head must arrive within
+`CHARTGW_REQUEST_HEAD_TIMEOUT_SECONDS` (granian's `header_read_timeout`), a head past granian's buffer is
+refused, and a body must arrive within `CHARTGW_REQUEST_BODY_TIMEOUT_SECONDS` (enforced here, on the app's
+reads: a 408).
+
+No private class of any server is subclassed: this module uses the RSGI protocol (granian's `__rsgi__`,
+`__rsgi_init__` and `__rsgi_del__`, its `response_*` methods) and granian's ASGI lifespan helper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+from urllib.parse import quote
+
+from granian.asgi import LifespanProtocol
+from granian.rsgi import HTTPProtocol, ProtocolClosed, Scope  # type: ignore[attr-defined]  # re-exported "as"
+from starlette.types import ASGIApp, Message
+
+from chartgw.core import config
+from chartgw.core.settings import current
+from chartgw.http.app import build_app, build_replica_app
+from chartgw.http.fastlane import FastLane
+from chartgw.http.observe import Observability, request_id
+from chartgw.http.server import JOIN_MAX, MAX_URL_BYTES, app_state
+from chartgw.push.changes import ChangeHub
+
+__all__ = ["Gateway", "gateway", "replica_gateway"]
+
+ASGI_VERSIONS = {"version": "3.0", "spec_version": "2.3"}
+PATH_SAFE = "/:@!$&'()*+,;=-._~"
+"""What a path may hold unquoted (RFC 3986's pchar and "/")."""
+CHUNK = 64 * 1024
+"""The slice of a large answer handed to granian at a time (`send_large`)."""
+
+
+class Gateway:
+    """The RSGI application granian runs: the fast lane first, the ASGI app for the rest."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        lane = app_state(app, "fast_lane")
+        self.lane: FastLane | None = lane if isinstance(lane, FastLane) else None
+        settings = app_state(app, "settings") or current()
+        self.body_timeout: float = settings.get(config.REQUEST_BODY_TIMEOUT_SECONDS)
+        self.send_timeout: float = settings.get(config.SEND_TIMEOUT_SECONDS)
+        seen = app_state(app, "observability")
+        self.observability: Observability | None = seen if isinstance(seen, Observability) else None
+        self._lifespan: LifespanProtocol | None = None
+        self._state: dict[str, Any] = {}
+
+    # The server's life (granian calls these with the worker's loop, not yet running).
+
+    def __rsgi_init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Runs the app's lifespan start-up (its observer, the change hub), as uvicorn does before serving."""
+        self._lifespan = LifespanProtocol(self.app)  # type: ignore[no-untyped-call]
+        loop.run_until_complete(self._lifespan.startup())  # type: ignore[no-untyped-call]
+        if self._lifespan.interrupt:
+            raise RuntimeError("the app's start-up failed") from self._lifespan.exc
+        self._state = self._lifespan.state
+        # On SIGTERM (or SIGINT) granian stops accepting and waits for the requests in progress: the change hub's
+        # long polls answer and its streams end at once, as under uvicorn, instead of holding the stop for up to a
+        # minute. granian's own handling stays: the loop learns of the signal through its wakeup fd whatever
+        # Python-level handler is installed, and this one only asks the loop to stop the hub.
+        hub = app_state(self.app, "change_hub")
+        if isinstance(hub, ChangeHub):
+            def stop_hub(signum: int, frame: Any) -> None:
+                loop.call_soon_threadsafe(hub.stop)
+
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, stop_hub)
+
+    def __rsgi_del__(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The app's lifespan shutdown: the change hub ends its long polls and streams, the readers close."""
+        if self._lifespan is not None:
+            loop.run_until_complete(self._lifespan.shutdown())  # type: ignore[no-untyped-call]
+
+    # Requests.
+
+    async def __rsgi__(self, scope: Scope, protocol: HTTPProtocol) -> None:
+        if scope.proto != "http":
+            return  # websockets: the gateway has none (granian runs with them off)
+        if len(scope.path) + len(scope.query_string) >= MAX_URL_BYTES:
+            _Reply(protocol, self._refused(scope), self.send_timeout).refuse(414, "The request URL is too long")
+            return
+        lane = self.lane
+        if lane is not None and scope.method == "GET":
+            path = scope.path  # percent-decoded: a "%" left in it was sent as %25, which the app's cache key is not
+            if path[:1] == "/" and "%" not in path and path.isascii():
+                headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in scope.headers.items()]
+                if not _framed(headers):
+                    reply = lane.reply(path, scope.query_string.encode("latin-1"), headers)
+                    if reply is not None:
+                        status, sent, body = reply
+                        answer = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in sent]
+                        if len(body) <= JOIN_MAX:
+                            protocol.response_bytes(status, answer, body)
+                        else:
+                            await send_large(protocol, status, answer, body, self.send_timeout)
+                        return
+                await self._asgi(scope, protocol, headers)
+                return
+        await self._asgi(scope, protocol, None)
+
+    async def _asgi(self, scope: Scope, protocol: HTTPProtocol, headers: list[tuple[bytes, bytes]] | None) -> None:
+        """The request answered by the ASGI app: an ASGI scope, `receive` reading the body as it comes (within
+        the body timeout) and then waiting for the client to leave, `send` answering in one piece or streamed."""
+        if headers is None:
+            headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in scope.headers.items()]
+        path = scope.path  # granian's is percent-decoded (RSGI has no raw path): the raw one is quoted again
+        client_host, _, client_port = scope.client.rpartition(":")
+        server_host, _, server_port = scope.server.rpartition(":")
+        asgi_scope: dict[str, Any] = {
+            "type": "http", "asgi": ASGI_VERSIONS, "http_version": scope.http_version, "method": scope.method,
+            "scheme": scope.scheme, "path": path, "raw_path": quote(path, safe=PATH_SAFE).encode("ascii"),
+            "query_string": scope.query_string.encode("latin-1"), "root_path": "", "headers": headers,
+            "client": (client_host, int(client_port or 0)), "server": (server_host, int(server_port or 0)),
+            "state": self._state.copy(),
+        }
+        reply = _Reply(protocol, self._refused(scope), self.send_timeout)
+        body = _Body(protocol, reply, self.body_timeout, _framed(headers))
+        try:
+            await self.app(asgi_scope, body.receive, reply.send)
+        except ProtocolClosed:
+            return  # the client left while its answer was streamed
+        finally:
+            if body.left is not None:  # the wait for the client to leave holds the request open
+                body.left.cancel()
+        reply.finish()
+
+
+    def _refused(self, scope: Scope) -> Callable[[int, int], bytes]:
+        """What a refusal of this module (414, 408) does besides answering, as the uvicorn server's do: it gets a
+        request id (the client's, when sane) and is counted and logged by the app's observer. Returns the id."""
+        def refused(status: int, size: int) -> bytes:
+            rid = request_id(_sent_id(scope))
+            if self.observability is not None:
+                self.observability.observer.refused(status, scope.method, size, rid)
+            return rid
+        return refused
+
+
+async def send_large(protocol: HTTPProtocol, status: int, headers: list[tuple[str, str]], body: bytes,
+                     send_timeout: float) -> None:
+    """A body past JOIN_MAX, streamed in CHUNK slices, each awaited: granian copies what it is given, so an answer
+    given whole to a client that reads nothing would hold a copy of it (issue 19's 300 unread 4 MB answers), where
+    this holds one slice. A client that takes nothing of a slice for `send_timeout` is dropped: the answer ends
+    short of its Content-Length, and granian closes the connection."""
+    stream = protocol.response_stream(status, headers)
+    view = memoryview(body)
+    with contextlib.suppress(TimeoutError, ProtocolClosed):
+        for start in range(0, len(body), CHUNK):
+            await asyncio.wait_for(stream.send_bytes(bytes(view[start:start + CHUNK])), send_timeout)
+
+
+def _sent_id(scope: Scope) -> bytes | None:
+    sent = scope.headers.get("x-request-id")
+    return sent.encode("latin-1") if isinstance(sent, str) else None
+
+
+def _framed(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether the request declared a body (Content-Length or Transfer-Encoding): never the lane's."""
+    return any(name == b"content-length" or name == b"transfer-encoding" for name, _ in headers)
+
+
+class _Body:
+    """The ASGI `receive` of one request: its body in the chunks granian reads, then `http.disconnect` once the
+    client has gone (what SSE and long polls wait for)."""
+
+    def __init__(self, protocol: HTTPProtocol, reply: _Reply, timeout: float, framed: bool) -> None:
+        self.protocol = protocol
+        self.reply = reply
+        self.timeout = timeout
+        self.chunks: AsyncIterator[bytes] | None = protocol.__aiter__() if framed else None
+        self.done = not framed
+        self.left: asyncio.Future[None] | None = None
+
+    async def receive(self) -> Message:
+        if self.done:
+            # Waited for through a task of its own: an app that stops waiting (a stream that ended) cancels the
+            # wait, not granian's future, which resolves when the connection closes.
+            if self.left is None:
+                self.left = asyncio.ensure_future(self.protocol.client_disconnect())
+            await asyncio.wait((self.left,))
+            return {"type": "http.disconnect"}
+        assert self.chunks is not None
+        try:
+            chunk = await asyncio.wait_for(anext(self.chunks), self.timeout)
+        except StopAsyncIteration:
+            self.done = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        except TimeoutError:
+            # What the uvicorn server answers: a 408 (unless the app has begun its answer), and the app is told the
+            # client left, so it acts on no part of the body and what it sends later goes nowhere.
+            self.done = True
+            self.reply.refuse(408, f"The request body did not arrive within {self.timeout:g}s")
+            return {"type": "http.disconnect"}
+        except ProtocolClosed:
+            self.done = True
+            return {"type": "http.disconnect"}
+        return {"type": "http.request", "body": bytes(chunk), "more_body": True}
+
+
+class _Reply:
+    """The ASGI `send` of one request: a body sent whole is one `response_bytes`; one in parts is streamed."""
+
+    def __init__(self, protocol: HTTPProtocol, refused: Callable[[int, int], bytes], send_timeout: float) -> None:
+        self.protocol = protocol
+        self.send_timeout = send_timeout
+        self.refused = refused
+        self.status = 500
+        self.headers: list[tuple[str, str]] = []
+        self.started = False
+        self.stream: Any = None
+        self.complete = False
+
+    async def send(self, message: Message) -> None:
+        kind = message["type"]
+        if kind == "http.response.start":
+            self.started = True
+            self.status = message["status"]
+            self.headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in message.get("headers", ())]
+        elif kind == "http.response.body" and not self.complete:
+            body = message.get("body", b"")
+            more = message.get("more_body", False)
+            if self.stream is None and not more:
+                self.complete = True
+                if len(body) <= JOIN_MAX:
+                    self.protocol.response_bytes(self.status, self.headers, body)
+                else:
+                    await send_large(self.protocol, self.status, self.headers, body, self.send_timeout)
+                return
+            if self.stream is None:
+                self.stream = self.protocol.response_stream(self.status, self.headers)
+            if body:
+                await asyncio.wait_for(self.stream.send_bytes(body), self.send_timeout)
+            if not more:
+                self.complete = True
+
+    def refuse(self, status: int, detail: str) -> None:
+        """Answers `status` with a JSON body and closes the connection, unless an answer has begun; the app's
+        sends go nowhere from now on."""
+        if not self.complete and self.stream is None:
+            body = b'{"detail":"' + detail.encode() + b'"}'
+            rid = self.refused(status, len(body))
+            self.protocol.response_bytes(status, [("content-type", "application/json"), ("connection", "close"),
+                                                  ("x-request-id", rid.decode("latin-1"))], body)
+        self.complete = True
+
+    def finish(self) -> None:
+        """An app that returned without a whole answer: what it started ends here (nothing sent: a 500)."""
+        if self.stream is not None:
+            # granian ends a streamed answer when its transport is freed: a reference left in a cycle (the
+            # frames of a cancelled task group keep `send`) would hold it open until the garbage collector ran.
+            self.stream = None
+            return
+        if self.complete:
+            return
+        if self.stream is None:
+            with contextlib.suppress(ProtocolClosed, RuntimeError):
+                self.protocol.response_bytes(self.status if self.started else 500, self.headers, b"")
+
+
+def gateway() -> Gateway:
+    """`chartgw serve --interface rsgi`'s factory (each granian worker calls it)."""
+    return Gateway(build_app())
+
+
+def replica_gateway() -> Gateway:
+    """`chartgw serve --interface rsgi --read-only`'s factory."""
+    return Gateway(build_replica_app())
