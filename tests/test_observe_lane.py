@@ -114,3 +114,17 @@ def test_the_servers_own_refusals_carry_an_id_and_are_counted(served: Served) ->
     assert served.samples()[("chartgw_requests_total", frozenset(refused.items()))] == 1
     line = next(line for line in served.lines() if line["route"] != "/metrics")
     assert (line["route"], line["status"], line["answered_by"], line["bytes"]) == ("(refused)", 414, "server", len(body))
+
+
+def test_a_root_routes_lane_answers_carry_the_apps_labels(served: Served) -> None:
+    """/charts (and /identity/..., /changes) are served at the root: the lane labels its repeats as the app labels
+    the first answer, never under the group whose data they read."""
+    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
+    answers = [served.get(conn, "/charts") for _ in range(3)]
+    assert [a[0] for a in answers] == [200, 200, 200] and answers[1][2] == answers[0][2]
+    samples = served.samples()
+    labels = {"group": "gateway", "route": "/charts", "status": "200"}
+    assert samples.get(("chartgw_requests_total", frozenset({**labels, "answered_by": "app", "cache": "miss"}.items()))) == 1
+    assert samples.get(("chartgw_requests_total", frozenset({**labels, "answered_by": "lane", "cache": "hit"}.items()))) == 2
+    assert [(line["group"], line["route"], line["answered_by"]) for line in served.lines() if "charts" in line["route"]] == [
+        ("gateway", "/charts", "app"), ("gateway", "/charts", "lane"), ("gateway", "/charts", "lane")]

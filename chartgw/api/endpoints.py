@@ -237,10 +237,14 @@ async def read_body(scope: Scope, receive: Receive) -> bytes:
 class EndpointApp:
     """The ASGI app behind one declared route."""
 
-    def __init__(self, route: Route, data: GroupData, cache: ResponseCache) -> None:
+    def __init__(self, route: Route, data: GroupData, cache: ResponseCache, root: bool = False) -> None:
         self.route = route
         self.data = data
         self.cache = cache
+        self.path = route.path if root else f"/{data.group}{route.path}"
+        """The template it is served at: under its group's prefix, or at the root (`/changes`, `/identity/...`,
+        `/charts`, which read a group's data or every group's but belong to none)."""
+        self.root = root
         visibility = b"public" if route.public else b"private"
         self.cache_control = (b"cache-control",
                               visibility + (b", max-age=%d" % route.max_age if route.max_age else b", no-cache"))

@@ -260,7 +260,7 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     routes = [group_routes, StarletteRoute("/", door.page, methods=["GET"]),
               StarletteRoute("/openapi.json", door.openapi, methods=["GET"]),
               *(StarletteRoute(r.path, EndpointApp(r, indexed if r in identity else catalog if r in charts else feed,
-                                                    cache), methods=[r.method])
+                                                    cache, root=True), methods=[r.method])
                 for r in root_routes),
               *apidocs.docs_routes(), *seen.routes, replication_route(clock)]
 

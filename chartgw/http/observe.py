@@ -138,8 +138,8 @@ class Observer:
         answers in microseconds, so its labels and their log JSON are worked out once per endpoint)."""
         labels = self._lane_labels.get(id(endpoint))
         if labels is None:
-            group = endpoint.data.group
-            route = f"/{group}{endpoint.route.path}"
+            group = GATEWAY if endpoint.root else endpoint.data.group  # as RouteLabels labels the app's answers
+            route = endpoint.path
             labels = self._lane_labels[id(endpoint)] = (
                 group, route, self.log.templates("GET", group, route, LANE) if self.log is not None else None)
         if self.metrics is not None:
