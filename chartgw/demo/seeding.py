@@ -21,7 +21,7 @@ from chartgw.api.group import Group
 from chartgw.core import config
 from chartgw.core.clock import utc_now
 from chartgw.crawl.runner import Outcome
-from chartgw.groups import GROUPS
+from chartgw.groups import GROUPS, group_names, named
 from chartgw.store import group_db_path
 
 Seeder = Callable[[datetime], Awaitable[list[Outcome]]]
@@ -46,7 +46,7 @@ def seeded_groups() -> list[Group]:
 
 def seeder(name: str) -> Seeder:
     """The demo seeder of group `name`: `seed` of its demo module (KeyError for a group without one)."""
-    group = next((group for group in GROUPS if group.name == name), None)
+    group = named(GROUPS, name) if name in group_names(GROUPS) else None  # only this group is imported
     if group is None or importlib.util.find_spec(demo_module(group)) is None:
         raise KeyError(name)
     seed: Seeder = importlib.import_module(demo_module(group)).seed
