@@ -40,12 +40,12 @@ FIXED_NOW = datetime(2026, 11, 20, 5, 30, 0, tzinfo=UTC)  # 14:30 KST
 
 @overload
 def get(api: TestClient, url: str, *, status: int | None = None, headers: Mapping[str, str] | None = None,
-        prefix: str = "", as_json: Literal[False] = False, **params: Any) -> httpx.Response: ...
+        prefix: str = "", as_json: bool | None, **params: Any) -> Any: ...
 
 
 @overload
 def get(api: TestClient, url: str, *, status: int | None = None, headers: Mapping[str, str] | None = None,
-        prefix: str = "", as_json: bool | None, **params: Any) -> Any: ...
+        prefix: str = "", as_json: Literal[False] = False, **params: Any) -> httpx.Response: ...
 
 
 def get(api: TestClient, url: str, *, status: int | None = None, headers: Mapping[str, str] | None = None,
@@ -161,7 +161,7 @@ def serving(app: Any, **options: Any) -> Iterator[str]:
         sock.close()
 
 
-def api_fixture(group: Group, data: str, settings: dict[str, str | None] | None = None,
+def api_fixture(group: Group, data: str, settings: Mapping[str, str | None] | None = None,
                 now: datetime = FIXED_NOW, name: str = "api") -> Any:
     """A module-scoped pytest fixture giving a TestClient on `group` over the data folder that fixture
     `data` builds, with `settings` and that folder as CHARTGW_DATA_DIR in force (as in a server process)

@@ -494,7 +494,7 @@ def test_musicbrainz_is_asked_one_request_a_second_with_a_descriptive_user_agent
         pauses.append(seconds)
         await real_sleep(0)
 
-    monkeypatch.setattr(chartgw.crawl.runner.asyncio, "sleep", no_wait)
+    monkeypatch.setattr(chartgw.crawl.runner.asyncio, "sleep", no_wait)  # type: ignore[attr-defined]  # the runner's own
     configure("CHARTGW_MUSICBRAINZ_CONTACT", "dj-rankings@example.net")
     with data_dir(path), replay_upstreams(samples.all_replies(NOW)) as servers, \
             environment({"CHARTGW_CRAWL_DELAY_SECONDS": "0.2"}):  # pacing on (replay servers turn it off)

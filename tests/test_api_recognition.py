@@ -165,7 +165,7 @@ def test_bad_parameters_are_fastapi_422s(api: TestClient) -> None:
     def detail(url: str) -> list[dict[str, object]]:
         response = get(api, url)
         assert response.status_code == 422
-        return response.json()["detail"]  # type: ignore[no-any-return]
+        return response.json()["detail"]
 
     assert detail("/recognition/top-200/Brazil/latest") == [{
         "type": "value_error", "loc": ["path", "market"],

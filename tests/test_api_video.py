@@ -277,7 +277,7 @@ def _failed_logs(path: Path, target: str) -> list[tuple]:
 
 
 US_SONGS = Chart("top-songs", "weekly", "us")
-US_SELECTION = {"chart_type": "top-songs", "period": "weekly", "country": "us"}
+US_SELECTION: dict[str, str | None] = {"chart_type": "top-songs", "period": "weekly", "country": "us"}
 
 
 @pytest.mark.parametrize("reply,error", [

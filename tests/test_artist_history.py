@@ -492,9 +492,9 @@ def test_reference_page_lists_every_route_command_and_setting() -> None:
 
     body = (Path(__file__).resolve().parents[1] / "docs" / "groups" / "artist-history-api.md").read_text()
     for route in service_routes(ah.GROUP):
-        assert f"`{route.method} /{ah.NAME}{route.path}`" in body
+        assert f"`{route.method} /{ah.GROUP.name}{route.path}`" in body
     for command in ah.GROUP.commands:
-        assert f"chartgw {command.verb} {ah.NAME}" in body
+        assert f"chartgw {command.verb} {ah.GROUP.name}" in body
     for setting in ah.GROUP.settings:
         assert f"`{setting.variable}`" in body
 

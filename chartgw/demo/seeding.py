@@ -12,9 +12,10 @@ import asyncio
 import contextlib
 import importlib
 import importlib.util
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from chartgw.api.access import KeyStore
 from chartgw.api.group import Group
@@ -24,7 +25,7 @@ from chartgw.crawl.runner import Outcome
 from chartgw.groups import GROUPS, group_names, named
 from chartgw.store import group_db_path
 
-Seeder = Callable[[datetime], Awaitable[list[Outcome]]]
+Seeder = Callable[[datetime], Coroutine[Any, Any, list[Outcome]]]
 """Fills a group's file with demo data: its real crawl over bundled samples on replay servers, at a time."""
 
 DEMO_KEY_FILE = "demo-api-key.txt"
