@@ -39,7 +39,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     short modules even out the end."""
     modules: dict[str, list[pytest.Item]] = {}
     for item in items:
-        modules.setdefault(item.module.__name__ if item.module is not None else "", []).append(item)
+        module = getattr(item, "module", None)  # a test function's (pytest.Function) module
+        modules.setdefault(module.__name__ if module is not None else "", []).append(item)
 
     def marked(module: str, *marks: str) -> bool:
         return any(test.get_closest_marker(mark) for test in modules[module] for mark in marks)

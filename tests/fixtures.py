@@ -17,8 +17,9 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, overload
 
+import httpx
 import pytest
 import uvicorn
 from starlette.testclient import TestClient
@@ -35,6 +36,31 @@ KEY_HEADERS: Mapping[str, str] = MappingProxyType({"X-API-Key": TEST_KEY})
 """Read-only: a client that adds its defaults to the headers it is given (schemathesis does) would otherwise change
 them for every later test of the worker (an Accept-Encoding: gzip left here once sent gzip to plain requests)."""
 FIXED_NOW = datetime(2026, 11, 20, 5, 30, 0, tzinfo=UTC)  # 14:30 KST
+
+
+@overload
+def get(api: TestClient, url: str, *, status: int | None = None, headers: Mapping[str, str] | None = None,
+        prefix: str = "", as_json: bool | None, **params: Any) -> Any: ...
+
+
+@overload
+def get(api: TestClient, url: str, *, status: int | None = None, headers: Mapping[str, str] | None = None,
+        prefix: str = "", as_json: Literal[False] = False, **params: Any) -> httpx.Response: ...
+
+
+def get(api: TestClient, url: str, *, status: int | None = None, headers: Mapping[str, str] | None = None,
+        prefix: str = "", as_json: bool | None = False, **params: Any) -> Any:
+    """The one GET of the API tests: `prefix + url` with the test key (and `headers` over it) and `params` as the
+    query. `status`: the status it must answer (200 when it is asked for JSON; None, the default otherwise: not
+    checked). `as_json`: True the JSON body, False the response, None the JSON body when the answer is JSON (the
+    response otherwise: a CSV, a plot)."""
+    response = api.get(prefix + url, params=params or None, headers={**KEY_HEADERS, **(headers or {})})
+    expected = 200 if status is None and as_json is not False else status
+    if expected is not None:
+        assert response.status_code == expected, (url, response.status_code, response.text[:500])
+    if as_json or (as_json is None and response.headers.get("content-type", "").startswith("application/json")):
+        return response.json()
+    return response
 
 
 TEST_SETTINGS = Settings({"CRAWL_DELAY_SECONDS": "0", "RETRY_BACKOFF_SECONDS": "0.01", "EXPORTS_INTERVAL_SECONDS": "off"})
@@ -135,13 +161,14 @@ def serving(app: Any, **options: Any) -> Iterator[str]:
         sock.close()
 
 
-def api_fixture(group: Group, data: str, settings: dict[str, str | None] | None = None,
-                now: datetime = FIXED_NOW) -> Any:
+def api_fixture(group: Group, data: str, settings: Mapping[str, str | None] | None = None,
+                now: datetime = FIXED_NOW, name: str = "api") -> Any:
     """A module-scoped pytest fixture giving a TestClient on `group` over the data folder that fixture
     `data` builds, with `settings` and that folder as CHARTGW_DATA_DIR in force (as in a server process)
-    and answering as if at `now`. In a test module: `api = api_fixture(GROUP, "video_data")`."""
+    and answering as if at `now`. In a test module: `api = api_fixture(GROUP, "video_data")`; a module with several
+    apps names each (`music = api_fixture(MUSIC, "music_data", name="music")`)."""
 
-    @pytest.fixture(scope="module")
+    @pytest.fixture(scope="module", name=name)
     def api(request: pytest.FixtureRequest) -> Iterator[TestClient]:
         path = request.getfixturevalue(data)
         with environment(settings or {}), data_dir(path):

@@ -70,7 +70,7 @@ def record(path: Path) -> None:
 if __name__ == "__main__":
     import tempfile
 
-    from chartgw.settings import install
+    from chartgw.core.settings import install
     from tests.fixtures import TEST_SETTINGS
 
     install(TEST_SETTINGS)  # the tests' settings, never the caller's environment

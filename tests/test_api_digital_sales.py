@@ -20,7 +20,7 @@ from chartgw.demo.samples import digital_sales as samples
 from chartgw.groups.digital_sales import COMBOS, COMBOS_BY_SLUG, GROUP, targets
 from chartgw.store import SnapshotReader, group_db_path
 from chartgw.upstreams.itunes import UPSTREAM, requests_for
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, configure, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, configure, copy_data, data_dir, get
 
 NOW = FIXED_NOW
 SEEDED = ("us", "gb", "jp", "kr")
@@ -36,10 +36,6 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 api = api_fixture(GROUP, "seeded", {"CHARTGW_DIGITAL_SALES_COUNTRIES": ",".join(SEEDED)})
 """The app with the seeded countries configured."""
-
-
-def get(api: TestClient, url: str) -> Any:
-    return api.get(url, headers=KEY_HEADERS)
 
 
 @pytest.mark.parametrize("combo", COMBOS, ids=[c.slug for c in COMBOS])

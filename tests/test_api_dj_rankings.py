@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterator
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,8 @@ from chartgw.groups.dj_rankings.records import LIST, PLAN
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, group_db_path
 from chartgw.upstreams import djmag, musicbrainz
 from chartgw.upstreams.djmag import DjRankEntry
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data, data_dir, group_data
+from tests import fixtures
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 YEARS = samples.sample_years()  # 2021..2025
@@ -51,14 +52,11 @@ def seeded(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     return group_data(all_groups_data, tmp_path_factory.mktemp("dj-rankings"), GROUP.name)
 
 
-@pytest.fixture(scope="module")
-def api(seeded: Path) -> Iterator[TestClient]:
-    with client(seeded, [GROUP]) as c:
-        yield c
+api = api_fixture(GROUP, "seeded")
 
 
-def get(api: TestClient, url: str) -> Any:
-    return api.get("/dj-rankings" + url, headers=KEY_HEADERS)
+get = partial(fixtures.get, prefix="/dj-rankings")
+"""The module's GET: `tests.fixtures.get` with its options."""
 
 
 # --- lists ----------------------------------------------------------------------------------------------
@@ -496,7 +494,7 @@ def test_musicbrainz_is_asked_one_request_a_second_with_a_descriptive_user_agent
         pauses.append(seconds)
         await real_sleep(0)
 
-    monkeypatch.setattr(chartgw.crawl.runner.asyncio, "sleep", no_wait)
+    monkeypatch.setattr(chartgw.crawl.runner.asyncio, "sleep", no_wait)  # type: ignore[attr-defined]  # the runner's own
     configure("CHARTGW_MUSICBRAINZ_CONTACT", "dj-rankings@example.net")
     with data_dir(path), replay_upstreams(samples.all_replies(NOW)) as servers, \
             environment({"CHARTGW_CRAWL_DELAY_SECONDS": "0.2"}):  # pacing on (replay servers turn it off)

@@ -10,13 +10,9 @@ from starlette.testclient import TestClient
 from chartgw.demo.samples import sample_rows
 from chartgw.groups.korea_chart import GROUP, SITES, compare_charts
 from chartgw.store.records import KoreaEntry
-from tests.fixtures import KEY_HEADERS, api_fixture
+from tests.fixtures import KEY_HEADERS, api_fixture, get
 
 api = api_fixture(GROUP, "korea_data")
-
-
-def get(api: TestClient, url: str, **headers: str):
-    return api.get(url, headers={**KEY_HEADERS, **headers})
 
 
 @pytest.mark.parametrize("site,chart_type", [(s.site, ct) for s in SITES.values() for ct in s.chart_types])
@@ -99,7 +95,7 @@ def test_legacy_prefix_answers_exactly_as_the_public_one(api: TestClient) -> Non
 def test_etag_304_and_gzip(api: TestClient) -> None:
     first = get(api, "/korea-chart/portal-a/charts/realtime")
     assert first.headers["cache-control"] == "private, no-cache"
-    again = get(api, "/korea-chart/portal-a/charts/realtime", **{"If-None-Match": first.headers["etag"]})
+    again = get(api, "/korea-chart/portal-a/charts/realtime", headers={"If-None-Match": first.headers["etag"]})
     assert again.status_code == 304 and again.content == b""
     raw = api.get("/korea-chart/portal-a/charts/realtime", headers={**KEY_HEADERS, "Accept-Encoding": "gzip"})
     assert raw.headers["content-encoding"] == "gzip" and raw.json() == first.json()

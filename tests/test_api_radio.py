@@ -9,8 +9,8 @@ import itertools
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,8 @@ from chartgw.demo.samples import radio as samples
 from chartgw.groups.radio import GROUP, directory
 from chartgw.store import group_db_path
 from chartgw.upstreams import radio_browser as rb
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir, group_data
+from tests import fixtures
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
 
@@ -42,16 +43,11 @@ def seeded(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     return group_data(all_groups_data, tmp_path_factory.mktemp("radio"), GROUP.name)
 
 
-@pytest.fixture(scope="module")
-def api(seeded: Path) -> Iterator[TestClient]:
-    with client(seeded, [GROUP]) as c:
-        yield c
+api = api_fixture(GROUP, "seeded")
 
 
-def get(api: TestClient, url: str) -> Any:
-    response = api.get(url, headers=KEY_HEADERS)
-    assert response.status_code == 200, (url, response.status_code, response.text)
-    return response.json()
+get = partial(fixtures.get, as_json=True)
+"""The module's GET: `tests.fixtures.get` with its options."""
 
 
 def db(path: Path) -> sqlite3.Connection:
@@ -358,7 +354,7 @@ def test_failed_crawl_keeps_the_last_good_directory(seeded: Path, tmp_path: Path
         monkeypatch.setattr(directory, "directory_origins", lambda ctx: [down])
         outcomes = asyncio.run(crawl_group(GROUP, {}, now=lambda: NOW + timedelta(days=1)))
         assert all(o.status == "failed" for o in outcomes)
-        assert "every server failed" in next(o for o in outcomes if o.target == "directory/us").error
+        assert "every server failed" in (next(o for o in outcomes if o.target == "directory/us").error or "")
         with client(data, [GROUP], now=NOW + timedelta(days=1)) as c:
             logs = c.get("/radio/fetch-logs?status=failed", headers=KEY_HEADERS).json()
             assert {e["target"] for e in logs["entries"]} >= {"servers", "directory/us"}
@@ -436,7 +432,7 @@ def test_openapi_documents_the_routes() -> None:
 
     routes = service_routes(GROUP)
     document = next(r for r in routes if r.path == "/openapi.json")
-    doc = asyncio.run(document.handler(None))  # type: ignore[arg-type]  # the document handler ignores its call
+    doc: Any = asyncio.run(document.handler(None))  # type: ignore[arg-type]  # the document handler ignores its call
     for route in routes:
         operation = doc["paths"][route.path][route.method.lower()]
         assert [p["name"] for p in operation["parameters"] if p["in"] != "header"] == [p.name for p in route.params]

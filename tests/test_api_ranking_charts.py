@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import io
 import sqlite3
-from collections.abc import Iterator
 from datetime import date, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,8 @@ from chartgw.groups.ranking_charts.charts import newest_published, weeks_back, w
 from chartgw.groups.ranking_charts.crawl import credited_artists, targets
 from chartgw.upstreams import billboard
 from chartgw.upstreams.billboard import DEFAULT_SLUGS
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data, data_dir, group_data
+from tests import fixtures
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW  # Friday 2026-11-20: the newest chart out is dated Saturday 2026-11-21 (published Tuesday 11-17)
 LATEST = date(2026, 11, 21)
@@ -47,16 +48,11 @@ def charts_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory)
     return group_data(all_groups_data, tmp_path_factory.mktemp("ranking-charts-data"), GROUP.name)
 
 
-@pytest.fixture(scope="module")
-def api(charts_data: Path) -> Iterator[TestClient]:
-    with client(charts_data, [GROUP]) as c:
-        yield c
+api = api_fixture(GROUP, "charts_data")
 
 
-def get(api: TestClient, url: str) -> Any:
-    response = api.get(P + url, headers=KEY_HEADERS)
-    assert response.status_code == 200, response.text
-    return response.json()
+get = partial(fixtures.get, as_json=True, prefix=P)
+"""The module's GET: `tests.fixtures.get` with its options."""
 
 
 def error(api: TestClient, url: str, status: int) -> Any:

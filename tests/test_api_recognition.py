@@ -21,7 +21,7 @@ from chartgw.demo.samples import global_rows
 from chartgw.demo.samples import recognition as samples
 from chartgw.groups.recognition import GROUP, targets
 from chartgw.upstreams import shazam
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, copy_data, data_dir, group_data
+from tests.fixtures import FIXED_NOW, api_fixture, client, copy_data, data_dir, get, group_data
 
 NOW = FIXED_NOW
 TODAY = NOW.astimezone(KST).date()
@@ -34,10 +34,6 @@ def recognition_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFac
 
 
 api = api_fixture(GROUP, "recognition_data")
-
-
-def get(api: TestClient, url: str) -> httpx.Response:
-    return api.get(url, headers=KEY_HEADERS)
 
 
 # --- the routes -----------------------------------------------------------------------------------------
@@ -169,7 +165,7 @@ def test_bad_parameters_are_fastapi_422s(api: TestClient) -> None:
     def detail(url: str) -> list[dict[str, object]]:
         response = get(api, url)
         assert response.status_code == 422
-        return response.json()["detail"]  # type: ignore[no-any-return]
+        return response.json()["detail"]
 
     assert detail("/recognition/top-200/Brazil/latest") == [{
         "type": "value_error", "loc": ["path", "market"],

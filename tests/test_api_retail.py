@@ -6,7 +6,6 @@ a marketplace stopped after its first robot check, the last good snapshot kept, 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from chartgw.groups import retail, retail_digital, retail_music, retail_physical
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry, group_db_path
 from chartgw.upstreams import amazon
 from chartgw.upstreams.amazon import RetailEntry
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, build_group_db, client, configure, copy_data, data_dir, group_data
+from tests.fixtures import FIXED_NOW, api_fixture, build_group_db, client, configure, copy_data, data_dir, get, group_data
 
 NOW = FIXED_NOW
 DAYS = [(NOW - timedelta(days=4 - d)).date().isoformat() for d in range(5)]
@@ -39,34 +38,29 @@ MUSIC = retail_music.GROUP
 SMALL = {"CHARTGW_RETAIL_MARKETS": "us,gb", "CHARTGW_RETAIL_PHYSICAL_CATEGORIES": "cds-vinyl,rock,pop"}
 
 
-def get(api: TestClient, url: str) -> Any:
-    return api.get(url, headers=KEY_HEADERS)
-
-
 @pytest.fixture(scope="module")
 def physical_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo seed with the default settings: 4 marketplaces, every category with a known path, 5 days."""
     return group_data(all_groups_data, tmp_path_factory.mktemp("retail-physical"), PHYSICAL.name)
 
 
-@pytest.fixture(scope="module")
-def physical(physical_data: Path) -> Iterator[TestClient]:
-    with client(physical_data, [PHYSICAL]) as c:
-        yield c
+physical = api_fixture(PHYSICAL, "physical_data", name="physical")
 
 
 @pytest.fixture(scope="module")
-def digital(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    path = group_data(all_groups_data, tmp_path_factory.mktemp("retail-digital"), DIGITAL.name)
-    with client(path, [DIGITAL]) as c:
-        yield c
+def digital_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return group_data(all_groups_data, tmp_path_factory.mktemp("retail-digital"), DIGITAL.name)
+
+
+digital = api_fixture(DIGITAL, "digital_data", name="digital")
 
 
 @pytest.fixture(scope="module")
-def music(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    path = group_data(all_groups_data, tmp_path_factory.mktemp("retail-music"), MUSIC.name)
-    with client(path, [MUSIC]) as c:
-        yield c
+def music_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return group_data(all_groups_data, tmp_path_factory.mktemp("retail-music"), MUSIC.name)
+
+
+music = api_fixture(MUSIC, "music_data", name="music")
 
 
 @pytest.fixture(scope="module")

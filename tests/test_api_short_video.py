@@ -7,6 +7,7 @@ import asyncio
 import json
 from collections.abc import Callable
 from datetime import date, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -27,6 +28,7 @@ from chartgw.groups import GROUPS
 from chartgw.groups import short_video as sv
 from chartgw.groups.short_video import GROUP, TOKEN_SETTING, targets
 from chartgw.store import SnapshotReader, group_db_path
+from tests import fixtures
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, group_data
 
 NOW = FIXED_NOW
@@ -44,10 +46,8 @@ api = api_fixture(GROUP, "video_data")
 """The app as deployed without a refresh token: it still serves what is stored."""
 
 
-def get(api: TestClient, url: str) -> Any:
-    response = api.get(url, headers=KEY_HEADERS)
-    assert response.status_code == 200, response.text
-    return response.json()
+get = partial(fixtures.get, as_json=True)
+"""The module's GET: `tests.fixtures.get` with its options."""
 
 
 def sample(code2: str | None, interval: str, variant: int) -> list[Any]:
@@ -394,6 +394,5 @@ def test_the_chart_asked_is_yesterdays() -> None:
 
 def test_schedules_run_daily_and_weekly_charts() -> None:
     assert [s.args for s in GROUP.schedules] == [("--interval", "daily"), ("--interval", "weekly")]
-
 
 

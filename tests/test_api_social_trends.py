@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from chartgw.groups import social_trends as st
 from chartgw.groups.social_trends import GROUP, parse_refresh_body, refresh, targets
 from chartgw.store import SnapshotReader, group_db_path
 from chartgw.upstreams.x_trends import LOCATIONS, LOCATIONS_BY_SLUG, TRENDS24, X_API, trends24_request, v1_request
+from tests import fixtures
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
@@ -43,10 +45,8 @@ api = api_fixture(GROUP, "trends_data")
 """The app as deployed without a bearer token (source: trends24)."""
 
 
-def get(api: TestClient, url: str) -> Any:
-    response = api.get(url, headers=KEY_HEADERS)
-    assert response.status_code == 200, response.text
-    return response.json()
+get = partial(fixtures.get, as_json=True)
+"""The module's GET: `tests.fixtures.get` with its options."""
 
 
 # --- reading --------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import date, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from chartgw.demo.samples import streaming as samples
 from chartgw.groups import streaming
 from chartgw.groups.streaming import GROUP, import_csv
 from chartgw.upstreams import spotify
+from tests import fixtures
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, copy_data, data_dir, group_data
 
 NOW = FIXED_NOW
@@ -42,10 +44,8 @@ def streaming_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFacto
 api = api_fixture(GROUP, "streaming_data", TOKEN_ENV)
 
 
-def get(api: TestClient, url: str) -> Any:
-    response = api.get(url, headers=KEY_HEADERS)
-    assert response.status_code == 200, (url, response.text)
-    return response.json()
+get = partial(fixtures.get, as_json=True)
+"""The module's GET: `tests.fixtures.get` with its options."""
 
 
 def crawl(path: Path, replies: dict, selection: dict[str, str | None] | None = None,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -31,7 +30,7 @@ from chartgw.groups.uk_charts.charts import DEFAULT_CHARTS, configured_charts, c
 from chartgw.groups.uk_charts.crawl import keyable, targets
 from chartgw.upstreams import officialcharts
 from chartgw.upstreams.officialcharts import UPSTREAM, requests_for
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data, data_dir, group_data
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, copy_data, data_dir, get, group_data
 
 NOW = FIXED_NOW  # Friday 2026-11-20 05:30 UTC: the week of 2026-11-20 is not out yet
 LATEST = date(2026, 11, 13)
@@ -44,14 +43,7 @@ def uk_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return group_data(all_groups_data, tmp_path_factory.mktemp("uk-charts"), GROUP.name)
 
 
-@pytest.fixture(scope="module")
-def api(uk_data: Path) -> Iterator[TestClient]:
-    with client(uk_data, [GROUP]) as c:
-        yield c
-
-
-def get(api: TestClient, url: str) -> Any:
-    return api.get(url, headers=KEY_HEADERS)
+api = api_fixture(GROUP, "uk_data")
 
 
 def _sample_entries(key: str, variant: int, limit: int | None = None) -> list[dict[str, Any]]:

@@ -26,7 +26,7 @@ from chartgw.groups.video import (
 )
 from chartgw.upstreams import youtube
 from chartgw.upstreams.youtube import latest_week_end, past_week_ends
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, copy_data, data_dir, group_data
+from tests.fixtures import FIXED_NOW, api_fixture, client, configure, copy_data, data_dir, get, group_data
 
 NOW = FIXED_NOW
 TODAY = NOW.date()
@@ -41,10 +41,6 @@ def video_data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) 
 
 
 api = api_fixture(GROUP, "video_data")
-
-
-def get(api: TestClient, url: str):
-    return api.get(url, headers=KEY_HEADERS)
 
 
 # --- every endpoint -----------------------------------------------------------------------------
@@ -281,7 +277,7 @@ def _failed_logs(path: Path, target: str) -> list[tuple]:
 
 
 US_SONGS = Chart("top-songs", "weekly", "us")
-US_SELECTION = {"chart_type": "top-songs", "period": "weekly", "country": "us"}
+US_SELECTION: dict[str, str | None] = {"chart_type": "top-songs", "period": "weekly", "country": "us"}
 
 
 @pytest.mark.parametrize("reply,error", [

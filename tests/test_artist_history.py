@@ -7,6 +7,7 @@ import sqlite3
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from datetime import timedelta
+from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from chartgw.index import history as index
 from chartgw.index.artist_history import query
 from chartgw.index.artist_history.plot import PLOT_MAX_LINES
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
+from tests import fixtures
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir
 
 pytestmark = pytest.mark.heavy
@@ -113,10 +115,8 @@ def api(indexed: Path) -> Iterator[TestClient]:
         yield test_client
 
 
-def get(api: TestClient, url: str, **params: Any) -> Any:
-    response = api.get(url, params=params, headers=KEY_HEADERS)
-    assert response.status_code == 200, response.text
-    return response.json()
+get = partial(fixtures.get, as_json=True)
+"""The module's GET: `tests.fixtures.get` with its options."""
 
 
 def errors(api: TestClient, url: str, **params: Any) -> list[dict[str, Any]]:
@@ -492,9 +492,9 @@ def test_reference_page_lists_every_route_command_and_setting() -> None:
 
     body = (Path(__file__).resolve().parents[1] / "docs" / "groups" / "artist-history-api.md").read_text()
     for route in service_routes(ah.GROUP):
-        assert f"`{route.method} /{ah.NAME}{route.path}`" in body
+        assert f"`{route.method} /{ah.GROUP.name}{route.path}`" in body
     for command in ah.GROUP.commands:
-        assert f"chartgw {command.verb} {ah.NAME}" in body
+        assert f"chartgw {command.verb} {ah.GROUP.name}" in body
     for setting in ah.GROUP.settings:
         assert f"`{setting.variable}`" in body
 

@@ -42,7 +42,7 @@ def _snapshot(path: Path, group: str, target: str, chart_date: str, records: lis
                       FetchLogRow(target, FIXED_NOW, 1, "ok", 200, len(entries)))
 
 
-SONGS = [
+SONGS: list[dict[str, Any]] = [
     {"rank": 1, "title": "Cut to the Feeling", "artist": "Carly Rae Jepsen"},
     {"rank": 2, "title": "Best & Worst Songs of 2017", "artist": "Mike N"},  # Genius has it by "Mike M"
     {"rank": 3, "title": "밤양갱", "artist": "비비 (BIBI)"},
@@ -195,7 +195,7 @@ def test_search_answers_parse_as_captured(shared_upstream: Path) -> None:
     assert genius.pick(hits, "Cut To The Feeling!", {"carlyraejepsen"}) == hits[0]
     assert genius.pick(hits, "Cut to the Feeling", {"carly"}) is None
     assert genius.titles_agree("밤양갱", "밤양갱 (Bam Yang Gang)") and not genius.titles_agree("Song", "Song (Remix)")
-    with pytest.raises(genius.UpstreamFormatError):
+    with pytest.raises(genius.UpstreamFormatError):  # type: ignore[attr-defined]  # re-exported by its import
         genius.parse_search(b'{"meta":{"status":401,"message":"invalid token"}}')
 
 

@@ -38,7 +38,7 @@ def test_aliases_are_bounded_in_number_and_length() -> None:
     cache = ResponseCache(max_aliases=2)
     for n in range(5):
         cache.remember(("/p", b"junk=%d" % n), ("/p",))
-    assert cache.canonical(("/p", b"junk=0")) is None and cache.canonical(("/p", b"junk=4")).key == ("/p",)
+    assert cache.canonical(("/p", b"junk=0")) is None and getattr(cache.canonical(("/p", b"junk=4")), "key", None) == ("/p",)
     cache.remember(("/p", b"x" * 600), ("/p",))
     assert cache.canonical(("/p", b"x" * 600)) is None
 
@@ -58,7 +58,8 @@ def test_unknown_query_parameters_share_one_entry_and_memory_stays_flat(korea_da
 
     with client(korea_data, [GROUP]) as api:
         first = api.get("/korea-chart/portal-a/charts/realtime?limit=5", headers=KEY_HEADERS)
-        grouped = next(r for r in api.app.router.routes if hasattr(r, "by_group"))
+        grouped = next(r for r in api.app.router.routes  # type: ignore[attr-defined]  # the Starlette app
+                        if hasattr(r, "by_group"))
         cache = next(r.app.cache for r in grouped.by_group["korea-chart"])
         before = cache.size
         for n in range(300):

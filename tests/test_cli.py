@@ -201,3 +201,46 @@ def test_the_crontab_runs_the_index_catch_up() -> None:
     tab = cli.crontab(("chartgw",), Path("/srv/chartgw"))
     assert ("*/15 * * * * CHARTGW_DATA_DIR=/srv/chartgw chartgw index artist-history-api --wait 240 >> "
             "/srv/chartgw/artist-history-api-index.log 2>&1") in tab.splitlines()
+
+
+# --- start-up: a command imports only the groups it touches ----------------------------------------------------
+
+_LOADED = ("import sys\nfrom chartgw import cli\ntry:\n    cli.main(sys.argv[1:])\nfinally:\n"
+           "    print(sorted(m.rsplit('.', 1)[-1] for m in sys.modules if m.count('.') == 2 and "
+           "m.startswith(('chartgw.groups.', 'chartgw.index.artist_history'))), file=sys.stderr)\n")
+
+
+def _groups_loaded(data: Path, *args: str) -> list[str]:
+    """The group modules a `chartgw ARGS` process imported (its last line on stderr)."""
+    done = subprocess.run([sys.executable, "-c", _LOADED, *args], capture_output=True, text=True,
+                          env=child_env(DATA_DIR=str(data)), timeout=120)
+    assert "Traceback" not in done.stderr, done.stderr
+    loaded: list[str] = json.loads(done.stderr.strip().splitlines()[-1].replace("'", '"'))
+    return loaded
+
+
+@pytest.mark.parametrize(("args", "loaded"), [
+    (["keys", "list"], []),
+    (["hooks", "list"], []),
+    (["crawl", "korea-chart", "--help"], ["korea_chart"]),
+    (["backfill", "uk-charts", "--help"], ["uk_charts"]),
+    (["export", "--help"], []),
+])
+def test_a_command_imports_only_the_groups_it_touches(data: Path, args: list[str], loaded: list[str]) -> None:
+    assert _groups_loaded(data, *args) == loaded
+
+
+def test_the_help_and_the_crontab_still_load_every_group(data: Path) -> None:
+    from chartgw.groups import MODULES
+
+    every = {module.rsplit(".", 1)[-1] for module in MODULES.values()}
+    for args in (["--help"], ["cron"], ["crawl", "-h"]):
+        assert every <= set(_groups_loaded(data, *args)), args
+
+
+def test_the_registry_names_each_group_by_its_own_name_in_order() -> None:
+    """Listing order and names come from the registry without importing; loading agrees with both."""
+    from chartgw.groups import MODULES
+
+    assert [g.name for g in GROUPS] == list(MODULES) == list(GROUPS.names)
+    assert GROUPS.named("korea-chart") is GROUPS[3] and GROUPS[-1].name == "artist-history-api"

@@ -68,7 +68,7 @@ def gateway(korea_data: Path, origins: tuple[str, str]) -> Iterator[str]:
 
 
 def fetch(driver: Any, url: str, key: str | None) -> dict[str, Any]:
-    return driver.execute_async_script(  # type: ignore[no-any-return]
+    return driver.execute_async_script(
         "const done = arguments[arguments.length - 1]; call(arguments[0], arguments[1]).then(done);", url, key)
 
 

@@ -114,7 +114,7 @@ def test_a_dated_key_writes_its_target_and_reports_its_rows(data: Path) -> None:
 
 
 def test_imports_commit_like_a_crawl_and_a_bad_file_changes_nothing(data: Path) -> None:
-    def build(lines: list[str]):  # type: ignore[no-untyped-def]
+    def build(lines: list[str]):
         return lambda ctx: [_snapshot("chart", lines, ctx.now)]
 
     outcomes = import_builds(NAME, [("chart", build(["Song - Artist"])), ("chart", build([]))], "file.csv", now=lambda: NOW)
@@ -150,8 +150,9 @@ def test_the_cli_offers_each_group_command_under_its_verb(data: Path, monkeypatc
 def test_a_command_outside_the_lock_runs_while_a_crawl_holds_it(data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A long-running command (`lock=False`, the radio monitor) does not wait for, nor take, the crawl lock."""
     ran: list[str] = []
-    monitor = GroupCommand("monitor", "watch", (), lambda ctx, values: ran.append("ran") or [], lock=False, at_boot=True)
-    tiny = Group(name="tiny", title="t", description="d", routes=(), targets=lambda s: [], commands=(monitor,))
+    monitor = GroupCommand("monitor", "watch", (), lambda ctx, values: ran.append("ran") or [], lock=False,  # type: ignore[func-returns-value]
+                           at_boot=True)
+    tiny = Group(name="tiny", title="t", description="d", routes=(), targets=lambda s, now: [], commands=(monitor,))
     monkeypatch.setattr(cli, "GROUPS", (tiny,))
     with crawl_lock("tiny"):
         assert cli.main(["monitor", "tiny"], current()) == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from chartgw.api.openapi import documented_paths
 from chartgw.cli import crontab
@@ -28,7 +29,7 @@ def test_openapi_documents_every_route_parameter_and_error() -> None:
         document = next(r for r in routes if r.path == "/openapi.json")
         import asyncio
 
-        doc = asyncio.run(document.handler(None))  # type: ignore[arg-type]
+        doc: Any = asyncio.run(document.handler(None))  # type: ignore[arg-type]
         assert doc["openapi"].startswith("3.1") and doc["servers"] == [{"url": f"/{group.name}"}]
         for route in routes:
             for path, fixed in documented_paths(route):
@@ -130,7 +131,7 @@ def test_every_document_validates_and_declares_what_clients_need(all_groups_data
     from tests.fixtures import client
 
     for group in GROUPS:
-        document = asyncio.run(next(r for r in service_routes(group) if r.path == "/openapi.json").handler(None))  # type: ignore[arg-type]
+        document: Any = asyncio.run(next(r for r in service_routes(group) if r.path == "/openapi.json").handler(None))  # type: ignore[arg-type]
         validate(document)
         for route in service_routes(group):
             responses = document["paths"][documented_paths(route)[0][0]][route.method.lower()]["responses"]

@@ -119,7 +119,7 @@ def _most_snapshotted(data: Path, group: str) -> str:
 
 
 NO_EXPORT = f"{'0' * 64}.sqlite"
-FRONT_DOOR = (("/", {}), ("/", {"accept": "text/html"}), ("/openapi.json", {}),
+FRONT_DOOR: tuple[tuple[str, dict[str, str]], ...] = (("/", {}), ("/", {"accept": "text/html"}), ("/openapi.json", {}),
               ("/changes?limit=50", {}), ("/hooks", {}), ("/exports", {}))  # and the gateway's own keyed GETs (the stream never ends)
 NOT_FOUND = {f"/{group.name}/exports/{NO_EXPORT}" for group in GROUPS}
 """Example requests whose answer is a 404 (still served whole: the handler runs and reads)."""

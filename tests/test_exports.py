@@ -436,9 +436,9 @@ def test_a_kill_during_a_build_leaves_no_listed_partial_file(korea: Path) -> Non
                 msgspec.to_builtins(info) for info in listed]
         _commit(source, f"2026-12-{10 + round_:02d}")  # each round's export a new one
     assert kills >= 2 and left >= 1, f"the builds finished before they could be killed ({kills} kills, {left} left)"
-    info = exports.build("korea-chart")
-    assert info is not None and not list(folder.glob(".building-*"))
-    _check_whole(folder / f"{info.sha256}.sqlite").close()
+    last = exports.build("korea-chart")
+    assert last is not None and not list(folder.glob(".building-*"))
+    _check_whole(folder / f"{last.sha256}.sqlite").close()
 
 
 def test_the_export_command_and_its_cron_line(korea: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from chartgw.http.app import declared_routes
 from chartgw.index import artist_history as ah
 from chartgw.index import history as index
 from chartgw.index.identity.include import INCLUDE, ranked
+from tests import fixtures
 from tests.fixtures import KEY_HEADERS, client, copy_data
 from tests.test_artist_history import add_snapshot, build_index
 
@@ -52,10 +54,8 @@ def api(indexed: Path) -> Iterator[TestClient]:
         yield test_client
 
 
-def get(api: TestClient, url: str, status: int = 200, **params: Any) -> Any:
-    response = api.get(url, params=params or None, headers=KEY_HEADERS)
-    assert response.status_code == status, (url, response.status_code, response.text[:500])
-    return response.json() if response.headers["content-type"].startswith("application/json") else response
+get = partial(fixtures.get, as_json=None)
+"""The module's GET: `tests.fixtures.get` with its options."""
 
 
 def entries_of(body: dict[str, Any]) -> list[dict[str, Any]]:

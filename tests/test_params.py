@@ -7,6 +7,8 @@ the FastAPI service see no difference.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from starlette.applications import Starlette
 from starlette.routing import Route as StarletteRoute
@@ -193,7 +195,7 @@ def test_a_misconfigured_setting_is_a_503_naming_it_not_a_500(tmp_path, monkeypa
     configure("CHARTGW_DATA_DIR", str(tmp_path))
     configure("CHARTGW_SOME_COUNTRIES", "us,zz")
 
-    setting = config.Setting("SOME_COUNTRIES", "us", "a test setting", config.countries)
+    setting: config.Setting[Any] = config.Setting("SOME_COUNTRIES", "us", "a test setting", config.countries)
 
     async def countries(call: Call) -> list[str]:
         return list(config.get(setting))

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,7 +102,7 @@ def monitor(path: Path, clock: StepClock, stations: list[Watched], **options: ob
     return Monitor(stations=stations, path=path, clock=clock.now, **{**settings, **options})  # type: ignore[arg-type]  # test options
 
 
-def rows(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+def rows(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
     with sqlite3.connect(path) as db:
         return db.execute(sql, params).fetchall()
 

@@ -461,6 +461,7 @@ def test_the_followed_reader_sees_pages_written_behind_sqlite_and_moves_its_vers
         for reader in (plain, followed):
             assert (await reader.fetchall(query))[0][0].startswith("old-")
         version = await followed.data_version()
+        assert version is not None
         assert _apply_behind_sqlite(served, newer) >= 1
         assert (await plain.fetchall(query))[0][0].startswith("old-")  # a page cache: the old row, silently
         assert (await followed.fetchall(query))[0][0].startswith("new-")  # a memory map: the file as it is

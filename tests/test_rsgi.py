@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -196,7 +197,7 @@ def test_sigterm_answers_long_polls_ends_streams_and_exits(rsgi_data: Path) -> N
         port = _port(proc)
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         cursor = json.loads(_get(conn, "/changes?since=now").body)["next"]
-        results: dict[str, object] = {}
+        results: dict[str, tuple[int, Any]] = {}
 
         def poll() -> None:
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -219,7 +220,7 @@ def test_sigterm_answers_long_polls_ends_streams_and_exits(rsgi_data: Path) -> N
         for thread in threads:
             thread.join(SHUTDOWN_GRACE_SECONDS + LATE)
         assert results.get("poll") == (200, 0)
-        status, body = results["stream"]  # type: ignore[misc]
+        status, body = results["stream"]
         assert status == 200 and body.startswith(b": chartgw changes")
         assert proc.wait(SHUTDOWN_GRACE_SECONDS + LATE) == 0
         assert time.monotonic() - started < SHUTDOWN_GRACE_SECONDS + LATE

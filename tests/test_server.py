@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,7 +77,7 @@ def chartgw_serve(data: Path, *args: str, output: Path | None = None, **settings
 
 
 def _port(proc: subprocess.Popen[bytes]) -> int:
-    return int(proc.args[-1])  # type: ignore[index]  # the argument list given above
+    return int(proc.args[-1])  # type: ignore[index, arg-type]  # the argument list given above
 
 
 @pytest.fixture(scope="module")
@@ -448,7 +449,7 @@ def test_uvicorn_is_the_version_the_protocol_was_written_against() -> None:
     pinned = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     assert UVICORN_PIN in pinned, f"pyproject.toml must pin {UVICORN_PIN}: chartgw/http/server.py reads uvicorn's internals"
     protocol, cycle = httptools_impl.HttpToolsProtocol, httptools_impl.RequestResponseCycle
-    read = [protocol.__init__, protocol.connection_lost, protocol.data_received, protocol._unset_keepalive_if_required,
+    read: list[Any] = [protocol.__init__, protocol.connection_lost, protocol.data_received, protocol._unset_keepalive_if_required,
             protocol._should_upgrade, protocol.handle_websocket_upgrade, protocol._unsupported_upgrade_warning,
             protocol.send_400_response, protocol.on_message_begin, protocol.on_url, protocol.on_headers_complete,
             protocol._start_asgi_task, protocol.on_body, protocol.on_message_complete, protocol.on_response_complete,

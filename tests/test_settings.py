@@ -112,7 +112,7 @@ class _GuardedEnvironment(dict[str, str]):
         self._check(name)
         return super().__getitem__(name)
 
-    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, name: str, default: Any = None) -> Any:
         self._check(name)
         return super().get(name, default)
 

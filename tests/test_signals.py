@@ -259,7 +259,7 @@ def test_what_an_object_cut_short_by_sigterm_says_when_freed_is_not_printed(tmp_
         "    held = HalfBuilt()\n"
         "    os.kill(os.getpid(), signal.SIGTERM)\n"
         "    signal.pause()\n"
-        "cli.build_parser = lambda: type('P', (), {'parse_args': lambda self, argv: "
+        "cli.build_parser = lambda argv: type('P', (), {'parse_args': lambda self, argv: "
         "type('A', (), {'command': 'cut-short', 'func': staticmethod(command)})()})()\n"
         "sys.exit(cli.main([]))\n")
     done = subprocess.run([sys.executable, str(script)], env=child_env(), capture_output=True, timeout=60)

@@ -45,7 +45,7 @@ def _build(path: Path) -> Path:
     return path
 
 
-def _run(coro):  # type: ignore[no-untyped-def]
+def _run(coro):
     return asyncio.run(coro)
 
 

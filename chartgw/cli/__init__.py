@@ -27,16 +27,17 @@ from chartgw.core.progress import Progress
 from chartgw.core.settings import SETTINGS_FILE, Settings, SettingsFileError, current, exported, install
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import EXIT_BUSY, CrawlBusy, CrawlError, Outcome, crawl_lock
-from chartgw.groups import GROUPS
-from chartgw.groups.dj_rankings.records import CONTACT_SETTING as MB_CONTACT
+from chartgw.groups import GROUPS, group_names, named
 from chartgw.index.history import INDEX_NAME
 from chartgw.index.identity import enrich as mb_enrich
 from chartgw.upstreams import musicbrainz, origin_setting
+from chartgw.upstreams.musicbrainz import CONTACT_SETTING as MB_CONTACT
 
 
 def _group(name: str) -> Group:
-    """The group named `name` (argparse has already limited the choice to the known names)."""
-    return next(group for group in GROUPS if group.name == name)
+    """The group named `name` (argparse has already limited the choice to the known names), imported now if it
+    was not: a command loads only the groups it touches."""
+    return named(GROUPS, name)
 
 
 def all_settings() -> list[tuple[str, config.Setting[Any]]]:
@@ -59,7 +60,7 @@ def settings_problems(settings: Settings, group: Group | None = None) -> list[st
     problems = settings.problems(declared)
     if config.RETENTION_DAYS.variable not in " ".join(problems):
         try:
-            retention(group or GROUPS[0])
+            retention(group or _group(group_names(GROUPS)[0]))
         except SettingError as exc:
             problems.append(str(exc))
     return problems
@@ -362,7 +363,7 @@ def cmd_hooks(args: argparse.Namespace) -> int:
     from chartgw.push.hooks import HookStore, UnsafeURL, check_url
 
     store = HookStore()
-    names = [g.name for g in GROUPS]
+    names = group_names(GROUPS)
     if args.hooks_command == "list":
         print(f"{'id':>4} {'key':>4}  {'state':8} {'created':20} url; groups; targets; failing since")
         for hook in store.hooks(args.key):
@@ -402,7 +403,7 @@ def cmd_deliver(args: argparse.Namespace) -> int:
 
     if refuse_bad_settings("deliver", current()):
         return 2
-    return deliver.main([g.name for g in GROUPS], args.once)
+    return deliver.main(group_names(GROUPS), args.once)
 
 
 def installed_program() -> tuple[str, ...]:
@@ -496,8 +497,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if refuse_bad_settings("export", current()):
         return 2
-    names = [g.name for g in GROUPS] if args.all else args.groups
-    unknown = [name for name in names if name not in {g.name for g in GROUPS}]
+    names = group_names(GROUPS) if args.all else args.groups
+    unknown = [name for name in names if name not in group_names(GROUPS)]
     if not names or unknown:
         print(f"chartgw export: no group named {', '.join(unknown)}" if unknown else
               "chartgw export: name the groups to export, or --all", file=sys.stderr)
@@ -654,7 +655,32 @@ def cmd_enrich_musicbrainz(args: argparse.Namespace) -> int:
     return _report("enrich", [outcome], args.json)
 
 
-def build_parser() -> argparse.ArgumentParser:
+FIXED_COMMANDS = frozenset({"serve", "crawl", "keys", "hooks", "deliver", "cron", "demo", "export", "storage", "nginx",
+                            "replicate", "follow", "settings"})
+"""The commands of the platform; every other verb is a group's own (import, backfill, monitor...)."""
+
+
+def _asked(argv: Sequence[str] | None) -> tuple[str | None, str | None]:
+    """The command and the group `argv` names (its first two words that are no option), where it names them."""
+    words = [word for word in (sys.argv[1:] if argv is None else argv) if not word.startswith("-")]
+    return (words[0] if words else None), (words[1] if len(words) > 1 else None)
+
+
+def _touched(command: str | None, group: str | None) -> list[Group]:
+    """The groups whose declarations the parser needs for this command line: the one it names, or every group
+    when it names none the parser can place (the help lists them all, an error names the choices)."""
+    if group in group_names(GROUPS):
+        found = _group(group)
+        if command == "crawl" or any(c.verb == command for c in found.commands):
+            return [found]
+    return list(GROUPS)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser for `argv` (default: this process's): a group's crawl options and commands are
+    declared by its module, so only the groups the command line touches are imported (`chartgw keys list` none,
+    `chartgw crawl korea-chart` one, `chartgw --help` every one)."""
+    command_asked, group_asked = _asked(argv)
     parser = argparse.ArgumentParser(prog="chartgw", description="Music chart aggregation gateway")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -676,7 +702,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     crawl = commands.add_parser("crawl", help="crawl a group's upstreams and commit snapshots")
     crawl_groups = crawl.add_subparsers(dest="group", required=True)
-    for group in GROUPS:
+    declared = _touched(command_asked, group_asked) if command_asked == "crawl" else []
+    for name in group_names(GROUPS):  # every name is a choice; only the groups touched are imported and declared
+        if name not in {g.name for g in declared}:
+            crawl_groups.add_parser(name)
+    for group in declared:
         sub = crawl_groups.add_parser(group.name, help=group.title if group.targets is not None else
                                       f"{group.title}: no upstream; catches its index up (chartgw {CATCH_UP} {group.name})")
         for name, choices in group.crawl_options:
@@ -689,7 +719,7 @@ def build_parser() -> argparse.ArgumentParser:
     crawl.set_defaults(func=cmd_crawl)
 
     verbs: dict[str, list[tuple[Group, GroupCommand]]] = {}
-    for group in GROUPS:
+    for group in _touched(command_asked, group_asked) if command_asked not in FIXED_COMMANDS else []:
         for command in group.commands:
             verbs.setdefault(command.verb, []).append((group, command))
     for verb, offers in verbs.items():
@@ -770,7 +800,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = commands.add_parser("export", help="build each group's whole-history SQLite export (GET /exports lists them)")
     export.add_argument("groups", nargs="*", metavar="GROUP",
-                        help=f"the groups to export: {', '.join(g.name for g in GROUPS)}")
+                        help=f"the groups to export: {', '.join(group_names(GROUPS))}")
     export.add_argument("--all", action="store_true", help="every group")
     export.add_argument("--json", action="store_true", help="one JSON object per group on stdout")
     export.set_defaults(func=cmd_export)
@@ -880,7 +910,7 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         return 2
     try:
         with _stopped_by_sigterm():
-            args = build_parser().parse_args(argv)
+            args = build_parser(argv).parse_args(argv)
             if _writes(args) and config.get(config.READ_ONLY):
                 print(f"chartgw {args.command}: this node is a read replica ({config.READ_ONLY.variable}=1): run it on "
                       "the writer", file=sys.stderr)

@@ -9,7 +9,7 @@ force (the running app's or crawl's); `chartgw settings` lists them all.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -404,7 +404,7 @@ def data_dir() -> Path:
 
 
 @contextmanager
-def environment(values: dict[str, str | None]) -> Iterator[None]:
+def environment(values: Mapping[str, str | None]) -> Iterator[None]:
     """The settings in force with `values` set (None: unset) for the duration (demo seeding, replays, tests).
     Nothing is written to the process environment."""
     with using(current().with_values(values)):

@@ -12,19 +12,20 @@ import asyncio
 import contextlib
 import importlib
 import importlib.util
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from chartgw.api.access import KeyStore
 from chartgw.api.group import Group
 from chartgw.core import config
 from chartgw.core.clock import utc_now
 from chartgw.crawl.runner import Outcome
-from chartgw.groups import GROUPS
+from chartgw.groups import GROUPS, group_names, named
 from chartgw.store import group_db_path
 
-Seeder = Callable[[datetime], Awaitable[list[Outcome]]]
+Seeder = Callable[[datetime], Coroutine[Any, Any, list[Outcome]]]
 """Fills a group's file with demo data: its real crawl over bundled samples on replay servers, at a time."""
 
 DEMO_KEY_FILE = "demo-api-key.txt"
@@ -46,7 +47,7 @@ def seeded_groups() -> list[Group]:
 
 def seeder(name: str) -> Seeder:
     """The demo seeder of group `name`: `seed` of its demo module (KeyError for a group without one)."""
-    group = next((group for group in GROUPS if group.name == name), None)
+    group = named(GROUPS, name) if name in group_names(GROUPS) else None  # only this group is imported
     if group is None or importlib.util.find_spec(demo_module(group)) is None:
         raise KeyError(name)
     seed: Seeder = importlib.import_module(demo_module(group)).seed

@@ -36,7 +36,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -299,14 +299,17 @@ def index_path() -> Path:
     return group_db_path(INDEX_NAME)
 
 
-_REGISTRY: list[tuple[Group, ...]] = [()]
+_REGISTRY: list[Iterable[Group]] = [()]
+_LOOKUP: list[Callable[[str], Group] | None] = [None]
 
 
-def register_groups(groups: Iterable[Group]) -> None:
+def register_groups(groups: Iterable[Group], named: Callable[[str], Group] | None = None) -> None:
     """Tell the index which groups exist, and index each one after its crawls commit. The registry
-    (`chartgw.groups`) calls this once with GROUPS: the index may not import the registry (it is below it
-    in the import layers)."""
-    _REGISTRY[0] = tuple(groups)
+    (`chartgw.groups`) calls this once with GROUPS, which loads its groups when iterated, and its `named`, which
+    loads one (a crawl's hook then loads only the group crawled): the index may not import the registry (it is
+    below it in the import layers)."""
+    _REGISTRY[0] = groups
+    _LOOKUP[0] = named
     if index_source not in AFTER_CRAWL:
         AFTER_CRAWL.append(index_source)
 
@@ -314,6 +317,18 @@ def register_groups(groups: Iterable[Group]) -> None:
 def registered_groups() -> tuple[Group, ...]:
     """Every registered group but the index's own (those without an entry mapping included)."""
     return tuple(g for g in _REGISTRY[0] if g.name != INDEX_NAME)
+
+
+def _source_group(name: str) -> Group | None:
+    """The registered group `name` if the index reads it (by the registry's lookup when it gave one)."""
+    lookup = _LOOKUP[0]
+    if lookup is None:
+        return next((g for g in source_groups() if g.name == name), None)
+    try:
+        group = lookup(name)
+    except KeyError:
+        return None
+    return group if group.entries is not None and group.name != INDEX_NAME else None
 
 
 def source_groups(groups: Iterable[Group] | None = None) -> list[Group]:
@@ -566,7 +581,7 @@ def _logged(db: sqlite3.Connection, group: Group, now: Clock, batch: int, run: _
 def index_source(name: str, *, now: Clock = utc_now) -> IndexResult | None:
     """Index one group's snapshots committed since the last run: the crawl runner's hook after a commit.
     None for a group the index does not read (no entry mapping)."""
-    group = next((g for g in source_groups() if g.name == name), None)
+    group = _source_group(name)
     if group is None:
         return None
     db = open_index()

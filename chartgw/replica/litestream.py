@@ -38,7 +38,7 @@ from pathlib import Path
 from chartgw.api.access import keys_db_path
 from chartgw.core import config
 from chartgw.core.settings import current
-from chartgw.groups import GROUPS
+from chartgw.groups import GROUPS, group_names
 from chartgw.replica.config import Replicated, litestream_config
 from chartgw.replica.state import FileState, NodeState, node_dir, staging_path, write_state
 from chartgw.store import Query, Table, connect, group_db_path, migrate
@@ -60,7 +60,7 @@ _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
 def replicated_files() -> list[Replicated]:
     """Every group's file (the artist-history index is the artist-history-api group's), the key store, and the
     writer's heartbeat."""
-    return [*(Replicated(g.name, group_db_path(g.name)) for g in GROUPS), Replicated(KEYS, keys_db_path()),
+    return [*(Replicated(name, group_db_path(name)) for name in group_names(GROUPS)), Replicated(KEYS, keys_db_path()),
             Replicated(HEARTBEAT, heartbeat_path())]
 
 

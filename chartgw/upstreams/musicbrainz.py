@@ -24,6 +24,7 @@ from typing import Any
 
 import msgspec
 
+from chartgw.core import config
 from chartgw.core.text import compact, fold
 from chartgw.upstreams import UpstreamFormatError, UpstreamRequest, declare_upstream
 from chartgw.upstreams.json_api import integer, load_json, obj, opt_integer, opt_text, text
@@ -42,6 +43,13 @@ MIN_SCORE = 80
 _DATE = re.compile(r"\d{4}(?:-\d{2}(?:-\d{2})?)?")
 _MBID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _LUCENE_SPECIAL = re.compile(r'([\\"])')
+
+CONTACT_SETTING = config.Setting(
+    "MUSICBRAINZ_CONTACT", "",
+    "contact (e-mail or URL) put in the User-Agent sent to MusicBrainz, as its terms ask; empty = the "
+    "placeholder contact of chartgw's default User-Agent (`chartgw enrich musicbrainz` then wants --contact)",
+    config.text)
+"""Declared here, by the upstream it speaks to: /dj-rankings (its artist lookups) and `chartgw enrich musicbrainz` read it."""
 
 
 class ArtistCandidate(msgspec.Struct, kw_only=True, omit_defaults=False):

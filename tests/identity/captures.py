@@ -53,7 +53,7 @@ def billboard_spotify() -> dict[str, Row]:
     rows: dict[str, Row] = {}
     week = billboard.parse("hot-100", (UPSTREAM / "billboard/hot-100_2024-12-07_browser-saved_Sadavar-si206.html").read_bytes())
     for entry in week.entries:
-        rows[f"bbsp/billboard/{entry.rank}"] = Row(entry.title, entry.artist)
+        rows[f"bbsp/billboard/{entry.rank}"] = Row(entry.title or "", entry.artist or "")
     path = UPSTREAM / "spotify/charts-spotify-com-download-regional-global-weekly-2023-11-16.csv"
     with path.open(encoding="utf-8-sig", newline="") as f:
         for item in csv.DictReader(f):

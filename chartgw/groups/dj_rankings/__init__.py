@@ -32,7 +32,6 @@ from chartgw.crawl.runner import Outcome, run_targets
 from chartgw.groups.dj_rankings.crawl import discovery, list_target, targets
 from chartgw.groups.dj_rankings.records import (
     BUDGET_SETTING,
-    CONTACT_SETTING,
     LIST,
     MAX_BACKFILL_YEARS,
     NAME,
@@ -45,6 +44,7 @@ from chartgw.groups.dj_rankings.records import (
 from chartgw.groups.dj_rankings.routes import ROUTES
 from chartgw.groups.dj_rankings.storage import STORAGE
 from chartgw.upstreams import djmag, musicbrainz
+from chartgw.upstreams.musicbrainz import CONTACT_SETTING
 
 
 def _backfill_years(since: int, until: int | None, now: datetime) -> list[int]:

@@ -15,7 +15,7 @@ from chartgw.store.records import stored_entry
 from chartgw.store.targets import TargetKey
 from chartgw.upstreams import musicbrainz
 from chartgw.upstreams.djmag import Change, DjRankEntry
-from chartgw.upstreams.musicbrainz import ArtistCandidate
+from chartgw.upstreams.musicbrainz import CONTACT_SETTING, ArtistCandidate
 
 NAME = "dj-rankings"
 TITLE = "DJ rankings (DJ Mag Top 100 DJs)"
@@ -33,11 +33,6 @@ SEARCH = TargetKey(("slug",), "musicbrainz")
 DISCOGRAPHY = TargetKey(("slug",), "discography")
 PLAN = "plan"
 
-CONTACT_SETTING = config.Setting(
-    "MUSICBRAINZ_CONTACT", "",
-    "contact (e-mail or URL) put in the User-Agent sent to MusicBrainz, as its terms ask; empty = the "
-    "placeholder contact of chartgw's default User-Agent (`chartgw enrich musicbrainz` then wants --contact)",
-    config.text)
 YEARS_SETTING = config.Setting(
     "DJ_RANKINGS_YEARS", "5",
     "poll years, counted back from the newest held, whose DJs get pages and discographies crawled, 1-30",
