@@ -343,7 +343,7 @@ def cmd_hooks(args: argparse.Namespace) -> int:
     elif args.hooks_command == "add":
         groups = [g for g in (args.groups or "").split(",") if g]
         try:
-            check_url(args.url)
+            check_url(args.url, current())
         except UnsafeURL as exc:
             print(f"chartgw hooks add: {exc}", file=sys.stderr)
             return 2
@@ -475,7 +475,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     failed = 0
     for name in names:
         try:
-            info = build(name)
+            info = build(name, current())
         except (OSError, sqlite3.Error) as exc:
             failed += 1
             print(f"chartgw export: {name}: {exc}", file=sys.stderr)

@@ -227,9 +227,10 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
                settings: Settings) -> Starlette:
     cache = ResponseCache(max_bytes=settings.get(config.CACHE_MAX_MB) * 1024 * 1024)
     read_only = settings.get(config.READ_ONLY)
-    datas = {g.name: GroupData(g.name, clock, read_only) for g in groups}
+    datas = {g.name: GroupData(g.name, clock, read_only, settings=settings) for g in groups}
     documents: dict[str, DocumentBuilder] = {}
-    indexed = datas.get(INDEX_NAME) or GroupData(INDEX_NAME, clock, read_only)  # recording identity's (docs/identity.md)
+    # recording identity's (docs/identity.md)
+    indexed = datas.get(INDEX_NAME) or GroupData(INDEX_NAME, clock, read_only, settings=settings)
     declared = declared_routes(groups, documents, indexed)
     door = FrontDoor(groups, datas, documents)
     by_group: dict[str, list[StarletteRoute]] = {}
@@ -243,8 +244,8 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     group_routes = GroupRoutes(by_group)
     # The change feed and webhooks at the root, over every group's file (read through the hub, not `feed`).
     load = KeyLoad.of(settings)  # each key's requests in progress, long polls and streams, capped per key
-    hub = ChangeHub(datas, load)
-    feed = GroupData("changes", clock)
+    hub = ChangeHub(datas, load, settings=settings)
+    feed = GroupData("changes", clock, settings=settings)
     hooks, exported = hooks_routes([g.name for g in groups]), exports.root_routes(datas)
     if read_only:  # hooks.sqlite is the writer's (its `chartgw deliver` reads it) and so are the exports
         hooks = [on_replica(route, "webhooks", writer_only=True) for route in hooks]
