@@ -280,7 +280,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
     from chartgw.push.hooks import HookStore
     from chartgw.replica.state import usage_path
 
-    store = KeyStore(usage_path=usage_path())  # a replica: the keys read-only, its own request counts
+    store = KeyStore(usage_path=usage_path(current()))  # a replica: the keys read-only, its own request counts
     if args.keys_command == "create":
         if not args.name.strip():
             print("chartgw keys create: --name must name the key's holder", file=sys.stderr)

@@ -259,7 +259,7 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
               StarletteRoute("/openapi.json", door.openapi, methods=["GET"]),
               *(StarletteRoute(r.path, EndpointApp(r, indexed if r in identity else feed, cache), methods=[r.method])
                 for r in root_routes),
-              *apidocs.docs_routes(), *seen.routes, replication_route(clock)]
+              *apidocs.docs_routes(), *seen.routes, replication_route(clock, settings)]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -276,7 +276,7 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
                          group_routes.route_for, GroupRoutes.ROUTE)
     checker = checker or KeyChecker(plain_keys=[*settings.get(config.API_KEYS)], clock=clock)
     # A replica counts its keys' requests in a node-local file: it never writes a replicated one.
-    limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore(usage_path=usage_path()))
+    limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore(usage_path=usage_path(settings)))
     gate = Gate(access_table(declared, front), checker, limiter, load)  # one way in: the key middleware's and the fast lane's
     cors_origins = settings.get(config.CORS_ORIGINS)
     policy = CorsPolicy(cors_origins) if cors_origins else None
