@@ -356,7 +356,7 @@ def test_a_refresh_already_running_is_joined_not_started_twice(refreshing: tuple
     servers = refreshing[1]
 
     async def both() -> tuple[Any, Any]:
-        data = GroupData(st.NAME, fixed(NOW))
+        data = GroupData(st.NAME, fixed(NOW), settings=current())
         try:
             first = asyncio.ensure_future(refresh(Call({}, data, NOW, b'{"location": "mx"}')))
             # The second asks once the first's crawl is running (started together, the second's own reads could
@@ -375,7 +375,7 @@ def test_a_refresh_already_running_is_joined_not_started_twice(refreshing: tuple
     assert len(servers[TRENDS24].seen) == 1
 
     async def third() -> None:
-        data = GroupData(st.NAME, fixed(NOW))
+        data = GroupData(st.NAME, fixed(NOW), settings=current())
         try:
             await refresh(Call({}, data, NOW, b'{"location": "mx"}'))
         finally:

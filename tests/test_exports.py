@@ -287,9 +287,9 @@ def _commit(path: Path, chart_date: str, n: int = 3) -> None:
 
 
 def test_an_export_opens_whole_and_holds_exactly_the_groups_snapshots(korea: Path) -> None:
-    info = exports.build("korea-chart", lambda: FIXED_NOW)
+    info = exports.build("korea-chart", current(), lambda: FIXED_NOW)
     assert info is not None and info.built_at == "2026-11-20T05:30:00Z" and info.group == "korea-chart" and info.url == f"/korea-chart/exports/{info.sha256}.sqlite"
-    path = exports.exports_dir() / "korea-chart" / f"{info.sha256}.sqlite"
+    path = exports.exports_dir(current()) / "korea-chart" / f"{info.sha256}.sqlite"
     source = group_db_path("korea-chart")
     with _check_whole(path) as db:
         assert [row[0] for row in db.execute("SELECT id FROM snapshots ORDER BY id")] == _snapshot_ids(source)
@@ -297,9 +297,9 @@ def test_an_export_opens_whole_and_holds_exactly_the_groups_snapshots(korea: Pat
             "SELECT count(*) FROM entries").fetchone()
         first, last, count = db.execute("SELECT min(chart_date), max(chart_date), count(*) FROM snapshots").fetchone()
     assert (info.first_chart_date, info.last_chart_date, info.snapshots, info.size) == (first, last, count, path.stat().st_size)
-    assert exports.build("korea-chart", lambda: FIXED_NOW) == info  # nothing changed: the same bytes, the same export
+    assert exports.build("korea-chart", current(), lambda: FIXED_NOW) == info  # nothing changed: the same bytes, the same export
     assert [p.name for p in path.parent.glob("*.sqlite")] == [path.name]
-    assert exports.build("streaming") is None  # no file: nothing to export
+    assert exports.build("streaming", current()) is None  # no file: nothing to export
 
 
 def test_an_export_built_while_a_crawl_commits_holds_whole_commits(korea: Path) -> None:
@@ -315,7 +315,7 @@ def test_an_export_built_while_a_crawl_commits_holds_whole_commits(korea: Path) 
     thread = threading.Thread(target=crawl)
     thread.start()
     try:
-        built = [exports.build("korea-chart") for _ in range(4)]
+        built = [exports.build("korea-chart", current()) for _ in range(4)]
     finally:
         stop.set()
         thread.join()
@@ -323,7 +323,7 @@ def test_an_export_built_while_a_crawl_commits_holds_whole_commits(korea: Path) 
     committed = _snapshot_ids(source)
     for info in built:
         assert info is not None
-        path = exports.exports_dir() / "korea-chart" / f"{info.sha256}.sqlite"
+        path = exports.exports_dir(current()) / "korea-chart" / f"{info.sha256}.sqlite"
         if not path.exists():
             continue  # pruned (CHARTGW_EXPORTS_KEEP)
         with _check_whole(path) as db:
@@ -364,7 +364,7 @@ def test_listing_builds_on_request_and_the_url_never_changes_content(korea: Path
         assert missing.status_code == 404
         assert api.get("/korea-chart/exports/../korea-chart.sqlite", headers=KEY_HEADERS).status_code in (404, 422)
         assert api.get("/korea-chart/exports/x.sqlite", headers=KEY_HEADERS).status_code == 422
-    with _check_whole(exports.exports_dir() / "korea-chart" / f"{second['sha256']}.sqlite") as db:
+    with _check_whole(exports.exports_dir(current()) / "korea-chart" / f"{second['sha256']}.sqlite") as db:
         assert db.execute("SELECT count(*) FROM snapshots").fetchone() == (second["snapshots"],)
 
 
@@ -381,10 +381,10 @@ def _listed_after_build(api: TestClient, count: int = 1) -> dict[str, Any]:
 
 def test_old_exports_are_pruned_and_their_url_is_a_404(korea: Path) -> None:
     with environment({"CHARTGW_EXPORTS_KEEP": "1"}):
-        old = exports.build("korea-chart")
+        old = exports.build("korea-chart", current())
         _commit(group_db_path("korea-chart"), "2026-12-02")
-        new = exports.build("korea-chart")
-        assert old is not None and new is not None and exports.exports_of("korea-chart") == [new]
+        new = exports.build("korea-chart", current())
+        assert old is not None and new is not None and exports.exports_of("korea-chart", current()) == [new]
         with client(korea) as api:
             assert api.get(old.url, headers=KEY_HEADERS).status_code == 404
 
@@ -392,7 +392,7 @@ def test_old_exports_are_pruned_and_their_url_is_a_404(korea: Path) -> None:
 def test_no_build_on_request_within_the_interval_or_when_off(korea: Path) -> None:
     """The data changed after the newest export: a listing 10 minutes after it was built (the app's clock against the
     file's time) builds nothing with an interval of an hour, nor ever with `off`; a day after, it builds."""
-    info = exports.build("korea-chart")
+    info = exports.build("korea-chart", current())
     assert info is not None
     built = datetime.strptime(info.built_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     _commit(group_db_path("korea-chart"), "2026-12-03")
@@ -412,7 +412,7 @@ def test_a_kill_during_a_build_leaves_no_listed_partial_file(korea: Path) -> Non
     with sqlite3.connect(source) as db:  # about 40 MB more, so a build takes long enough to be caught in it
         db.execute("CREATE TABLE padding (blob BLOB)")
         db.executemany("INSERT INTO padding VALUES (randomblob(1000000))", [()] * 40)
-    folder = exports.exports_dir() / "korea-chart"
+    folder = exports.exports_dir(current()) / "korea-chart"
     command = [sys.executable, "-m", "chartgw", "export", "korea-chart"]
     env = child_env(DATA_DIR=str(korea))
     kills = left = 0
@@ -428,7 +428,7 @@ def test_a_kill_during_a_build_leaves_no_listed_partial_file(korea: Path) -> Non
             time.sleep(0.001)
         process.wait(30)
         left += bool(set(folder.glob(".building-*")) - before)
-        listed = exports.exports_of("korea-chart")
+        listed = exports.exports_of("korea-chart", current())
         for info in listed:
             _check_whole(folder / f"{info.sha256}.sqlite").close()
         with client(korea) as api:
@@ -436,7 +436,7 @@ def test_a_kill_during_a_build_leaves_no_listed_partial_file(korea: Path) -> Non
                 msgspec.to_builtins(info) for info in listed]
         _commit(source, f"2026-12-{10 + round_:02d}")  # each round's export a new one
     assert kills >= 2 and left >= 1, f"the builds finished before they could be killed ({kills} kills, {left} left)"
-    last = exports.build("korea-chart")
+    last = exports.build("korea-chart", current())
     assert last is not None and not list(folder.glob(".building-*"))
     _check_whole(folder / f"{last.sha256}.sqlite").close()
 

@@ -31,6 +31,7 @@ import pytest
 
 from chartgw.api.access import env_key_id
 from chartgw.core.clock import fixed
+from chartgw.core.settings import current
 from chartgw.groups import GROUPS
 from chartgw.http import exports
 from chartgw.index import history as index
@@ -129,7 +130,7 @@ def served(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         HookStore().create(env_key_id(TEST_KEY), "https://hooks.example.test/in", [], [], [g.name for g in GROUPS], FIXED_NOW)  # hook 1
     for group in GROUPS:
         with data_dir(path):
-            built = exports.build(group.name)
+            built = exports.build(group.name, current())
         assert built is not None
         EXPORT_CALLS[f"{group.name.replace('-', '_')}_get_exports_name"] = {"name": f"{built.sha256}.sqlite"}
         if group.targets is not None:

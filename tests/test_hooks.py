@@ -30,6 +30,7 @@ from starlette.testclient import TestClient
 from chartgw.api.access import KeyChecker, KeyStore, RateLimiter, env_key_id
 from chartgw.api.group import Group
 from chartgw.core.config import environment
+from chartgw.core.settings import current
 from chartgw.groups import GROUPS
 from chartgw.http.app import access_table, build_app, declared_routes
 from chartgw.push.deliver import Deliverer, pinned
@@ -156,7 +157,7 @@ def test_the_url_guard() -> None:
     with environment({"CHARTGW_HOOKS_HTTP_HOSTS": "receiver.example.test"}):
         for good in ("https://hooks.example.test/x?y=1", "https://93.184.216.34:8443/", "http://receiver.example.test/",
                      "https://[2606:4700::1111]/"):
-            assert check_url(good) == good
+            assert check_url(good, current()) == good
         for bad, why in (("http://other.example.test/", "https only"), ("https://10.1.2.3/", "not a public address"),
                          ("https://127.0.0.1/", "not a public address"), ("https://[::1]/", "not a public address"),
                          ("https://169.254.169.254/latest", "not a public address"),
@@ -165,9 +166,9 @@ def test_the_url_guard() -> None:
                          ("https://a:b@x.test/", "credentials"), ("https://x.test/#f", "fragment"), ("//x.test/", "absolute"),
                          ("https://x.test:0/", "port 0"), ("https://" + "x" * 2050, "at most")):
             with pytest.raises(UnsafeURL, match=why):
-                check_url(bad)
+                check_url(bad, current())
     with environment({"CHARTGW_HOOKS_PRIVATE_ADDRESSES": "allow"}):
-        assert check_url("https://127.0.0.1:9/") and check_url("https://localhost/")
+        assert check_url("https://127.0.0.1:9/", current()) and check_url("https://localhost/", current())
 
 
 ADDRESSES = [
@@ -209,7 +210,7 @@ def test_the_address_guard_over_a_table_of_addresses() -> None:
             url = f"https://[{address.replace('%', '%25')}]/in" if ":" in address else f"https://{address}/in"
             for where, check, value in (("registration", check_url, url), ("delivery", check_address, address)):
                 try:
-                    check(value)
+                    check(value, current())
                     refused = False
                 except UnsafeURL:
                     refused = True
@@ -217,26 +218,26 @@ def test_the_address_guard_over_a_table_of_addresses() -> None:
                     wrong.append((address, where, "refused" if refused else "allowed"))
     assert wrong == []
     with pytest.raises(UnsafeURL, match="carries 169.254.169.254"):
-        asyncio.run(pinned("https://[64:ff9b::a9fe:a9fe]/"))
+        asyncio.run(pinned("https://[64:ff9b::a9fe:a9fe]/", current()))
     with environment({"CHARTGW_HOOKS_PRIVATE_ADDRESSES": "allow"}):  # the operator's choice, for tests and labs
-        assert check_url("https://[64:ff9b::a00:1]/") and check_url("https://224.0.0.1/")
+        assert check_url("https://[64:ff9b::a00:1]/", current()) and check_url("https://224.0.0.1/", current())
 
 
 @pytest.mark.parametrize("host", ["0x7f.1", "2130706433", "017700000001", "127.1", "0xa9.0xfe.0xa9.0xfe", "0251.0376.0251.0376"])
 def test_a_host_in_the_resolvers_old_ipv4_forms_is_judged_as_the_address(host: str) -> None:
     """`https://0x7f.1/` is no name: the resolver reads it as 127.0.0.1, so registration refuses it already."""
     with pytest.raises(UnsafeURL, match="not a public address"):
-        check_url(f"https://{host}/")
-    assert check_url("https://0x8.8.8.8/") and check_url("https://cafe.example.test/")
+        check_url(f"https://{host}/", current())
+    assert check_url("https://0x8.8.8.8/", current()) and check_url("https://cafe.example.test/", current())
 
 
 def test_a_delivery_goes_to_the_checked_address_with_the_hosts_name() -> None:
     with environment(LOCAL):
-        assert asyncio.run(pinned("https://127.0.0.1:8443/in?a=1")) == (
+        assert asyncio.run(pinned("https://127.0.0.1:8443/in?a=1", current())) == (
             "https://127.0.0.1:8443/in?a=1", "127.0.0.1:8443", {"sni_hostname": "127.0.0.1"})
-        assert asyncio.run(pinned("http://[::1]/")) == ("http://[::1]/", "[::1]", {})
+        assert asyncio.run(pinned("http://[::1]/", current())) == ("http://[::1]/", "[::1]", {})
     with pytest.raises(UnsafeURL, match="not a public address"):
-        asyncio.run(pinned("http://127.0.0.1:9/"))  # the addresses a host resolves to are checked when sending
+        asyncio.run(pinned("http://127.0.0.1:9/", current()))  # the addresses a host resolves to are checked when sending
 
 
 # --- receivers ----------------------------------------------------------------------------------------------

@@ -221,8 +221,9 @@ def test_several_workers_are_added_up(tmp_path: Path) -> None:
     """)
     scrape_one = textwrap.dedent("""
         from prometheus_client import CollectorRegistry, generate_latest
+        from chartgw.core.settings import Settings
         from chartgw.http.metrics import RequestMetrics, StoreCollector, WorkerRequestMetrics, scrape_registry
-        print(generate_latest(scrape_registry(CollectorRegistry(), StoreCollector([]))).decode())
+        print(generate_latest(scrape_registry(CollectorRegistry(), StoreCollector([]), Settings())).decode())
     """)
     env = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
     for count in ("3", "4"):

@@ -13,6 +13,7 @@ from starlette.testclient import TestClient
 
 from chartgw.api.endpoints import ApiError, Call, GroupData
 from chartgw.api.refresh import admit_refresh
+from chartgw.core.settings import current
 from chartgw.crawl.runner import crawl_lock
 from chartgw.demo.replay import Reply, replay_upstreams
 from chartgw.demo.samples.korea import site_replies
@@ -112,7 +113,7 @@ def test_the_key_budget_is_a_sliding_hour_per_key(tmp_path: Path, monkeypatch: p
     configure("CHARTGW_REFRESHES_PER_KEY_PER_HOUR", "2")
     configure("CHARTGW_REFRESH_INTERVAL_SECONDS", "60")
     with data_dir(tmp_path):
-        data = GroupData("korea-chart")
+        data = GroupData("korea-chart", settings=current())
     now = [1000.0]
     clock = lambda: now[0]
     admit_refresh(_call(data, 7), "a", clock)
@@ -128,5 +129,6 @@ def test_the_key_budget_is_a_sliding_hour_per_key(tmp_path: Path, monkeypatch: p
     now[0] = 1000.0 + 3600
     admit_refresh(_call(data, 7), "d", clock)  # the first refresh left the hour
     configure("CHARTGW_REFRESHES_PER_KEY_PER_HOUR", "0")
+    unlimited = GroupData("korea-chart", settings=current())  # an app built with them
     for target in "efgh":
-        admit_refresh(_call(data, 7), target, clock)  # 0 = no per-key limit
+        admit_refresh(_call(unlimited, 7), target, clock)  # 0 = no per-key limit

@@ -26,6 +26,7 @@ from chartgw.api.access import KeyChecker, KeyStore, RateLimiter
 from chartgw.cli import main
 from chartgw.core import config
 from chartgw.core.config import SettingError, environment
+from chartgw.core.settings import current
 from chartgw.http.app import build_app
 from chartgw.replica import state as replication
 from chartgw.replica.config import litestream_config
@@ -91,27 +92,27 @@ def state(role: str, updated_at: float, **files: FileState) -> NodeState:
 
 
 def test_node_status_is_off_on_a_single_box(folder: Path) -> None:
-    status = node_status(FIXED_NOW)
+    status = node_status(FIXED_NOW, current())
     assert (status.status, status.role, status.files) == ("off", "single", [])
-    assert not replication.lagging("korea-chart", FIXED_NOW)
+    assert not replication.lagging("korea-chart", FIXED_NOW, current())
 
 
 def test_lag_past_the_setting_is_degraded_and_degrades_that_group_only(folder: Path) -> None:
     write_state(state("reader", NOW, **{
         "korea-chart": FileState(state="following", ok_at=NOW - 45, txid="00000000000000a1", applied_at=NOW - 60),
-        "streaming": FileState(state="following", ok_at=NOW - 1)}))
-    status = node_status(FIXED_NOW)
+        "streaming": FileState(state="following", ok_at=NOW - 1)}), current())
+    status = node_status(FIXED_NOW, current())
     assert status.status == "degraded" and status.role == "reader"
     lags = {f.file: (f.lag_seconds, f.applied_at) for f in status.files}
     assert lags == {"korea-chart": (45, "2026-11-20T05:29:00Z"), "streaming": (1, None)}
-    assert replication.lagging("korea-chart", FIXED_NOW) and not replication.lagging("streaming", FIXED_NOW)
+    assert replication.lagging("korea-chart", FIXED_NOW, current()) and not replication.lagging("streaming", FIXED_NOW, current())
     with environment({"CHARTGW_REPLICA_LAG_DEGRADED_SECONDS": "60"}):
-        assert node_status(FIXED_NOW).status == "ok"
+        assert node_status(FIXED_NOW, current()).status == "ok"
 
 
 def test_a_supervisor_that_stopped_writing_its_state_is_down(folder: Path) -> None:
-    write_state(state("writer", NOW - 20, streaming=FileState(state="replicating", ok_at=NOW - 20)))
-    status = node_status(FIXED_NOW)
+    write_state(state("writer", NOW - 20, streaming=FileState(state="replicating", ok_at=NOW - 20)), current())
+    status = node_status(FIXED_NOW, current())
     assert status.status == "degraded"
     assert status.files[0].state == "down (chartgw replicate is not running)" and status.files[0].lag_seconds == 20
 
@@ -210,7 +211,7 @@ def test_a_reader_asks_the_replica_only_for_the_files_the_writer_ships(folder: P
 
     def ticked() -> float:
         """The supervisor's clock when it last wrote its state."""
-        state = read_state()
+        state = read_state(current())
         return state.updated_at if state is not None else float("-inf")
 
     def ticked_past(at: float) -> None:
@@ -223,7 +224,7 @@ def test_a_reader_asks_the_replica_only_for_the_files_the_writer_ships(folder: P
                                   env=child_env(REPLICA_URL=f"file://{folder / 'replica'}"))
     try:
         absent = {f.name for f in replicated_files()} - shipped
-        wait_for(lambda: (state := read_state()) is not None and state.files["heartbeat"].state == "following"
+        wait_for(lambda: (state := read_state(current())) is not None and state.files["heartbeat"].state == "following"
                  and all(state.files[name].state == "waiting" for name in absent), "every file asked for")
         ticked_past(ticked() + 2 * WAITING_SECONDS[0])
         once = asked()  # ... past the time an absent file would be asked for again
@@ -281,7 +282,7 @@ def test_a_follower_that_stops_applying_while_the_writer_moves_on_is_restored_af
         return [name for name in log.read_text().split() if name == "korea-chart"] if log.exists() else []
 
     def chart() -> FileState:
-        state = read_state()
+        state = read_state(current())
         assert state is not None
         return state.files["korea-chart"]
 
@@ -291,9 +292,9 @@ def test_a_follower_that_stops_applying_while_the_writer_moves_on_is_restored_af
 
     def ticks(seconds: float) -> None:
         """Wait until the supervisor's clock has moved `seconds` on."""
-        start = read_state()
+        start = read_state(current())
         assert start is not None
-        wait_for(lambda: (now := read_state()) is not None and now.updated_at >= start.updated_at + seconds,
+        wait_for(lambda: (now := read_state(current())) is not None and now.updated_at >= start.updated_at + seconds,
                  f"{seconds} s of the supervisor's clock")
 
     stall = 6.0  # the supervisor's seconds: 1.5 s here
@@ -302,7 +303,7 @@ def test_a_follower_that_stops_applying_while_the_writer_moves_on_is_restored_af
                                                 REPLICA_STALL_SECONDS=str(stall)))
     seen: set[str] = set()
     try:
-        wait_for(lambda: (state := read_state()) is not None and state.files["heartbeat"].state == "following"
+        wait_for(lambda: (state := read_state(current())) is not None and state.files["heartbeat"].state == "following"
                  and state.files["korea-chart"].state == "following"
                  and state.files["korea-chart"].txid == "0000000000000004", "both files followed")
         writer_at(4)
@@ -421,7 +422,7 @@ def test_a_burst_of_reads_opens_one_connection_also_after_a_reopen(folder: Path)
     query = Query("rows", "SELECT count(*) FROM t")
 
     async def scenario() -> None:
-        for reader in (SnapshotReader(served), FollowedReader(served, "korea-chart")):
+        for reader in (SnapshotReader(served), FollowedReader(served, "korea-chart", current())):
             threads = threading.active_count()
             assert all(rows == [(3,)] for rows in await asyncio.gather(*(reader.fetchall(query) for _ in range(50))))
             one = _open_descriptors(served)
@@ -451,12 +452,12 @@ def test_the_followed_reader_sees_pages_written_behind_sqlite_and_moves_its_vers
     fd = os.open(newer, os.O_RDWR)
     os.pwrite(fd, served.read_bytes()[:4096], 0)
     os.close(fd)
-    sidecar = replication.sidecar("korea-chart")
+    sidecar = replication.sidecar("korea-chart", current())
     sidecar.parent.mkdir(parents=True)
     sidecar.write_text("0000000000000001\n")
 
     async def scenario() -> None:
-        plain, followed = SnapshotReader(served), FollowedReader(served, "korea-chart")
+        plain, followed = SnapshotReader(served), FollowedReader(served, "korea-chart", current())
         query = Query("row 300", "SELECT v FROM t WHERE id = 300")
         for reader in (plain, followed):
             assert (await reader.fetchall(query))[0][0].startswith("old-")
@@ -513,7 +514,7 @@ def test_a_read_only_gateway_serves_refuses_refreshes_and_counts_usage_in_a_node
     keys_before = followed(data / "keys.sqlite")
     settings = {"CHARTGW_READ_ONLY": "1", "CHARTGW_WRITER_URL": "https://writer.example:8000"}
     with environment(settings), data_dir(data):
-        limiter = RateLimiter(100, KeyStore(usage_path=replication.usage_path()))
+        limiter = RateLimiter(100, KeyStore(usage_path=replication.usage_path(current())))
         app = build_app(checker=KeyChecker(data / "keys.sqlite", [TEST_KEY]), clock=lambda: FIXED_NOW, limiter=limiter)
         with TestClient(app) as api:
             assert api.get("/korea-chart/portal-a/charts/realtime", headers=KEY_HEADERS).status_code == 200
@@ -560,7 +561,7 @@ def test_a_reader_lists_keys_and_its_usage_and_refuses_to_write(korea_data: Path
     keys_before = followed(data / "keys.sqlite")
     with data_dir(data), environment({"CHARTGW_READ_ONLY": "1"}):
         day = FIXED_NOW.strftime("%Y-%m-%d")
-        KeyStore(usage_path=replication.usage_path()).add_usage({(key_id, day): [7, 2]})
+        KeyStore(usage_path=replication.usage_path(current())).add_usage({(key_id, day): [7, 2]})
         assert main(["keys", "list"]) == 0 and "partner-a" in capsys.readouterr().out
         assert main(["keys", "usage", "--days", "4000"]) == 0
         assert f"{key_id:>4}  {day} {7:>9} {2:>7}  partner-a" in capsys.readouterr().out
@@ -583,7 +584,7 @@ def test_a_group_health_says_degraded_when_its_file_lags(korea_data: Path, tmp_p
 
     with data_dir(data):
         assert ask("/korea-chart/health")["status"] == "ok"
-        write_state(state("reader", NOW, **{"korea-chart": FileState(state="following", ok_at=NOW - 600)}))
+        write_state(state("reader", NOW, **{"korea-chart": FileState(state="following", ok_at=NOW - 600)}), current())
         assert ask("/korea-chart/health")["status"] == "degraded"
         body = ask("/replication")
     assert body["status"] == "degraded" and body["role"] == "reader"
@@ -602,7 +603,7 @@ def test_metrics_say_each_files_lag_restarts_stalls_and_state(korea_data: Path, 
             write_state(state("reader", NOW, **{
                 "korea-chart": FileState(state="stalled", ok_at=NOW - 40, restarts=3, stalls=2,
                                          error="stalled: applied transaction ..."),
-                "keys": FileState(state="following", ok_at=NOW)}))
+                "keys": FileState(state="following", ok_at=NOW)}), current())
             text = api.get("/metrics").text
             assert api.get("/replication").json()["files"][0]["stalls"] == 2
     for line in ('chartgw_replication_lag_seconds{file="korea-chart"} 40.0',

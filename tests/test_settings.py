@@ -158,3 +158,48 @@ def test_two_apps_with_different_settings_answer_differently_in_one_process(tmp_
             assert [c["slug"] for c in first["charts"] if c["configured"]] == ["hot-100"]
             assert [c["slug"] for c in second["charts"] if c["configured"]] == ["billboard-200", "artist-100"]
         assert one.get("/ranking-charts/charts", headers={"X-API-Key": "key-two"}).status_code == 401
+
+
+def test_two_apps_interleaved_in_one_event_loop_each_read_their_own_settings(tmp_path: Path) -> None:
+    """The request path reads the settings of the app answering (its GroupData's, `Call.settings`), not the
+    process's: two apps interleaved in one event loop, and a crawl under A's settings meanwhile, each keep theirs."""
+    import httpx
+
+    process = current()  # what the process was given: neither app's
+    made = {name: current().with_values({"DATA_DIR": str(tmp_path / name), "API_KEYS": TEST_KEY, **values})
+            for name, values in (("a", {"HOOKS_PER_KEY": "1", "HOOKS_HTTP_HOSTS": "receiver.example.test"}),
+                                 ("b", {"HOOKS_PER_KEY": "3"}))}
+
+    def client(name: str) -> httpx.AsyncClient:
+        app = build_app([korea_chart.GROUP], limiter=RateLimiter(0), settings=made[name])
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver", headers=KEY_HEADERS)
+
+    async def crawl_under_a() -> list[str]:
+        transport = ReplayTransport({"MELON": site_replies("portal-a", "realtime", FIXED_NOW, 1)})
+        with using(made["a"]):  # as the CLI runs a command with its settings
+            outcomes = await crawl_group(korea_chart.GROUP, {"site": "portal-a", "chart_type": "realtime"},
+                                         now=lambda: FIXED_NOW, transport=transport)
+        return [o.status for o in outcomes]
+
+    async def hooks(api: httpx.AsyncClient, url: str, times: int) -> list[int]:
+        statuses = []
+        for _ in range(times):
+            statuses.append((await api.post("/hooks", json={"url": url})).status_code)
+            await asyncio.sleep(0)  # let the other app and the crawl run between requests
+        return statuses
+
+    async def both() -> tuple[list[int], list[int], list[int], list[int], list[str]]:
+        async with client("a") as a, client("b") as b:
+            return await asyncio.gather(
+                hooks(a, "https://hooks.example.test/in", 2), hooks(b, "https://hooks.example.test/in", 3),
+                hooks(a, "http://receiver.example.test/in", 1), hooks(b, "http://receiver.example.test/in", 1),
+                crawl_under_a())
+
+    a_https, b_https, a_http, b_http, crawled = asyncio.run(both())
+    assert b_https == [200, 200, 200]  # B lets a key have 3 hooks
+    assert sorted(a_https + a_http) == [200, 403, 403]  # A lets it have 1 (whichever came first), and http to its host
+    assert b_http == [422]  # B names no plain-http host: https only
+    assert crawled == ["ok"]
+    assert (tmp_path / "a" / "korea-chart.sqlite").exists() and not (tmp_path / "b" / "korea-chart.sqlite").exists()
+    assert (tmp_path / "a" / "hooks.sqlite").exists() and (tmp_path / "b" / "hooks.sqlite").exists()
+    assert current() is process  # nothing was installed on the way

@@ -18,6 +18,7 @@ import msgspec
 
 from chartgw.api.endpoints import Call, GroupData, Route
 from chartgw.api.params import Param
+from chartgw.core.settings import Settings
 from chartgw.store.targets import TargetKey
 
 __all__ = ["CADENCES", "CatalogData", "Chart", "cadence_of", "cadences", "catalog_routes", "dated"]
@@ -158,8 +159,8 @@ class CatalogData(GroupData):
     """Every group's data seen as one: its version moves whenever any group's does, so `/charts` is cached per
     data version like any answer."""
 
-    def __init__(self, datas: Mapping[str, GroupData], clock: Callable[[], Any]) -> None:
-        super().__init__("charts", clock)
+    def __init__(self, datas: Mapping[str, GroupData], clock: Callable[[], Any], *, settings: Settings) -> None:
+        super().__init__("charts", clock, settings=settings)
         self.datas = datas
 
     async def current_version(self) -> int:

@@ -26,6 +26,7 @@ from chartgw.api.formats import FORMAT_PARAM, FORMATS, MEDIA_TYPES, Table, Varia
 from chartgw.api.params import InvalidParams, Param, parse_query, validate
 from chartgw.core.clock import Clock, utc_now
 from chartgw.core.config import SettingError
+from chartgw.core.settings import Settings
 from chartgw.replica.reader import FollowedReader
 from chartgw.store import SnapshotReader, group_db_path
 
@@ -81,11 +82,13 @@ class GroupData:
     `PRAGMA data_version`, not one per request.
     """
 
-    def __init__(self, group: str, clock: Clock = utc_now, read_only: bool = False) -> None:
+    def __init__(self, group: str, clock: Clock = utc_now, read_only: bool = False, *, settings: Settings) -> None:
         self.group = group
+        self.settings = settings
+        """The settings of the app this data belongs to: what its handlers read (`Call.settings`)."""
         self.clock = clock
         """What "now" is for ages and staleness in responses (injected in tests)."""
-        self.reader = FollowedReader(group_db_path(group), group) if read_only else SnapshotReader(group_db_path(group))
+        self.reader = FollowedReader(group_db_path(group), group, settings) if read_only else SnapshotReader(group_db_path(group))
         """On a read replica, the file `chartgw follow` keeps current (chartgw.replica.reader)."""
         self.freshness = REPLICA_FRESHNESS_SECONDS if read_only else FRESHNESS_SECONDS
         self.version = 0
@@ -127,6 +130,11 @@ class Call:
     """The request body of a POST route (at most MAX_BODY_BYTES; a larger one is a 413 before the handler)."""
     key_id: int | None = None
     """The caller's key (its id in the key store) on uncached routes, for per-key throttles; None on public routes."""
+
+    @property
+    def settings(self) -> Settings:
+        """The settings of the app answering (each app its own, so two can share a process)."""
+        return self.data.settings
 
 
 Handler = Callable[[Call], Awaitable[Any]]

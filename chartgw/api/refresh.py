@@ -15,7 +15,7 @@ from typing import Any
 
 from chartgw.api.endpoints import ApiError, Call, Route
 from chartgw.core import config
-from chartgw.core.settings import current
+from chartgw.core.settings import Settings
 from chartgw.crawl.runner import EXIT_BUSY
 
 __all__ = ["admit_key", "admit_refresh", "crawl_in_subprocess", "on_replica"]
@@ -28,7 +28,7 @@ def admit_refresh(call: Call, target: Hashable, clock: Callable[[], float] = tim
     refresh costs the upstream a crawl; polling the snapshots costs nothing), and within the caller's
     per-key budget (`admit_key`): else a 429 with Retry-After. Nothing is counted when refused."""
     data = call.data
-    interval = config.get(config.REFRESH_INTERVAL_SECONDS)
+    interval = call.settings.get(config.REFRESH_INTERVAL_SECONDS)
     now = clock()
     last = data.refreshed.get(target)
     if last is not None and now - last < interval:
@@ -43,7 +43,7 @@ def admit_key(call: Call, clock: Callable[[], float] = time.monotonic) -> None:
     """At most `CHARTGW_REFRESHES_PER_KEY_PER_HOUR` refreshes started by one key in a group (a sliding hour in
     this server process), so one partner cannot keep every target of a group crawling: else a 429 with
     Retry-After saying when the oldest of its refreshes leaves the hour."""
-    budget = config.get(config.REFRESHES_PER_KEY_PER_HOUR)
+    budget = call.settings.get(config.REFRESHES_PER_KEY_PER_HOUR)
     if budget == 0:
         return
     now = clock()
@@ -57,8 +57,9 @@ def admit_key(call: Call, clock: Callable[[], float] = time.monotonic) -> None:
     started.append(now)
 
 
-async def crawl_in_subprocess(group: str, options: dict[str, str | None]) -> list[dict[str, Any]]:
-    """Run `chartgw crawl GROUP ... --json` in a child process: the cron code path, isolated from the server.
+async def crawl_in_subprocess(group: str, options: dict[str, str | None], settings: Settings) -> list[dict[str, Any]]:
+    """Run `chartgw crawl GROUP ... --json` in a child process with `settings` (the app's): the cron code path,
+    isolated from the server.
 
     Raises ApiError 409 when another crawl of the group holds the lock, 502 when the child died
     without reporting.
@@ -68,7 +69,7 @@ async def crawl_in_subprocess(group: str, options: dict[str, str | None]) -> lis
         if value is not None:
             args += [f"--{name.replace('_', '-')}", value]
     proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                                                env=current().child_environment())
+                                                env=settings.child_environment())
     out, err = await proc.communicate()
     if proc.returncode == EXIT_BUSY:
         raise ApiError(409, f"Another crawl of {group} is running (cron or a refresh); try again shortly")
@@ -88,7 +89,7 @@ def on_replica(route: Route, what: str = "refreshes", writer_only: bool = False)
         return route
 
     async def refuse(call: Call) -> Any:
-        writer = config.get(config.WRITER_URL)
+        writer = call.settings.get(config.WRITER_URL)
         raise ApiError(503, f"This gateway is a read-only replica: {what} run on the writer"
                             + (f" ({writer})" if writer else ""))
 

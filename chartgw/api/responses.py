@@ -224,7 +224,8 @@ def health_route(service: str, cadences: Callable[[], dict[str, int]], summary: 
     async def health(call: Call) -> HealthHead:
         statuses = await target_statuses(call.data.reader, cadences(), call.now, pattern)
         status = health_status(statuses)
-        if status == "ok" and lagging(call.data.group, call.now):  # this node's copy lags the writer's (/replication)
+        # this node's copy lags the writer's (/replication)
+        if status == "ok" and lagging(call.data.group, call.now, call.settings):
             status = "degraded"
         if describe is None:
             return HealthResponse(status, service, statuses)

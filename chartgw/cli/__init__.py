@@ -311,7 +311,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
     from chartgw.push.hooks import HookStore
     from chartgw.replica.state import usage_path
 
-    store = KeyStore(usage_path=usage_path())  # a replica: the keys read-only, its own request counts
+    store = KeyStore(usage_path=usage_path(current()))  # a replica: the keys read-only, its own request counts
     if args.keys_command == "create":
         if not args.name.strip():
             print("chartgw keys create: --name must name the key's holder", file=sys.stderr)
@@ -374,7 +374,7 @@ def cmd_hooks(args: argparse.Namespace) -> int:
     elif args.hooks_command == "add":
         groups = [g for g in (args.groups or "").split(",") if g]
         try:
-            check_url(args.url)
+            check_url(args.url, current())
         except UnsafeURL as exc:
             print(f"chartgw hooks add: {exc}", file=sys.stderr)
             return 2
@@ -506,7 +506,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     failed = 0
     for name in names:
         try:
-            info = build(name)
+            info = build(name, current())
         except (OSError, sqlite3.Error) as exc:
             failed += 1
             print(f"chartgw export: {name}: {exc}", file=sys.stderr)

@@ -422,7 +422,7 @@ async def refresh(call: Call) -> RefreshResponse:
     admit_refresh(call, (site, chart_type))
     async with _refresh_running:
         options = {"site": site, "chart_type": chart_type}
-        outcomes = await crawl_in_subprocess(NAME, options)
+        outcomes = await crawl_in_subprocess(NAME, options, call.settings)
     call.data.expire()
     parsed = [msgspec.convert(o, CrawlOutcome) for o in outcomes]
     ok = sum(o.status == "ok" for o in parsed)

@@ -228,9 +228,10 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
                settings: Settings) -> Starlette:
     cache = ResponseCache(max_bytes=settings.get(config.CACHE_MAX_MB) * 1024 * 1024)
     read_only = settings.get(config.READ_ONLY)
-    datas = {g.name: GroupData(g.name, clock, read_only) for g in groups}
+    datas = {g.name: GroupData(g.name, clock, read_only, settings=settings) for g in groups}
     documents: dict[str, DocumentBuilder] = {}
-    indexed = datas.get(INDEX_NAME) or GroupData(INDEX_NAME, clock, read_only)  # recording identity's (docs/identity.md)
+    # recording identity's (docs/identity.md)
+    indexed = datas.get(INDEX_NAME) or GroupData(INDEX_NAME, clock, read_only, settings=settings)
     declared = declared_routes(groups, documents, indexed)
     door = FrontDoor(groups, datas, documents)
     by_group: dict[str, list[StarletteRoute]] = {}
@@ -244,14 +245,15 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     group_routes = GroupRoutes(by_group)
     # The change feed and webhooks at the root, over every group's file (read through the hub, not `feed`).
     load = KeyLoad.of(settings)  # each key's requests in progress, long polls and streams, capped per key
-    hub = ChangeHub(datas, load)
-    feed = GroupData("changes", clock)
+    hub = ChangeHub(datas, load, settings=settings)
+    feed = GroupData("changes", clock, settings=settings)
     hooks, exported = hooks_routes([g.name for g in groups]), exports.root_routes(datas)
     if read_only:  # hooks.sqlite is the writer's (its `chartgw deliver` reads it) and so are the exports
         hooks = [on_replica(route, "webhooks", writer_only=True) for route in hooks]
         exported = [on_replica(route, "exports", writer_only=True) for route in exported]
     identity = identity_routes()
-    catalog = CatalogData(datas, clock)  # every group's version: /charts is cached until any group's data moves
+    # every group's version: /charts is cached until any group's data moves
+    catalog = CatalogData(datas, clock, settings=settings)
     charts = catalog_routes(groups, datas)
     root_routes = [*changes_routes(hub), *hooks, *exported, *identity, *charts]
     documents[""] = lambda: build_document("", "chartgw root", "Every group's changes, webhooks, exports, recording"
@@ -262,7 +264,7 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
               *(StarletteRoute(r.path, EndpointApp(r, indexed if r in identity else catalog if r in charts else feed,
                                                     cache, root=True), methods=[r.method])
                 for r in root_routes),
-              *apidocs.docs_routes(), *seen.routes, replication_route(clock)]
+              *apidocs.docs_routes(), *seen.routes, replication_route(clock, settings)]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -279,7 +281,7 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
                          group_routes.route_for, GroupRoutes.ROUTE)
     checker = checker or KeyChecker(plain_keys=[*settings.get(config.API_KEYS)], clock=clock)
     # A replica counts its keys' requests in a node-local file: it never writes a replicated one.
-    limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore(usage_path=usage_path()))
+    limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore(usage_path=usage_path(settings)))
     gate = Gate(access_table(declared, front), checker, limiter, load)  # one way in: the key middleware's and the fast lane's
     cors_origins = settings.get(config.CORS_ORIGINS)
     policy = CorsPolicy(cors_origins) if cors_origins else None

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import fcntl
 import functools
 import hashlib
@@ -45,7 +44,8 @@ from chartgw.api.endpoints import ApiError, Call, GroupData, Route, Streaming, n
 from chartgw.api.params import Param, accepts
 from chartgw.core import config
 from chartgw.core.clock import Clock, utc_now
-from chartgw.store import Query, group_db_path, iso, read_once
+from chartgw.core.settings import Settings
+from chartgw.store import Query, iso, read_once
 from chartgw.store.connect import connect
 
 __all__ = ["EXPORT_ROUTES", "ExportInfo", "build", "exports_dir", "exports_of", "root_routes"]
@@ -100,21 +100,21 @@ class ExportsResponse(msgspec.Struct):
     """Every group's, group by group, newest first."""
 
 
-def exports_dir() -> Path:
-    return config.data_dir() / "exports"
+def exports_dir(settings: Settings) -> Path:
+    return settings.get(config.DATA_DIR) / "exports"
 
 
 # --- building (synchronous: a thread of the server, or the command) ---------------------------------
 
 
-def build(group: str, now: Clock = utc_now) -> ExportInfo | None:
+def build(group: str, settings: Settings, now: Clock = utc_now) -> ExportInfo | None:
     """An export of `group`'s file as it is now: a new one, or the one held already when the bytes are the same;
     None when the group has no file. Waits for another build of the group (another process's) to finish. Its
     time (`built_at`, and the file's mtime that orders the exports) is `now`'s, not the filesystem's clock."""
-    source = group_db_path(group)
+    source = settings.get(config.DATA_DIR) / f"{group}.sqlite"
     if not source.exists():
         return None
-    folder = exports_dir() / group
+    folder = exports_dir(settings) / group
     folder.mkdir(parents=True, exist_ok=True)
     with _group_lock(folder):
         for stale in folder.glob(_TEMP_PREFIX + "*"):  # a killed build's (the lock says none is running)
@@ -135,7 +135,7 @@ def build(group: str, now: Clock = utc_now) -> ExportInfo | None:
             _sync_folder(folder)
         finally:
             temp.unlink(missing_ok=True)
-        _prune(folder, config.get(config.EXPORTS_KEEP))
+        _prune(folder, settings.get(config.EXPORTS_KEEP))
     return _info(group, final)
 
 
@@ -191,10 +191,10 @@ def _files(folder: Path) -> list[Path]:
     return [path for _, _, path in sorted(found, reverse=True)]
 
 
-def exports_of(group: str) -> list[ExportInfo]:
+def exports_of(group: str, settings: Settings) -> list[ExportInfo]:
     """`group`'s exports, newest first (reads the folder: call it off the event loop)."""
     infos = []
-    for path in _files(exports_dir() / group):
+    for path in _files(exports_dir(settings) / group):
         with contextlib.suppress(FileNotFoundError, sqlite3.Error):
             infos.append(_info(group, path))
     return infos
@@ -235,17 +235,17 @@ _STATE: weakref.WeakKeyDictionary[GroupData, _Exporting] = weakref.WeakKeyDictio
 async def _listed(data: GroupData) -> GroupExportsResponse:
     """The group's exports, after starting a build when one is due (see the module's docstring)."""
     state = _STATE.setdefault(data, _Exporting())
-    exports = await asyncio.to_thread(exports_of, data.group)
+    exports = await asyncio.to_thread(exports_of, data.group, data.settings)
     building = state.task is not None and not state.task.done()
     if not building and await _due(data, state, exports):
         state.built_version = data.version
-        state.task = asyncio.create_task(_build_in_thread(data.group, state, data.clock))
+        state.task = asyncio.create_task(_build_in_thread(data, state))
         building = True
     return GroupExportsResponse(data.group, building, len(exports), exports)
 
 
 async def _due(data: GroupData, state: _Exporting, exports: Sequence[ExportInfo]) -> bool:
-    interval = config.get(config.EXPORTS_INTERVAL_SECONDS)
+    interval = data.settings.get(config.EXPORTS_INTERVAL_SECONDS)
     if interval is None or await data.current_version() == state.built_version or not data.reader.path.exists():
         return False
     if not exports or not interval:
@@ -254,12 +254,11 @@ async def _due(data: GroupData, state: _Exporting, exports: Sequence[ExportInfo]
     return age.total_seconds() >= interval
 
 
-async def _build_in_thread(group: str, state: _Exporting, now: Clock) -> ExportInfo | None:
+async def _build_in_thread(data: GroupData, state: _Exporting) -> ExportInfo | None:
     try:
-        in_force = contextvars.copy_context()  # the settings the request is answered with (the app's)
-        return await asyncio.get_running_loop().run_in_executor(_BUILDER, in_force.run, build, group, now)
+        return await asyncio.get_running_loop().run_in_executor(_BUILDER, build, data.group, data.settings, data.clock)
     except Exception:  # logged; the next request after the data changes tries again
-        log.exception("export of %s failed", group)
+        log.exception("export of %s failed", data.group)
         state.built_version = None
         return None
 
@@ -309,7 +308,7 @@ class Download(Streaming):
 
 
 async def download(call: Call) -> Download:
-    return Download(exports_dir() / call.data.group / call.params["name"], call.data.group)
+    return Download(exports_dir(call.settings) / call.data.group / call.params["name"], call.data.group)
 
 
 EXPORT_ROUTES = (

@@ -44,7 +44,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from chartgw.core.clock import Clock, utc_now
-from chartgw.core.settings import exported
+from chartgw.core.settings import Settings, exported
 from chartgw.replica.state import node_status
 from chartgw.store import Query, connect, group_db_path, parse_iso
 from chartgw.store import tables as store_tables
@@ -243,7 +243,9 @@ class ReplicationCollector:
 
     STATES = ("replicating", "starting", "waiting", "restoring", "following", "stalled", "down")
 
-    def __init__(self, clock: Clock = utc_now) -> None:
+    def __init__(self, settings: Settings, clock: Clock = utc_now) -> None:
+        self.settings = settings
+        """The app's (a scrape on the own-port listener runs in its thread, outside any request)."""
         self.clock = clock
 
     def describe(self) -> Iterable[Metric]:
@@ -251,7 +253,7 @@ class ReplicationCollector:
 
     def collect(self) -> Iterable[Metric]:
         families = lag, restarts, stalls, states = self._families()
-        status = node_status(self.clock())
+        status = node_status(self.clock(), self.settings)
         for file in status.files:
             if file.lag_seconds is not None:
                 lag.add_metric([file.file], file.lag_seconds)
@@ -276,7 +278,7 @@ class ReplicationCollector:
         )
 
 
-def scrape_registry(requests: CollectorRegistry, stores: StoreCollector) -> CollectorRegistry:
+def scrape_registry(requests: CollectorRegistry, stores: StoreCollector, settings: Settings) -> CollectorRegistry:
     """What a scrape renders: this process's request metrics (or, with several workers, every worker's from the
     multiprocess files), its process figures, and the stores."""
     if multiprocess():
@@ -287,7 +289,7 @@ def scrape_registry(requests: CollectorRegistry, stores: StoreCollector) -> Coll
         ProcessCollector(registry=registry)
         PlatformCollector(registry=registry)
     registry.register(stores)
-    registry.register(ReplicationCollector(stores.clock))
+    registry.register(ReplicationCollector(settings, stores.clock))
     return registry
 
 

@@ -8,16 +8,17 @@ from starlette.responses import Response
 from starlette.routing import Route as StarletteRoute
 
 from chartgw.core.clock import Clock
+from chartgw.core.settings import Settings
 from chartgw.replica.state import node_status
 
 __all__ = ["replication_route"]
 
 
-def replication_route(clock: Clock) -> StarletteRoute:
-    """`GET /replication` (public, never cached): this node's `node_status`."""
+def replication_route(clock: Clock, settings: Settings) -> StarletteRoute:
+    """`GET /replication` (public, never cached): this node's `node_status` under the app's `settings`."""
 
     async def replication(request: Request) -> Response:
-        return Response(msgspec.json.encode(node_status(clock())), media_type="application/json",
+        return Response(msgspec.json.encode(node_status(clock(), settings)), media_type="application/json",
                         headers={"cache-control": "no-store"})
 
     return StarletteRoute("/replication", replication, methods=["GET"])

@@ -40,6 +40,7 @@ from chartgw.api.access import KEY_ID_SCOPE, KeyLoad
 from chartgw.api.endpoints import ApiError, Call, GroupData, Route, Streaming, not_found
 from chartgw.api.params import InvalidParams, Param, accepts, comma_separated, one_of
 from chartgw.core import config
+from chartgw.core.settings import Settings
 from chartgw.store import ChangeRow, SnapshotReader, SnapshotRow
 from chartgw.store import diff as changes
 
@@ -254,8 +255,10 @@ class Subscriber:
 class ChangeHub:
     """The feed of one server process over `datas` (the groups' files, read through their readers)."""
 
-    def __init__(self, datas: Mapping[str, GroupData], load: KeyLoad | None = None) -> None:
+    def __init__(self, datas: Mapping[str, GroupData], load: KeyLoad | None = None, *, settings: Settings) -> None:
         self.readers: dict[str, SnapshotReader] = {name: data.reader for name, data in datas.items()}
+        self.settings = settings
+        """The app's: its caps, polling interval and heartbeat (CHARTGW_CHANGES_*)."""
         self.load = load
         """Caps each key's long polls and streams (CHARTGW_CHANGES_WAITERS_PER_KEY, _STREAMS_PER_KEY); None: none."""
         self.stopping = False
@@ -337,7 +340,7 @@ class ChangeHub:
         """A long poll's hold on the hub: counted against CHANGES_MAX_WAITERS (a 503 past it) and its key's
         CHANGES_WAITERS_PER_KEY (a 429), with the polling running (and its baseline read) before the caller reads
         its first page. It waits on the hub's asyncio event: a coroutine of a few KB, no thread."""
-        if self.waiters >= config.get(config.CHANGES_MAX_WAITERS):
+        if self.waiters >= self.settings.get(config.CHANGES_MAX_WAITERS):
             raise ApiError(503, "Too many long polls waiting; retry shortly", {"Retry-After": "1"})
         with self._parked(key_id, KeyLoad.WAITERS, "long polls waiting"):
             self.waiters += 1
@@ -352,7 +355,7 @@ class ChangeHub:
                          ) -> AsyncIterator[Subscriber]:
         """A stream's subscription: counted against CHANGES_MAX_STREAMS (a 503 past it) and its key's
         CHANGES_STREAMS_PER_KEY (a 429); every change read after this is entered is offered to it."""
-        if len(self.subscribers) >= config.get(config.CHANGES_MAX_STREAMS):
+        if len(self.subscribers) >= self.settings.get(config.CHANGES_MAX_STREAMS):
             raise ApiError(503, "Too many change streams open; retry shortly", {"Retry-After": "1"})
         with self._parked(key_id, KeyLoad.STREAMS, "change streams open"):
             subscriber = Subscriber(groups, targets)
@@ -429,7 +432,7 @@ class ChangeHub:
 
     async def _poll(self) -> None:
         while self._users:
-            await asyncio.sleep(config.get(config.CHANGES_POLL_SECONDS))
+            await asyncio.sleep(self.settings.get(config.CHANGES_POLL_SECONDS))
             landed: list[tuple[str, ChangeRow]] = []
             for name, reader in self.readers.items():
                 try:
@@ -504,7 +507,7 @@ class ChangeStream(Streaming):
             since = self._resumed(resumed.decode("latin-1"))
         positions = await self.hub.newest(self.groups) if since == "now" else dict(since or {})
         async with self.hub.subscribed(self.groups, self.targets, scope.get(KEY_ID_SCOPE)) as subscriber:
-            heartbeat = config.get(config.CHANGES_HEARTBEAT_SECONDS)
+            heartbeat = self.hub.settings.get(config.CHANGES_HEARTBEAT_SECONDS)
             response = EventSourceResponse(self._events(subscriber, positions), ping=heartbeat, sep="\n",
                                            send_timeout=SEND_TIMEOUT_SECONDS,
                                            ping_message_factory=lambda: ServerSentEvent(comment="ping"))

@@ -40,6 +40,7 @@ from standardwebhooks import Webhook
 from chartgw.api.access import ENV_KEY_ID, KeyRoster, env_key_id, keys_db_path
 from chartgw.core import config
 from chartgw.core.clock import Clock, utc_now
+from chartgw.core.settings import Settings, current
 from chartgw.crawl.runner import tls
 from chartgw.push import hooks as h
 from chartgw.push.changes import change_of
@@ -108,15 +109,18 @@ class Deliverer:
     def __init__(self, groups: Sequence[str], store: HookStore | None = None, clock: Clock = utc_now,
                  transport: httpx.AsyncBaseTransport | None = None, concurrency: int = CONCURRENCY,
                  log: Callable[[str], object] = lambda line: None, keys: KeyRoster | None = None,
-                 per_key: int = PER_KEY, env_keys: Sequence[str] | None = None) -> None:
+                 per_key: int = PER_KEY, env_keys: Sequence[str] | None = None, settings: Settings | None = None,
+                 ) -> None:
+        self.settings = settings if settings is not None else current()
+        """The worker's settings (the command's): the URL guard, timeouts, polling, the data folder."""
         self.groups = list(groups)
-        self.store = store or HookStore()
+        self.store = store or HookStore(hooks_db_path(self.settings))
         self.clock = clock
         self.transport = transport
         self.concurrency = concurrency
         self.per_key = per_key
         self.log = log
-        plain: tuple[str, ...] = config.get(config.API_KEYS) if env_keys is None else tuple(env_keys)  # the server's
+        plain: tuple[str, ...] = self.settings.get(config.API_KEYS) if env_keys is None else tuple(env_keys)  # the server's
         self.keys = keys or KeyRoster(keys_db_path(), plain, clock)
         """Which keys are in force: a hook of any other key is disabled, and nothing more is sent to it."""
         self._in_force: frozenset[int] = frozenset()
@@ -131,7 +135,7 @@ class Deliverer:
         self._client: httpx.AsyncClient | None = None
 
     async def __aenter__(self) -> Deliverer:
-        timeout = config.get(config.HOOKS_TIMEOUT_SECONDS)
+        timeout = self.settings.get(config.HOOKS_TIMEOUT_SECONDS)
         self._client = httpx.AsyncClient(transport=self.transport, follow_redirects=False, trust_env=False,
                                          timeout=httpx.Timeout(timeout), headers={"user-agent": USER_AGENT},
                                          verify=tls())
@@ -205,7 +209,7 @@ class Deliverer:
             for group in self.groups:
                 if group not in positions:  # the first queueing: from the oldest hook's start, or the current end
                     starts = [start.get(group, 0) for _, start in hooks]
-                    positions[group] = min(starts) if starts else newest_change_ids([group])[group]
+                    positions[group] = min(starts) if starts else newest_change_ids([group], self.store.path.parent)[group]
                 rows = self._new_changes(group, positions[group])
                 for row in rows:
                     payload: bytes | None = None
@@ -272,7 +276,7 @@ class Deliverer:
                 except sqlite3.Error as exc:  # a busy or damaged file this round: said, and tried again next round
                     self.log(f"{iso(self.clock())} queueing failed: {exc}")
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), config.get(config.CHANGES_POLL_SECONDS))
+                    await asyncio.wait_for(stop.wait(), self.settings.get(config.CHANGES_POLL_SECONDS))
 
     async def _drain(self, hook_id: int, deliveries: list[Due]) -> None:
         """Send a hook's due deliveries in order; after a failure the rest wait for the hook's next try."""
@@ -300,10 +304,10 @@ class Deliverer:
     async def send(self, delivery: Due, at: datetime) -> tuple[int | None, str | None]:
         """POST one delivery, signed as of `at`: (HTTP status or None, why it failed or None)."""
         assert self._client is not None, "a Deliverer sends inside `async with`"
-        timeout = config.get(config.HOOKS_TIMEOUT_SECONDS)
+        timeout = self.settings.get(config.HOOKS_TIMEOUT_SECONDS)
         try:
-            check_url(delivery.url)  # the rules in force now (the operator may have tightened them)
-            url, host_header, extensions = await pinned(delivery.url)
+            check_url(delivery.url, self.settings)  # the rules in force now (the operator may have tightened them)
+            url, host_header, extensions = await pinned(delivery.url, self.settings)
         except (UnsafeURL, OSError) as exc:
             return None, f"refused: {exc}" if isinstance(exc, UnsafeURL) else f"cannot resolve the host: {exc}"
         body = delivery.payload.decode()
@@ -361,7 +365,7 @@ class Deliverer:
             db.execute(h.PRUNE_FINISHED.sql, (iso(now - KEEP_FINISHED),))
 
 
-async def pinned(url: str) -> tuple[str, str, dict[str, Any]]:
+async def pinned(url: str, settings: Settings) -> tuple[str, str, dict[str, Any]]:
     """`url` with its host replaced by an address it resolves to that the guard allows (every address must pass),
     the Host header to send, and the TLS server name to check (https)."""
     parts = urlsplit(url)
@@ -371,7 +375,7 @@ async def pinned(url: str) -> tuple[str, str, dict[str, Any]]:
     if not addresses:
         raise OSError(f"{host} has no address")
     for address in addresses:
-        check_address(address)
+        check_address(address, settings)
     address = addresses[0]
     netloc = (f"[{address}]" if ":" in address else address) + (f":{parts.port}" if parts.port else "")
     host_header = parts.netloc.rpartition("@")[2]
@@ -384,7 +388,7 @@ def deliver_lock() -> Iterator[bool]:
     """One worker per data folder: yields False when another holds it."""
     import fcntl
 
-    path = hooks_db_path().with_name("hooks.deliver.lock")
+    path = hooks_db_path(current()).with_name("hooks.deliver.lock")
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as handle:
         try:

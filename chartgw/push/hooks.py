@@ -36,7 +36,8 @@ import msgspec
 from chartgw.api.endpoints import ApiError, Call, Route, not_found
 from chartgw.api.params import InvalidParams, Param
 from chartgw.core import config
-from chartgw.store import Index, Query, Table, connect, group_db_path, iso, migrate, read_once, transaction
+from chartgw.core.settings import Settings, current
+from chartgw.store import Index, Query, Table, connect, iso, migrate, read_once, transaction
 from chartgw.store import tables as t
 
 __all__ = ["DISABLE_AFTER", "GIVE_UP_AFTER", "HOOK_QUERIES", "HOOK_TABLES", "Hook", "HookStore", "TooManyHooks", "UnsafeURL",
@@ -144,8 +145,8 @@ KEEP_FINISHED = timedelta(days=7)
 MAX_URL = 2048
 
 
-def hooks_db_path() -> Path:
-    return config.data_dir() / "hooks.sqlite"
+def hooks_db_path(settings: Settings) -> Path:
+    return settings.get(config.DATA_DIR) / "hooks.sqlite"
 
 
 def retry_delay(attempts: int) -> timedelta:
@@ -159,8 +160,8 @@ class UnsafeURL(ValueError):
     """A webhook URL or address the guard refuses; the message says why."""
 
 
-def _private_allowed() -> bool:
-    return config.get(config.HOOKS_PRIVATE_ADDRESSES) == "allow"
+def _private_allowed(settings: Settings) -> bool:
+    return settings.get(config.HOOKS_PRIVATE_ADDRESSES) == "allow"
 
 
 V4 = ipaddress.IPv4Network
@@ -212,11 +213,11 @@ def address_refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | 
     return None
 
 
-def check_address(address: str) -> None:
+def check_address(address: str, settings: Settings) -> None:
     """Refuse an IP address a hook may not reach (`address_refusal`), unless CHARTGW_HOOKS_PRIVATE_ADDRESSES allows
     every address."""
     why = address_refusal(ipaddress.ip_address(address.split("%", 1)[0]))
-    if why is not None and not _private_allowed():
+    if why is not None and not _private_allowed(settings):
         raise UnsafeURL(f"{address} {why} (CHARTGW_HOOKS_PRIVATE_ADDRESSES=allow permits it)")
 
 
@@ -231,7 +232,7 @@ def _legacy_ipv4(host: str) -> str | None:
         return None
 
 
-def check_url(url: str) -> str:
+def check_url(url: str, settings: Settings) -> str:
     """`url` when a hook may be registered with it: https (or http to a host CHARTGW_HOOKS_HTTP_HOSTS names), a
     host, no credentials, no fragment, and no private address literal or local name (unless allowed)."""
     if len(url) > MAX_URL:
@@ -244,19 +245,19 @@ def check_url(url: str) -> str:
     host = (parts.hostname or "").lower()
     if parts.scheme not in ("https", "http") or not host:
         raise UnsafeURL("an absolute https URL")
-    if parts.scheme == "http" and host not in {h.lower() for h in config.get(config.HOOKS_HTTP_HOSTS)}:
+    if parts.scheme == "http" and host not in {h.lower() for h in settings.get(config.HOOKS_HTTP_HOSTS)}:
         raise UnsafeURL("https only (plain http only to a host CHARTGW_HOOKS_HTTP_HOSTS names)")
     if parts.username is not None or parts.password is not None or parts.fragment:
         raise UnsafeURL("no credentials or fragment in the URL")
     if port == 0:
         raise UnsafeURL("not port 0")
     try:
-        check_address(_legacy_ipv4(host) or host.strip("[]"))
+        check_address(_legacy_ipv4(host) or host.strip("[]"), settings)
     except ValueError as exc:
         if isinstance(exc, UnsafeURL):
             raise
         # A name: resolved (and each address checked) when a delivery is sent; local names are refused now.
-        if (host == "localhost" or host.endswith((".localhost", ".local", ".internal"))) and not _private_allowed():
+        if (host == "localhost" or host.endswith((".localhost", ".local", ".internal"))) and not _private_allowed(settings):
             raise UnsafeURL(f"{host} is a local name (CHARTGW_HOOKS_PRIVATE_ADDRESSES=allow permits it)") from None
     return url
 
@@ -312,9 +313,9 @@ class AttemptInfo(msgspec.Struct):
     """"pending" (retried with backoff), "delivered" or "failed" (given up after 24 h)."""
 
 
-def newest_change_ids(groups: Sequence[str]) -> dict[str, int]:
-    """Each group file's newest change id now (0 without a file or a change), read-only."""
-    found = {group: read_once(group_db_path(group), t.CHANGES_AFTER, (0, None, 0), timeout=5) for group in groups}
+def newest_change_ids(groups: Sequence[str], folder: Path) -> dict[str, int]:
+    """Each group file's newest change id now in data folder `folder` (0 without a file or a change), read-only."""
+    found = {group: read_once(folder / f"{group}.sqlite", t.CHANGES_AFTER, (0, None, 0), timeout=5) for group in groups}
     return {group: int(rows[0][0]) if rows else 0 for group, rows in found.items()}
 
 
@@ -322,7 +323,7 @@ class HookStore:
     """hooks.sqlite: each call a short transaction of its own (the web server's calls run off its event loop)."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path or hooks_db_path()
+        self.path = path or hooks_db_path(current())
 
     @contextlib.contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
@@ -352,7 +353,7 @@ class HookStore:
         with self.transaction() as db:
             if limit is not None and int(db.execute(HOOK_COUNT.sql, (key_id,)).fetchone()[0]) >= limit:
                 raise TooManyHooks(limit)
-            start = msgspec.json.encode(newest_change_ids(all_groups))
+            start = msgspec.json.encode(newest_change_ids(all_groups, self.path.parent))
             cur = db.execute(HOOK_INSERT.sql, (key_id, url, ",".join(groups), ",".join(targets), secret, start, iso(now)))
             row = db.execute(HOOK_BY_ID.sql, (int(cur.lastrowid or 0),)).fetchone()
         return Hook.of(row), secret
@@ -446,7 +447,7 @@ def _invalid(loc: list[str | int], kind: str, msg: str, value: Any) -> InvalidPa
     return InvalidParams([{"type": kind, "loc": loc, "msg": msg, "input": value}])
 
 
-def read_request(body: bytes, groups: Sequence[str]) -> HookRequest:
+def read_request(body: bytes, groups: Sequence[str], settings: Settings) -> HookRequest:
     """The request body, checked as FastAPI would answer it (422 items located in the body)."""
     if not body.strip():
         raise _invalid(["body"], "missing", "Field required", None)
@@ -457,7 +458,7 @@ def read_request(body: bytes, groups: Sequence[str]) -> HookRequest:
     except msgspec.DecodeError as exc:
         raise _invalid(["body"], "json_invalid", f"JSON decode error: {exc}", None) from None
     try:
-        check_url(request.url)
+        check_url(request.url, settings)
     except UnsafeURL as exc:
         raise InvalidParams([{"type": "value_error", "loc": ["body", "url"], "msg": f"Value error, {exc}",
                               "input": request.url, "ctx": {"error": {}}}]) from None
@@ -470,9 +471,11 @@ def read_request(body: bytes, groups: Sequence[str]) -> HookRequest:
     return request
 
 
-def hooks_routes(groups: Sequence[str], store_of: Callable[[], HookStore] = HookStore) -> list[Route]:
+def hooks_routes(groups: Sequence[str], store_of: Callable[[Settings], HookStore] | None = None) -> list[Route]:
     """`POST /hooks`, `GET /hooks`, `DELETE /hooks/{id}`, `GET /hooks/{id}/deliveries` (at the gateway's root,
-    keyed: each key sees its own hooks). `store_of()` opens the store (the data folder in force)."""
+    keyed: each key sees its own hooks). `store_of(settings)` opens the store (by default the one in the data
+    folder of the app's settings)."""
+    opened = store_of or (lambda settings: HookStore(hooks_db_path(settings)))
 
     def key_of(call: Call) -> int:
         if call.key_id is None:  # a keyed route: the middleware always sets it
@@ -481,28 +484,29 @@ def hooks_routes(groups: Sequence[str], store_of: Callable[[], HookStore] = Hook
 
     async def create(call: Call) -> NewHook:
         key_id = key_of(call)
-        request = read_request(call.body, groups)
-        store = store_of()
+        request = read_request(call.body, groups, call.settings)
+        store = opened(call.settings)
         try:
             hook, secret = await asyncio.to_thread(
                 store.create, key_id, request.url, list(dict.fromkeys(request.groups)),
-                list(dict.fromkeys(t.strip() for t in request.targets)), groups, call.now, config.get(config.HOOKS_PER_KEY))
+                list(dict.fromkeys(t.strip() for t in request.targets)), groups, call.now,
+                call.settings.get(config.HOOKS_PER_KEY))
         except TooManyHooks as exc:
             raise ApiError(403, str(exc)) from None
         info = hook_info(hook)
         return NewHook(**{f: getattr(info, f) for f in info.__struct_fields__}, secret=secret)
 
     async def listing(call: Call) -> HooksResponse:
-        hooks = await asyncio.to_thread(store_of().hooks, key_of(call))
+        hooks = await asyncio.to_thread(opened(call.settings).hooks, key_of(call))
         return HooksResponse(len(hooks), [hook_info(h) for h in hooks])
 
     async def remove(call: Call) -> DeletedHook:
-        if not await asyncio.to_thread(store_of().delete, call.params["id"], key_of(call)):
+        if not await asyncio.to_thread(opened(call.settings).delete, call.params["id"], key_of(call)):
             raise not_found(f"No webhook {call.params['id']} of this key")
         return DeletedHook(call.params["id"], True)
 
     async def deliveries(call: Call) -> DeliveriesResponse:
-        store = store_of()
+        store = opened(call.settings)
         hook = await asyncio.to_thread(store.hook, call.params["id"], key_of(call))
         if hook is None:
             raise not_found(f"No webhook {call.params['id']} of this key")

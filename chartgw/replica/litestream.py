@@ -75,7 +75,7 @@ def heartbeat_path() -> Path:
     """A node-local SQLite file of one row, the writer's clock: replicated like the others, so a reader that has
     applied it knows how far behind the writer it is whether or not Litestream reports an error (a poll that
     hangs on an unreachable store reports nothing)."""
-    return node_dir() / f"{HEARTBEAT}.sqlite"
+    return node_dir(current()) / f"{HEARTBEAT}.sqlite"
 
 
 BEAT = Table("beat", ("id INTEGER PRIMARY KEY CHECK (id = 1)", "at REAL NOT NULL", "shipped TEXT", "positions TEXT"))
@@ -230,7 +230,7 @@ def _replica_label() -> str:
 
 
 def _write_config(name: str, files: list[Replicated]) -> Path:
-    path = node_dir() / name
+    path = node_dir(current()) / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(litestream_config(files))
     return path
@@ -290,7 +290,8 @@ def replicate(stop: threading.Event, clock: Callable[[], float] = time.time) -> 
                 states = {f.name: FileState(state="replicating" if running else "down", ok_at=unit.state.ok_at,
                                             restarts=unit.state.restarts, error=unit.state.error)
                           for f in every if f.name in files}
-            write_state(NodeState(role="writer", replica=_replica_label(), updated_at=now, pid=os.getpid(), files=states))
+            write_state(NodeState(role="writer", replica=_replica_label(), updated_at=now, pid=os.getpid(), files=states),
+                        current())
             stop.wait(TICK_SECONDS)
     finally:
         if unit.process is not None:
@@ -371,7 +372,7 @@ class Follower(Supervised):
 
 
 def _clear_staging(name: str) -> Path:
-    staging = staging_path(name)
+    staging = staging_path(name, current())
     staging.parent.mkdir(parents=True, exist_ok=True)
     staging.parent.chmod(0o700)  # the key store is restored here first, with the umask's mode
     for leftover in (staging, staging.with_name(staging.name + "-txid"), staging.with_name(staging.name + ".tmp")):
@@ -452,7 +453,7 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time, progra
                         unit.process.stop()
                         start(unit, now)
                 if unit.process is not None and unit.following and not unit.published:
-                    publish(staging_path(unit.name), paths[unit.name], 0o600 if unit.name == KEYS else None)
+                    publish(staging_path(unit.name, current()), paths[unit.name], 0o600 if unit.name == KEYS else None)
                     with unit.lock:
                         unit.published = True
                         unit.state.state = "following"
@@ -469,7 +470,7 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time, progra
                             unit.state.ok_at = min(unit.state.ok_at, heartbeat.at + HEARTBEAT_SECONDS,
                                                    unit.behind_since if unit.behind_since is not None else now)
             write_state(NodeState(role="reader", replica=_replica_label(), updated_at=now, pid=os.getpid(),
-                                  files={name: unit.state for name, unit in followers.items()}))
+                                  files={name: unit.state for name, unit in followers.items()}), current())
             stop.wait(TICK_SECONDS)
     finally:
         for unit in followers.values():

@@ -25,6 +25,7 @@ from typing import Any
 
 import aiosqlite
 
+from chartgw.core.settings import Settings
 from chartgw.replica.state import sidecar
 from chartgw.store import SnapshotReader
 
@@ -43,9 +44,10 @@ class FollowedReader(SnapshotReader):
     CLOSE_AFTER_SECONDS = 5.0
     mmap_bytes = MMAP_BYTES
 
-    def __init__(self, path: Path, name: str, stat: Callable[[Path], os.stat_result] = os.stat) -> None:
+    def __init__(self, path: Path, name: str, settings: Settings, stat: Callable[[Path], os.stat_result] = os.stat,
+                 ) -> None:
         super().__init__(path)
-        self.sidecar = sidecar(name)
+        self.sidecar = sidecar(name, settings)
         self._stat = stat
         self._inode: int | None = None
         self._seen: tuple[Any, ...] | None = None

@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 
 from chartgw.core import config
+from chartgw.core.settings import Settings
 from chartgw.store import iso
 
 __all__ = [
@@ -40,25 +41,25 @@ STALE_STATE_SECONDS = 5.0
 """A state file not rewritten for this long: its supervisor is not running."""
 
 
-def node_dir() -> Path:
+def node_dir(settings: Settings) -> Path:
     """Node-local files (supervisor state, Litestream configuration, staging restores, a reader's key usage)."""
-    return config.data_dir() / "node"
+    return settings.get(config.DATA_DIR) / "node"
 
 
-def usage_path() -> Path | None:
+def usage_path(settings: Settings) -> Path | None:
     """Where a read replica counts its keys' requests (a node-local file; `chartgw keys usage` reads it there);
     None off a replica (the key store holds them)."""
-    return node_dir() / "usage.sqlite" if config.get(config.READ_ONLY) else None
+    return node_dir(settings) / "usage.sqlite" if settings.get(config.READ_ONLY) else None
 
 
-def staging_path(name: str) -> Path:
+def staging_path(name: str, settings: Settings) -> Path:
     """Where `chartgw follow` restores a file before renaming it into place (Litestream's `-o`)."""
-    return node_dir() / "staging" / f"{name}.sqlite"
+    return node_dir(settings) / "staging" / f"{name}.sqlite"
 
 
-def sidecar(name: str) -> Path:
+def sidecar(name: str, settings: Settings) -> Path:
     """The `-txid` file Litestream's follow rewrites after every applied batch (it keeps its `-o` path's name)."""
-    return staging_path(name).with_name(f"{name}.sqlite-txid")
+    return staging_path(name, settings).with_name(f"{name}.sqlite-txid")
 
 
 class FileState(msgspec.Struct, kw_only=True):
@@ -89,9 +90,9 @@ class NodeState(msgspec.Struct, kw_only=True):
     files: dict[str, FileState]
 
 
-def write_state(state: NodeState) -> None:
+def write_state(state: NodeState, settings: Settings) -> None:
     """Replace the role's state file atomically (readers never see half of it)."""
-    path = node_dir() / STATUS_FILES[state.role]
+    path = node_dir(settings) / STATUS_FILES[state.role]
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_bytes(msgspec.json.encode(state))
@@ -101,10 +102,10 @@ def write_state(state: NodeState) -> None:
 _read_cache: dict[Path, tuple[int, NodeState | None]] = {}
 
 
-def read_state() -> NodeState | None:
+def read_state(settings: Settings) -> NodeState | None:
     """This node's replication state (a reader's, else a writer's), or None on a node that does not replicate."""
     for role in ("reader", "writer"):
-        path = node_dir() / STATUS_FILES[role]
+        path = node_dir(settings) / STATUS_FILES[role]
         try:
             stamp = path.stat().st_mtime_ns
         except FileNotFoundError:
@@ -148,10 +149,10 @@ def _epoch(now: datetime) -> float:
     return now.timestamp()
 
 
-def node_status(now: datetime) -> ReplicationStatus:
-    """What /replication answers: each replicated file's state and lag at `now`."""
-    limit = config.get(config.REPLICA_LAG_DEGRADED_SECONDS)
-    state = read_state()
+def node_status(now: datetime, settings: Settings) -> ReplicationStatus:
+    """What /replication answers: each replicated file's state and lag at `now` (under `settings`: the app's)."""
+    limit = settings.get(config.REPLICA_LAG_DEGRADED_SECONDS)
+    state = read_state(settings)
     if state is None:
         return ReplicationStatus("off", "single", None, limit, [])
     at = _epoch(now)
@@ -167,10 +168,10 @@ def node_status(now: datetime) -> ReplicationStatus:
     return ReplicationStatus("degraded" if degraded else "ok", state.role, state.replica, limit, files)
 
 
-def lagging(name: str, now: datetime) -> bool:
+def lagging(name: str, now: datetime, settings: Settings) -> bool:
     """Whether replicated file `name` lags past CHARTGW_REPLICA_LAG_DEGRADED_SECONDS on this node (False on a node
     that does not replicate): its group's /health then says degraded."""
-    status = node_status(now)
+    status = node_status(now, settings)
     return status.role != "single" and any(
         f.file == name and (f.lag_seconds is None or f.lag_seconds > status.degraded_after_seconds or f.state.startswith("down"))
         for f in status.files)
