@@ -1,0 +1,106 @@
+"""Whether the last transaction Litestream shipped of a file is still in the file's WAL: the writer's check for an
+orphaned commit (docs/replication.md, "An orphaned commit").
+
+SQLite commits a WAL transaction by writing its frames, the last one marked as the commit, then (synchronous=FULL)
+syncing the WAL, and only then publishing the new end of the WAL in its index (the -shm file). A writer killed in
+between leaves a whole, checksummed transaction in the WAL file that SQLite never committed: the next writer writes
+over it, under the same salt. Litestream reads the WAL file, not the index, so it may already have shipped that
+transaction; Litestream 0.5.17 then finds the frames it shipped rewritten and stops shipping the file, silently
+(its snapshot takes the pages past its position from the WAL and the rest from the database file, which lacks the
+ones still in the WAL: "read database page N: EOF"; or it matches the rewritten frame and reads on from the middle
+of a transaction, finding no commit).
+
+`Watch.orphaned` compares the newest transaction file (LTX) Litestream made of a file with the WAL: the frame that
+ended it must still be a commit frame of the same salt, database size and checksum. It never reads the database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Shipped", "Watch", "last_shipped"]
+
+WAL_HEADER_SIZE = 32
+FRAME_HEADER_SIZE = 24
+LTX_HEADER = struct.Struct(">4sIIIQQqQqqII")
+"""An LTX file's header as far as needed: magic, flags, page size, commit (database size in pages), min and max
+transaction ids, timestamp, pre-apply checksum, WAL offset, WAL size, WAL salts (superfly/ltx's Header)."""
+FRAME_HEADER = struct.Struct(">II8s8s")
+"""A WAL frame's header: page number, database size after a commit (0 in other frames), salts, checksum."""
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """Where Litestream's newest transaction file of a database says it read the WAL."""
+
+    txid: int
+    commit: int
+    wal_end: int
+    """The offset just past the last frame it read (0: it read none, as a first snapshot of an empty WAL)."""
+    salt: bytes
+
+
+def last_shipped(path: Path) -> Shipped | None:
+    """The newest level-0 transaction file Litestream made of the database at `path` (its local copy, under
+    `.<name>-litestream/ltx/0/`); None before it made one."""
+    folder = path.parent / f".{path.name}-litestream" / "ltx" / "0"
+    newest: tuple[int, str] | None = None
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            with contextlib.suppress(ValueError):
+                txid = int(entry.name.removesuffix(".ltx").rpartition("-")[2], 16)
+                if entry.name.endswith(".ltx") and (newest is None or txid > newest[0]):
+                    newest = (txid, entry.path)
+    if newest is None:
+        return None
+    try:
+        with open(newest[1], "rb") as file:
+            head = file.read(LTX_HEADER.size)
+    except OSError:  # compacted away meanwhile: the next look finds the newer one
+        return None
+    if len(head) < LTX_HEADER.size or head[:4] != b"LTX1":
+        return None
+    _, _, _, commit, _, txid, _, _, offset, size, salt1, salt2 = LTX_HEADER.unpack(head)
+    return Shipped(txid, commit, offset + size if size else 0, struct.pack(">II", salt1, salt2))
+
+
+@dataclass
+class Watch:
+    """Each file's last shipped commit frame as first seen, so that frames rewritten in place with a frame of the
+    same shape (another commit of the same database size) are still told apart by their checksum."""
+
+    seen: dict[Path, tuple[int, bytes]] = field(default_factory=dict)
+
+    def orphaned(self, path: Path) -> bool:
+        """Whether the last transaction Litestream shipped of `path` is no longer in its WAL, the WAL unrestarted.
+        False whenever it cannot tell (no transaction file, no WAL, a WAL restarted or truncated since: Litestream
+        sees those itself)."""
+        shipped = last_shipped(path)
+        if shipped is None or not shipped.wal_end:
+            return False
+        try:
+            with open(path.with_name(path.name + "-wal"), "rb") as wal:
+                header = wal.read(WAL_HEADER_SIZE)
+                if len(header) < WAL_HEADER_SIZE or header[16:24] != shipped.salt:
+                    return False
+                frame_size = FRAME_HEADER_SIZE + struct.unpack(">I", header[8:12])[0]
+                if (shipped.wal_end - WAL_HEADER_SIZE) % frame_size:
+                    return False
+                wal.seek(shipped.wal_end - frame_size)
+                frame = wal.read(FRAME_HEADER.size)
+        except OSError:
+            return False
+        if len(frame) < FRAME_HEADER.size:
+            return False  # truncated since
+        _, commit, salt, checksum = FRAME_HEADER.unpack(frame)
+        if salt != shipped.salt or commit != shipped.commit:
+            return True
+        known = self.seen.get(path)
+        if known is None or known[0] != shipped.txid:
+            self.seen[path] = (shipped.txid, checksum)
+            return False
+        return bool(known[1] != checksum)
