@@ -10,19 +10,22 @@ transaction; Litestream 0.5.17 then finds the frames it shipped rewritten and st
 ones still in the WAL: "read database page N: EOF"; or it matches the rewritten frame and reads on from the middle
 of a transaction, finding no commit).
 
-`Watch.orphaned` compares the newest transaction file (LTX) Litestream made of a file with the WAL: the frame that
-ended it must still be a commit frame of the same salt, database size and checksum. It never reads the database.
+`Watch.orphaned` compares the transaction files (LTX) Litestream made of a file with the WAL and its index: the
+newest must not end past the frames SQLite published while no writer is at work, and the frame that ended each
+must still be the commit frame first seen there (same salt, database size and checksum). It never reads the
+database.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Shipped", "Watch", "last_shipped"]
+__all__ = ["Shipped", "Watch", "last_shipped", "published"]
 
 WAL_HEADER_SIZE = 32
 FRAME_HEADER_SIZE = 24
@@ -68,17 +71,51 @@ def last_shipped(path: Path) -> Shipped | None:
     return Shipped(txid, commit, offset + size if size else 0, struct.pack(">II", salt1, salt2))
 
 
+WRITE_LOCK_BYTE = 120
+"""SQLite's WAL write lock: a POSIX lock on this byte of the -shm file, held from a write transaction's start until
+its commit is published (and released by the kernel when its process dies)."""
+FLOCK = struct.Struct("hhqqi4x")
+"""Linux's `struct flock` (type, whence, start, length, pid), for F_GETLK."""
+REMEMBERED = 64
+"""Shipped commit frames remembered per file (the newest ones of the WAL's current salt)."""
+
+
+def published(path: Path) -> tuple[int, bytes] | None:
+    """The WAL index's last published frame and salt for `path` (its -shm file's header, both copies equal), or None
+    when it cannot tell (no index, a header being rewritten, or a writer holding the write lock: a commit that may be
+    publishing now)."""
+    try:
+        fd = os.open(path.with_name(path.name + "-shm"), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        query = FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, WRITE_LOCK_BYTE, 1, 0)
+        if FLOCK.unpack(fcntl.fcntl(fd, fcntl.F_GETLK, query))[0] != fcntl.F_UNLCK:
+            return None
+        header = os.pread(fd, 96, 0)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(header) < 96 or header[:48] != header[48:96]:
+        return None
+    return struct.unpack("=I", header[16:20])[0], header[32:40]
+
+
 @dataclass
 class Watch:
-    """Each file's last shipped commit frame as first seen, so that frames rewritten in place with a frame of the
-    same shape (another commit of the same database size) are still told apart by their checksum."""
+    """The commit frames Litestream shipped of each file, as first seen, so that one rewritten in place by another
+    commit of the same shape (the same pages, the same database size: two crawls of one chart) is still told apart,
+    by its checksum, after Litestream has shipped more."""
 
-    seen: dict[Path, tuple[int, bytes]] = field(default_factory=dict)
+    seen: dict[Path, dict[int, tuple[int, bytes]]] = field(default_factory=dict)
+    """Per file: transaction id -> (its WAL end, its commit frame's checksum), for the WAL's current salt."""
 
     def orphaned(self, path: Path) -> bool:
-        """Whether the last transaction Litestream shipped of `path` is no longer in its WAL, the WAL unrestarted.
-        False whenever it cannot tell (no transaction file, no WAL, a WAL restarted or truncated since: Litestream
-        sees those itself)."""
+        """Whether a transaction Litestream shipped of `path` is not a commit of its WAL: the newest one ends past
+        what SQLite published with no writer at work (its writer died in its commit), or one of those shipped since
+        the WAL last restarted now ends on another frame. False whenever it cannot tell (no transaction file, no WAL,
+        a WAL restarted or truncated since: Litestream sees those itself)."""
         shipped = last_shipped(path)
         if shipped is None or not shipped.wal_end:
             return False
@@ -86,21 +123,28 @@ class Watch:
             with open(path.with_name(path.name + "-wal"), "rb") as wal:
                 header = wal.read(WAL_HEADER_SIZE)
                 if len(header) < WAL_HEADER_SIZE or header[16:24] != shipped.salt:
+                    self.seen.pop(path, None)
                     return False
                 frame_size = FRAME_HEADER_SIZE + struct.unpack(">I", header[8:12])[0]
                 if (shipped.wal_end - WAL_HEADER_SIZE) % frame_size:
                     return False
-                wal.seek(shipped.wal_end - frame_size)
-                frame = wal.read(FRAME_HEADER.size)
+                known = self.seen.setdefault(path, {})
+                known.setdefault(shipped.txid, (shipped.wal_end, b""))
+                for txid, (end, checksum) in sorted(known.items()):
+                    wal.seek(end - frame_size)
+                    frame = wal.read(FRAME_HEADER.size)
+                    if len(frame) < FRAME_HEADER.size:
+                        return False  # truncated since
+                    _, commit, salt, now = FRAME_HEADER.unpack(frame)
+                    if salt != shipped.salt or not commit or (checksum and now != checksum):
+                        return True
+                    if txid == shipped.txid and commit != shipped.commit:
+                        return True
+                    known[txid] = (end, now)
+                for txid in sorted(known)[:-REMEMBERED]:
+                    del known[txid]
         except OSError:
             return False
-        if len(frame) < FRAME_HEADER.size:
-            return False  # truncated since
-        _, commit, salt, checksum = FRAME_HEADER.unpack(frame)
-        if salt != shipped.salt or commit != shipped.commit:
-            return True
-        known = self.seen.get(path)
-        if known is None or known[0] != shipped.txid:
-            self.seen[path] = (shipped.txid, checksum)
-            return False
-        return bool(known[1] != checksum)
+        index = published(path)
+        return index is not None and index[1] == shipped.salt and \
+            index[0] < (shipped.wal_end - WAL_HEADER_SIZE) // frame_size

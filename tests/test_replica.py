@@ -545,6 +545,8 @@ def kill_the_writer(writer: Path, env: dict[str, str], procs: list[subprocess.Po
                   [f for f in replication(p.node)["files"] if f["file"] in ("korea-chart", "heartbeat")])
         raise
     assert integrity(writer)["korea-chart.sqlite"] == "ok"
+    shipping = json.loads((writer / "node" / "replicate.json").read_text())["files"]["korea-chart"]
+    print(f"the writer's Litestream after the kills: {shipping['restarts']} restarts, last error {shipping['error']}")
     return kills
 
 

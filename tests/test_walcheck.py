@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import struct
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from chartgw.store.connect import connect
@@ -56,11 +59,26 @@ def test_an_orphaned_commit_rewritten_by_the_next_writer_is_found(tmp_path: Path
 
     orphan(path, 1)
     ship(path, 2)  # Litestream read the orphan's commit frame
-    assert not watch.orphaned(path)  # still in place: nothing to tell it from a commit
+    assert watch.orphaned(path)  # past what SQLite published, and no writer at work: its writer died in the commit
     with contextlib.closing(connect(path)) as db:
         assert db.execute("SELECT count(*) FROM t WHERE v LIKE 'orphan%'").fetchone()[0] == 0  # SQLite forgot it
         db.executemany("INSERT INTO t VALUES (?)", [(f"next {i}" * 300,) for i in range(20)])  # another shape
-    assert watch.orphaned(path)
+    assert watch.orphaned(path)  # published past it now, but its last frame is no commit of that size
+
+
+@contextlib.contextmanager
+def writer_at_work(path: Path) -> Iterator[None]:
+    """Another process holding SQLite's WAL write lock on `path` (a byte of its -shm), as a writer does while its
+    commit syncs."""
+    code = ("import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR); fcntl.lockf(fd, fcntl.LOCK_EX, 1, 120);"
+            " print('in', flush=True); sys.stdin.read()")
+    proc = subprocess.Popen([sys.executable, "-c", code, f"{path}-shm"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"in\n"
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_an_orphan_rewritten_by_a_commit_of_the_same_shape_is_told_by_its_checksum(tmp_path: Path) -> None:
@@ -70,9 +88,11 @@ def test_an_orphan_rewritten_by_a_commit_of_the_same_shape_is_told_by_its_checks
     orphan(path, 1)
     ship(path, 1)
     watch = Watch()
-    assert not watch.orphaned(path)  # first seen: its frame's checksum kept
+    with writer_at_work(path):
+        assert not watch.orphaned(path)  # unpublished while a writer is at work: maybe a commit syncing; checksum kept
     with contextlib.closing(connect(path)) as db:
         db.execute("INSERT INTO t VALUES ('other')")  # the same pages, the same size: only the checksum differs
+    ship(path, 2)  # and Litestream shipped more since
     assert watch.orphaned(path)
 
 
