@@ -683,6 +683,8 @@ def test_a_commit_orphaned_by_a_killed_crawler_does_not_stop_replication(tools: 
             raise
         with contextlib.closing(sqlite3.connect(out)) as db:
             assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        shipping = json.loads((writer / "node" / "replicate.json").read_text())["files"]["korea-chart"]
+        assert shipping["restarts"] == 1, shipping  # the orphan's, and no other: a healthy WAL is never taken for one
     finally:
         replicate.terminate()
         replicate.wait(15)
