@@ -108,8 +108,9 @@ class Watch:
     commit of the same shape (the same pages, the same database size: two crawls of one chart) is still told apart,
     by its checksum, after Litestream has shipped more."""
 
-    seen: dict[Path, dict[int, tuple[int, bytes]]] = field(default_factory=dict)
-    """Per file: transaction id -> (its WAL end, its commit frame's checksum), for the WAL's current salt."""
+    seen: dict[Path, tuple[bytes, dict[int, tuple[int, bytes]]]] = field(default_factory=dict)
+    """Per file: the WAL's salt, and for the transactions shipped under it, transaction id -> (its WAL end, its
+    commit frame's checksum). A WAL restarted (another salt) forgets them: its frames are new ones."""
 
     def orphaned(self, path: Path) -> bool:
         """Whether a transaction Litestream shipped of `path` is not a commit of its WAL: the newest one ends past
@@ -123,12 +124,14 @@ class Watch:
             with open(path.with_name(path.name + "-wal"), "rb") as wal:
                 header = wal.read(WAL_HEADER_SIZE)
                 if len(header) < WAL_HEADER_SIZE or header[16:24] != shipped.salt:
-                    self.seen.pop(path, None)
                     return False
                 frame_size = FRAME_HEADER_SIZE + struct.unpack(">I", header[8:12])[0]
                 if (shipped.wal_end - WAL_HEADER_SIZE) % frame_size:
                     return False
-                known = self.seen.setdefault(path, {})
+                salt, known = self.seen.get(path, (b"", {}))
+                if salt != shipped.salt:
+                    known = {}
+                    self.seen[path] = (shipped.salt, known)
                 known.setdefault(shipped.txid, (shipped.wal_end, b""))
                 for txid, (end, checksum) in sorted(known.items()):
                     wal.seek(end - frame_size)
