@@ -258,9 +258,9 @@ def fold(path: Path) -> bool:
 def replicate(stop: threading.Event, clock: Callable[[], float] = time.time) -> int:
     """`chartgw replicate`: Litestream ships every existing replicated file until `stop` is set.
 
-    A file whose last shipped transaction Litestream finds rewritten in the WAL (an orphaned commit:
-    chartgw.walcheck), on two looks in a row, stops Litestream; the file is checkpointed whole and Litestream started
-    again, which ships a snapshot of it."""
+    A file of which Litestream shipped a transaction SQLite never committed (an orphaned commit: chartgw.walcheck),
+    found on two looks in a row, stops Litestream; the file is checkpointed whole and Litestream started again, which
+    ships a snapshot of it."""
     program = binary()
     every = replicated_files()
     sync = config.get(config.REPLICA_SYNC_SECONDS)
@@ -302,8 +302,8 @@ def replicate(stop: threading.Event, clock: Callable[[], float] = time.time) -> 
                     else:
                         suspects.pop(file.name, None)
                 if broken := sorted(name for name, looks in suspects.items() if looks >= 2):
-                    unit.note_error(f"litestream stopped shipping {', '.join(broken)}: a transaction it shipped was "
-                                    "rewritten in the WAL (a writer killed in its commit); restarted on the file "
+                    unit.note_error(f"litestream stopped shipping {', '.join(broken)}: it shipped a transaction "
+                                    "SQLite never committed (a writer killed in its commit); restarted on the file "
                                     "checkpointed", now)
                     unit.state.restarts += 1
                     unit.process.stop()

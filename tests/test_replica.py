@@ -240,7 +240,8 @@ class Commits:
         self.windows[-1][1] = time.monotonic()
 
     def measured(self) -> dict[int, float]:
-        return {s: at for s, at in self.seen.items() if not any(start <= at <= end for start, end in self.windows)}
+        seen = list(self.seen.items())  # a copy: the polling thread adds to it meanwhile
+        return {s: at for s, at in seen if not any(start <= at <= end for start, end in self.windows)}
 
     def latencies(self, pollers: list[Poller], final: int) -> list[float]:
         """Commit -> served (or overtaken) by every reader, for each measured commit up to `final`."""
@@ -392,7 +393,7 @@ def test_two_readers_behind_nginx_follow_a_writer_through_s3(tools: None, store:
             store_unreachable(store, writer, readers, pollers)
             commits.close_window()
             wait_until(lambda: len(commits.measured()) >= COMMITS, 120, f"{COMMITS} commits measured")
-            final = max(commits.seen)
+            final = max(list(commits.seen))  # a copy, as in Commits.measured
             wait_until(lambda: all(p.served_by(final) is not None for p in pollers), 30, "the last commit served")
             commits.stopped.set()
             for node in readers:
