@@ -40,7 +40,7 @@ from chartgw.access import keys_db_path
 from chartgw.groups import GROUPS
 from chartgw.replication import FileState, NodeState, Replicated, litestream_config, node_dir, staging_path, write_state
 from chartgw.settings import current
-from chartgw.store import Query, Table, connect, group_db_path, migrate
+from chartgw.store import Query, Table, checkpoint, connect, group_db_path, migrate
 
 __all__ = ["Process", "binary", "follow", "publish", "replicate", "replicated_files"]
 
@@ -249,10 +249,9 @@ def fold(path: Path) -> bool:
     truncated and ships a snapshot of the file, every page read from a file that has them all."""
     try:
         with contextlib.closing(connect(path, timeout=5)) as db:
-            busy, frames, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            return checkpoint(db, wait_ms=5000) == (0, 0, 0)
     except sqlite3.Error:
         return False
-    return bool(busy == 0 and frames == 0)
 
 
 def replicate(stop: threading.Event, clock: Callable[[], float] = time.time) -> int:
