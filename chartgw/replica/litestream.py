@@ -39,9 +39,10 @@ from chartgw.api.access import keys_db_path
 from chartgw.core import config
 from chartgw.core.settings import current
 from chartgw.groups import GROUPS, group_names
+from chartgw.replica import walcheck
 from chartgw.replica.config import Replicated, litestream_config
 from chartgw.replica.state import FileState, NodeState, node_dir, staging_path, write_state
-from chartgw.store import Query, Table, connect, group_db_path, migrate
+from chartgw.store import Query, Table, checkpoint, connect, group_db_path, migrate
 
 __all__ = ["Process", "binary", "follow", "publish", "replicate", "replicated_files"]
 
@@ -244,14 +245,32 @@ def _identities(files: list[Replicated]) -> dict[str, int]:
     return found
 
 
+def fold(path: Path) -> bool:
+    """Checkpoint the whole WAL of `path` into the file and truncate it (Litestream stopped, so no read mark holds
+    it back; a crawl's short transaction is waited for); whether it did. Litestream, started again, finds the WAL
+    truncated and ships a snapshot of the file, every page read from a file that has them all."""
+    try:
+        with contextlib.closing(connect(path, timeout=5)) as db:
+            return checkpoint(db, wait_ms=5000) == (0, 0, 0)
+    except sqlite3.Error:
+        return False
+
+
 def replicate(stop: threading.Event, clock: Callable[[], float] = time.time) -> int:
-    """`chartgw replicate`: Litestream ships every existing replicated file until `stop` is set."""
+    """`chartgw replicate`: Litestream ships every existing replicated file until `stop` is set.
+
+    A file of which Litestream shipped a transaction SQLite never committed (an orphaned commit: chartgw.replica.walcheck),
+    found on two looks in a row, stops Litestream; the file is checkpointed whole and Litestream started again, which
+    ships a snapshot of it."""
     program = binary()
     every = replicated_files()
     sync = config.get(config.REPLICA_SYNC_SECONDS)
     unit = Supervised("litestream")
     files: dict[str, int] = {}
     beaten = float("-inf")
+    watch = walcheck.Watch()
+    suspects: dict[str, int] = {}
+    refold: set[str] = set()
 
     def on_line(line: str) -> None:
         fields = log_fields(line)
@@ -277,7 +296,24 @@ def replicate(stop: threading.Event, clock: Callable[[], float] = time.time) -> 
                 unit.state.restarts += 1
                 unit.note_error(f"litestream replicate exited with {code}", now)
                 unit.process, unit.restart_at = None, now + unit.backoff()
-            if unit.process is None and files and now >= unit.restart_at:
+            if unit.process is not None and unit.process.exited() is None:
+                for file in every:
+                    if file.name in files and watch.orphaned(file.path):
+                        suspects[file.name] = suspects.get(file.name, 0) + 1
+                    else:
+                        suspects.pop(file.name, None)
+                if broken := sorted(name for name, looks in suspects.items() if looks >= 2):
+                    unit.note_error(f"litestream stopped shipping {', '.join(broken)}: it shipped a transaction "
+                                    "SQLite never committed (a writer killed in its commit); restarted on the file "
+                                    "checkpointed", now)
+                    unit.state.restarts += 1
+                    unit.process.stop()
+                    unit.process, unit.restart_at = None, now
+                    refold.update(broken)
+                    suspects.clear()
+            if unit.process is None and refold:  # Litestream stays down until each such file is checkpointed whole
+                refold = {name for name in refold if not fold(next(f.path for f in every if f.name == name))}
+            if unit.process is None and files and now >= unit.restart_at and not refold:
                 conf = _write_config("litestream-replicate.yml", [f for f in every if f.name in files])
                 unit.process = Process([program, "replicate", "-config", str(conf)], on_line)
                 unit.process.start()

@@ -291,7 +291,7 @@ class SnapshotWriter:
                 self._record_change(snapshot_id, snap)
             self._insert_log(log)
         self._prune()
-        checkpoint(self.db)  # waits briefly for readers (connect.checkpoint says why not less)
+        checkpoint(self.db)  # never waits for readers (connect.checkpoint says why)
         return ids
 
     def _record_change(self, snapshot_id: int, snap: NewSnapshot) -> None:

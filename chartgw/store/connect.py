@@ -67,18 +67,21 @@ async def connect_async(path: Path, *, timeout: float = 5.0, mmap_bytes: int = 0
     return db
 
 
-def checkpoint(db: sqlite3.Connection, wait_ms: int = 200) -> None:
-    """Fold the WAL back into the file and truncate it, waiting at most `wait_ms` for readers.
+def checkpoint(db: sqlite3.Connection, wait_ms: int = 0) -> tuple[int, int, int]:
+    """Fold the WAL back into the file and truncate it, waiting at most `wait_ms` for readers (by default not at all).
 
     A TRUNCATE checkpoint waits (the busy timeout) for every reader to leave the WAL's old frames; Litestream
-    (`chartgw replicate`) holds a read transaction on each file it ships, so on a replicated writer the wait runs
-    out and the checkpoint is a PASSIVE one. Not waiting at all made commits several times faster there, but in the
-    full suite the writer's Litestream then stopped shipping a file after its crawler was killed mid-crawl, in 3 of
-    6 runs (tests/test_replica.py): the short wait is back until that is understood (docs/replication.md)."""
+    (`chartgw replicate`) holds a read transaction on each file it ships, so on a replicated writer any wait runs out
+    and the checkpoint is a PASSIVE one (copying nothing past Litestream's read mark): waiting 200 ms there cost every
+    commit 200 ms. Not waiting is safe with Litestream: the WAL is only reset once every frame is copied back and no
+    reader is in it, which Litestream's read transaction prevents except inside its own checkpoint, when it holds the
+    write lock (docs/replication.md, "What replication costs the writer's crawls"). Returns SQLite's answer: whether
+    it was kept from finishing (1: busy), the WAL's frames, and those folded back (0, 0, 0: truncated)."""
     (timeout,) = db.execute("PRAGMA busy_timeout").fetchone()
     db.execute(f"PRAGMA busy_timeout={wait_ms}")
     try:
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        busy, frames, folded = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return int(busy), int(frames), int(folded)
     finally:
         db.execute(f"PRAGMA busy_timeout={int(timeout)}")
 

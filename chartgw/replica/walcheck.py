@@ -1,0 +1,153 @@
+"""Whether the last transaction Litestream shipped of a file is still in the file's WAL: the writer's check for an
+orphaned commit (docs/replication.md, "An orphaned commit").
+
+SQLite commits a WAL transaction by writing its frames, the last one marked as the commit, then (synchronous=FULL)
+syncing the WAL, and only then publishing the new end of the WAL in its index (the -shm file). A writer killed in
+between leaves a whole, checksummed transaction in the WAL file that SQLite never committed: the next writer writes
+over it, under the same salt. Litestream reads the WAL file, not the index, so it may already have shipped that
+transaction; Litestream 0.5.17 then finds the frames it shipped rewritten and stops shipping the file, silently
+(its snapshot takes the pages past its position from the WAL and the rest from the database file, which lacks the
+ones still in the WAL: "read database page N: EOF"; or it matches the rewritten frame and reads on from the middle
+of a transaction, finding no commit).
+
+`Watch.orphaned` compares the transaction files (LTX) Litestream made of a file with the WAL and its index: the
+newest must not end past the frames SQLite published while no writer is at work, and the frame that ended each
+must still be the commit frame first seen there (same salt, database size and checksum). It never reads the
+database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Shipped", "Watch", "last_shipped", "published"]
+
+WAL_HEADER_SIZE = 32
+FRAME_HEADER_SIZE = 24
+LTX_HEADER = struct.Struct(">4sIIIQQqQqqII")
+"""An LTX file's header as far as needed: magic, flags, page size, commit (database size in pages), min and max
+transaction ids, timestamp, pre-apply checksum, WAL offset, WAL size, WAL salts (superfly/ltx's Header)."""
+FRAME_HEADER = struct.Struct(">II8s8s")
+"""A WAL frame's header: page number, database size after a commit (0 in other frames), salts, checksum."""
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """Where Litestream's newest transaction file of a database says it read the WAL."""
+
+    txid: int
+    commit: int
+    wal_end: int
+    """The offset just past the last frame it read (0: it read none, as a first snapshot of an empty WAL)."""
+    salt: bytes
+
+
+def last_shipped(path: Path) -> Shipped | None:
+    """The newest level-0 transaction file Litestream made of the database at `path` (its local copy, under
+    `.<name>-litestream/ltx/0/`); None before it made one."""
+    folder = path.parent / f".{path.name}-litestream" / "ltx" / "0"
+    newest: tuple[int, str] | None = None
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            with contextlib.suppress(ValueError):
+                txid = int(entry.name.removesuffix(".ltx").rpartition("-")[2], 16)
+                if entry.name.endswith(".ltx") and (newest is None or txid > newest[0]):
+                    newest = (txid, entry.path)
+    if newest is None:
+        return None
+    try:
+        with open(newest[1], "rb") as file:
+            head = file.read(LTX_HEADER.size)
+    except OSError:  # compacted away meanwhile: the next look finds the newer one
+        return None
+    if len(head) < LTX_HEADER.size or head[:4] != b"LTX1":
+        return None
+    _, _, _, commit, _, txid, _, _, offset, size, salt1, salt2 = LTX_HEADER.unpack(head)
+    return Shipped(txid, commit, offset + size if size else 0, struct.pack(">II", salt1, salt2))
+
+
+WRITE_LOCK_BYTE = 120
+"""SQLite's WAL write lock: a POSIX lock on this byte of the -shm file, held from a write transaction's start until
+its commit is published (and released by the kernel when its process dies)."""
+FLOCK = struct.Struct("hhqqi4x")
+"""Linux's `struct flock` (type, whence, start, length, pid), for F_GETLK."""
+REMEMBERED = 64
+"""Shipped commit frames remembered per file (the newest ones of the WAL's current salt)."""
+
+
+def published(path: Path) -> tuple[int, bytes] | None:
+    """The WAL index's last published frame and salt for `path` (its -shm file's header, both copies equal), or None
+    when it cannot tell (no index, a header being rewritten, or a writer holding the write lock: a commit that may be
+    publishing now)."""
+    try:
+        fd = os.open(path.with_name(path.name + "-shm"), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        query = FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, WRITE_LOCK_BYTE, 1, 0)
+        if FLOCK.unpack(fcntl.fcntl(fd, fcntl.F_GETLK, query))[0] != fcntl.F_UNLCK:
+            return None
+        header = os.pread(fd, 96, 0)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(header) < 96 or header[:48] != header[48:96]:
+        return None
+    return struct.unpack("=I", header[16:20])[0], header[32:40]
+
+
+@dataclass
+class Watch:
+    """The commit frames Litestream shipped of each file, as first seen, so that one rewritten in place by another
+    commit of the same shape (the same pages, the same database size: two crawls of one chart) is still told apart,
+    by its checksum, after Litestream has shipped more."""
+
+    seen: dict[Path, tuple[bytes, dict[int, tuple[int, bytes]]]] = field(default_factory=dict)
+    """Per file: the WAL's salt, and for the transactions shipped under it, transaction id -> (its WAL end, its
+    commit frame's checksum). A WAL restarted (another salt) forgets them: its frames are new ones."""
+
+    def orphaned(self, path: Path) -> bool:
+        """Whether a transaction Litestream shipped of `path` is not a commit of its WAL: the newest one ends past
+        what SQLite published with no writer at work (its writer died in its commit), or one of those shipped since
+        the WAL last restarted now ends on another frame. False whenever it cannot tell (no transaction file, no WAL,
+        a WAL restarted or truncated since: Litestream sees those itself)."""
+        shipped = last_shipped(path)
+        if shipped is None or not shipped.wal_end:
+            return False
+        try:
+            with open(path.with_name(path.name + "-wal"), "rb") as wal:
+                header = wal.read(WAL_HEADER_SIZE)
+                if len(header) < WAL_HEADER_SIZE or header[16:24] != shipped.salt:
+                    return False
+                frame_size = FRAME_HEADER_SIZE + struct.unpack(">I", header[8:12])[0]
+                if (shipped.wal_end - WAL_HEADER_SIZE) % frame_size:
+                    return False
+                salt, known = self.seen.get(path, (b"", {}))
+                if salt != shipped.salt:
+                    known = {}
+                    self.seen[path] = (shipped.salt, known)
+                known.setdefault(shipped.txid, (shipped.wal_end, b""))
+                for txid, (end, checksum) in sorted(known.items()):
+                    wal.seek(end - frame_size)
+                    frame = wal.read(FRAME_HEADER.size)
+                    if len(frame) < FRAME_HEADER.size:
+                        return False  # truncated since
+                    _, commit, salt, now = FRAME_HEADER.unpack(frame)
+                    if salt != shipped.salt or not commit or (checksum and now != checksum):
+                        return True
+                    if txid == shipped.txid and commit != shipped.commit:
+                        return True
+                    known[txid] = (end, now)
+                for txid in sorted(known)[:-REMEMBERED]:
+                    del known[txid]
+        except OSError:
+            return False
+        index = published(path)
+        return index is not None and index[1] == shipped.salt and \
+            index[0] < (shipped.wal_end - WAL_HEADER_SIZE) // frame_size
