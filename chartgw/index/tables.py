@@ -178,6 +178,8 @@ SOURCE_MARK = Query("index source mark", "SELECT last_snapshot_id FROM sources W
 SET_SOURCE_MARK = Query("index set source mark", "INSERT INTO sources (source, last_snapshot_id, indexed_at, rows)"
                         " VALUES (?, ?, ?, ?) ON CONFLICT (source) DO UPDATE SET last_snapshot_id = excluded.last_snapshot_id,"
                         " indexed_at = excluded.indexed_at, rows = rows + excluded.rows")
+INDEX_ROWS = Query("index rows", "SELECT coalesce(sum(rows), 0) FROM sources")
+"""The index's rows (its `sources` table counts them per group: `chartgw storage`)."""
 SAVEPOINT = Query("index batch savepoint", "SAVEPOINT batch")
 ROLLBACK_SAVEPOINT = Query("index batch rollback", "ROLLBACK TO batch")
 RELEASE_SAVEPOINT = Query("index batch release", "RELEASE batch")

@@ -20,7 +20,7 @@ import sqlite3
 
 from chartgw.index.identity.linker import Linker, Recording, Row
 from chartgw.index.identity.names import parse_credit, parse_title, split_printed
-from chartgw.store import Query
+from chartgw.store import Query, transaction
 
 __all__ = ["COLUMN_ID_TYPES", "IDENTITY_INDEX_QUERIES", "SCHEMA", "STATE_VERSION", "link_new", "row_of"]
 
@@ -146,17 +146,12 @@ def link_new(db: sqlite3.Connection) -> int:
     linker = _load(db, linked)
     linker.changed.clear()
     links = [(variant_id, linker.link(row)) for variant_id, row in pending]
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(db):
         db.executemany(_SAVE_LINK.sql, [(v, link.recording.number, link.tier, link.confidence, link.rule, row.artist,
                                          row.title) for (v, row), (_, link) in zip(pending, links, strict=True)])
         _write_recordings(db, linker.changed)
         _write_artists(db, linker, [row for _, row in pending])
         db.execute(_SAVE_STATE.sql, (STATE_VERSION, pending[-1][0], pickle.dumps(linker, protocol=pickle.HIGHEST_PROTOCOL)))
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
     return len(links)
 
 
