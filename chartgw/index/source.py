@@ -39,7 +39,7 @@ def _pending(src: sqlite3.Connection, after: int, batch: int) -> list[tuple[Any,
 
 
 def read_next(src: sqlite3.Connection, mapping: EntryMapping, after: int,
-               batch: int) -> tuple[list[tuple[Any, ...]], list[Any], list[list[Any]] | None]:
+              batch: int) -> tuple[list[tuple[Any, ...]], list[Any], list[list[Any]] | None]:
     """The next batch of snapshots after `after`, and their rows (`write_batch`'s arguments)."""
     pending = _pending(src, after, batch)
     return pending, unfolded(read_batch(src, mapping, pending)) if pending else [], None

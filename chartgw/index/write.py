@@ -55,7 +55,7 @@ class Run:
     lyrics: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     """Track key -> (Genius song id, artist id) resolved by `chartgw enrich`, given to new variants."""
     token: object = field(default_factory=object)
-    """Marks the variant slots (`_VARIANTS`) whose ids belong to this run."""
+    """Marks the variant slots (`chartgw.index.source.slot_of`) whose ids belong to this run."""
     readers: dict[str, Prefetch] = field(default_factory=dict)
     """Reader processes started ahead of their group's turn."""
     artists: dict[str, int] = field(default_factory=dict)
