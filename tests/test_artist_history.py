@@ -21,6 +21,7 @@ from chartgw.demo import artist_history as ah_demo
 from chartgw.groups import GROUPS
 from chartgw.index import artist_history as ah
 from chartgw.index import history as index
+from chartgw.index import source
 from chartgw.index.artist_history import query
 from chartgw.index.artist_history.plot import PLOT_MAX_LINES
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
@@ -182,11 +183,11 @@ def test_incremental_rebuild_and_sub_daily_folding(all_groups_data: Path, tmp_pa
 
 def test_a_second_reader_process_builds_the_same_rows(all_groups_data: Path, tmp_path: Path, indexed_rows: Any,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """A large catch-up reads its batches in a second process (`_Prefetch`); forced here on small batches, it
+    """A large catch-up reads its batches in a second process (`Prefetch`); forced here on small batches, it
     gives the rows the in-process reading gives (`indexed`, the same data built in this process)."""
     path = copy_data(all_groups_data, tmp_path / "data")
     started: list[str] = []
-    real = index._Prefetch.start
+    real = index.Prefetch.start
 
     def counted(*args: Any) -> Any:
         reader = real(*args)
@@ -194,8 +195,8 @@ def test_a_second_reader_process_builds_the_same_rows(all_groups_data: Path, tmp
             started.append(str(args[1]))
         return reader
 
-    monkeypatch.setattr(index._Prefetch, "start", counted)
-    monkeypatch.setattr(index, "PREFETCH_BATCHES", 2)
+    monkeypatch.setattr(index.Prefetch, "start", counted)
+    monkeypatch.setattr(source, "PREFETCH_BATCHES", 2)
     with data_dir(path):
         results = index.index_all(now=fixed(FIXED_NOW), batch=10)
     assert all(r.error is None for r in results) and len(started) >= 3  # several groups read by a second process
@@ -205,7 +206,7 @@ def test_a_second_reader_process_builds_the_same_rows(all_groups_data: Path, tmp
 def test_a_killed_batch_leaves_the_index_as_it_was(all_groups_data: Path, tmp_path: Path, indexed_rows: Any,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     path = copy_data(all_groups_data, tmp_path / "data")
-    real = index._write_batch
+    real = index.write_batch
     calls = {"n": 0}
 
     def dying(*args: Any) -> int:
@@ -215,7 +216,7 @@ def test_a_killed_batch_leaves_the_index_as_it_was(all_groups_data: Path, tmp_pa
             raise KeyboardInterrupt  # as a kill after a batch wrote its rows, before it committed
         return written
 
-    monkeypatch.setattr(index, "_write_batch", dying)
+    monkeypatch.setattr(index, "write_batch", dying)
     monkeypatch.setattr(index, "BATCH_SNAPSHOTS", 25)
     with pytest.raises(KeyboardInterrupt), data_dir(path):
         index.index_all(now=fixed(FIXED_NOW), batch=25)
@@ -229,7 +230,7 @@ def test_a_killed_batch_leaves_the_index_as_it_was(all_groups_data: Path, tmp_pa
     db = sqlite3.connect(path / "artist-history-api.sqlite")
     assert db.execute("SELECT value FROM meta WHERE name = 'artist_tracks'").fetchone() == ("stale",)  # summed later
     db.close()
-    monkeypatch.setattr(index, "_write_batch", real)
+    monkeypatch.setattr(index, "write_batch", real)
     build_index(path)  # resumes
     assert table_rows(path) == indexed_rows  # as if never killed: the rows of a build in one go
 
@@ -617,3 +618,22 @@ def test_index_source_hook_and_a_stale_second_indexer(indexed: Path, tmp_path: P
     with data_dir(path):
         index.rebuild(now=fixed(FIXED_NOW))
     assert table_rows(path) == once
+
+
+def test_a_commit_is_indexed_through_the_registry_s_after_commit(indexed: Path, tmp_path: Path) -> None:
+    """No hook list is filled at import: the artist-history group declares `after_commit`, and what `chartgw crawl`
+    runs once a crawl committed (`after_crawl` over GROUPS) indexes the new snapshot through it."""
+    from chartgw.api.group import after_crawl
+    from chartgw.groups import GROUPS
+
+    assert [g.name for g in GROUPS if g.after_commit is not None] == [ah.GROUP.name]
+    path = copy_data(indexed, tmp_path / "data")
+    add_snapshot(path, "uk-charts", "singles-wired", "2026-11-21", None, [{"rank": 1, "title": "Wired In", "artist": "Z"}])
+    with data_dir(path):
+        after_crawl("uk-charts", GROUPS)
+        db = index.open_index()
+        try:
+            found = db.execute("SELECT count(*) FROM variants WHERE title = 'Wired In'").fetchone()[0]
+        finally:
+            db.close()
+    assert found == 1

@@ -33,21 +33,62 @@ def test_only_the_store_opens_sqlite() -> None:
     assert CONNECT.search(CONNECT_HELPER.read_text())  # the helper is where the pattern does match
 
 
+def _rooms() -> list[tuple[str, tuple[Table, ...], tuple[Query, ...], str]]:
+    """Every owner of declared statements: (its name, the tables they read, the statements, a DDL script the tables
+    are written as): the store, each group's Storage, the artist-history index and identity on the index file, the
+    key store, the hooks database, the replication heartbeat and the exports."""
+    from chartgw.api.access import KEY_QUERIES
+    from chartgw.http import exports
+    from chartgw.index import tables as index_tables
+    from chartgw.index.identity.enrich import ENRICH_QUERIES
+    from chartgw.index.identity.facts import FACTS_QUERIES
+    from chartgw.index.identity.include import INCLUDE_QUERIES
+    from chartgw.index.identity.routes import IDENTITY_QUERIES
+    from chartgw.push.hooks import HOOK_QUERIES, HOOK_TABLES
+    from chartgw.replica import litestream
+    from chartgw.store.schema import _TABLE_NAMES
+
+    rooms: list[tuple[str, tuple[Table, ...], tuple[Query, ...], str]] = [("store", tables.TABLES, (*tables.QUERIES, *FACTS_QUERIES, exports.SPAN, exports.ROLLBACK_JOURNAL,
+                                       _TABLE_NAMES), "")]
+    rooms += [(group.name, (*tables.TABLES, *group.storage.tables), group.storage.queries, "") for group in GROUPS]
+    rooms += [("artist-history index", (tables.FETCH_LOG,), (*index_tables.QUERIES, *IDENTITY_QUERIES, *INCLUDE_QUERIES,
+                                                                *ENRICH_QUERIES),
+               index_tables.CREATE),
+              ("keys", KEY_TABLES, KEY_QUERIES, ""),
+              ("hooks", HOOK_TABLES, HOOK_QUERIES, ""),
+              ("heartbeat", (litestream.BEAT,), (litestream.BEAT_NOW, litestream.LAST_BEAT), "")]
+    return rooms
+
+
 def test_every_declared_query_compiles_against_its_tables() -> None:
-    assert compile_check(tables.TABLES, tables.QUERIES) == {}
-    for group in GROUPS:
-        storage = group.storage
-        errors = compile_check((*tables.TABLES, *storage.tables), storage.queries)
-        assert errors == {}, f"{group.name}: {errors}"
+    for name, declared, queries, script in _rooms():
+        errors = compile_check(declared, queries, script)
+        assert errors == {}, f"{name}: {errors}"
+
+
+def test_every_declared_query_belongs_to_a_room_that_compiles_it() -> None:
+    """A `Query` declared at the top of any chartgw module is one of a room's above, so none escapes the compile."""
+    import importlib
+    import pkgutil
+
+    import chartgw
+
+    compiled = {id(query) for _, _, queries, _ in _rooms() for query in queries}
+    loose = []
+    for info in pkgutil.walk_packages(chartgw.__path__, "chartgw."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        loose += [f"{info.name}.{name}" for name, value in vars(module).items()
+                  if isinstance(value, Query) and value.__class__ is Query and id(value) not in compiled]
+    assert loose == []
 
 
 SQL = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|WITH|PRAGMA)\s")
 DECLARATIONS = {"Query", "StoreQuery", "Table", "Index"}
 INLINE_ALLOWED = {
     "store": "the store itself: its declarations and the migration's DDL",
-    "index/history.py": "the artist-history index's own file: its bulk writes are composed per batch",
     "index/artist_history": "reads of the index composed per request (a stream per artist key, the filters asked)",
-    "api/access.py": "the key store's own file (keys.sqlite), opened through the store's helper",
 }
 
 
@@ -121,3 +162,24 @@ def test_read_once_is_none_without_a_file_or_table(tmp_path: Path) -> None:
     assert read_once(tmp_path / "empty.sqlite", query) is None
     with pytest.raises(sqlite3.OperationalError):
         read_once(tmp_path / "empty.sqlite", Query("bad", "SELECT nothing FROM sqlite_master"))
+
+
+def test_the_hooks_database_has_one_owner() -> None:
+    """hooks.sqlite is HookStore's: no other module names its tables or statements, nor opens it through the store's
+    connection (the worker calls HookStore's methods)."""
+    from chartgw.push import hooks
+
+    owned = {name for name, value in vars(hooks).items() if isinstance(value, (Query, Table))}
+    assert {"DUE", "QUEUE", "HOOKS"} <= owned
+    found = []
+    for path in _modules():
+        if path == PACKAGE / "push" / "hooks.py":
+            continue
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.ImportFrom) and \
+                node.module == "chartgw.push.hooks" else [node.attr] if isinstance(node, ast.Attribute) else []
+            found += [f"{path.relative_to(PACKAGE)}:{getattr(node, 'lineno', 0)}: {name}" for name in names if name in owned]
+        found += [f"{path.relative_to(PACKAGE)}: {call}" for call in ("store.connect()", "store.transaction()")
+                  if call in text and "HookStore" in text]
+    assert found == []

@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from chartgw.core import config
 from chartgw.core.clock import utc_now
 from chartgw.core.settings import Settings
-from chartgw.store import Table, connect, iso, migrate
+from chartgw.store import Query, Table, connect, iso, migrate
 
 KEY_HEADER = b"x-api-key"
 KEY_ID_SCOPE = "chartgw.key_id"
@@ -40,6 +40,31 @@ KEY_TABLES = (
     Table("key_usage", ("key_id INTEGER NOT NULL", "day TEXT NOT NULL", "requests INTEGER NOT NULL",
                         "limited INTEGER NOT NULL"), ("PRIMARY KEY (key_id, day)",), without_rowid=True),
 )
+_WRITE_LOCK = Query("keys write lock", "BEGIN IMMEDIATE")
+"""Taken before a check and the insert it allows, as one (committed when the connection's block ends)."""
+_INSERT_KEY = Query("insert key", "INSERT INTO api_keys (name, key_hash, created_at, expires_at, rate_per_minute)"
+                                  " VALUES (?, ?, ?, ?, ?)")
+_ACTIVE_BY_NAME = Query("active keys by name", "SELECT id, rate_per_minute FROM api_keys WHERE name = ?"
+                        " AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?) ORDER BY id")
+_ATTACH_KEYS = Query("attach keys", "ATTACH DATABASE ? AS keys")
+_NO_KEYS = Query("no key names", "CREATE TEMP TABLE api_keys (id INTEGER PRIMARY KEY, name TEXT)")
+_USAGE = Query("key usage", "SELECT u.key_id, coalesce(k.name, 'CHARTGW_API_KEYS'), u.day, u.requests, u.limited"
+               " FROM key_usage u LEFT JOIN api_keys k ON k.id = u.key_id WHERE u.day >= ? ORDER BY u.day DESC, u.key_id")
+_ADD_USAGE = Query("add key usage", "INSERT INTO key_usage (key_id, day, requests, limited) VALUES (?, ?, ?, ?)"
+                   " ON CONFLICT (key_id, day) DO UPDATE SET requests = requests + excluded.requests,"
+                   " limited = limited + excluded.limited")
+_LIST = Query("list keys", "SELECT id, name, created_at, expires_at, revoked_at, rate_per_minute,"
+              " (SELECT max(day) FROM key_usage u WHERE u.key_id = k.id AND u.requests > 0) FROM api_keys k ORDER BY id")
+_EXPIRE = Query("expire key", "UPDATE api_keys SET expires_at = ? WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)")
+_REVOKE = Query("revoke key", "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
+_KEY_COLUMNS = Query("key columns", "PRAGMA table_info(api_keys)")
+_DIGESTS = Query("key digests", "SELECT key_hash, id, expires_at, rate_per_minute FROM api_keys WHERE revoked_at IS NULL")
+_DIGESTS_BEFORE_RATES = Query("key digests before rates",
+                              "SELECT key_hash, id, expires_at, NULL FROM api_keys WHERE revoked_at IS NULL")
+"""A key file of the layout before per-key rates, read by a server that cannot migrate it (a read-only reader)."""
+_IN_FORCE = Query("keys not revoked", "SELECT id, expires_at FROM api_keys WHERE revoked_at IS NULL")
+KEY_QUERIES = tuple(value for value in list(globals().values()) if isinstance(value, Query))
+"""Every statement run on the key file and the usage file (compiled against KEY_TABLES in tests)."""
 ENV_KEY_ID = 0
 """The one id every key of CHARTGW_API_KEYS shared before each had its own (`env_key_id`): hooks registered then
 still carry it (`chartgw deliver` gives them to the only env key when there is one)."""
@@ -158,7 +183,7 @@ class KeyStore:
         the server's default (CHARTGW_RATE_LIMIT_PER_MINUTE), 0 = no limit. A name names one holder: while a
         key of that name is active, `NameTaken` (rotate that key instead)."""
         with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")  # the check and the insert as one: two creates cannot both pass
+            db.execute(_WRITE_LOCK.sql)  # the check and the insert as one: two creates cannot both pass
             taken = self._active(db, name)
             if taken:
                 raise NameTaken(name, tuple(row[0] for row in taken))
@@ -168,7 +193,7 @@ class KeyStore:
                 ) -> tuple[int, str]:
         key = "cgw_" + secrets.token_urlsafe(32)
         cur = db.execute(
-            "INSERT INTO api_keys (name, key_hash, created_at, expires_at, rate_per_minute) VALUES (?, ?, ?, ?, ?)",
+            _INSERT_KEY.sql,
             (name, keyed_digest(key, server_secret(self.path.parent)), iso(datetime.now(UTC)),
              iso(expires_at) if expires_at else None, rate_per_minute),
         )
@@ -177,9 +202,7 @@ class KeyStore:
     @staticmethod
     def _active(db: sqlite3.Connection, name: str) -> list[tuple[int, int | None]]:
         """(id, rate) of the keys named `name` that are neither revoked nor expired, oldest first."""
-        return db.execute("SELECT id, rate_per_minute FROM api_keys WHERE name = ? AND revoked_at IS NULL"
-                          " AND (expires_at IS NULL OR expires_at > ?) ORDER BY id",
-                          (name, iso(datetime.now(UTC)))).fetchall()
+        return db.execute(_ACTIVE_BY_NAME.sql, (name, iso(datetime.now(UTC)))).fetchall()
 
     def _usage_db(self) -> sqlite3.Connection:
         """Where request counts are kept: the key file, or the node-local usage file beside the key file attached
@@ -189,55 +212,47 @@ class KeyStore:
         db = connect(self.usage_path)
         migrate(db, [table for table in KEY_TABLES if table.name == "key_usage"])
         if self.path.exists():
-            db.execute("ATTACH DATABASE ? AS keys", (f"file:{self.path}?mode=ro",))
+            db.execute(_ATTACH_KEYS.sql, (f"file:{self.path}?mode=ro",))
         else:
-            db.execute("CREATE TEMP TABLE api_keys (id INTEGER PRIMARY KEY, name TEXT)")
+            db.execute(_NO_KEYS.sql)
         return db
 
     def usage(self, since_day: str) -> list[tuple[int, str, str, int, int]]:
         """(key id, key name, day, requests, refused with 429) per key and day from `since_day`, newest first."""
         with contextlib.closing(self._usage_db()) as db, db:
-            return [tuple(row) for row in db.execute(
-                "SELECT u.key_id, coalesce(k.name, 'CHARTGW_API_KEYS'), u.day, u.requests, u.limited FROM key_usage u"
-                " LEFT JOIN api_keys k ON k.id = u.key_id WHERE u.day >= ? ORDER BY u.day DESC, u.key_id", (since_day,))]
+            return [tuple(row) for row in db.execute(_USAGE.sql, (since_day,))]
 
     def add_usage(self, counts: dict[tuple[int, str], list[int]]) -> None:
         """Add request counts (key id, day) -> [requests, limited] to the stored ones, in one transaction."""
         with contextlib.closing(self._usage_db()) as db, db:
             db.executemany(
-                "INSERT INTO key_usage (key_id, day, requests, limited) VALUES (?, ?, ?, ?) ON CONFLICT (key_id, day)"
-                " DO UPDATE SET requests = requests + excluded.requests, limited = limited + excluded.limited",
+                _ADD_USAGE.sql,
                 [(key_id, day, n, limited) for (key_id, day), (n, limited) in counts.items()])
 
     def list(self) -> list[KeyInfo]:
         replica = self.usage_path is not None and self.path.exists()
         db = connect(self.path, readonly=True) if replica else self._connect()
         with contextlib.closing(db):
-            return [KeyInfo(*row) for row in db.execute(
-                "SELECT id, name, created_at, expires_at, revoked_at, rate_per_minute,"
-                " (SELECT max(day) FROM key_usage u WHERE u.key_id = k.id AND u.requests > 0) FROM api_keys k ORDER BY id")]
+            return [KeyInfo(*row) for row in db.execute(_LIST.sql)]
 
     def rotate(self, name: str, grace: timedelta) -> tuple[int, str, int]:
         """A successor (same name and rate) of the newest active key named `name`, which expires after `grace`
         (or sooner, if it already does); a predecessor still in its own grace is left as it is. Returns the new
         id and key, and the id of the key now expiring."""
         with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
+            db.execute(_WRITE_LOCK.sql)
             active = self._active(db, name)
             if not active:
                 raise KeyError(name)
             old_id, rate = active[-1]
             key_id, key = self._insert(db, name, None, rate)
             until = iso(datetime.now(UTC) + grace)
-            db.execute("UPDATE api_keys SET expires_at = ? WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)",
-                       (until, old_id, until))
+            db.execute(_EXPIRE.sql, (until, old_id, until))
         return key_id, key, old_id
 
     def revoke(self, key_id: int) -> bool:
         with self._connect() as db:
-            cur = db.execute(
-                "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-                (iso(datetime.now(UTC)), key_id))
+            cur = db.execute(_REVOKE.sql, (iso(datetime.now(UTC)), key_id))
             return cur.rowcount > 0
 
 
@@ -354,9 +369,8 @@ class KeyChecker:
         self._secret = secret.read_bytes() if secret.exists() else None
         db = connect(self.path, readonly=True, timeout=5)
         try:
-            columns = {row[1] for row in db.execute("PRAGMA table_info(api_keys)")}
-            rate = "rate_per_minute" if "rate_per_minute" in columns else "NULL"
-            rows = db.execute(f"SELECT key_hash, id, expires_at, {rate} FROM api_keys WHERE revoked_at IS NULL").fetchall()
+            columns = {row[1] for row in db.execute(_KEY_COLUMNS.sql)}
+            rows = db.execute((_DIGESTS if "rate_per_minute" in columns else _DIGESTS_BEFORE_RATES).sql).fetchall()
         except sqlite3.OperationalError:
             rows = []
         finally:
@@ -426,7 +440,7 @@ class KeyRoster:
         db = connect(self.path, readonly=True, timeout=5)
         try:
             return [(int(key_id), expires_at) for key_id, expires_at in
-                    db.execute("SELECT id, expires_at FROM api_keys WHERE revoked_at IS NULL")]
+                    db.execute(_IN_FORCE.sql)]
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
                 return []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatch
@@ -26,7 +26,7 @@ from chartgw.crawl.context import Context
 from chartgw.crawl.runner import CrawlTarget, Outcome, RetryPolicy, run_targets
 from chartgw.store import Storage
 
-__all__ = ["AFTER_CRAWL", "GROUP_NAMES", "CommandArg", "EntryMapping", "Group", "GroupCommand", "MappedEntry", "Schedule",
+__all__ = ["GROUP_NAMES", "CommandArg", "EntryMapping", "Group", "GroupCommand", "MappedEntry", "Schedule",
            "after_crawl", "crawl_group", "retention"]
 
 _GROUP_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
@@ -227,6 +227,10 @@ class Group:
     charts: tuple[Chart, ...] = ()
     """Every chart the group serves (`chartgw.api.catalog`): what `GET /charts` lists and where its cadence is read
     (`cadence_of`); none for a group without charts of its own (the artist-history index)."""
+    after_commit: Callable[[str], object] | None = None
+    """Called with a group's name after that group's crawl, import or backfill committed (`after_crawl`): the
+    artist-history index catching up. Declared by the group that needs it, run for every group by the registry's
+    caller: no hook list is filled at import."""
 
     def __post_init__(self) -> None:
         assert _GROUP_NAME.fullmatch(self.name), f"a group name is a lowercase slug: {self.name!r}"
@@ -258,11 +262,6 @@ def check_route(route: Route) -> None:
     declared = [p.name for p in route.params if p.where == "path"]
     assert sorted(in_path) == sorted(declared), f"{route.path}: path parameters {in_path} but declared {declared}"
     assert route.method in {"GET", "POST"}, f"{route.path}: method {route.method}"
-
-
-AFTER_CRAWL: list[Callable[[str], object]] = []
-"""Called with a group's name after `chartgw crawl GROUP` committed (the artist-history index catching up).
-A hook that fails never fails the crawl: what it reads is committed, and it catches up at the next crawl."""
 
 
 GROUP_NAMES: set[str] = set()
@@ -308,8 +307,10 @@ async def crawl_group(group: Group, selection: dict[str, str | None], *, now: Cl
     return outcomes
 
 
-def after_crawl(name: str) -> None:
-    """Run the AFTER_CRAWL hooks for group `name` (what `chartgw crawl` does once its crawl committed)."""
-    for hook in AFTER_CRAWL:
-        with contextlib.suppress(Exception):  # see AFTER_CRAWL: the crawl's commits stand regardless
-            hook(name)
+def after_crawl(name: str, groups: Iterable[Group]) -> None:
+    """Run every group's `after_commit` for group `name` (what `chartgw crawl` does once its crawl committed).
+    A hook that fails never fails the crawl: what it reads is committed, and it catches up at the next crawl."""
+    for group in groups:
+        if group.after_commit is not None:
+            with contextlib.suppress(Exception):  # the crawl's commits stand regardless
+                group.after_commit(name)

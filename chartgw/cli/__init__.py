@@ -124,7 +124,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
             clock = fixed(args.at) if args.at else utc_now
             outcomes = asyncio.run(crawl_group(group, selection, now=clock, progress=progress))
             if any(o.status == "ok" for o in outcomes):
-                after_crawl(group.name)
+                after_crawl(group.name, GROUPS)
     except InvalidParams as exc:
         error = exc.errors[0]
         print(f"chartgw crawl: {error['loc'][-1]}: {error['msg']}", file=sys.stderr)
@@ -164,7 +164,7 @@ def cmd_group_command(args: argparse.Namespace) -> int:
 def _run_command(group: Group, command: GroupCommand, values: dict[str, Any], as_json: bool, wait: float,
                  clock: Clock = utc_now) -> int:
     """Run a group's command and report its outcomes. One that committed anything (an import, a backfill) is
-    followed by the AFTER_CRAWL hooks, as a crawl is: the artist-history index takes its snapshots in now, not at
+    followed by every group's `after_commit`, as a crawl is: the artist-history index takes its snapshots in now, not at
     the next crawl."""
     if refuse_bad_settings(command.verb, current(), group):
         return 2
@@ -177,7 +177,7 @@ def _run_command(group: Group, command: GroupCommand, values: dict[str, Any], as
                 held.enter_context(held.enter_context(Progress(command.verb)).step(group.name))
             outcomes = command.run(ctx, values)
             if not command.at_boot and any(o.status == "ok" for o in outcomes):
-                after_crawl(group.name)
+                after_crawl(group.name, GROUPS)
     except CrawlBusy as exc:
         print(f"chartgw {command.verb}: {exc}", file=sys.stderr)
         return EXIT_BUSY

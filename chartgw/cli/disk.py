@@ -15,12 +15,9 @@ from typing import Any
 from chartgw.api.group import retention
 from chartgw.core import config
 from chartgw.groups import GROUPS
-from chartgw.store import Query, connect, parse_iso
+from chartgw.index import tables as index_tables
+from chartgw.store import connect, parse_iso
 from chartgw.store import tables as store_tables
-
-INDEX_ROWS = Query("index rows", "SELECT coalesce(sum(rows), 0) FROM sources")
-"""The artist-history index's rows (its `sources` table counts them per group)."""
-FETCH_LOG_SPAN = Query("fetch-log span", "SELECT min(started_at), max(started_at) FROM fetch_log")
 
 __all__ = ["FileReport", "storage_report"]
 
@@ -92,9 +89,9 @@ def _read_database(path: Path, report: FileReport) -> None:
                 _read_snapshots(db, report)
             elif "sources" in tables:
                 report.kind = "index"
-                (report.rows,) = db.execute(INDEX_ROWS.sql).fetchone()
+                (report.rows,) = db.execute(index_tables.INDEX_ROWS.sql).fetchone()
                 if "fetch_log" in tables:
-                    report.first, report.last = db.execute(FETCH_LOG_SPAN.sql).fetchone()
+                    report.first, report.last = db.execute(store_tables.FETCH_LOG_SPAN.sql).fetchone()
             else:
                 report.kind = "other"
         finally:

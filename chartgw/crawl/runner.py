@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import functools
 import random
 import ssl
@@ -29,6 +28,7 @@ import msgspec
 from chartgw.core import config
 from chartgw.core import progress as steps
 from chartgw.core.clock import Clock, utc_now
+from chartgw.core.locks import file_lock
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, Table, group_db_path
 from chartgw.upstreams import ORIGINS, UpstreamFormatError, UpstreamRequest, body_limit, origin
 
@@ -469,19 +469,7 @@ def import_builds(group: str, builds: Sequence[tuple[str, Callable[[CrawlContext
 @contextlib.contextmanager
 def crawl_lock(group: str, wait_seconds: float = 0.0) -> Iterator[None]:
     """One crawl per group at a time, across processes (cron, refresh endpoint, a person)."""
-    path = config.data_dir() / f"{group}.crawl.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        deadline = time.monotonic() + wait_seconds
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise CrawlBusy(f"another crawl of {group} is running") from None
-                time.sleep(0.2)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with file_lock(config.data_dir() / f"{group}.crawl.lock", wait_seconds) as held:
+        if not held:
+            raise CrawlBusy(f"another crawl of {group} is running")
+        yield

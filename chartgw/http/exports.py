@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import functools
 import hashlib
 import logging
@@ -44,6 +43,7 @@ from chartgw.api.endpoints import ApiError, Call, GroupData, Route, Streaming, n
 from chartgw.api.params import Param, accepts
 from chartgw.core import config
 from chartgw.core.clock import Clock, utc_now
+from chartgw.core.locks import file_lock
 from chartgw.core.settings import Settings
 from chartgw.store import Query, iso, read_once
 from chartgw.store.connect import connect
@@ -168,12 +168,8 @@ def _sync_folder(folder: Path) -> None:
 
 @contextlib.contextmanager
 def _group_lock(folder: Path) -> Iterator[None]:
-    with (folder / ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with file_lock(folder / ".lock", wait_seconds=None):
+        yield
 
 
 def _prune(folder: Path, keep: int) -> None:

@@ -45,15 +45,10 @@ from starlette.responses import Response
 
 from chartgw.core.clock import Clock, utc_now
 from chartgw.core.settings import Settings, exported
+from chartgw.groups.radio import storage as radio_storage
 from chartgw.replica.state import node_status
-from chartgw.store import Query, connect, group_db_path, parse_iso
+from chartgw.store import connect, group_db_path, parse_iso
 from chartgw.store import tables as store_tables
-
-MONITORED_BY_STATE = Query("monitored stations by state",
-                           "SELECT status, count(*) FROM station_state WHERE monitored = 1 GROUP BY status")
-"""The radio monitor's stations by state (chartgw.groups.radio.storage keeps them)."""
-RUNNING_MONITOR = Query("running monitor", "SELECT heartbeat_at FROM monitor_runs WHERE stopped_at IS NULL"
-                        " ORDER BY id DESC LIMIT 1")
 
 __all__ = ["METRICS_PATH", "MetricsEndpoint", "ReplicationCollector", "RequestMetrics", "StoreCollector",
            "WorkerRequestMetrics", "multiprocess", "request_metrics", "scrape_registry", "worker_files"]
@@ -220,8 +215,8 @@ class StoreCollector:
             for target, fetched in db.execute(store_tables.NEWEST_FETCH_PER_TARGET.sql):
                 self._fetched[(group, target)] = parse_iso(fetched).timestamp()
         if group == RADIO and "station_state" in tables:  # chartgw.groups.radio.storage keeps each station's state
-            self._stations = {str(state): int(count) for state, count in db.execute(MONITORED_BY_STATE.sql)}
-            running = db.execute(RUNNING_MONITOR.sql).fetchone() if "monitor_runs" in tables else None
+            self._stations = {str(state): int(count) for state, count in db.execute(radio_storage.MONITORED_BY_STATE.sql)}
+            running = db.execute(radio_storage.RUNNING_MONITOR.sql).fetchone() if "monitor_runs" in tables else None
             self._heartbeat = parse_iso(running[0]).timestamp() if running else None
 
     def _count_attempts(self, group: str, db: sqlite3.Connection) -> None:

@@ -40,24 +40,22 @@ from standardwebhooks import Webhook
 from chartgw.api.access import ENV_KEY_ID, KeyRoster, env_key_id, keys_db_path
 from chartgw.core import config
 from chartgw.core.clock import Clock, utc_now
+from chartgw.core.locks import file_lock
 from chartgw.core.settings import Settings, current
 from chartgw.crawl.runner import tls
-from chartgw.push import hooks as h
 from chartgw.push.changes import change_of
 from chartgw.push.hooks import (
-    DISABLE_AFTER,
-    GIVE_UP_AFTER,
     KEEP_FINISHED,
     Hook,
     HookStore,
+    QueueRound,
     UnsafeURL,
     check_address,
     check_url,
     hooks_db_path,
     newest_change_ids,
-    retry_delay,
 )
-from chartgw.store import ChangeRow, connect, group_db_path, iso, parse_iso
+from chartgw.store import ChangeRow, connect, group_db_path, iso
 from chartgw.store import tables as t
 
 __all__ = ["Deliverer", "Due", "deliver_lock", "payload_of"]
@@ -151,11 +149,11 @@ class Deliverer:
 
     # --- keys -------------------------------------------------------------------------------------------
 
-    def _retire(self, db: sqlite3.Connection, hooks: list[tuple[Hook, dict[str, int]]], now: str,
+    def _retire(self, round_: QueueRound, hooks: list[tuple[Hook, dict[str, int]]], now: str,
                 ) -> list[tuple[Hook, dict[str, int]]]:
         """The hooks whose key is in force; each other one is disabled, saying why (its key was revoked or expired)."""
         if self._heir is not None:  # once: the shared id's hooks to the only env key
-            db.execute(h.HOOK_MOVE.sql, (ENV_KEY_ID, self._heir))
+            round_.move_hooks(ENV_KEY_ID, self._heir)
             hooks = [(replace(hook, key_id=self._heir) if hook.key_id == ENV_KEY_ID else hook, start)
                      for hook, start in hooks]
             self._heir = None
@@ -168,8 +166,8 @@ class Deliverer:
             if hook.key_id in self._in_force:
                 kept.append((hook, start))
             else:
-                db.execute(h.HOOK_DISABLE.sql, (hook.id, now, f"its key ({hook.key_id}) was revoked or has expired, or "
-                                                "is not a key of this worker's CHARTGW_API_KEYS"))
+                round_.disable(hook.id, now, f"its key ({hook.key_id}) was revoked or has expired, or "
+                                             "is not a key of this worker's CHARTGW_API_KEYS")
                 self.log(f"{now} hook {hook.id}: disabled, its key {hook.key_id} is not in force")
         return kept
 
@@ -202,10 +200,9 @@ class Deliverer:
         now = iso(self.clock())
         queued = 0
         self._in_force = self.keys.in_force()
-        with self.store.transaction() as db:
-            positions = dict(db.execute(h.POSITIONS.sql).fetchall())
-            hooks = self._retire(db, [(Hook.of(row[:-1]), msgspec.json.decode(row[-1], type=dict[str, int]))
-                                      for row in db.execute(h.ACTIVE_HOOKS.sql)], now)
+        with self.store.queueing() as round_:
+            positions = round_.positions()
+            hooks = self._retire(round_, round_.active_hooks(), now)
             for group in self.groups:
                 if group not in positions:  # the first queueing: from the oldest hook's start, or the current end
                     starts = [start.get(group, 0) for _, start in hooks]
@@ -217,19 +214,17 @@ class Deliverer:
                         if row.id <= start.get(group, 0) or not hook.wants(group, row.target):
                             continue
                         payload = payload or payload_of(group, row)
-                        queued += db.execute(h.QUEUE.sql, (hook.id, f"msg_{hook.id}_{group}_{row.id}", group, row.id,
-                                                           payload, now)).rowcount
+                        queued += round_.queue(hook.id, f"msg_{hook.id}_{group}_{row.id}", group, row.id, payload, now)
                 if rows:
                     positions[group] = rows[-1].id
-            db.executemany(h.POSITION_SET.sql, list(positions.items()))
+            round_.set_positions(positions)
         return queued
 
     # --- sending ----------------------------------------------------------------------------------------
 
     def due(self) -> dict[int, list[Due]]:
         """Pending deliveries whose time has come, of active hooks, by hook (oldest first)."""
-        with self.store.connect() as db:
-            rows = db.execute(h.DUE.sql, (iso(self.clock()), PER_HOOK)).fetchall()
+        rows = self.store.due(iso(self.clock()), PER_HOOK)
         by_hook: dict[int, list[Due]] = {}
         for row in rows:
             by_hook.setdefault(row[1], []).append(Due(*row))
@@ -334,26 +329,8 @@ class Deliverer:
 
     def _record(self, delivery: Due, at: datetime, duration: int, status: int | None, error: str | None) -> None:
         """The attempt's row, and what follows from it for the delivery and its hook, in one transaction."""
-        when = iso(at)
-        with self.store.transaction() as db:
-            if not db.execute(h.DELIVERY_EXISTS.sql, (delivery.id,)).fetchone():
-                return  # its hook was removed meanwhile
-            db.execute(h.ATTEMPT_INSERT.sql, (delivery.id, delivery.hook_id, when, duration, status, error))
-            if error is None:
-                db.execute(h.DELIVERED.sql, (delivery.id, when))
-                db.execute(h.HOOK_ANSWERS.sql, (delivery.hook_id,))
-                return
-            attempts = delivery.attempts + 1
-            retry = at + retry_delay(attempts)
-            if retry > parse_iso(delivery.created_at) + GIVE_UP_AFTER:
-                db.execute(h.GIVEN_UP.sql, (delivery.id, attempts, when))
-            else:
-                db.execute(h.RETRY_AT.sql, (delivery.id, attempts, iso(retry)))
-                db.execute(h.HOOK_WAITS.sql, (delivery.hook_id, iso(retry)))
-            since = db.execute(h.HOOK_FAILS.sql, (delivery.hook_id, when)).fetchone()[0]
-            if at - parse_iso(since) >= DISABLE_AFTER:
-                db.execute(h.HOOK_DISABLE.sql, (delivery.hook_id, when, f"every delivery attempt failed since {since}"
-                                                f" (the last: {error}); re-enable it with chartgw hooks enable"))
+        self.store.record_attempt(delivery.id, delivery.hook_id, delivery.attempts, delivery.created_at, at, duration,
+                                  status, error)
 
     def _prune(self) -> None:
         """About hourly: drop deliveries finished more than KEEP_FINISHED ago (their attempts go with them)."""
@@ -361,8 +338,7 @@ class Deliverer:
         if now - self._pruned < timedelta(hours=1):
             return
         self._pruned = now
-        with self.store.transaction() as db:
-            db.execute(h.PRUNE_FINISHED.sql, (iso(now - KEEP_FINISHED),))
+        self.store.prune_finished(iso(now - KEEP_FINISHED))
 
 
 async def pinned(url: str, settings: Settings) -> tuple[str, str, dict[str, Any]]:
@@ -386,20 +362,8 @@ async def pinned(url: str, settings: Settings) -> tuple[str, str, dict[str, Any]
 @contextlib.contextmanager
 def deliver_lock() -> Iterator[bool]:
     """One worker per data folder: yields False when another holds it."""
-    import fcntl
-
-    path = hooks_db_path(current()).with_name("hooks.deliver.lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with file_lock(hooks_db_path(current()).with_name("hooks.deliver.lock")) as held:
+        yield held
 
 
 def main(groups: Sequence[str], once: bool, clock: Clock = utc_now) -> int:

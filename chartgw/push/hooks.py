@@ -37,11 +37,11 @@ from chartgw.api.endpoints import ApiError, Call, Route, not_found
 from chartgw.api.params import InvalidParams, Param
 from chartgw.core import config
 from chartgw.core.settings import Settings, current
-from chartgw.store import Index, Query, Table, connect, iso, migrate, read_once, transaction
+from chartgw.store import Index, Query, Table, connect, iso, migrate, parse_iso, read_once, transaction
 from chartgw.store import tables as t
 
-__all__ = ["DISABLE_AFTER", "GIVE_UP_AFTER", "HOOK_QUERIES", "HOOK_TABLES", "Hook", "HookStore", "TooManyHooks", "UnsafeURL",
-           "address_refusal", "check_address", "check_url", "hooks_db_path", "hooks_routes", "retry_delay"]
+__all__ = ["DISABLE_AFTER", "GIVE_UP_AFTER", "HOOK_QUERIES", "HOOK_TABLES", "Hook", "HookStore", "QueueRound", "TooManyHooks",
+           "UnsafeURL", "address_refusal", "check_address", "check_url", "hooks_db_path", "hooks_routes", "retry_delay"]
 
 HOOKS = Table("hooks", (
     "id INTEGER PRIMARY KEY AUTOINCREMENT",
@@ -389,6 +389,80 @@ class HookStore:
         """The hook's delivery attempts, newest first."""
         with self.connect() as db:
             return [AttemptInfo(*row) for row in db.execute(HOOK_ATTEMPTS.sql, (hook_id, limit))]
+
+    # The worker's (chartgw.push.deliver): it reads the groups' feeds and sends; this store keeps what it did.
+
+    @contextlib.contextmanager
+    def queueing(self) -> Iterator[QueueRound]:
+        """One queueing round of the worker, in one write transaction (see `transaction`)."""
+        with self.transaction() as db:
+            yield QueueRound(db)
+
+    def due(self, now: str, per_hook: int) -> list[tuple[Any, ...]]:
+        """Pending deliveries due by `now`, at most `per_hook` per hook, of active hooks, each hook's oldest first:
+        (id, hook id, message id, payload, attempts, created at, url, secret, key id)."""
+        with self.connect() as db:
+            return db.execute(DUE.sql, (now, per_hook)).fetchall()
+
+    def record_attempt(self, delivery_id: int, hook_id: int, attempts: int, created_at: str, at: datetime,
+                       duration_ms: int, status: int | None, error: str | None) -> None:
+        """An attempt's row, and what follows from it for the delivery (delivered, retried later with backoff, or
+        given up after GIVE_UP_AFTER) and its hook (failing since, disabled after DISABLE_AFTER), in one transaction.
+        `attempts` is the delivery's count before this one."""
+        when = iso(at)
+        with self.transaction() as db:
+            if not db.execute(DELIVERY_EXISTS.sql, (delivery_id,)).fetchone():
+                return  # its hook was removed meanwhile
+            db.execute(ATTEMPT_INSERT.sql, (delivery_id, hook_id, when, duration_ms, status, error))
+            if error is None:
+                db.execute(DELIVERED.sql, (delivery_id, when))
+                db.execute(HOOK_ANSWERS.sql, (hook_id,))
+                return
+            attempts += 1
+            retry = at + retry_delay(attempts)
+            if retry > parse_iso(created_at) + GIVE_UP_AFTER:
+                db.execute(GIVEN_UP.sql, (delivery_id, attempts, when))
+            else:
+                db.execute(RETRY_AT.sql, (delivery_id, attempts, iso(retry)))
+                db.execute(HOOK_WAITS.sql, (hook_id, iso(retry)))
+            since = db.execute(HOOK_FAILS.sql, (hook_id, when)).fetchone()[0]
+            if at - parse_iso(since) >= DISABLE_AFTER:
+                db.execute(HOOK_DISABLE.sql, (hook_id, when, f"every delivery attempt failed since {since}"
+                                              f" (the last: {error}); re-enable it with chartgw hooks enable"))
+
+    def prune_finished(self, before: str) -> None:
+        """Drop deliveries finished before `before` (their attempts go with them)."""
+        with self.transaction() as db:
+            db.execute(PRUNE_FINISHED.sql, (before,))
+
+
+class QueueRound:
+    """The worker's queueing round inside `HookStore.queueing`'s transaction: the feed positions, the active hooks,
+    what it disables or hands to another key, and the deliveries it queues."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def positions(self) -> dict[str, int]:
+        return dict(self._db.execute(POSITIONS.sql).fetchall())
+
+    def active_hooks(self) -> list[tuple[Hook, dict[str, int]]]:
+        """Every hook not disabled, with its start (each group's change id it was made after)."""
+        return [(Hook.of(row[:-1]), msgspec.json.decode(row[-1], type=dict[str, int]))
+                for row in self._db.execute(ACTIVE_HOOKS.sql)]
+
+    def move_hooks(self, from_key: int, to_key: int) -> None:
+        self._db.execute(HOOK_MOVE.sql, (from_key, to_key))
+
+    def disable(self, hook_id: int, now: str, reason: str) -> None:
+        self._db.execute(HOOK_DISABLE.sql, (hook_id, now, reason))
+
+    def queue(self, hook_id: int, msg_id: str, group: str, change_id: int, payload: bytes, now: str) -> int:
+        """Queue one delivery (none when its message id is queued already); the number queued."""
+        return int(self._db.execute(QUEUE.sql, (hook_id, msg_id, group, change_id, payload, now)).rowcount)
+
+    def set_positions(self, positions: dict[str, int]) -> None:
+        self._db.executemany(POSITION_SET.sql, list(positions.items()))
 
 
 # --- the routes ---------------------------------------------------------------------------------------------

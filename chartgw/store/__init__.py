@@ -28,7 +28,7 @@ from chartgw.core.clock import Clock, utc_now
 from chartgw.store import diff as changes
 from chartgw.store import tables as t
 from chartgw.store.connect import checkpoint, connect, connect_async, transaction
-from chartgw.store.schema import Index, Query, Storage, Table, migrate
+from chartgw.store.schema import Index, Query, Storage, Table, drop_tables, migrate
 from chartgw.store.tables import FETCH_LOG, NEWEST, S_ROW
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "Table",
     "checkpoint",
     "connect",
+    "drop_tables",
     "glob_escape",
     "group_db_path",
     "iso",

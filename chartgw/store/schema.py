@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from chartgw.store.connect import connect_memory
 
-__all__ = ["Index", "Query", "Storage", "Table", "compile_check", "migrate"]
+__all__ = ["Index", "Query", "Storage", "Table", "compile_check", "drop_tables", "migrate"]
 
 
 @dataclass(frozen=True)
@@ -94,11 +94,26 @@ def migrate(db: sqlite3.Connection, tables: Iterable[Table]) -> None:
             db.execute(statement)
 
 
-def compile_check(tables: Sequence[Table], queries: Iterable[Query]) -> dict[str, str]:
-    """Every query of `queries` prepared against an empty in-memory database with `tables`: the error of each
-    one that does not compile (an unknown table or column, a syntax error), by name."""
+_TABLE_NAMES = Query("table names", "SELECT name FROM sqlite_master WHERE type = 'table'")
+
+
+def drop_tables(db: sqlite3.Connection, keep: Iterable[str] = ()) -> None:
+    """Drop every table of `db` but those named in `keep` (a file of an earlier layout started over: the
+    artist-history index's). The names are the file's own, so the statements are composed here, in the store."""
+    kept = set(keep)
+    for (table,) in db.execute(_TABLE_NAMES.sql).fetchall():
+        if table not in kept:
+            db.execute(f'DROP TABLE IF EXISTS "{table}"')
+
+
+def compile_check(tables: Sequence[Table], queries: Iterable[Query], script: str = "") -> dict[str, str]:
+    """Every query of `queries` prepared against an empty in-memory database with `tables` (and the DDL `script`,
+    for a file whose layout is written as one: the artist-history index's): the error of each one that does not
+    compile (an unknown table or column, a syntax error), by name."""
     db = connect_memory()
     try:
+        if script:
+            db.executescript(script)
         migrate(db, tables)
         errors = {}
         for query in queries:

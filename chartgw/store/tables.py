@@ -150,6 +150,7 @@ TABLE_NAMES = Query("table names", "SELECT name FROM sqlite_master WHERE type = 
 NEWEST_FETCH_PER_TARGET = Query("newest fetch per target", "SELECT target, fetched_at FROM snapshots WHERE id IN"
                                 " (SELECT max(id) FROM snapshots GROUP BY target)")
 LAST_FETCH_LOG_ID = Query("last fetch-log id", "SELECT max(id) FROM fetch_log")
+FETCH_LOG_SPAN = Query("fetch-log span", "SELECT min(started_at), max(started_at) FROM fetch_log")
 FETCH_OUTCOMES_BETWEEN = Query("fetch outcomes between ids", "SELECT target, status, count(*) FROM fetch_log"
                                " WHERE id > ? AND id <= ? GROUP BY target, status")
 TARGETS = Query("targets", "SELECT DISTINCT target FROM snapshots")

@@ -224,6 +224,11 @@ MONITOR_STATES = Query("monitor_states", "SELECT count(*), coalesce(sum(status =
                                          " coalesce(sum(status = 'backoff'), 0) FROM station_state WHERE monitored = 1")
 LAST_PLAY = Query("last_play", "SELECT max(started_at) FROM plays WHERE started_at <= ?")
 ANY_PLAY = Query("any_play", "SELECT EXISTS (SELECT 1 FROM plays)")
+MONITORED_BY_STATE = Query("monitored stations by state",
+                           "SELECT status, count(*) FROM station_state WHERE monitored = 1 GROUP BY status")
+"""The monitor's stations by state (`/metrics`, chartgw.http.metrics)."""
+RUNNING_MONITOR = Query("running monitor", "SELECT heartbeat_at FROM monitor_runs WHERE stopped_at IS NULL"
+                        " ORDER BY id DESC LIMIT 1")
 
 STORAGE = Storage(TABLES, tuple(value for value in list(globals().values()) if isinstance(value, Query)))
 

@@ -30,7 +30,8 @@ from chartgw.index.artist_history.routes import ROUTES
 from chartgw.upstreams import genius
 
 register_sources = index.register_groups
-"""The registry calls `register_sources(GROUPS)` once: the index reads every registered group with an entry mapping."""
+"""The registry calls `register_sources(GROUPS)` once: the index reads every registered group with an entry mapping
+(and, as `GROUP.after_commit`, indexes each one after its commits)."""
 
 
 # --- CLI ------------------------------------------------------------------------------------------
@@ -74,4 +75,5 @@ GROUP = Group(
     ),
     settings=(index.ALIASES_FILE_SETTING, *lyrics.SETTINGS),
     entries=None,
+    after_commit=index.index_source,  # every group's committed crawl, import or backfill is indexed at once
 )

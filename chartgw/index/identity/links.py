@@ -23,12 +23,20 @@ import sqlite3
 
 from chartgw.index.identity.linker import Linker, Recording, Row
 from chartgw.index.identity.names import parse_credit, parse_title, split_printed
-from chartgw.store import Query
+from chartgw.store import Query, transaction
 
-__all__ = ["COLUMN_ID_TYPES", "ENRICHMENT_TABLES", "IDENTITY_INDEX_QUERIES", "SCHEMA", "STATE_VERSION", "add_enrichment",
-           "link_new", "row_of"]
+__all__ = ["COLUMN_ID_TYPES", "ENRICHMENT_TABLES", "IDENTITY_INDEX_QUERIES", "KEPT_ENRICHMENT", "SCHEMA", "STATE_VERSION",
+           "add_enrichment", "link_new", "row_of"]
 
 ENRICHMENT_TABLES = ("identity_enrichment", "musicbrainz_replies")
+KEPT_ENRICHMENT: dict[str, tuple[Query, Query]] = {
+    "identity_enrichment": (Query("kept identity_enrichment", "SELECT * FROM identity_enrichment"),
+                            Query("keep identity_enrichment",
+                                  "INSERT INTO identity_enrichment VALUES (?, ?, ?, ?, ?, ?, ?, ?)")),
+    "musicbrainz_replies": (Query("kept musicbrainz_replies", "SELECT * FROM musicbrainz_replies"),
+                            Query("keep musicbrainz_replies", "INSERT INTO musicbrainz_replies VALUES (?, ?, ?, ?)")),
+}
+"""What a rebuild reads of each enrichment table before it drops the file, and how it puts the rows back."""
 """What `chartgw enrich musicbrainz` learnt (`chartgw/index/identity/enrich.py`): kept when the index is rebuilt or
 migrated, as the Genius lookups are, since it came from an upstream and not from the groups' files."""
 
@@ -136,7 +144,7 @@ _PRINTED = Query("identity_printed_names", "SELECT name, printed FROM identity_a
 _SAVE_NAME = Query("identity_save_artist_name", "INSERT OR REPLACE INTO identity_artist_names VALUES (?1, ?2, ?3)")
 IDENTITY_INDEX_QUERIES = (_VARIANTS, _LINKED, _STATE, _SAVE_STATE, _SAVE_LINK, _ID_TAKEN, _SAVE_ID, _SAVE_MAIN,
                           _SAVE_RECORDING, _PRINTED, _SAVE_NAME, _ANY_ENRICHED, _ENRICHED, _ISRC_ELSEWHERE,
-                          _HAS_ISRC)
+                          _HAS_ISRC, *(query for pair in KEPT_ENRICHMENT.values() for query in pair))
 """Every statement the index's identity step runs (compiled against the index's tables in tests)."""
 
 
@@ -177,18 +185,13 @@ def link_new(db: sqlite3.Connection) -> int:
     linker = _load(db, linked)
     linker.changed.clear()
     links = [(variant_id, linker.link(row)) for variant_id, row in pending]
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(db):
         db.executemany(_SAVE_LINK.sql, [(v, link.recording.number, link.tier, link.confidence, link.rule, row.artist,
                                          row.title) for (v, row), (_, link) in zip(pending, links, strict=True)])
         _write_recordings(db, linker.changed)
         _apply_enrichment(db, linker.changed)
         _write_artists(db, linker, [row for _, row in pending])
         db.execute(_SAVE_STATE.sql, (STATE_VERSION, pending[-1][0], pickle.dumps(linker, protocol=pickle.HIGHEST_PROTOCOL)))
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
     return len(links)
 
 

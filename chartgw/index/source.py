@@ -1,0 +1,257 @@
+"""Reading a group's snapshot file for the index: its entries, through the group's `EntryMapping`, folded into one
+row per chart, day and track (`read_batch`, `fold`), in this process or in a second one ahead of the writer
+(`Prefetch`). Each distinct variant met has one slot (`slot_of`), shared by every run and every index file.
+"""
+
+from __future__ import annotations
+
+import gc
+import pickle
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from chartgw.api.group import EntryMapping
+from chartgw.index.credits import Credit, entry_credit, track_key
+from chartgw.index.tables import ID_COLUMNS
+from chartgw.store import connect
+from chartgw.store import tables as store_tables
+
+__all__ = ["ARTISTS", "CREDIT", "KEY", "NOTED", "OWNER", "TRACK_ID", "TRACK_KEY", "VARIANT_ID", "Folded", "Prefetch", "Row",
+           "VariantKey", "fold", "prefetch_main", "read_batch", "read_next", "slot_of", "unfolded"]
+
+VariantKey = tuple[str, str | None, tuple[str, ...], tuple[str, ...]]
+"""(artist as shown, title, credited list, ids: one per ID_COLUMNS, "" for none): what a variant is."""
+
+FIRST_BATCH_SNAPSHOTS = 100
+"""The reader's first batch (then full ones)."""
+PREFETCH_BATCHES = 4
+"""A run with at least this many batches of one group pending reads them in a second process while it writes
+(the reading, mostly JSON decoding and name normalisation, is half the work of a bulk build)."""
+
+
+def _pending(src: sqlite3.Connection, after: int, batch: int) -> list[tuple[Any, ...]]:
+    return src.execute(store_tables.SNAPSHOTS_AFTER.sql, (after, batch)).fetchall()
+
+
+def read_next(src: sqlite3.Connection, mapping: EntryMapping, after: int,
+              batch: int) -> tuple[list[tuple[Any, ...]], list[Any], list[list[Any]] | None]:
+    """The next batch of snapshots after `after`, and their rows (`write_batch`'s arguments)."""
+    pending = _pending(src, after, batch)
+    return pending, unfolded(read_batch(src, mapping, pending)) if pending else [], None
+
+
+Pending = list[tuple[int, str, str, int | None, str]]
+"""Snapshots of a batch: id, target, chart date, chart hour, fetched at."""
+NewVariant = tuple[int, VariantKey, str, str, list[str], list[tuple[str, str]], str | None]
+"""A variant the reader met first in a batch: its number, key, track key and credit (names, keys, links, single)."""
+Packed = tuple[Pending, list[NewVariant], list[tuple[str, str, str, int, int, int, int, int]], str | None]
+"""A prefetched batch: its snapshots, the variants met first in it, its rows (the variant as its number), and an
+error (the reader's message; the batch is empty)."""
+_encode_packed = msgspec.msgpack.Encoder().encode
+_decode_packed = msgspec.msgpack.Decoder(Packed).decode
+
+
+class Prefetch:
+    """Reads a group's batches in a second Python process, ahead of the writer (the pipe's buffer holds it back):
+    each batch's rows are sent as (chart, market, chart date, rank, hours, hour mask, snapshot id, variant number)
+    with the batch's variant keys (MessagePack frames), and get their variant slots back on this side."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+        self.slots: list[list[Any]] = []
+        """Variant slots by the reader's numbers."""
+
+    @classmethod
+    def start(cls, src: sqlite3.Connection, path: Path, mapping: EntryMapping, after: int, batch: int) -> Prefetch | None:
+        """A reader process for a run with PREFETCH_BATCHES batches or more pending (None: read in this one)."""
+        try:
+            pending = src.execute(store_tables.PENDING_AFTER.sql, (after,)).fetchone()[1]
+            job = pickle.dumps((str(path), mapping, after, batch))
+        except (sqlite3.OperationalError, pickle.PicklingError, AttributeError, TypeError):
+            return None  # no snapshots table yet, or a mapping that cannot cross to another process
+        if pending < PREFETCH_BATCHES * batch:
+            return None
+        process = subprocess.Popen([sys.executable, "-c", "from chartgw.index.source import prefetch_main;"
+                                    " prefetch_main()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert process.stdin is not None
+        process.stdin.write(job)
+        process.stdin.close()
+        return cls(process)
+
+    def next(self) -> tuple[list[tuple[Any, ...]], list[Any], list[list[Any]] | None]:
+        assert self.process.stdout is not None
+        head = self.process.stdout.read(4)
+        body = self.process.stdout.read(int.from_bytes(head, "big")) if len(head) == 4 else b""
+        if not body:
+            raise OSError(f"the index's reader process ended (exit status {self.process.wait()})")
+        pending, variants, packed, error = _decode_packed(body)
+        if error is not None:
+            raise sqlite3.OperationalError(error)
+        for number, key, key_of_track, names, keys, links, single in variants:
+            slot = _VARIANTS.get(key)
+            if slot is None:  # the reader normalised its names: take its credit
+                if len(_VARIANTS) >= _VARIANTS_MAX:
+                    _VARIANTS.clear()
+                credit = Credit(names, tuple(keys), tuple((a, b) for a, b in links), single)
+                slot = _VARIANTS[key] = [key, key_of_track, credit, None, 0, 0, None, ()]
+            if number == len(self.slots):
+                self.slots.append(slot)
+            else:
+                self.slots[number] = slot
+        return list(pending), packed, self.slots
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+def prefetch_main() -> None:
+    """The reader process (`Prefetch`): its job pickled on stdin, every batch after the job's mark on stdout
+    as a length-prefixed MessagePack frame, then an empty batch."""
+    gc.disable()
+    path, mapping, after, full = pickle.load(sys.stdin.buffer)
+    batch = min(full, FIRST_BATCH_SNAPSHOTS)  # a small first batch, so the writer starts soon
+    out = sys.stdout.buffer
+
+    def send(message: Packed) -> None:
+        body = _encode_packed(message)
+        out.write(len(body).to_bytes(4, "big") + body)
+        out.flush()
+
+    src = connect(Path(path), readonly=True)
+    sent, numbers = object(), 0
+    try:
+        while True:
+            pending = _pending(src, after, batch)
+            if not pending:
+                send(([], [], [], None))
+                return
+            variants: list[NewVariant] = []
+            packed: list[tuple[Any, ...]] = []
+            add = packed.append
+            for (chart, market, chart_date, _), (rank, hours, mask, snapshot_id, slot) in read_batch(
+                    src, mapping, pending).items():
+                if slot[OWNER] is not sent:  # numbered and sent once (again if the slot cache was cleared)
+                    slot[OWNER], slot[VARIANT_ID] = sent, numbers
+                    credit = slot[CREDIT]
+                    variants.append((numbers, slot[KEY], slot[TRACK_KEY], credit.names_json, list(credit.keys),
+                                     list(credit.links), credit.single))
+                    numbers += 1
+                add((chart, market, chart_date, rank, hours, mask, snapshot_id, slot[VARIANT_ID]))
+            send((pending, variants, packed, None))
+            after, batch = pending[-1][0], full
+    except BrokenPipeError:
+        pass  # the writer stopped reading
+    except (sqlite3.Error, ValueError, OSError) as exc:
+        send(([], [], [], f"{type(exc).__name__}: {exc}"))
+    finally:
+        src.close()
+
+
+_decode = msgspec.json.Decoder().decode
+_NO_IDS = ("",) * len(ID_COLUMNS)
+_VARIANTS: dict[VariantKey, list[Any]] = {}
+"""Variant key -> its slot: the same variants recur in every snapshot (any index file). A slot is a list:
+[key, track key, credit, the run its ids below belong to, variant id, track id, links and id keys taken, the
+ids of its credit's artist keys]."""
+_VARIANTS_MAX = 500_000
+KEY, TRACK_KEY, CREDIT, OWNER, VARIANT_ID, TRACK_ID, NOTED, ARTISTS = range(8)
+
+Folded = dict[tuple[str, str, str, str], list[Any]]
+"""A batch's entries folded into rows: (chart, market, chart date, track key) -> [rank, hours (0 for none),
+hour mask (0 unless sub-daily), newest snapshot id, variant slot], in the order the rows were first met."""
+_R, _H, _M, _S, _V = range(5)
+
+Row = tuple[str, str, str, int, int, int, int, list[Any]]
+"""A folded row as written: chart, market, chart date, rank, hours, hour mask, newest snapshot id, variant slot."""
+
+
+def unfolded(rows: Folded) -> list[Row]:
+    return [(chart, market, chart_date, *values) for (chart, market, chart_date, _), values in rows.items()]
+
+
+def _ids_maker(mapping: EntryMapping) -> Any:
+    """A function of an entry's ids (kind -> value) to one value per ID_COLUMNS ("" for none); fast for the
+    usual one kind per group."""
+    if len(mapping.ids) == 1:
+        (kind,) = mapping.ids
+        at = ID_COLUMNS.index(kind)
+        before, after = _NO_IDS[:at], _NO_IDS[at + 1:]
+        return lambda found: (*before, found[kind], *after) if len(found) == 1 else \
+            tuple(found.get(k, "") for k in ID_COLUMNS)
+    return lambda found: tuple(found.get(k, "") for k in ID_COLUMNS)
+
+
+def slot_of(key: VariantKey) -> list[Any]:
+    slot = _VARIANTS.get(key)
+    if slot is None:
+        if len(_VARIANTS) >= _VARIANTS_MAX:
+            _VARIANTS.clear()
+        artist, title, artists, _ = key
+        slot = _VARIANTS[key] = [key, track_key(title, artist), entry_credit(artist, artists, title), None, 0, 0, None, ()]
+    return slot
+
+
+def read_batch(src: sqlite3.Connection, mapping: EntryMapping, snapshots: list[tuple[Any, ...]]) -> Folded:
+    """The entries of `snapshots` (consecutive ids of one group) folded into rows, by the rules of `fold`."""
+    plan: dict[int, tuple[Any, ...]] = {}
+    for snapshot_id, target, chart_date, chart_hour, fetched_at in snapshots:
+        hour_mask = 0
+        if mapping.is_sub_daily(target):
+            hour = chart_hour if chart_hour is not None else int(str(fetched_at)[11:13])
+            hour_mask = 1 << int(hour)
+        plan[snapshot_id] = (str(target).partition("@")[0], hour_mask, mapping.reader(target), chart_date)
+    decode, ids_of, known, no_ids = _decode, _ids_maker(mapping), _VARIANTS, _NO_IDS
+    rows: Folded = {}
+    current, step = None, None
+    for snapshot_id, rank, record in src.execute(store_tables.ENTRIES_BETWEEN.sql, (snapshots[0][0], snapshots[-1][0])):
+        if snapshot_id != current:
+            current, step = snapshot_id, plan.get(snapshot_id)
+        if step is None:
+            continue
+        try:
+            data = decode(record)
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            continue
+        entry = step[2](data) if isinstance(data, dict) else None
+        if entry is None:
+            continue
+        key = (entry.artist, entry.title, tuple(entry.artists), ids_of(entry.ids) if entry.ids else no_ids)
+        slot = known.get(key) or slot_of(key)
+        at = (step[0], entry.market or "global", step[3], slot[TRACK_KEY])
+        row = rows.get(at)
+        mask = step[1]
+        if row is None:
+            rows[at] = [rank, 1 if mask else 0, mask, snapshot_id, slot]
+        elif row[_S] != snapshot_id or rank < row[_R]:  # a chart listing a track twice counts its best rank
+            fold(row, rank, mask, snapshot_id, slot)
+    return rows
+
+
+def fold(row: list[Any], rank: int, mask: int, snapshot_id: int, slot: list[Any]) -> None:
+    """Fold what later snapshots say of a row (rank, hours, hour mask, newest snapshot, variant) into `row`:
+    a sub-daily chart keeps the day's best rank and counts each hour once; any other chart takes the rank of
+    its newest snapshot of that day (a re-crawl replaces the earlier one); the title, artist and credits are
+    the newest; an id is the newest given, else the one held."""
+    if mask:
+        held = row[_M]
+        row[_R] = min(row[_R], rank)
+        row[_H] += (mask & ~held).bit_count()
+        row[_M] = held | mask
+    else:
+        row[_R], row[_H], row[_M] = rank, 0, 0
+    row[_S] = snapshot_id
+    old = row[_V]
+    if old is not slot:
+        ids, held_ids = slot[KEY][3], old[KEY][3]
+        merged = tuple(new if new != "" else was for new, was in zip(ids, held_ids, strict=True))
+        row[_V] = slot if merged == ids else slot_of((*slot[KEY][:3], merged))
+
+

@@ -1,0 +1,285 @@
+"""Writing a batch into the index: each folded row into the row already stored for its chart, day and track, its
+variant, track and artists given ids (new ones written with the batch), the artist keys and their sums kept.
+`Run` is what one indexing run keeps across its groups and batches.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chartgw.index import tables as q
+from chartgw.index.credits import credit_keys
+from chartgw.index.source import (
+    ARTISTS,
+    CREDIT,
+    KEY,
+    NOTED,
+    OWNER,
+    TRACK_ID,
+    TRACK_KEY,
+    VARIANT_ID,
+    Prefetch,
+    VariantKey,
+    fold,
+    slot_of,
+)
+from chartgw.index.tables import ID_COLUMNS, LYRICS_ARTIST, LYRICS_SONG
+
+__all__ = ["Run", "create_deferred", "write_batch"]
+
+
+@dataclass
+class Run:
+    """What one indexing run keeps across its groups and batches (ids of the rows of `charts`, `tracks` and
+    `variants` met so far)."""
+
+    bulk: bool
+    """The index was empty when the run began: the deferred indexes and the artist sums are built at its
+    end, and a chart day this run has not written is not looked up (it cannot exist; see `index_group` for
+    another indexer meanwhile)."""
+    fresh: bool
+    summing: bool = True
+    """`artist_tracks` is kept as rows are written (False: it is summed again at the end of the run)."""
+    charts: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    tracks: dict[str, int] = field(default_factory=dict)
+    variants: dict[VariantKey, tuple[int, int]] = field(default_factory=dict)
+    """Variant key -> (variant id, track id)."""
+    variant_keys: dict[int, tuple[VariantKey, tuple[str, ...]]] = field(default_factory=dict)
+    """Variant id -> (its key, the keys its credits are indexed under)."""
+    written: set[tuple[int, str]] = field(default_factory=set)
+    """(chart id, chart date) written by this run."""
+    lyrics: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    """Track key -> (Genius song id, artist id) resolved by `chartgw enrich`, given to new variants."""
+    token: object = field(default_factory=object)
+    """Marks the variant slots (`chartgw.index.source.slot_of`) whose ids belong to this run."""
+    readers: dict[str, Prefetch] = field(default_factory=dict)
+    """Reader processes started ahead of their group's turn."""
+    artists: dict[str, int] = field(default_factory=dict)
+    next_track: int = 1
+    next_variant: int = 1
+    next_artist: int = 1
+    new_tracks: list[tuple[int, str]] = field(default_factory=list)
+    new_artists: list[tuple[int, str]] = field(default_factory=list)
+    new_variants: list[tuple[Any, ...]] = field(default_factory=list)
+    """Tracks and variants met in the batch being written, written before its rows."""
+
+    def forget(self, db: sqlite3.Connection) -> None:
+        """Drop what a rolled-back batch may have added, and look everything up from now on (with the indexes
+        a bulk build defers)."""
+        if self.bulk and self.fresh:
+            create_deferred(db)
+        self.fresh = False
+        self.token = object()
+        self.charts = {(s, c, m): i for i, s, c, m in db.execute(q.CHARTS.sql)}
+        self.tracks.clear()
+        self.variants.clear()
+        self.variant_keys.clear()
+        self.next_track = db.execute(q.NEXT_TRACK.sql).fetchone()[0]
+        self.next_variant = db.execute(q.NEXT_VARIANT.sql).fetchone()[0]
+        self.next_artist = db.execute(q.NEXT_ARTIST.sql).fetchone()[0]
+        self.artists.clear()
+        self.new_artists.clear()
+        self.new_tracks.clear()
+        self.new_variants.clear()
+
+
+def create_deferred(db: sqlite3.Connection) -> None:
+    """The indexes a bulk build defers, one statement each (in the transaction in progress, if any)."""
+    for statement in q.DEFERRED:
+        db.execute(statement.sql)
+
+
+def _track_id(db: sqlite3.Connection, run: Run, track_key: str) -> int:
+    found = None if run.fresh else db.execute(q.TRACK_BY_KEY.sql, (track_key,)).fetchone()
+    if found is None:
+        found = (run.next_track,)
+        run.next_track += 1
+        run.new_tracks.append((found[0], track_key))
+    track_id = run.tracks[track_key] = int(found[0])
+    return track_id
+
+
+def _variant(db: sqlite3.Connection, run: Run, slot: list[Any]) -> None:
+    """Give `slot` its variant and track ids in this run's index, a new variant (with the track's Genius ids
+    when the entry has none) being written with the batch."""
+    key, track_key, credit = slot[KEY], slot[TRACK_KEY], slot[CREDIT]
+    found = run.variants.get(key)
+    if found is None:
+        text = json.dumps(key, ensure_ascii=False, separators=(",", ":"))
+        row = None if run.fresh else db.execute(q.VARIANT_BY_KEY.sql, (text,)).fetchone()
+        if row is None:
+            track_id = run.tracks.get(track_key) or _track_id(db, run, track_key)
+            ids = list(key[3])
+            lyrics = run.lyrics.get(track_key)
+            if lyrics is not None and not ids[LYRICS_SONG]:
+                ids[LYRICS_SONG], ids[LYRICS_ARTIST] = lyrics[0] or "", lyrics[1] or ""
+            row = (run.next_variant, track_id)
+            run.next_variant += 1
+            run.new_variants.append((row[0], text, track_id, key[1] or "", key[0], credit.names_json, *ids))
+        found = run.variants[key] = (int(row[0]), int(row[1]))
+        run.tracks[track_key] = found[1]
+        run.variant_keys[found[0]] = (key, credit.keys)
+    slot[OWNER], slot[VARIANT_ID], slot[TRACK_ID] = run.token, found[0], found[1]
+    slot[ARTISTS] = _artist_ids(db, run, credit.keys)
+
+
+def _artist_ids(db: sqlite3.Connection, run: Run, keys: Sequence[str]) -> tuple[int, ...]:
+    """The ids of artist keys in this run's index, new ones written with the batch."""
+    ids = []
+    for key in keys:
+        artist_id = run.artists.get(key)
+        if artist_id is None:
+            found = None if run.fresh else db.execute(q.ARTIST_BY_KEY.sql, (key,)).fetchone()
+            if found is None:
+                found = (run.next_artist,)
+                run.next_artist += 1
+                run.new_artists.append((found[0], key))
+            artist_id = run.artists[key] = int(found[0])
+        ids.append(artist_id)
+    return tuple(ids)
+
+
+def _stored_variant(db: sqlite3.Connection, run: Run, variant_id: int) -> tuple[VariantKey, tuple[str, ...]]:
+    """(key, credit keys) of a variant written before this run."""
+    known = run.variant_keys.get(variant_id)
+    if known is None:
+        text, credits = db.execute(q.VARIANT_TEXT.sql, (variant_id,)).fetchone()
+        artist, title, artists, ids = json.loads(text)
+        known = run.variant_keys[variant_id] = ((artist, title, tuple(artists), tuple(ids)), credit_keys(credits))
+    return known
+
+
+def write_batch(db: sqlite3.Connection, run: Run, source: str, batch: list[Any],
+                 slots: list[list[Any]] | None = None) -> int:
+    """Write a batch's rows (`Row`s; or, with `slots`, rows whose last field is a number in `slots`), each folded
+    into the row already stored for its chart, day and track (`fold`); returns the rows added."""
+    loaded: set[tuple[int, str]] = set()
+    stored: dict[tuple[int, str, int], tuple[Any, ...]] = {}
+    links: set[tuple[str, str]] = set()
+    id_keys: set[tuple[str, str, str]] = set()
+    inserts: list[tuple[Any, ...]] = []
+    updates: list[tuple[Any, ...]] = []
+    keys_in: list[tuple[Any, ...]] = []
+    keys_set: list[tuple[Any, ...]] = []
+    keys_out: list[tuple[Any, ...]] = []
+    tally: dict[tuple[int, int, int], list[Any]] = {}
+    recount: set[tuple[int, int, int]] = set()
+    add_row, add_key = inserts.append, keys_in.append
+    charts, fresh, written, token, summing = run.charts, run.fresh, run.written, run.token, run.summing
+    next_id = int(db.execute(q.NEXT_ROW_ID.sql).fetchone()[0])
+    last_chart = last_market = None
+    chart_id, day = 0, (0, "")
+    for chart, market, chart_date, rank, hours, mask, snapshot_id, slot in batch:
+        if slots is not None:
+            slot = slots[slot]
+        if chart is not last_chart or market != last_market:
+            last_chart, last_market = chart, market
+            chart_id = charts.get((source, chart, market)) or _chart_id(db, run, source, chart, market)
+        if slot[OWNER] is not token:
+            _variant(db, run, slot)
+        if slot[NOTED] is not token:  # what a variant teaches is taken once a run
+            slot[NOTED] = token
+            credit = slot[CREDIT]
+            links.update(credit.links)
+            if credit.single is not None:  # a single-artist entry: its ids are that artist's
+                id_keys.update((kind, value, credit.single) for kind, value in zip(ID_COLUMNS, slot[KEY][3], strict=True)
+                               if value)
+        track_id = slot[TRACK_ID]
+        if day[0] != chart_id or day[1] is not chart_date:
+            day = (chart_id, chart_date)
+            if day not in loaded:
+                loaded.add(day)
+                if not fresh or day in written:
+                    for track, *values in db.execute(q.SELECT_DAY.sql, day):
+                        stored[(chart_id, chart_date, track)] = tuple(values)
+                written.add(day)
+        held = stored.get((chart_id, chart_date, track_id)) if stored else None
+        if held is None:
+            add_row((chart_id, chart_date, track_id, next_id, rank, hours, mask, snapshot_id, slot[VARIANT_ID]))
+            for key in slot[ARTISTS]:
+                add_key((key, chart_date, next_id, chart_id, track_id, rank))
+                if not summing:
+                    continue
+                sums = tally.get((key, chart_id, track_id))
+                if sums is None:
+                    tally[(key, chart_id, track_id)] = [1, chart_date, chart_date, rank]
+                else:  # rows come in date order: only the last date can move
+                    sums[0] += 1
+                    if chart_date > sums[2]:
+                        sums[2] = chart_date
+                    elif chart_date < sums[1]:
+                        sums[1] = chart_date
+                    if rank < sums[3]:
+                        sums[3] = rank
+            next_id += 1
+            continue
+        row_id, was, was_hours, was_mask, _, variant_id = held
+        before = _stored_variant(db, run, variant_id)
+        merged = [was, was_hours or 0, was_mask or 0, 0, slot_of(before[0])]
+        fold(merged, rank, mask, snapshot_id, slot)
+        rank, hours, mask, snapshot_id, slot = merged
+        if slot[OWNER] is not token:
+            _variant(db, run, slot)
+        updates.append((rank, hours, mask, snapshot_id, slot[VARIANT_ID], chart_id, chart_date, track_id))
+        keys, old_keys = slot[ARTISTS], _artist_ids(db, run, before[1])
+        keys_set += [(rank, k, chart_date, row_id) for k in keys if k in old_keys]
+        keys_in += [(k, chart_date, row_id, chart_id, track_id, rank) for k in keys if k not in old_keys]
+        keys_out += [(k, chart_date, row_id) for k in old_keys if k not in keys]
+        # A better rank or a new key adds to the sums; a worse rank or a key gone recounts them.
+        for key in keys if summing else ():
+            if key not in old_keys:
+                _count(tally, (key, chart_id, track_id), 1, chart_date, rank)
+            elif rank <= was:
+                _count(tally, (key, chart_id, track_id), 0, chart_date, rank)
+            else:
+                recount.add((key, chart_id, track_id))
+        if summing:
+            recount.update((key, chart_id, track_id) for key in old_keys if key not in keys)
+    db.executemany(q.INSERT_ARTISTS.sql, run.new_artists)
+    run.new_artists.clear()
+    db.executemany(q.INSERT_TRACKS.sql, run.new_tracks)
+    db.executemany(q.INSERT_VARIANT.sql, run.new_variants)
+    run.new_tracks.clear()
+    run.new_variants.clear()
+    db.executemany(q.INSERT.sql, inserts)
+    db.execute(q.SET_NEXT_ROW_ID.sql, (str(next_id),))
+    db.executemany(q.UPDATE.sql, updates)
+
+    db.executemany(q.KEYS_IN.sql, keys_in)
+    db.executemany(q.KEYS_SET.sql, keys_set)
+    db.executemany(q.KEYS_OUT.sql, keys_out)
+    db.executemany(q.ADD_ARTIST_TRACKS.sql, [(*k, *v) for k, v in tally.items()])
+    for where in sorted(recount):
+        db.execute(q.RECOUNT_CLEAR.sql, where)
+        db.execute(q.RECOUNT.sql, where)
+    db.executemany(q.ADD_LINKS.sql, sorted(links))
+    db.executemany(q.ADD_ID_KEYS.sql, sorted(id_keys))
+    return len(inserts)
+
+
+def _count(tally: dict[tuple[int, int, int], list[Any]], where: tuple[int, int, int], rows: int, chart_date: str,
+           rank: int) -> None:
+    """Add `rows` appearances on `chart_date` at `rank` to a batch's sums of one key, chart and track."""
+    held = tally.get(where)
+    if held is None:
+        tally[where] = [rows, chart_date, chart_date, rank]
+        return
+    held[0] += rows
+    if chart_date < held[1]:
+        held[1] = chart_date
+    elif chart_date > held[2]:
+        held[2] = chart_date
+    if rank < held[3]:
+        held[3] = rank
+
+
+def _chart_id(db: sqlite3.Connection, run: Run, source: str, chart: str, market: str) -> int:
+    found = db.execute(q.CHART_ID.sql, (source, chart, market)).fetchone()
+    chart_id = run.charts[(source, chart, market)] = int(found[0])
+    return chart_id
+
+
