@@ -151,13 +151,13 @@ def ltx_pages(path: Path) -> tuple[int, int, bytes, dict[int, bytes]] | None:
 def _same_pages(wal: BinaryIO, frame_size: int, made: tuple[int, int, bytes, dict[int, bytes]]) -> bool:
     """Whether the WAL's frames in a transaction file's range hold the pages the file holds (the last frame of each
     page in the range, as the file keeps the last version)."""
-    offset, end, _, pages = made
+    offset, end, salt, pages = made
     frames: dict[int, bytes] = {}
     wal.seek(offset)
     while wal.tell() < end:
         frame = wal.read(frame_size)
-        if len(frame) < frame_size:
-            return True  # truncated since: Litestream sees that itself
+        if len(frame) < frame_size or frame[8:16] != salt:
+            return True  # truncated or restarted since: Litestream sees that itself
         frames[struct.unpack(">I", frame[:4])[0]] = frame[FRAME_HEADER_SIZE:]
     return all(frames.get(pgno, page) == page for pgno, page in pages.items())
 
