@@ -13,12 +13,13 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from chartgw.replica.walcheck import LTX_HEADER, Watch, last_shipped
+from chartgw.replica.walcheck import LTX_HEADER, Watch, last_shipped, ltx_pages, lz4_block
 from chartgw.store.connect import connect
 
 
 def ship(path: Path, txid: int) -> None:
-    """A level-0 transaction file as Litestream makes one after reading the whole WAL: its header says where."""
+    """A level-0 transaction file as Litestream makes one after reading the whole WAL: its header says where, its
+    pages are the last frame of each page in it (each an LZ4 block of literals only)."""
     wal = path.with_name(path.name + "-wal").read_bytes()
     salt1, salt2 = struct.unpack(">II", wal[16:24])
     page_size = struct.unpack(">I", wal[8:12])[0]
@@ -32,7 +33,11 @@ def ship(path: Path, txid: int) -> None:
     folder = path.parent / f".{path.name}-litestream" / "ltx" / "0"
     folder.mkdir(parents=True, exist_ok=True)
     header = LTX_HEADER.pack(b"LTX1", 0, page_size, commit, txid, txid, 0, 0, 32, end - 32, salt1, salt2)
-    (folder / f"{txid:016x}-{txid:016x}.ltx").write_bytes(header + bytes(100 - len(header)))
+    pages = {struct.unpack(">I", wal[at:at + 4])[0]: wal[at + 24:at + frame] for at in range(32, end, frame)}
+    literals = b"\xf0" + b"\xff" * ((page_size - 15) // 255) + bytes([(page_size - 15) % 255])
+    body = b"".join(struct.pack(">IHI", pgno, 1, len(literals) + page_size) + literals + page
+                    for pgno, page in sorted(pages.items()))
+    (folder / f"{txid:016x}-{txid:016x}.ltx").write_bytes(header + bytes(100 - len(header)) + body + bytes(6))
 
 
 def orphan(path: Path, rows: int) -> None:
@@ -94,6 +99,32 @@ def test_an_orphan_rewritten_by_a_commit_of_the_same_shape_is_told_by_its_checks
         db.execute("INSERT INTO t VALUES ('other')")  # the same pages, the same size: only the checksum differs
     ship(path, 2)  # and Litestream shipped more since
     assert watch.orphaned(path)
+
+
+def test_an_orphan_rewritten_by_a_commit_of_the_same_shape_before_the_first_look_is_told_by_its_pages(
+        tmp_path: Path) -> None:
+    """The next writer committed before the watch first looked (a crawler restarted within half a second): the frame
+    that ends the orphan is a commit of its size again and SQLite published past it, but the pages Litestream shipped
+    are not the WAL's."""
+    path = tmp_path / "x.sqlite"
+    held = connect(path)
+    held.execute("CREATE TABLE t (v TEXT)")
+    orphan(path, 1)
+    ship(path, 1)
+    shipped = ltx_pages(next((path.parent / f".{path.name}-litestream" / "ltx" / "0").iterdir()))
+    assert shipped is not None and shipped[3]  # the helper's file reads back whole
+    with contextlib.closing(connect(path)) as db:
+        db.execute("INSERT INTO t VALUES ('other')")  # the same pages, the same size
+        db.execute("INSERT INTO t VALUES ('more')")  # and on: published past the orphan
+    watch = Watch()
+    assert watch.orphaned(path) and watch.orphaned(path)
+    ship(path, 2)  # Litestream shipped on from the middle of the WAL: the orphan's file is still found
+    assert watch.orphaned(path)
+
+
+def test_lz4_blocks_with_back_references_decompress() -> None:
+    assert lz4_block(b"\x1fa\x01\x00\x00\x50bcdef") == b"a" * 20 + b"bcdef"  # an overlapping copy, then literals
+    assert lz4_block(b"\x42abcd\x04\x00\x00") == b"abcdabcdab"  # a reference 4 back, 6 long
 
 
 def test_a_restarted_or_missing_wal_is_left_to_litestream(tmp_path: Path) -> None:

@@ -12,8 +12,10 @@ of a transaction, finding no commit).
 
 `Watch.orphaned` compares the transaction files (LTX) Litestream made of a file with the WAL and its index: the
 newest must not end past the frames SQLite published while no writer is at work, and the frame that ended each
-must still be the commit frame first seen there (same salt, database size and checksum). It never reads the
-database.
+must still be the commit frame first seen there (same salt, database size and checksum); and the pages of each
+transaction file made of the WAL's current salt, when first seen, must be the pages the WAL holds in the frames it
+was made of: the next writer may have overwritten the orphan with a commit of the same shape before the first look
+(a crawler restarted within half a second), which leaves nothing else to tell it by. It never reads the database.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["Shipped", "Watch", "last_shipped", "published"]
+__all__ = ["Shipped", "Watch", "last_shipped", "ltx_pages", "published"]
 
 WAL_HEADER_SIZE = 32
 FRAME_HEADER_SIZE = 24
@@ -71,6 +74,94 @@ def last_shipped(path: Path) -> Shipped | None:
     return Shipped(txid, commit, offset + size if size else 0, struct.pack(">II", salt1, salt2))
 
 
+PAGE_HEADER = struct.Struct(">IH")
+"""An LTX page frame's header: page number (0 ends the pages) and flags; then the size of the LZ4 block that
+follows (4 bytes) and the block."""
+
+
+def lz4_block(src: bytes) -> bytes:
+    """An LZ4 block decompressed (the format's sequences of literals and back references). Written here rather than
+    a dependency for the one use: reading the few pages of a transaction file once. ValueError on a bad block."""
+    out = bytearray()
+    i, n = 0, len(src)
+    try:
+        while i < n:
+            token = src[i]
+            i += 1
+            length = token >> 4
+            if length == 15:
+                while (more := src[i]) == 255:
+                    length, i = length + 255, i + 1
+                length, i = length + more, i + 1
+            out += src[i:i + length]
+            i += length
+            if i >= n:
+                break
+            offset = src[i] | src[i + 1] << 8
+            i += 2
+            length = token & 15
+            if length == 15:
+                while (more := src[i]) == 255:
+                    length, i = length + 255, i + 1
+                length, i = length + more, i + 1
+            length += 4
+            start = len(out) - offset
+            if not offset or start < 0:
+                raise ValueError("LZ4 back reference before the block's start")
+            while length > 0:  # a reference may overlap what it copies
+                chunk = out[start:start + min(length, offset)]
+                out += chunk
+                start, length = start + len(chunk), length - len(chunk)
+    except IndexError as error:
+        raise ValueError("LZ4 block cut short") from error
+    return bytes(out)
+
+
+def ltx_pages(path: Path) -> tuple[int, int, bytes, dict[int, bytes]] | None:
+    """A level-0 transaction file's WAL range (offset, end), WAL salt and pages (none for a snapshot, not made of
+    the WAL); None when it cannot be read whole (gone, cut short, another format)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    if len(data) < 100 or data[:4] != b"LTX1":
+        return None
+    _, _, page_size, _, _, _, _, _, offset, size, salt1, salt2 = LTX_HEADER.unpack(data[:LTX_HEADER.size])
+    if not size:
+        return offset, offset, struct.pack(">II", salt1, salt2), {}
+    pages: dict[int, bytes] = {}
+    at = 100
+    try:
+        while True:
+            pgno, _ = PAGE_HEADER.unpack_from(data, at)
+            if not pgno:
+                break
+            length = struct.unpack_from(">I", data, at + PAGE_HEADER.size)[0]
+            at += PAGE_HEADER.size + 4
+            page = lz4_block(data[at:at + length])
+            if len(page) != page_size:
+                return None
+            pages[pgno] = page
+            at += length
+    except (struct.error, ValueError):
+        return None
+    return offset, offset + size, struct.pack(">II", salt1, salt2), pages
+
+
+def _same_pages(wal: BinaryIO, frame_size: int, made: tuple[int, int, bytes, dict[int, bytes]]) -> bool:
+    """Whether the WAL's frames in a transaction file's range hold the pages the file holds (the last frame of each
+    page in the range, as the file keeps the last version)."""
+    offset, end, salt, pages = made
+    frames: dict[int, bytes] = {}
+    wal.seek(offset)
+    while wal.tell() < end:
+        frame = wal.read(frame_size)
+        if len(frame) < frame_size or frame[8:16] != salt:
+            return True  # truncated or restarted since: Litestream sees that itself
+        frames[struct.unpack(">I", frame[:4])[0]] = frame[FRAME_HEADER_SIZE:]
+    return all(frames.get(pgno, page) == page for pgno, page in pages.items())
+
+
 WRITE_LOCK_BYTE = 120
 """SQLite's WAL write lock: a POSIX lock on this byte of the -shm file, held from a write transaction's start until
 its commit is published (and released by the kernel when its process dies)."""
@@ -111,6 +202,8 @@ class Watch:
     seen: dict[Path, tuple[bytes, dict[int, tuple[int, bytes]]]] = field(default_factory=dict)
     """Per file: the WAL's salt, and for the transactions shipped under it, transaction id -> (its WAL end, its
     commit frame's checksum). A WAL restarted (another salt) forgets them: its frames are new ones."""
+    matched: dict[Path, tuple[bytes, set[str]]] = field(default_factory=dict)
+    """Per file: the WAL's salt, and the names of its level-0 transaction files found to hold the WAL's pages."""
 
     def orphaned(self, path: Path) -> bool:
         """Whether a transaction Litestream shipped of `path` is not a commit of its WAL: the newest one ends past
@@ -146,8 +239,32 @@ class Watch:
                     known[txid] = (end, now)
                 for txid in sorted(known)[:-REMEMBERED]:
                     del known[txid]
+                if not self._pages_match(path, wal, frame_size, shipped.salt):
+                    return True
         except OSError:
             return False
         index = published(path)
         return index is not None and index[1] == shipped.salt and \
             index[0] < (shipped.wal_end - WAL_HEADER_SIZE) // frame_size
+
+    def _pages_match(self, path: Path, wal: BinaryIO, frame_size: int, salt: bytes) -> bool:
+        """Whether every level-0 transaction file of `path` made of the WAL's current salt, not matched before, holds
+        the pages of the frames it was made of (each file is read once, when it first matches)."""
+        folder = path.parent / f".{path.name}-litestream" / "ltx" / "0"
+        try:
+            names = {entry.name for entry in os.scandir(folder) if entry.name.endswith(".ltx")}
+        except OSError:
+            return True
+        seen, done = self.matched.get(path, (b"", set()))
+        if seen != salt:
+            done = set()
+        done &= names
+        self.matched[path] = (salt, done)
+        for name in sorted(names - done):
+            made = ltx_pages(folder / name)
+            if made is None:
+                continue  # read again at the next look
+            if made[2] == salt and not _same_pages(wal, frame_size, made):
+                return False
+            done.add(name)
+        return True
