@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from chartgw.replica.walcheck import LTX_HEADER, Watch, last_shipped, ltx_pages, lz4_block
+from chartgw.replica.walcheck import LTX_HEADER, Watch, last_shipped, ltx_pages
 from chartgw.store.connect import connect
 
 
@@ -120,11 +120,6 @@ def test_an_orphan_rewritten_by_a_commit_of_the_same_shape_before_the_first_look
     assert watch.orphaned(path) and watch.orphaned(path)
     ship(path, 2)  # Litestream shipped on from the middle of the WAL: the orphan's file is still found
     assert watch.orphaned(path)
-
-
-def test_lz4_blocks_with_back_references_decompress() -> None:
-    assert lz4_block(b"\x1fa\x01\x00\x00\x50bcdef") == b"a" * 20 + b"bcdef"  # an overlapping copy, then literals
-    assert lz4_block(b"\x42abcd\x04\x00\x00") == b"abcdabcdab"  # a reference 4 back, 6 long
 
 
 def test_a_restarted_or_missing_wal_is_left_to_litestream(tmp_path: Path) -> None:

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+import lz4.block
+
 __all__ = ["Shipped", "Watch", "last_shipped", "ltx_pages", "published"]
 
 WAL_HEADER_SIZE = 32
@@ -79,44 +81,6 @@ PAGE_HEADER = struct.Struct(">IH")
 follows (4 bytes) and the block."""
 
 
-def lz4_block(src: bytes) -> bytes:
-    """An LZ4 block decompressed (the format's sequences of literals and back references). Written here rather than
-    a dependency for the one use: reading the few pages of a transaction file once. ValueError on a bad block."""
-    out = bytearray()
-    i, n = 0, len(src)
-    try:
-        while i < n:
-            token = src[i]
-            i += 1
-            length = token >> 4
-            if length == 15:
-                while (more := src[i]) == 255:
-                    length, i = length + 255, i + 1
-                length, i = length + more, i + 1
-            out += src[i:i + length]
-            i += length
-            if i >= n:
-                break
-            offset = src[i] | src[i + 1] << 8
-            i += 2
-            length = token & 15
-            if length == 15:
-                while (more := src[i]) == 255:
-                    length, i = length + 255, i + 1
-                length, i = length + more, i + 1
-            length += 4
-            start = len(out) - offset
-            if not offset or start < 0:
-                raise ValueError("LZ4 back reference before the block's start")
-            while length > 0:  # a reference may overlap what it copies
-                chunk = out[start:start + min(length, offset)]
-                out += chunk
-                start, length = start + len(chunk), length - len(chunk)
-    except IndexError as error:
-        raise ValueError("LZ4 block cut short") from error
-    return bytes(out)
-
-
 def ltx_pages(path: Path) -> tuple[int, int, bytes, dict[int, bytes]] | None:
     """A level-0 transaction file's WAL range (offset, end), WAL salt and pages (none for a snapshot, not made of
     the WAL); None when it cannot be read whole (gone, cut short, another format)."""
@@ -138,12 +102,12 @@ def ltx_pages(path: Path) -> tuple[int, int, bytes, dict[int, bytes]] | None:
                 break
             length = struct.unpack_from(">I", data, at + PAGE_HEADER.size)[0]
             at += PAGE_HEADER.size + 4
-            page = lz4_block(data[at:at + length])
+            page = lz4.block.decompress(data[at:at + length], uncompressed_size=page_size)
             if len(page) != page_size:
                 return None
             pages[pgno] = page
             at += length
-    except (struct.error, ValueError):
+    except (struct.error, ValueError, lz4.block.LZ4BlockError):
         return None
     return offset, offset + size, struct.pack(">II", salt1, salt2), pages
 
