@@ -67,8 +67,8 @@ _FUZZY_TITLE = 90.0
 
 _CACHED = Query("musicbrainz_cached", "SELECT status, body FROM musicbrainz_replies WHERE request = ?")
 _CACHE = Query("musicbrainz_cache", "INSERT OR REPLACE INTO musicbrainz_replies VALUES (?, ?, ?, ?)")
-_TODO = Query(
-    "musicbrainz_todo",
+_UNASKED = Query(
+    "musicbrainz_unasked",
     "SELECT r.number, r.title, r.artist, (SELECT min(i.value) FROM identity_ids i WHERE i.recording = r.number"
     " AND i.kind = 'isrc') AS isrc FROM identity_recordings r WHERE NOT r.ambiguous AND NOT EXISTS"
     " (SELECT 1 FROM identity_ids m WHERE m.recording = r.number AND m.kind = 'musicbrainz_recording')"
@@ -76,7 +76,7 @@ _TODO = Query(
 _ASKED = Query("musicbrainz_asked", "SELECT key FROM identity_enrichment")
 _SAVE = Query("musicbrainz_save", "INSERT OR REPLACE INTO identity_enrichment VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 _STILL = Query("musicbrainz_still", "SELECT 1 FROM identity_recordings WHERE number = ? AND title = ? AND artist = ?")
-ENRICH_QUERIES = (_CACHED, _CACHE, _TODO, _ASKED, _SAVE, _STILL)
+ENRICH_QUERIES = (_CACHED, _CACHE, _UNASKED, _ASKED, _SAVE, _STILL)
 """Every statement the command runs (compiled against the index's tables in tests)."""
 
 _ASIDES = re.compile(r"\s*[\(\[\{][^\)\]\}]*[\)\]\}]")
@@ -302,7 +302,7 @@ def todo(db: sqlite3.Connection, limit: int) -> list[_Todo]:
     """Up to `limit` recordings without a MusicBrainz id not asked for before: those with an ISRC first."""
     asked = {k for (k,) in db.execute(_ASKED.sql)}
     found: list[_Todo] = []
-    for number, title, artist, isrc in db.execute(_TODO.sql):
+    for number, title, artist, isrc in db.execute(_UNASKED.sql):
         if not title or not artist:
             continue
         key = exact_key(title, artist)
