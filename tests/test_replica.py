@@ -144,10 +144,13 @@ class Node:
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def start(self) -> None:
+        logs = [open(self.data.parent / f"{self.name}-{what}.log", "ab") for what in ("follow", "serve")]
         self.procs = [
-            subprocess.Popen([*CHARTGW, "follow"], env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+            subprocess.Popen([*CHARTGW, "follow"], env=self.env, stdout=logs[0], stderr=subprocess.STDOUT),
             subprocess.Popen([*CHARTGW, "serve", "--read-only", "--port", str(self.port)], env=self.env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+                             stdout=logs[1], stderr=subprocess.STDOUT)]
+        for log in logs:
+            log.close()
 
     def kill(self) -> None:
         for proc in self.procs:
@@ -270,7 +273,8 @@ class Poller:
                     try:
                         answer = client.get(CHART)
                         if answer.status_code != 200:
-                            self.failures.append(f"{self.node.name}: {answer.status_code} {answer.text[:200]}")
+                            self.failures.append(f"{self.node.name} at {time.strftime('%H:%M:%S')}: "
+                                                 f"{answer.status_code} {answer.text[:200]}")
                         else:
                             snapshot = check_whole(answer.json())
                             self.first_seen.setdefault(snapshot, time.monotonic())
@@ -407,7 +411,12 @@ def test_two_readers_behind_nginx_follow_a_writer_through_s3(tools: None, store:
             assert max(latencies) <= 60.0  # every commit served: a ceiling a loaded box keeps (the p99 is printed)
         for poller in pollers:
             poller.stopped.set()
-        assert not [f for p in pollers for f in p.failures], [f for p in pollers for f in p.failures][:5]
+        failures = [f for p in pollers for f in p.failures]
+        if failures:
+            for node in readers:  # the servers' own words on what went wrong
+                log = (node.data.parent / f"{node.name}-serve.log").read_text(errors="replace")
+                print(f"--- reader {node.name}'s server log, last lines:", *log.splitlines()[-60:], sep="\n")
+        assert not failures, failures[:5]
         assert all(p.answers > 100 for p in pollers)
         for node in readers:
             assert set(integrity(node.data).values()) == {"ok"}
