@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import sqlite3
 from datetime import date, timedelta
 from functools import partial
 from pathlib import Path
@@ -522,3 +524,22 @@ def test_cli_crawl_without_a_token_refuses_other_charts(tmp_path: Path, monkeypa
     with data_dir(tmp_path), environment(PUBLIC_ENV):
         assert cli.main(["crawl", "streaming", "--chart-type", "viral-daily"], current()) == 2
     assert "without CHARTGW_SPOTIFY_TOKEN only regional-weekly/global" in capsys.readouterr().err
+
+
+def test_a_malformed_file_is_a_503_to_try_again_not_a_500(streaming_data: Path, tmp_path: Path) -> None:
+    """A group file whose pages are damaged (on a replica: a transaction the writer lost, until its next commit
+    heals it) answers 503 with Retry-After and a JSON detail, never a 500 with nothing to go on."""
+    folder = copy_data(streaming_data, tmp_path / "data")
+    path = folder / "streaming.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.execute("PRAGMA journal_mode=DELETE")
+    size = path.stat().st_size
+    fd = os.open(path, os.O_RDWR)
+    for offset in range(4096, size, 4096):
+        os.pwrite(fd, b"\xff" * 4096, offset)  # every page but the first: the schema reads, the tables do not
+    os.close(fd)
+    with environment(TOKEN_ENV), client(folder, [GROUP]) as c:
+        response = c.get("/streaming/dates", headers=KEY_HEADERS)
+    assert response.status_code == 503, response.text
+    assert response.headers["retry-after"] == "5" and "malformed" in response.json()["detail"]

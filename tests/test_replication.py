@@ -621,3 +621,37 @@ def test_metrics_say_each_files_lag_restarts_stalls_and_state(korea_data: Path, 
                  'chartgw_replication_state{file="korea-chart",state="following"} 0.0',
                  'chartgw_replication_state{file="keys",state="following"} 1.0'):
         assert line in text.splitlines(), line
+
+
+def test_the_followed_reader_reads_a_malformed_file_again_until_it_heals(folder: Path) -> None:
+    """A transaction Litestream shipped that the writer lost (an orphaned commit it overwrote before it was published,
+    docs/replication.md) leaves a replica malformed until the writer's next commit of those pages: the followed reader
+    reads again on a fresh connection instead of failing; the server's plain reader fails as before."""
+    served = folder / "korea-chart.sqlite"
+    _db(served, "old")
+    size = served.stat().st_size
+    last = served.read_bytes()[size - 4096:]
+    query = Query("rows", "SELECT count(*) FROM t")
+
+    def damage(page: bytes) -> None:
+        fd = os.open(served, os.O_RDWR)
+        os.pwrite(fd, page, size - 4096)  # the last leaf of t, behind SQLite's back
+        os.close(fd)
+
+    async def scenario() -> None:
+        plain, followed = SnapshotReader(served), FollowedReader(served, "korea-chart", current())
+        followed.MALFORMED_WAIT_SECONDS = 0.05
+        expected = await followed.fetchall(query)
+        damage(b"\xff" * 4096)
+        with pytest.raises(sqlite3.DatabaseError, match="malformed"):
+            await plain.fetchall(query)
+        healing = asyncio.get_running_loop().call_later(0.12, damage, last)
+        assert await followed.fetchall(query) == expected
+        healing.cancel()
+        damage(b"\xff" * 4096)
+        with pytest.raises(sqlite3.DatabaseError, match="malformed"):  # one that does not heal fails in the end
+            await followed.fetchall(query)
+        await plain.close()
+        await followed.close()
+
+    asyncio.run(scenario())

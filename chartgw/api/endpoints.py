@@ -9,6 +9,7 @@ validated parameters into a payload.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import time
 from collections import deque
@@ -46,6 +47,7 @@ __all__ = [
     "request_fields",
 ]
 
+log = logging.getLogger("chartgw.api.endpoints")
 JSON = b"application/json"
 CACHE_SCOPE = "chartgw.api.cache"
 """The ASGI scope entry where a cached route says whether its answer was a cache "hit" or "miss" (for metrics)."""
@@ -326,6 +328,12 @@ class EndpointApp:
                 raise
             body = _encode({"detail": "Storage is busy; try again shortly"})
             await self._send(scope, send, 503, body, [(b"retry-after", b"1")])
+        except sqlite3.DatabaseError as exc:
+            if "malformed" not in str(exc):
+                raise
+            log.error("%s: %s", scope["path"], exc)  # on a replica: an inconsistency that outlived the retries
+            body = _encode({"detail": "Storage answered that its file is malformed; try again shortly"})
+            await self._send(scope, send, 503, body, [(b"retry-after", b"5")])
 
     def _requested(self, params: dict[str, Any], scope: Scope) -> Variant:
         """The representation a request asks for: its `format` parameter (taken out of `params`), else its Accept

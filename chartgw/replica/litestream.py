@@ -43,10 +43,14 @@ from chartgw.replica import walcheck
 from chartgw.replica.config import Replicated, litestream_config
 from chartgw.replica.state import FileState, NodeState, node_dir, staging_path, write_state
 from chartgw.store import Query, Table, checkpoint, connect, group_db_path, migrate
+from chartgw.store.connect import publish_now
 
 __all__ = ["Process", "binary", "follow", "publish", "replicate", "replicated_files"]
 
 TICK_SECONDS = 0.5
+ORPHAN_LOOK_SECONDS = 0.1
+"""How often `chartgw replicate` looks for an orphaned commit in each file's WAL (chartgw.store.orphan) and has it
+published: Litestream ships it at its next sync, and the checkpoint it may run in that same sync writes over it."""
 BACKOFF_SECONDS = (1.0, 2.0, 5.0, 10.0, 30.0)
 WAITING_SECONDS = (2.0, 5.0, 10.0, 30.0, 60.0)
 """How soon a reader asks again for a file the replica does not hold yet: soon at first (the writer's first upload
@@ -298,7 +302,7 @@ def replicate(stop: threading.Event, clock: Callable[[], float] = time.time) -> 
                 unit.process, unit.restart_at = None, now + unit.backoff()
             if unit.process is not None and unit.process.exited() is None:
                 for file in every:
-                    if file.name in files and watch.orphaned(file.path):
+                    if file.name in files and watch.orphaned(file.path) and not publish_now(file.path):
                         suspects[file.name] = suspects.get(file.name, 0) + 1
                     else:
                         suspects.pop(file.name, None)
@@ -328,7 +332,12 @@ def replicate(stop: threading.Event, clock: Callable[[], float] = time.time) -> 
                           for f in every if f.name in files}
             write_state(NodeState(role="writer", replica=_replica_label(), updated_at=now, pid=os.getpid(), files=states),
                         current())
-            stop.wait(TICK_SECONDS)
+            for _ in range(round(TICK_SECONDS / ORPHAN_LOOK_SECONDS)):
+                if stop.wait(ORPHAN_LOOK_SECONDS):
+                    break
+                for file in every:  # an orphan published before Litestream's own next write can go over it
+                    if file.name in files:
+                        publish_now(file.path)
     finally:
         if unit.process is not None:
             unit.process.stop()

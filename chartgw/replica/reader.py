@@ -18,8 +18,10 @@ experiment on Litestream 0.5.17 and handled here and in chartgw.replica.litestre
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-from collections.abc import Callable
+import sqlite3
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +29,11 @@ import aiosqlite
 
 from chartgw.core.settings import Settings
 from chartgw.replica.state import sidecar
-from chartgw.store import SnapshotReader
+from chartgw.store import Query, SnapshotReader
 
 __all__ = ["MMAP_BYTES", "FollowedReader"]
+
+log = logging.getLogger("chartgw.replica.reader")
 
 MMAP_BYTES = 2147418112
 """SQLite's default SQLITE_MAX_MMAP_SIZE (0x7fff0000): larger files are read through the page cache past it."""
@@ -43,6 +47,11 @@ class FollowedReader(SnapshotReader):
 
     CLOSE_AFTER_SECONDS = 5.0
     mmap_bytes = MMAP_BYTES
+    MALFORMED_RETRIES = 6
+    MALFORMED_WAIT_SECONDS = 0.5
+    """A read that finds the file malformed is tried again on a fresh connection this many times, this far apart,
+    before it fails (docs/replication.md, "An orphaned commit": a transaction Litestream shipped that the writer
+    lost leaves the replica inconsistent until the writer's next commit of those pages, usually within a second)."""
 
     def __init__(self, path: Path, name: str, settings: Settings, stat: Callable[[Path], os.stat_result] = os.stat,
                  ) -> None:
@@ -93,6 +102,19 @@ class FollowedReader(SnapshotReader):
         for old in list(self._retired):
             await self._retire(old)
         await super().close()
+
+    async def fetchall(self, query: Query, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        values = tuple(params)
+        for attempt in range(self.MALFORMED_RETRIES):
+            try:
+                return await super().fetchall(query, values)
+            except sqlite3.DatabaseError as exc:
+                if "malformed" not in str(exc) or attempt == self.MALFORMED_RETRIES - 1:
+                    raise
+                log.warning("%s: %s; read again on a fresh connection", self.path.name, exc)
+            await self.reopen()  # a fresh connection keeps no page of the malformed state
+            await asyncio.sleep(self.MALFORMED_WAIT_SECONDS)
+        raise AssertionError("unreachable")
 
     async def data_version(self) -> int | None:
         inode = self._identity(self.path)

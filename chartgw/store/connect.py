@@ -11,6 +11,7 @@ No other module calls `sqlite3.connect` or `aiosqlite.connect` (tests/test_store
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +19,10 @@ from pathlib import Path
 
 import aiosqlite
 
-__all__ = ["BUSY_TIMEOUT_SECONDS", "checkpoint", "connect", "connect_async", "connect_memory", "readonly_uri", "transaction"]
+from chartgw.store.orphan import publish_orphan
+
+__all__ = ["BUSY_TIMEOUT_SECONDS", "checkpoint", "connect", "connect_async", "connect_memory", "publish_now", "readonly_uri",
+           "transaction"]
 
 BUSY_TIMEOUT_SECONDS = 30.0
 """How long a writer waits for another writer's lock (crawls are short; the monitor writes small batches)."""
@@ -43,6 +47,8 @@ def connect(path: Path, *, readonly: bool = False, timeout: float = BUSY_TIMEOUT
     if readonly:
         return sqlite3.connect(readonly_uri(path), uri=True, timeout=timeout, check_same_thread=check_same_thread)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if wal:
+        publish_orphan(path)  # a commit a killed writer left unpublished: kept, not written over
     db = sqlite3.connect(path, isolation_level=None, timeout=timeout, check_same_thread=check_same_thread)
     if wal:
         db.execute("PRAGMA journal_mode=WAL")
@@ -97,3 +103,17 @@ def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     except BaseException:
         db.execute("ROLLBACK")
         raise
+
+
+def publish_now(path: Path) -> bool:
+    """`publish_orphan` for `chartgw replicate`'s watch (which opens no other connection to `path` meanwhile):
+    whether an orphan was there, whole, and its index is now rebuilt to count it (the writer, Litestream and the
+    readers then keep one history; False: nothing to publish)."""
+    if not publish_orphan(path, once=False, alone=True):
+        return False
+    try:
+        with contextlib.closing(connect(path, timeout=5)) as db:
+            db.execute("PRAGMA schema_version").fetchone()  # the first read rebuilds the index
+    except sqlite3.Error:
+        return False
+    return True
