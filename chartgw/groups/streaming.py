@@ -74,10 +74,6 @@ CHARTS = tuple(Chart(chart_type, TARGET, "weekly" if chart_type == "regional-wee
                for chart_type in CHART_TYPES)
 
 
-def target_key(chart_type: str, country: str) -> str:
-    return TARGET.make(chart_type, country)
-
-
 def split_target(target: str) -> tuple[str, str]:
     parts = TARGET.parse(target) or {"chart_type": "", "country": ""}
     return parts["chart_type"], parts["country"]
@@ -86,7 +82,7 @@ def split_target(target: str) -> tuple[str, str]:
 def expected_cadences() -> dict[str, int]:
     """Every chart the group serves, with its cadence: without a token only the overview's one is crawled,
     so the others are "never crawled" and health says `degraded` (and `token_mode: public` says why)."""
-    charts = cadences(CHARTS, [target_key(ct, c) for ct in CHART_TYPES for c in crawled_countries()])
+    charts = cadences(CHARTS, [TARGET.make(ct, c) for ct in CHART_TYPES for c in crawled_countries()])
     return charts if token() else {**cadences(CHARTS, [OVERVIEW_TARGET]), **charts}
 
 
@@ -105,7 +101,7 @@ def _snapshot(target: str, chart: spotify.SpotifyChart, source: str, ctx: CrawlC
 
 def _build_chart(chart_type: str, country: str, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
     chart = spotify.parse_chart(fetched[0].body, f"spotify {spotify.alias(chart_type, country)}")
-    return _snapshot(target_key(chart_type, country), chart, fetched[0].url, ctx)
+    return _snapshot(TARGET.make(chart_type, country), chart, fetched[0].url, ctx)
 
 
 def _build_overview(fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
@@ -131,7 +127,7 @@ def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget
             raise InvalidParams(errors)
         return [CrawlTarget(OVERVIEW_TARGET, (spotify.overview_request(),), _build_overview, OVERVIEW_ROWS)]
     secret = token()
-    return [CrawlTarget(target_key(ct, c), (spotify.chart_request(ct, c, secret),), partial(_build_chart, ct, c),
+    return [CrawlTarget(TARGET.make(ct, c), (spotify.chart_request(ct, c, secret),), partial(_build_chart, ct, c),
                         EXPECTED_ROWS[ct])
             for ct in CHART_TYPES if chart_type in (None, ct)
             for c in ([country] if country else crawled_countries())]
@@ -187,7 +183,7 @@ def import_csv(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     chart_date = _pick("date", _chart_date(values.get("date")), named.chart_date, path.name)
     parsed = spotify.parse_csv(path.read_bytes(), path.name)
     _check_layout(parsed, chart_type, path.name)
-    target = target_key(chart_type, country)
+    target = TARGET.make(chart_type, country)
     source = f"csv import of {path.name} ({parsed.layout} layout)"
 
     def build(ctx: CrawlContext) -> list[NewSnapshot]:
@@ -310,7 +306,7 @@ async def _no_chart(reader: SnapshotReader, country: str, chart_type: str) -> Ap
 async def _chart_response(call: Call, chart_date: str | None) -> ChartResponse:
     country, chart_type, limit = call.params["country"], call.params["chart_type"], call.params["limit"]
     reader = call.data.reader
-    target = target_key(chart_type, country)
+    target = TARGET.make(chart_type, country)
     row = await (reader.latest(target) if chart_date is None else reader.snapshot_on(target, chart_date))
     if row is None:
         if chart_date is not None and await reader.dates(target):
@@ -332,7 +328,7 @@ async def chart(call: Call) -> ChartResponse:
 
 async def dates(call: Call) -> DatesResponse:
     country, chart_type = call.params["country"], call.params["chart_type"]
-    found = await call.data.reader.dates(target_key(chart_type, country))
+    found = await call.data.reader.dates(TARGET.make(chart_type, country))
     if not found:
         raise await _no_chart(call.data.reader, country, chart_type)
     shown = found[:call.params["limit"]] if call.params["limit"] is not None else found
