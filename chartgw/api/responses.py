@@ -20,6 +20,7 @@ __all__ = [
     "BUNDLE_ROWS",
     "FETCH_LOGS_ROUTE",
     "PULL_JSON_ROUTE",
+    "SNAPSHOTS_LIMIT",
     "BundledChart",
     "Describe",
     "FetchLogResponse",
@@ -27,6 +28,9 @@ __all__ = [
     "HealthResponse",
     "RunInfo",
     "SnapshotMeta",
+    "SnapshotsFilter",
+    "SnapshotsListing",
+    "SnapshotsResponse",
     "TargetStatus",
     "age_seconds",
     "chart_bundle",
@@ -261,16 +265,37 @@ class SnapshotsResponse(msgspec.Struct):
     snapshots: list[SnapshotMeta]
 
 
-def snapshots_route(cadence_of: Callable[[str], int], summary: str) -> Route:
-    """`/snapshots?limit=`: every target's snapshots, newest fetch first."""
+SNAPSHOTS_LIMIT = Param("limit", kind="int", default=50, ge=1, le=500, description="Snapshots to return, newest first")
 
-    async def snapshots(call: Call) -> SnapshotsResponse:
-        rows = await call.data.reader.snapshots(None, call.params["limit"])
+SnapshotsFilter = Callable[[Call], Awaitable[str | Sequence[str] | None]]
+"""The GLOB pattern (or patterns) of the targets a `/snapshots` request lists, from its parameters; None for every
+target. It raises the request's 404 or 422 for a filter naming nothing the group has."""
+SnapshotsListing = Callable[[Call, list[SnapshotRow]], Any]
+"""A group's own listing of the rows found (its response type), when it says more than `SnapshotsResponse`."""
+
+
+def snapshots_route(cadence_of: Callable[[str], int], summary: str, *, path: str = "/snapshots",
+                    select: SnapshotsFilter | None = None, params: tuple[Param, ...] = (SNAPSHOTS_LIMIT,),
+                    listing: SnapshotsListing | None = None, response: Any = SnapshotsResponse,
+                    errors: tuple[int, ...] = (), max_age: int = 0, cache_ttl: float = 30.0) -> Route:
+    """`/snapshots?limit=`: the snapshots of every target, or of those `select` picks, newest fetch first. `params`
+    declares `limit` and what `select` reads; several patterns are merged, newest first, up to `limit`."""
+    assert any(p.name == "limit" for p in params), f"{path}: a snapshot listing takes `limit`"
+
+    async def snapshots(call: Call) -> Any:
+        limit = call.params["limit"]
+        patterns = await select(call) if select is not None else None
+        if patterns is None or isinstance(patterns, str):
+            rows = await call.data.reader.snapshots(patterns, limit)
+        else:
+            rows = [row for pattern in patterns for row in await call.data.reader.snapshots(pattern, limit)]
+            rows = sorted(rows, key=lambda r: r.id, reverse=True)[:limit]
+        if listing is not None:
+            return listing(call, rows)
         return SnapshotsResponse(len(rows), [snapshot_meta(row, cadence_of(row.target), call.now) for row in rows])
 
-    return Route("/snapshots", snapshots, (
-        Param("limit", kind="int", default=50, ge=1, le=500, description="Snapshots to return, newest first"),
-    ), errors=(), rows="snapshots", response=SnapshotsResponse, summary=summary)
+    return Route(path, snapshots, params, errors=errors, rows="snapshots", response=response, summary=summary,
+                 max_age=max_age, cache_ttl=cache_ttl)
 
 
 class LatestPullResponse(msgspec.Struct):

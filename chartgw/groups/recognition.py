@@ -26,7 +26,15 @@ from chartgw.api.catalog import CADENCES, Chart
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.group import EntryMapping, Group, Schedule
 from chartgw.api.params import InvalidParams, Param, Where, accepts, literal_error, search_param
-from chartgw.api.responses import HealthHead, SnapshotMeta, age_seconds, records_array, snapshot_meta, stored_record
+from chartgw.api.responses import (
+    HealthHead,
+    SnapshotMeta,
+    age_seconds,
+    records_array,
+    snapshot_meta,
+    snapshots_route,
+    stored_record,
+)
 from chartgw.core.countries import code_of_slug
 from chartgw.core.text import compact
 from chartgw.crawl.runner import KST, CrawlContext, CrawlError, CrawlTarget, Fetched
@@ -388,12 +396,11 @@ def _item(row: SnapshotRow, now: datetime) -> SnapshotItem:
     return SnapshotItem(kind, market, genre, city, snapshot_meta(row, CADENCE_SECONDS, now))
 
 
-async def snapshots(call: Call) -> SnapshotsResponse:
-    limit = call.params["limit"]
-    rows: list[SnapshotRow] = []
-    for pattern in _scope(call.params):
-        rows += await call.data.reader.snapshots(pattern, limit)
-    rows = sorted(rows, key=lambda r: r.id, reverse=True)[:limit]
+async def listed(call: Call) -> list[str]:
+    return _scope(call.params)
+
+
+def listing(call: Call, rows: list[SnapshotRow]) -> SnapshotsResponse:
     return SnapshotsResponse(len(rows), [_item(r, call.now) for r in rows])
 
 
@@ -471,14 +478,13 @@ ROUTES: tuple[Route, ...] = (
         LIMIT, INCLUDE_RAW,
     ), rows="entries", response=ChartResponse, max_age=MAX_AGE, cache_ttl=60,
         summary="Latest city Top 50; only cities the catalogue lists"),
-    Route("/snapshots", snapshots, (
+    snapshots_route(lambda _: CADENCE_SECONDS, "Stored chart snapshots, newest first", select=listed, params=(
         CHART_KIND,
         _slug_param("market", "query", "Only this market"),
         _slug_param("genre", "query", "Only this genre (genre charts)"),
         _slug_param("city", "query", "Only this city (city Top 50s)"),
         LIST_LIMIT,
-    ), errors=(), rows="snapshots", response=SnapshotsResponse, max_age=MAX_AGE, cache_ttl=60,
-        summary="Stored chart snapshots, newest first"),
+    ), listing=listing, response=SnapshotsResponse, max_age=MAX_AGE, cache_ttl=60),
     Route("/search", search, (
         search_param(description="Text in an artist or a title"),
         CHART_KIND,

@@ -13,7 +13,7 @@ from chartgw.api.catalog import Chart, cadences
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.group import EntryMapping, Group, Schedule
 from chartgw.api.params import Param
-from chartgw.api.responses import SnapshotsResponse, health_route, snapshot_meta
+from chartgw.api.responses import health_route, snapshots_route
 from chartgw.crawl.runner import CrawlTarget
 from chartgw.groups import retail
 from chartgw.store import glob_escape
@@ -69,10 +69,9 @@ async def rank(call: Call) -> retail.RankResponse:
                                       False)
 
 
-async def snapshots(call: Call) -> SnapshotsResponse:
-    pattern = glob_escape(_target(call)) if call.params["market"] is not None else f"*/{CHART}"
-    rows = await call.data.reader.snapshots(pattern, call.params["limit"])
-    return SnapshotsResponse(len(rows), [snapshot_meta(row, retail.CADENCE_SECONDS, call.now) for row in rows])
+async def listed(call: Call) -> str:
+    """The targets `/top-songs/snapshots` lists: one marketplace's, or every marketplace's."""
+    return glob_escape(_target(call)) if call.params["market"] is not None else f"*/{CHART}"
 
 
 MARKET = Param("market", kind="choice", choices=retail.MARKET_CODES,
@@ -88,10 +87,11 @@ ROUTES: tuple[Route, ...] = (
        summary="The latest top songs (best-selling digital songs) of a marketplace"),
     Route("/top-songs/rank/{rank}", rank, (retail.RANK_PARAM, MARKET), response=retail.RankResponse,
           summary="One rank of the latest top songs"),
-    Route("/top-songs/snapshots", snapshots, (
+    snapshots_route(lambda _: retail.CADENCE_SECONDS, "Stored top-songs snapshots, newest first",
+                    path="/top-songs/snapshots", select=listed, errors=(404,), params=(
         Param("limit", kind="int", default=50, ge=1, le=1000, description="Snapshots to return, newest first"),
         Param("market", kind="choice", choices=retail.MARKET_CODES, description="Only this marketplace; all when absent"),
-    ), rows="snapshots", response=SnapshotsResponse, summary="Stored top-songs snapshots, newest first"),
+    )),
 )
 
 

@@ -16,6 +16,7 @@ from chartgw.api.responses import (
     health_route,
     records_array,
     snapshot_meta,
+    snapshots_route,
     stored_record,
 )
 from chartgw.core.text import compact
@@ -163,14 +164,18 @@ async def charts(call: Call) -> ChartsResponse:
     return ChartsResponse(len(listed), listed)
 
 
-async def snapshots(call: Call) -> SnapshotsResponse:
-    key = await checked_chart_key(call, call.params["chart_key"])
+async def weeks_of(call: Call) -> str:
+    """The targets `/snapshots` lists: one chart's weeks (a 404 for a chart neither configured nor held), or all."""
+    return TARGET.pattern(chart_key=await checked_chart_key(call, call.params["chart_key"]))
+
+
+def weeks(call: Call, rows: list[SnapshotRow]) -> SnapshotsResponse:
     listed = []
-    for row in await call.data.reader.snapshots(TARGET.pattern(chart_key=key), call.params["limit"]):
+    for row in rows:
         head = msgspec.structs.asdict(snapshot_meta(row, WEEK_SECONDS, call.now))
         listed.append(WeekSnapshot(**head, chart_key=row.target, week_start=row.chart_date,
                                    week_end=week_end_of(row.chart_date, row.meta)))
-    return SnapshotsResponse(key, len(listed), listed)
+    return SnapshotsResponse(call.params["chart_key"], len(listed), listed)
 
 
 async def _chart_response(call: Call, key: str, row: SnapshotRow, requested: str | None) -> WeekChartResponse:
@@ -240,10 +245,11 @@ ROUTES: tuple[Route, ...] = (
                  describe=describe_health, response=HealthResponse, pattern=TARGET.pattern()),
     Route("/charts", charts, errors=(), rows="charts", response=ChartsResponse,
           summary="Every chart key with its title, kind, size, whether it is configured, and the weeks held"),
-    Route("/snapshots", snapshots, (
+    snapshots_route(lambda _: WEEK_SECONDS, "Stored chart weeks, newest fetch first, optionally of one chart",
+                    select=weeks_of, listing=weeks, response=SnapshotsResponse, errors=(404,), params=(
         ANY_CHART,
         Param("limit", kind="int", default=50, ge=1, le=500, description="Snapshots to return, newest fetch first"),
-    ), rows="snapshots", response=SnapshotsResponse, summary="Stored chart weeks, newest fetch first, optionally of one chart"),
+    )),
     Route("/search", search, (
         Param("q", required=True, min_length=1, check=search_term,
               description="Words of a title or artist; case, accents and punctuation are ignored"),
