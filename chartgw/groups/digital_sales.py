@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
+from typing import TypedDict
 
 import msgspec
 
@@ -179,7 +180,13 @@ async def combos(call: Call) -> CombosResponse:
     return CombosResponse(CADENCE_SECONDS, feed_limit(), infos)
 
 
-async def combo_latest(call: Call) -> ComboChartResponse:
+class ComboLatestParams(TypedDict):
+    combo: str
+    country: str
+    limit: int
+
+
+async def combo_latest(call: Call[ComboLatestParams]) -> ComboChartResponse:
     combo, country = call.params["combo"], call.params["country"]
     configured = countries()
     if country not in configured:

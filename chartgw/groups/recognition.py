@@ -14,11 +14,11 @@ max-age=600.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
@@ -30,6 +30,7 @@ from chartgw.api.responses import (
     HealthHead,
     SnapshotMeta,
     age_seconds,
+    health_route,
     records_array,
     snapshot_meta,
     snapshots_route,
@@ -339,7 +340,12 @@ async def charts(call: Call) -> ChartsResponse:
                           len(catalogue.records), records_array(catalogue.records))
 
 
-async def _latest(call: Call, path: str) -> ChartResponse:
+class RawParams(TypedDict):
+    limit: int
+    include_raw: bool
+
+
+async def _latest(call: Call[RawParams], path: str) -> ChartResponse:
     reader = call.data.reader
     catalogue = await catalogue_or_404(reader)
     entry = catalogue.by_path.get(path)
@@ -357,23 +363,49 @@ async def _latest(call: Call, path: str) -> ChartResponse:
     return response
 
 
-async def top_200(call: Call) -> ChartResponse:
+class Top200Params(TypedDict):
+    market: str
+    limit: int
+    include_raw: bool
+
+
+async def top_200(call: Call[Top200Params]) -> ChartResponse:
     return await _latest(call, f"top-200/{call.params['market']}")
 
 
-async def genre_chart(call: Call) -> ChartResponse:
+class GenreChartParams(TypedDict):
+    market: str
+    genre: str
+    limit: int
+    include_raw: bool
+
+
+async def genre_chart(call: Call[GenreChartParams]) -> ChartResponse:
     return await _latest(call, f"genre/{call.params['market']}/{call.params['genre']}")
 
 
-async def viral(call: Call) -> ChartResponse:
+class ViralParams(TypedDict):
+    market: str
+    limit: int
+    include_raw: bool
+
+
+async def viral(call: Call[ViralParams]) -> ChartResponse:
     return await _latest(call, f"viral/{call.params['market']}")
 
 
-async def top_50(call: Call) -> ChartResponse:
+class Top50Params(TypedDict):
+    market: str
+    city: str
+    limit: int
+    include_raw: bool
+
+
+async def top_50(call: Call[Top50Params]) -> ChartResponse:
     return await _latest(call, f"top-50/{call.params['market']}/{call.params['city']}")
 
 
-def _scope(params: dict[str, Any]) -> list[str]:
+def _scope(params: Mapping[str, Any]) -> list[str]:
     """The GLOB patterns a /snapshots or /search request covers; genre implies genre charts, city Top 50s."""
     kind, genre, city = params.get("chart_kind"), params.get("genre"), params.get("city")
     errors = []
@@ -404,7 +436,14 @@ def listing(call: Call, rows: list[SnapshotRow]) -> SnapshotsResponse:
     return SnapshotsResponse(len(rows), [_item(r, call.now) for r in rows])
 
 
-async def search(call: Call) -> SearchResponse:
+class SearchParams(TypedDict):
+    q: str
+    chart_kind: str | None
+    market: str | None
+    limit: int
+
+
+async def search(call: Call[SearchParams]) -> SearchResponse:
     q, limit = call.params["q"], call.params["limit"]
     needle = compact(q)
     found = await call.data.reader.search(needle, _scope(call.params), limit, latest_only=True) if needle else []
@@ -461,8 +500,8 @@ CHART_KIND = Param("chart_kind", kind="choice", choices=CHART_KINDS, description
 LIST_LIMIT = Param("limit", kind="int", default=50, ge=1, le=500, description="Items to return")
 
 ROUTES: tuple[Route, ...] = (
-    Route("/health", health, public=True, cache_ttl=5, max_age=300, errors=(), response=HealthResponse,
-          summary="Discovery counts and how many discovered charts have a fresh snapshot"),
+    health_route(NAME, None, "Discovery counts and how many discovered charts have a fresh snapshot",
+                 health=health, response=HealthResponse, max_age=300),
     Route("/charts", charts, rows="charts", response=ChartsResponse, max_age=MAX_AGE, cache_ttl=60,
           summary="The discovered chart catalogue: Top 200, genre, viral and city Top 50 charts"),
     Route("/top-200/{market}/latest", top_200, (MARKET, LIMIT, INCLUDE_RAW), rows="entries", response=ChartResponse,

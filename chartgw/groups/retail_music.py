@@ -8,6 +8,7 @@ was found"), so this group reads the Digital Music store's best-selling songs li
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TypedDict
 
 from chartgw.api.catalog import Chart, cadences
 from chartgw.api.endpoints import Call, Route, not_found
@@ -46,7 +47,11 @@ def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget
     return [retail.grid_target(GROUP_KIND, m, CHART, gate) for m in configured() if market in (None, m)]
 
 
-def _target(call: Call) -> str:
+class MarketParams(TypedDict):
+    market: str | None
+
+
+def _target(call: Call[MarketParams]) -> str:
     market = call.params["market"]
     have = configured()
     if market is None:
@@ -59,17 +64,27 @@ def _target(call: Call) -> str:
     return retail.target_of(market, CHART)
 
 
-async def latest(call: Call) -> retail.ChartResponse:
+class LatestParams(TypedDict):
+    limit: int
+    market: str | None
+
+
+async def latest(call: Call[LatestParams]) -> retail.ChartResponse:
     return await retail.chart_response(call, _target(call), "/retail-music/top-songs/snapshots", call.params["limit"],
                                        False)
 
 
-async def rank(call: Call) -> retail.RankResponse:
+class RankParams(TypedDict):
+    rank: int
+    market: str | None
+
+
+async def rank(call: Call[RankParams]) -> retail.RankResponse:
     return await retail.rank_response(call, _target(call), "/retail-music/top-songs/snapshots", call.params["rank"],
                                       False)
 
 
-async def listed(call: Call) -> str:
+async def listed(call: Call[MarketParams]) -> str:
     """The targets `/top-songs/snapshots` lists: one marketplace's, or every marketplace's."""
     return glob_escape(_target(call)) if call.params["market"] is not None else f"*/{CHART}"
 

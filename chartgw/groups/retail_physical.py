@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import TypedDict
 
 import msgspec
 
@@ -191,17 +192,33 @@ async def categories(call: Call) -> CategoriesResponse:
     return CategoriesResponse(default_key(), retail.CADENCE_SECONDS, len(infos), infos)
 
 
-async def latest(call: Call) -> retail.ChartResponse:
+class LatestParams(TypedDict):
+    category: str | None
+    limit: int
+    include_raw: bool
+
+
+async def latest(call: Call[LatestParams]) -> retail.ChartResponse:
     target = await resolve(call, call.params["category"])
     return await retail.chart_response(call, target, WHERE, call.params["limit"], call.params["include_raw"])
 
 
-async def rank(call: Call) -> retail.RankResponse:
+class RankParams(TypedDict):
+    rank: int
+    category: str | None
+    include_raw: bool
+
+
+async def rank(call: Call[RankParams]) -> retail.RankResponse:
     target = await resolve(call, call.params["category"])
     return await retail.rank_response(call, target, WHERE, call.params["rank"], call.params["include_raw"])
 
 
-async def listed(call: Call) -> str | None:
+class CategoryParams(TypedDict):
+    category: str | None
+
+
+async def listed(call: Call[CategoryParams]) -> str | None:
     """The targets `/best-sellers/snapshots` lists: one category's, or every category's."""
     key = call.params["category"]
     return glob_escape(await resolve(call, key)) if key is not None else None
@@ -216,7 +233,13 @@ RECORDS_AT = Query("records_at", "SELECT k.value ->> 0, k.value ->> 1, e.record 
 """The records at a JSON list of [snapshot id, position]."""
 
 
-async def history(call: Call) -> ProductHistory:
+class HistoryParams(TypedDict):
+    asin: str
+    category: str | None
+    limit: int
+
+
+async def history(call: Call[HistoryParams]) -> ProductHistory:
     """Every listing of an ASIN. The run is read from the item index alone (a covering index: the entry's
     position is its rank, since a committed snapshot's ranks run 1..n in order); only the `limit` newest
     appearances read their records (price, rating), a page each."""

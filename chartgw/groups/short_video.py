@@ -25,6 +25,7 @@ import hashlib
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
+from typing import TypedDict
 from urllib.parse import urlencode
 
 import msgspec
@@ -32,7 +33,7 @@ import msgspec
 from chartgw.api.catalog import Chart, cadence_of, cadences
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.group import EntryMapping, Group, Schedule
-from chartgw.api.params import Param, accepts
+from chartgw.api.params import Limited, Param, accepts
 from chartgw.api.responses import (
     HealthHead,
     SnapshotMeta,
@@ -414,7 +415,14 @@ async def _latest(call: Call, code2: str, interval: str) -> SnapshotRow:
     return row
 
 
-async def chart(call: Call) -> ChartResponse:
+class ChartParams(TypedDict):
+    code2: str
+    interval: str
+    limit: int
+    offset: int
+
+
+async def chart(call: Call[ChartParams]) -> ChartResponse:
     code2, interval = call.params["code2"], call.params["interval"]
     row = await _latest(call, code2, interval)
     offset, limit = call.params["offset"], call.params["limit"]
@@ -435,7 +443,15 @@ CHARTS = Query("charts", f"SELECT id, chart_date, row_count FROM snapshots WHERE
 """Each chart date's snapshot of one target, newest first."""
 
 
-async def history(call: Call) -> TrackHistoryResponse | MovementResponse:
+class HistoryParams(TypedDict):
+    code2: str
+    interval: str
+    limit: int
+    track_id: str | None
+    sound_id: str | None
+
+
+async def history(call: Call[HistoryParams]) -> TrackHistoryResponse | MovementResponse:
     code2, interval = call.params["code2"], call.params["interval"]
     track_id, sound_id = call.params["track_id"], call.params["sound_id"]
     await _latest(call, code2, interval)
@@ -477,7 +493,7 @@ def _mover(entry: ShortVideoEntry, rank: int | None, previous: int | None) -> Mo
     return Mover(rank, previous, entry.name, entry.artist, entry.track_id, entry.sound_id)
 
 
-async def _movement(call: Call, code2: str, interval: str, target: str) -> MovementResponse:
+async def _movement(call: Call[Limited], code2: str, interval: str, target: str) -> MovementResponse:
     reader = call.data.reader
     limit = call.params["limit"]
     snapshot_rows = await reader.fetchall(CHARTS, (target, limit + 1))

@@ -19,14 +19,14 @@ import asyncio
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import msgspec
 
 from chartgw.api.catalog import CADENCES, Chart, cadence_of, cadences
 from chartgw.api.endpoints import ApiError, Call, Route
 from chartgw.api.group import Group, Schedule, retention
-from chartgw.api.params import InvalidParams, Param
+from chartgw.api.params import InvalidParams, Limited, Param
 from chartgw.api.refresh import admit_key
 from chartgw.api.responses import (
     HealthHead,
@@ -266,7 +266,7 @@ async def locations(call: Call) -> LocationsResponse:
     return LocationsResponse(source(), CADENCE_SECONDS, len(items), items)
 
 
-async def _trends(call: Call, where: Location) -> TrendsResponse:
+async def _trends(call: Call[Limited], where: Location) -> TrendsResponse:
     row = await call.data.reader.latest(TARGET.make(where.slug))
     if row is None:
         hint = "" if where.slug in crawled() else " (it is not among CHARTGW_SOCIAL_TRENDS_LOCATIONS; POST /refresh fetches it)"
@@ -277,7 +277,12 @@ async def _trends(call: Call, where: Location) -> TrendsResponse:
                           snapshot_meta(row, CADENCE_SECONDS, call.now), len(records), records_array(records))
 
 
-async def trends_by_slug(call: Call) -> TrendsResponse:
+class TrendsBySlugParams(TypedDict):
+    location_slug: str
+    limit: int
+
+
+async def trends_by_slug(call: Call[TrendsBySlugParams]) -> TrendsResponse:
     slug = call.params["location_slug"]
     where = LOCATIONS_BY_SLUG.get(slug.lower())
     if where is None:
@@ -285,7 +290,12 @@ async def trends_by_slug(call: Call) -> TrendsResponse:
     return await _trends(call, where)
 
 
-async def trends_by_woeid(call: Call) -> TrendsResponse:
+class TrendsByWoeidParams(TypedDict):
+    woeid: int
+    limit: int
+
+
+async def trends_by_woeid(call: Call[TrendsByWoeidParams]) -> TrendsResponse:
     woeid = call.params["woeid"]
     where = LOCATIONS_BY_WOEID.get(woeid)
     if where is None:

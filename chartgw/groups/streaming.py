@@ -15,7 +15,7 @@ import re
 from datetime import date, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
@@ -303,7 +303,13 @@ async def _no_chart(reader: SnapshotReader, country: str, chart_type: str) -> Ap
     return not_found(f"No {chart_type} chart of '{country}' yet{hint}")
 
 
-async def _chart_response(call: Call, chart_date: str | None) -> ChartResponse:
+class ChartOfParams(TypedDict):
+    country: str
+    chart_type: str
+    limit: int
+
+
+async def _chart_response(call: Call[ChartOfParams], chart_date: str | None) -> ChartResponse:
     country, chart_type, limit = call.params["country"], call.params["chart_type"], call.params["limit"]
     reader = call.data.reader
     target = TARGET.make(chart_type, country)
@@ -318,15 +324,34 @@ async def _chart_response(call: Call, chart_date: str | None) -> ChartResponse:
                          len(records), records_array(records))
 
 
-async def latest(call: Call) -> ChartResponse:
+class LatestParams(TypedDict):
+    country: str
+    chart_type: str
+    limit: int
+
+
+async def latest(call: Call[LatestParams]) -> ChartResponse:
     return await _chart_response(call, None)
 
 
-async def chart(call: Call) -> ChartResponse:
+class ChartParams(TypedDict):
+    country: str
+    chart_type: str
+    chart_date: str
+    limit: int
+
+
+async def chart(call: Call[ChartParams]) -> ChartResponse:
     return await _chart_response(call, call.params["chart_date"])
 
 
-async def dates(call: Call) -> DatesResponse:
+class DatesParams(TypedDict):
+    country: str
+    chart_type: str
+    limit: int | None
+
+
+async def dates(call: Call[DatesParams]) -> DatesResponse:
     country, chart_type = call.params["country"], call.params["chart_type"]
     found = await call.data.reader.dates(TARGET.make(chart_type, country))
     if not found:
@@ -363,8 +388,16 @@ def _one_snapshot_per_chart(rows: list[tuple[SnapshotRow, int, bytes]]) -> list[
     return [r for r in rows if r[0].id == newest[(r[0].target, r[0].chart_date)]]
 
 
-async def search(call: Call) -> SearchResponse:
-    q, country, chart_type, limit = (call.params[k] for k in ("q", "country", "chart_type", "limit"))
+class SearchParams(TypedDict):
+    q: str
+    country: str | None
+    chart_type: str | None
+    limit: int
+
+
+async def search(call: Call[SearchParams]) -> SearchResponse:
+    p = call.params
+    q, country, chart_type, limit = p["q"], p["country"], p["chart_type"], p["limit"]
     reader, needle, pattern = call.data.reader, compact(q), _pattern(chart_type, country)
     fetch = limit
     while True:
@@ -382,11 +415,19 @@ async def search(call: Call) -> SearchResponse:
     return SearchResponse(q, country, chart_type, len(hits), hits)
 
 
-async def history(call: Call) -> HistoryResponse:
+class HistoryParams(TypedDict):
+    artist: str
+    title: str
+    country: str | None
+    chart_type: str | None
+
+
+async def history(call: Call[HistoryParams]) -> HistoryResponse:
     """Every chart appearance of the song `title` names (`title_key`: featuring credits and version marks folded),
     the best ranked of its versions per chart. Entries are found by key prefix, so a key stored before version
     marks were folded ("sevenexplicitver") is found too, then kept only when its title names the song now."""
-    artist, title, country, chart_type = (call.params[k] for k in ("artist", "title", "country", "chart_type"))
+    p = call.params
+    artist, title, country, chart_type = p["artist"], p["title"], p["country"], p["chart_type"]
     song = title_key(title)
     rows = await call.data.reader.history(glob_escape(song) + "*", compact(artist), _pattern(chart_type, country))
     best: dict[tuple[str, str], Appearance] = {}
