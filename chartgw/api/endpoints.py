@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any, Generic, get_args, get_type_hints, is_typeddict
 
 import msgspec
@@ -156,9 +157,11 @@ Handler = Callable[[Call[Any]], Awaitable[Any]]
 def params_type(handler: Callable[..., Any]) -> type | None:
     """The TypedDict of parameters `handler` declares (its `call: Call[...]`), or None when it declares none."""
     annotation = getattr(handler, "__annotations__", {}).get("call")
-    if annotation is None:
+    if annotation is None or (isinstance(annotation, str) and not annotation.startswith("Call[")):
         return None
-    args = get_args(get_type_hints(handler).get("call"))
+    # Only the `call` annotation is resolved: the handler's others may name what only a type checker imports.
+    probe = SimpleNamespace(__annotations__={"call": annotation})
+    args = get_args(get_type_hints(probe, getattr(handler, "__globals__", None))["call"])
     return args[0] if args and is_typeddict(args[0]) else None
 
 
