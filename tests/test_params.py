@@ -7,7 +7,11 @@ the FastAPI service see no difference.
 
 from __future__ import annotations
 
-from typing import Any
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Literal, TypedDict
 
 import pytest
 from starlette.applications import Starlette
@@ -25,7 +29,7 @@ SITE = Param("site", "path", kind="choice", choices=("portal-a", "portal-b", "po
 NEED = Param("need", required=True)
 
 
-async def echo(call: Call) -> dict[str, object]:
+async def echo(call: Call[dict[str, Any]]) -> dict[str, object]:
     return call.params
 
 
@@ -224,3 +228,91 @@ def test_an_array_is_documented_as_an_array_of_its_items() -> None:
     # A plain mapping (no repeated names) gives an array its one value, split at commas.
     assert validate((NUMBERS,), {}, {"n": "3,4"}) == {"n": (3, 4)}
     assert parse_query(b"n=1&n=2").every("n") == ["1", "2"] and parse_query(b"n=1&n=2") == {"n": "2"}
+
+
+# --- typed parameters: a handler's TypedDict is checked against its route, and mypy checks every read -------------
+
+class ChartParams(TypedDict):
+    site: str
+    limit: int
+    need: str
+
+
+async def typed_chart(call: Call[ChartParams]) -> dict[str, object]:
+    return {"site": call.params["site"], "limit": call.params["limit"]}
+
+
+def test_a_handlers_typed_parameters_must_be_what_its_route_validates() -> None:
+    Route("/{site}/chart", typed_chart, (SITE, LIMIT, NEED), rows="entries")  # agrees (`format` is not the handler's)
+
+    class Misspelt(TypedDict):
+        site: str
+        limt: int
+        need: str
+
+    class Optional(TypedDict):
+        site: str
+        limit: int | None  # validation gives the default (100), never None
+        need: str
+
+    class Choice(TypedDict):
+        site: Literal["portal-a", "portal-b"]  # one choice short
+        limit: int
+        need: str
+
+    class Partial(TypedDict, total=False):
+        site: str
+        limit: int
+        need: str
+
+    class Missing(TypedDict):
+        site: str
+        need: str
+
+    for declared, says in ((Misspelt, "names \\['limt', 'need', 'site'\\]"), (Optional, "it is never None"),
+                           (Choice, "its choices are"), (Partial, "every declared parameter is there"),
+                           (Missing, "names \\['need', 'site'\\]")):
+
+        async def handler(call: Call[Any]) -> None: ...
+
+        handler.__annotations__["call"] = Call[declared]  # type: ignore[valid-type]
+        with pytest.raises(AssertionError, match=says):
+            Route("/{site}/chart", handler, (SITE, LIMIT, NEED))
+
+
+MYPY_SNIPPET = '''
+from typing import TypedDict
+
+from chartgw.api.endpoints import Call
+
+
+class LatestParams(TypedDict):
+    country: str
+    limit: int
+
+
+async def latest(call: Call[LatestParams]) -> int:
+    return call.params["limit"] + len(call.params["country"])
+
+
+async def misspelt(call: Call[LatestParams]) -> int:
+    return call.params["limt"]
+
+
+async def mistyped(call: Call[LatestParams]) -> str:
+    return call.params["limit"]
+'''
+
+
+def test_mypy_catches_a_misspelt_or_mistyped_parameter_read(tmp_path: Path) -> None:
+    """The point of `Call[P]`: a read of a parameter the route does not declare, or as the wrong type, fails the
+    type check (`mypy --strict`, as scripts/test runs it) instead of answering a 500 at run time."""
+    snippet = tmp_path / "handlers.py"
+    snippet.write_text(MYPY_SNIPPET)
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--python-version", "3.11", "--no-error-summary",
+                           "--cache-dir", str(root / ".mypy_cache"), "--config-file", str(root / "pyproject.toml"),
+                           str(snippet)], cwd=root, capture_output=True, text=True, timeout=600)
+    found = re.findall(r"handlers\.py:(\d+): error: .*\[([a-z-]+)\]$", done.stdout, re.M)
+    assert sorted(found) == [("17", "no-any-return"), ("17", "typeddict-item"), ("21", "return-value")], done.stdout
+    assert 'TypedDict "LatestParams" has no key "limt"' in done.stdout and 'Did you mean "limit"?' in done.stdout

@@ -45,7 +45,7 @@ from chartgw.replica.litestream import (
 from chartgw.replica.reader import FollowedReader
 from chartgw.replica.state import FileState, NodeState, node_status, read_state, write_state
 from chartgw.store import Query, SnapshotReader, checkpoint, connect
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, child_env, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, build_group_db, child_env, copy_data, data_dir
 
 NOW = FIXED_NOW.timestamp()
 
@@ -577,6 +577,32 @@ def test_a_reader_lists_keys_and_its_usage_and_refuses_to_write(korea_data: Path
             assert main(argv) == 2, argv
             assert "read replica (CHARTGW_READ_ONLY=1)" in capsys.readouterr().err
     assert (data / "keys.sqlite").read_bytes() == keys_before
+
+
+@pytest.mark.parametrize("group", ["recognition", "dj-rankings"])
+def test_a_group_with_its_own_health_says_degraded_when_its_file_lags(group: str, tmp_path: Path) -> None:
+    """A group whose /health is its own computation (a catalogue, a list's age) gets the replica's lag check too:
+    every /health comes from one builder (`health_route`)."""
+    data = build_group_db(tmp_path / "reader", group)
+
+    def status() -> object:
+        app = build_app(checker=KeyChecker(data / "keys.sqlite", [TEST_KEY]), clock=lambda: FIXED_NOW,
+                        limiter=RateLimiter(0))
+        with TestClient(app) as api:
+            return api.get(f"/{group}/health").json()["status"]
+
+    with data_dir(data):
+        assert status() == "ok"
+        write_state(state("reader", NOW, **{group: FileState(state="following", ok_at=NOW - 600)}), current())
+        assert status() == "degraded"
+
+
+def test_every_group_health_comes_from_the_shared_builder() -> None:
+    from chartgw.groups import GROUPS
+
+    for group in GROUPS:
+        health = [route for route in group.routes if route.path == "/health"]
+        assert len(health) == 1 and health[0].handler.__qualname__ == "health_route.<locals>.health_of", group.name
 
 
 def test_a_group_health_says_degraded_when_its_file_lags(korea_data: Path, tmp_path: Path) -> None:

@@ -4,6 +4,11 @@ A group module lists `Route`s; `EndpointApp` does what all routes share: paramet
 the per-version response cache with ETag/304, JSON encoding (and CSV or NDJSON of a chart or list
 route's rows, `chartgw.api.formats`), and JSON errors (401 is the middleware's). A handler only turns
 validated parameters into a payload.
+
+A handler declares the parameters it reads as a TypedDict (`Call[LatestParams]`): mypy then checks every
+`call.params["name"]` read, its name and its value's type, while the route's `Param` table stays the one validation
+(the 422s and the OpenAPI document). The route checks the two agree when declared (`params_type`,
+`chartgw.api.params.check_params_type`); at run time the validated dict is passed as it is, so typing costs nothing.
 """
 
 from __future__ import annotations
@@ -13,18 +18,20 @@ import logging
 import sqlite3
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Hashable, Iterable
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, Generic, get_args, get_type_hints, is_typeddict
 
 import msgspec
 from starlette.types import Receive, Scope, Send
+from typing_extensions import TypeVar
 
 from chartgw.api.access import KEY_HEADER, KEY_ID_SCOPE, TWO_KEYS
 from chartgw.api.cache import CachedBody, ResponseCache, etag_matches, make_body
 from chartgw.api.formats import FORMAT_PARAM, FORMATS, MEDIA_TYPES, Table, Variant, negotiate, rows_asked
-from chartgw.api.params import InvalidParams, Param, parse_query, validate
+from chartgw.api.params import InvalidParams, Param, check_params_type, parse_query, validate
 from chartgw.core.clock import Clock, utc_now
 from chartgw.core.config import SettingError
 from chartgw.core.settings import Settings
@@ -44,6 +51,7 @@ __all__ = [
     "Route",
     "Streaming",
     "not_found",
+    "params_type",
     "request_fields",
 ]
 
@@ -121,11 +129,17 @@ class GroupData:
         return self.version
 
 
+P = TypeVar("P", bound=Mapping[str, Any], default=Mapping[str, Any], covariant=True)
+"""A route's validated parameters: the TypedDict its handler declares (`Call[LatestParams]`), or any mapping for a
+handler that reads none by name (a shared route, a wrapper)."""
+
+
 @dataclass(frozen=True)
-class Call:
+class Call(Generic[P]):
     """What a handler gets: the validated parameters, its group's data and the request's time."""
 
-    params: dict[str, Any]
+    params: P
+    """Every declared parameter by name (its default when absent), `format` taken out."""
     data: GroupData
     now: datetime
     body: bytes = b""
@@ -139,7 +153,18 @@ class Call:
         return self.data.settings
 
 
-Handler = Callable[[Call], Awaitable[Any]]
+Handler = Callable[[Call[Any]], Awaitable[Any]]
+
+
+def params_type(handler: Callable[..., Any]) -> type | None:
+    """The TypedDict of parameters `handler` declares (its `call: Call[...]`), or None when it declares none."""
+    annotation = getattr(handler, "__annotations__", {}).get("call")
+    if annotation is None or (isinstance(annotation, str) and not annotation.startswith("Call[")):
+        return None
+    # Only the `call` annotation is resolved: the handler's others may name what only a type checker imports.
+    probe = SimpleNamespace(__annotations__={"call": annotation})
+    args = get_args(get_type_hints(probe, getattr(handler, "__globals__", None))["call"])
+    return args[0] if args and is_typeddict(args[0]) else None
 
 
 class Streaming:
@@ -186,6 +211,9 @@ class Route:
             assert self.media_type == JSON and all(p.name != FORMAT_PARAM.name for p in self.params), \
                 f"{self.path}: rows of a JSON route that declares no `format` itself"
             object.__setattr__(self, "params", (*self.params, FORMAT_PARAM))
+        declared = params_type(self.handler)
+        if declared is not None:  # what the handler reads is what the route validates
+            check_params_type(declared, [p for p in self.params if p.name != FORMAT_PARAM.name], self.path)
 
 
 REQUEST_ID_HEADER = b"x-request-id"

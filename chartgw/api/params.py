@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import math
 import re
+import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypedDict, TypeVar, Union, get_args, get_origin, get_type_hints
 from urllib.parse import parse_qsl
 
 import msgspec
@@ -30,10 +31,12 @@ from chartgw.core.text import compact
 __all__ = [
     "SEARCH_RULE",
     "InvalidParams",
+    "Limited",
     "Param",
     "QueryParams",
     "Where",
     "accepts",
+    "check_params_type",
     "comma_separated",
     "limit_param",
     "literal_error",
@@ -468,6 +471,12 @@ def multiple_values_error(name: str, given: Sequence[str]) -> dict[str, Any]:
             "msg": f"Input should be a single value; the parameter was given {len(given)} times", "input": list(given)}
 
 
+class Limited(TypedDict):
+    """What a helper reading only a route's `limit` takes (`Call[Limited]`): any route's parameters with one."""
+
+    limit: int
+
+
 def limit_param(description: str, most: int, default: int | None) -> Param:
     """The one declaration of a `limit` on a list: 1 to `most`; `default` when absent, or None for all of the list
     (one whose size no default should cut)."""
@@ -496,3 +505,47 @@ def search_param(name: str = "q", *, required: bool = True, description: str = "
     """The one declaration of a search parameter: a non-empty term under the search rule."""
     return Param(name, required=required, min_length=1 if required else None, check=search_term,
                  description=(description or "Text to find") + "; case, accents and punctuation are ignored")
+
+
+_KIND_TYPES: dict[str, type] = {"int": int, "bool": bool, "date": str, "choice": str, "str": str}
+"""The type of a validated value of each kind (a date is served on as "YYYY-MM-DD")."""
+
+
+def check_params_type(declared: type, params: Sequence[Param], where: str, exact: bool = True) -> None:
+    """Asserts that TypedDict `declared` (what a handler reads) names exactly the `params` a route validates (some of
+    them when not `exact`: a helper of its handler), each with the type validation gives it: the kind's (a `choice`
+    may be a Literal of its choices, a `check`'s value its return type), a tuple of it for an array, `| None` for an
+    optional query parameter without a default."""
+    hints = get_type_hints(declared)
+    by_name = {p.name: p for p in params}
+    assert set(hints) == set(by_name) if exact else set(hints) <= set(by_name), \
+        f"{where}: {declared.__name__} names {sorted(hints)}; the route declares {sorted(by_name)}"
+    assert set(getattr(declared, "__required_keys__", ())) == set(hints), \
+        f"{where}: {declared.__name__}: every declared parameter is there (its default when absent)"
+    for name, hint in hints.items():
+        problem = _mismatch(hint, by_name[name])
+        assert problem is None, f"{where}: {declared.__name__}[{name!r}] is {hint}: {problem}"
+
+
+def _mismatch(hint: Any, param: Param) -> str | None:
+    """Why `hint` is not the type of `param`'s validated value, or None when it is."""
+    members = get_args(hint) if get_origin(hint) in (Union, types.UnionType) else (hint,)
+    optional = param.where == "query" and not param.required and param.default is None
+    if (type(None) in members) != optional:
+        return "an optional parameter without a default is `| None`" if optional else "it is never None"
+    rest = [m for m in members if m is not type(None)]
+    if len(rest) != 1:
+        return "one type (and None)"
+    value = rest[0]
+    if param.array:
+        args = get_args(value)
+        if get_origin(value) is not tuple or len(args) != 2 or args[1] is not Ellipsis:
+            return "an array parameter is a `tuple[item, ...]`"
+        value = args[0]
+    if param.check is not None:
+        returned = get_type_hints(param.check).get("return", Any)
+        return None if returned is Any or value == returned else f"its check returns {returned}"
+    if param.kind == "choice" and get_origin(value) is Literal:
+        return None if set(get_args(value)) == set(param.choices) else f"its choices are {param.choices}"
+    expected = _KIND_TYPES[param.kind]
+    return None if value is expected else f"a {param.kind} parameter is {expected.__name__}"

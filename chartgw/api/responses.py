@@ -10,8 +10,8 @@ from typing import Any, cast
 
 import msgspec
 
-from chartgw.api.endpoints import Call, Route, not_found
-from chartgw.api.params import Param, limit_param
+from chartgw.api.endpoints import Call, Route, not_found, params_type
+from chartgw.api.params import Param, check_params_type, limit_param
 from chartgw.replica.state import lagging
 from chartgw.store import RunRow, SnapshotReader, SnapshotRow, parse_iso
 
@@ -20,13 +20,18 @@ __all__ = [
     "BUNDLE_ROWS",
     "FETCH_LOGS_ROUTE",
     "PULL_JSON_ROUTE",
+    "SNAPSHOTS_LIMIT",
     "BundledChart",
     "Describe",
     "FetchLogResponse",
+    "Health",
     "HealthHead",
     "HealthResponse",
     "RunInfo",
     "SnapshotMeta",
+    "SnapshotsFilter",
+    "SnapshotsListing",
+    "SnapshotsResponse",
     "TargetStatus",
     "age_seconds",
     "chart_bundle",
@@ -213,26 +218,42 @@ def health_status(statuses: Sequence[TargetStatus]) -> str:
 
 Describe = Callable[[Call, str, list[TargetStatus]], Awaitable[HealthHead]]
 """Builds a group's own health response from the shared status and the target statuses."""
+Health = Callable[[Call], Awaitable[HealthHead]]
+"""A group's whole health answer, for a group whose health is not its targets' freshness (a discovered catalogue,
+a monitor's heartbeat, an index's lag behind its sources)."""
 
 
-def health_route(service: str, cadences: Callable[[], dict[str, int]], summary: str, *,
+def health_route(service: str, cadences: Callable[[], dict[str, int]] | None, summary: str, *,
                  describe: Describe | None = None, response: type[HealthHead] = HealthResponse,
-                 pattern: str | None = None, max_age: int = 0) -> Route:
+                 pattern: str | None = None, max_age: int = 0, health: Health | None = None) -> Route:
     """`/health` (public): every expected target (`cadences()`: target -> seconds) with its latest snapshot's
-    age and a stale flag, and "ok" only when none is stale or missing. `describe` extends the answer."""
+    age and a stale flag, and "ok" only when none is stale or missing. `describe` extends the answer; `health`
+    (with `cadences` None) replaces it for a group whose health is its own. Either way an "ok" turns "degraded"
+    while this node's copy of the group's file lags the writer's (/replication)."""
+    assert (cadences is None) != (health is None), f"{service}: /health from cadences or its own health, not both"
 
-    async def health(call: Call) -> HealthHead:
+    async def freshness(call: Call) -> HealthHead:
+        assert cadences is not None
         statuses = await target_statuses(call.data.reader, cadences(), call.now, pattern)
         status = health_status(statuses)
-        # this node's copy lags the writer's (/replication)
-        if status == "ok" and lagging(call.data.group, call.now, call.settings):
-            status = "degraded"
         if describe is None:
             return HealthResponse(status, service, statuses)
-        return await describe(call, status, statuses)
+        return await describe(call, _replicated(call, status), statuses)
 
-    return Route("/health", health, public=True, cache_ttl=5, max_age=max_age, errors=(), response=response,
+    answer = health or freshness
+
+    async def health_of(call: Call) -> HealthHead:
+        head = await answer(call)
+        status = _replicated(call, head.status)
+        return head if status == head.status else msgspec.structs.replace(head, status=status)
+
+    return Route("/health", health_of, public=True, cache_ttl=5, max_age=max_age, errors=(), response=response,
                  summary=summary)
+
+
+def _replicated(call: Call, status: str) -> str:
+    """`status`, or "degraded" when this node's copy lags the writer's (/replication)."""
+    return "degraded" if status == "ok" and lagging(call.data.group, call.now, call.settings) else status
 
 
 class BundledChart(msgspec.Struct):
@@ -261,16 +282,41 @@ class SnapshotsResponse(msgspec.Struct):
     snapshots: list[SnapshotMeta]
 
 
-def snapshots_route(cadence_of: Callable[[str], int], summary: str) -> Route:
-    """`/snapshots?limit=`: every target's snapshots, newest fetch first."""
+SNAPSHOTS_LIMIT = Param("limit", kind="int", default=50, ge=1, le=500, description="Snapshots to return, newest first")
 
-    async def snapshots(call: Call) -> SnapshotsResponse:
-        rows = await call.data.reader.snapshots(None, call.params["limit"])
+SnapshotsFilter = Callable[[Call[Any]], Awaitable[str | Sequence[str] | None]]
+"""The GLOB pattern (or patterns) of the targets a `/snapshots` request lists, from its parameters; None for every
+target. It raises the request's 404 or 422 for a filter naming nothing the group has."""
+SnapshotsListing = Callable[[Call[Any], list[SnapshotRow]], Any]
+"""A group's own listing of the rows found (its response type), when it says more than `SnapshotsResponse`."""
+
+
+def snapshots_route(cadence_of: Callable[[str], int], summary: str, *, path: str = "/snapshots",
+                    select: SnapshotsFilter | None = None, params: tuple[Param, ...] = (SNAPSHOTS_LIMIT,),
+                    listing: SnapshotsListing | None = None, response: Any = SnapshotsResponse,
+                    errors: tuple[int, ...] = (), max_age: int = 0, cache_ttl: float = 30.0) -> Route:
+    """`/snapshots?limit=`: the snapshots of every target, or of those `select` picks, newest fetch first. `params`
+    declares `limit` and what `select` reads; several patterns are merged, newest first, up to `limit`."""
+    assert any(p.name == "limit" for p in params), f"{path}: a snapshot listing takes `limit`"
+    for reads in (select, listing):
+        declared = params_type(reads) if reads is not None else None
+        if declared is not None:  # what they read is declared
+            check_params_type(declared, params, path, exact=False)
+
+    async def snapshots(call: Call) -> Any:
+        limit = call.params["limit"]
+        patterns = await select(call) if select is not None else None
+        if patterns is None or isinstance(patterns, str):
+            rows = await call.data.reader.snapshots(patterns, limit)
+        else:
+            rows = [row for pattern in patterns for row in await call.data.reader.snapshots(pattern, limit)]
+            rows = sorted(rows, key=lambda r: r.id, reverse=True)[:limit]
+        if listing is not None:
+            return listing(call, rows)
         return SnapshotsResponse(len(rows), [snapshot_meta(row, cadence_of(row.target), call.now) for row in rows])
 
-    return Route("/snapshots", snapshots, (
-        Param("limit", kind="int", default=50, ge=1, le=500, description="Snapshots to return, newest first"),
-    ), errors=(), rows="snapshots", response=SnapshotsResponse, summary=summary)
+    return Route(path, snapshots, params, errors=errors, rows="snapshots", response=response, summary=summary,
+                 max_age=max_age, cache_ttl=cache_ttl)
 
 
 class LatestPullResponse(msgspec.Struct):

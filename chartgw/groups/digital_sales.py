@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
+from typing import TypedDict
 
 import msgspec
 
@@ -95,10 +96,6 @@ def chart_cadence(target: str) -> int:
     return cadence_of(CHARTS, target)
 
 
-def target_key(combo: str, country: str) -> str:
-    return TARGET.make(combo, country)
-
-
 def configured_targets() -> list[tuple[Combo, str]]:
     """Every combo x configured country, combos in table order."""
     return [(combo, country) for combo in COMBOS for country in countries()]
@@ -114,7 +111,7 @@ def _build(combo: Combo, country: str, fetched: list[Fetched], ctx: CrawlContext
     """One snapshot dated by the feed's own `updated`, with the body kept as received."""
     body = fetched[0].body
     parsed = itunes.parse(combo.feed, body)
-    return [NewSnapshot(target=target_key(combo.slug, country), chart_date=parsed.chart_date, chart_hour=None,
+    return [NewSnapshot(target=TARGET.make(combo.slug, country), chart_date=parsed.chart_date, chart_hour=None,
                         fetched_at=ctx.now, source=fetched[0].url, entries=[stored(e) for e in parsed.entries],
                         raw=body, raw_type="application/json")]
 
@@ -122,7 +119,7 @@ def _build(combo: Combo, country: str, fetched: list[Fetched], ctx: CrawlContext
 def _target(combo: Combo, country: str, limit: int) -> CrawlTarget:
     # A feed may hold fewer rows than asked (small storefronts), so no exact row count; but a feed cut to a
     # handful of rows is a feed gone wrong, never a chart.
-    return CrawlTarget(target_key(combo.slug, country), tuple(itunes.requests_for(country, combo.feed, limit)),
+    return CrawlTarget(TARGET.make(combo.slug, country), tuple(itunes.requests_for(country, combo.feed, limit)),
                        partial(_build, combo, country), None, min_rows=min(limit, MIN_FEED_ROWS))
 
 
@@ -176,19 +173,25 @@ async def combos(call: Call) -> CombosResponse:
     configured = countries()
     infos = []
     for combo in COMBOS:
-        rows = [(cc, newest.get(target_key(combo.slug, cc))) for cc in configured]
+        rows = [(cc, newest.get(TARGET.make(combo.slug, cc))) for cc in configured]
         infos.append(ComboInfo(combo.slug, combo.feed, combo.media, combo.description, [
             ComboCountry(cc, country_name(cc), row.chart_date if row else None, row.fetched_at if row else None)
             for cc, row in rows]))
     return CombosResponse(CADENCE_SECONDS, feed_limit(), infos)
 
 
-async def combo_latest(call: Call) -> ComboChartResponse:
+class ComboLatestParams(TypedDict):
+    combo: str
+    country: str
+    limit: int
+
+
+async def combo_latest(call: Call[ComboLatestParams]) -> ComboChartResponse:
     combo, country = call.params["combo"], call.params["country"]
     configured = countries()
     if country not in configured:
         raise not_found(f"Country {country!r} is not crawled; configured countries: {', '.join(configured)}")
-    row = await latest_or_404(call.data.reader, target_key(combo, country), f"{combo} in {country}")
+    row = await latest_or_404(call.data.reader, TARGET.make(combo, country), f"{combo} in {country}")
     records = await call.data.reader.records(row.id, call.params["limit"])
     return ComboChartResponse(combo, country, snapshot_meta(row, CADENCE_SECONDS, call.now), len(records),
                               records_array(records))
@@ -197,10 +200,10 @@ async def combo_latest(call: Call) -> ComboChartResponse:
 # --- the route table ----------------------------------------------------------------------------
 
 ROUTES: tuple[Route, ...] = (
-    health_route(NAME, lambda: cadences(CHARTS, [target_key(c.slug, cc) for c, cc in configured_targets()]),
+    health_route(NAME, lambda: cadences(CHARTS, [TARGET.make(c.slug, cc) for c, cc in configured_targets()]),
                  "Every configured combo x country's latest snapshot, with age and a stale flag"),
     snapshots_route(chart_cadence, "Stored snapshots of every combo and country, newest first"),
-    latest_pull_route(lambda: [target_key(c.slug, cc) for c, cc in configured_targets()], chart_cadence,
+    latest_pull_route(lambda: [TARGET.make(c.slug, cc) for c, cc in configured_targets()], chart_cadence,
                       "The latest pull: run outcome and every configured combo x country's latest chart (100 rows each)"),
     PULL_JSON_ROUTE,
     Route("/combos", combos, errors=(), rows="combos", response=CombosResponse,

@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from types import ModuleType
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
 from chartgw.api.catalog import Chart, cadence_of, cadences
 from chartgw.api.endpoints import ApiError, Call, Route, not_found
 from chartgw.api.group import EntryMapping, Group, Schedule
-from chartgw.api.params import InvalidParams, Param, literal_error, search_param
+from chartgw.api.params import InvalidParams, Limited, Param, literal_error, search_param
 from chartgw.api.refresh import admit_refresh, crawl_in_subprocess
 from chartgw.api.responses import HealthHead, SnapshotMeta, TargetStatus, health_route, records_array, snapshot_meta
 from chartgw.core import config
@@ -336,7 +336,7 @@ async def sites(call: Call) -> SitesResponse:
     return SitesResponse(_site_infos())
 
 
-async def _chart(call: Call, site: str, chart_type: str) -> ChartResponse | RisingChartResponse:
+async def _chart(call: Call[Limited], site: str, chart_type: str) -> ChartResponse | RisingChartResponse:
     row = await call.data.reader.latest(TARGET.make(site, chart_type))
     if row is None:
         raise not_found(f"No snapshot of {site} {chart_type} yet")
@@ -346,7 +346,13 @@ async def _chart(call: Call, site: str, chart_type: str) -> ChartResponse | Risi
                 len(records), records_array(records))
 
 
-async def charts(call: Call) -> ChartResponse | RisingChartResponse:
+class ChartsParams(TypedDict):
+    site: str
+    chart_type: str | None
+    limit: int
+
+
+async def charts(call: Call[ChartsParams]) -> ChartResponse | RisingChartResponse:
     site = call.params["site"]
     chart_type = call.params["chart_type"] or SITES[site].chart_types[0]
     errors = selection_errors(site, chart_type)
@@ -355,7 +361,13 @@ async def charts(call: Call) -> ChartResponse | RisingChartResponse:
     return await _chart(call, site, chart_type)
 
 
-async def site_chart(call: Call) -> ChartResponse | RisingChartResponse:
+class SiteChartParams(TypedDict):
+    site: str
+    chart_type: str
+    limit: int
+
+
+async def site_chart(call: Call[SiteChartParams]) -> ChartResponse | RisingChartResponse:
     site, chart_type = call.params["site"], call.params["chart_type"]
     errors = selection_errors(site, chart_type, where="path")
     if errors:
@@ -363,7 +375,13 @@ async def site_chart(call: Call) -> ChartResponse | RisingChartResponse:
     return await _chart(call, site, chart_type)
 
 
-async def compare(call: Call) -> CompareResponse:
+class CompareParams(TypedDict):
+    keyword: str | None
+    chart_type: str
+    limit: int
+
+
+async def compare(call: Call[CompareParams]) -> CompareResponse:
     chart_type, keyword, limit = call.params["chart_type"], call.params["keyword"], call.params["limit"]
     reader = call.data.reader
     metas: dict[str, SnapshotMeta | None] = {}
@@ -412,7 +430,12 @@ def compare_charts(charts_by_site: dict[str, list[KoreaEntry]]) -> list[Compared
 _refresh_running = asyncio.Lock()
 
 
-async def refresh(call: Call) -> RefreshResponse:
+class RefreshParams(TypedDict):
+    site: str | None
+    chart_type: str | None
+
+
+async def refresh(call: Call[RefreshParams]) -> RefreshResponse:
     site, chart_type = call.params["site"], call.params["chart_type"]
     errors = selection_errors(site, chart_type)
     if errors:

@@ -14,11 +14,11 @@ max-age=600.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
@@ -26,7 +26,16 @@ from chartgw.api.catalog import CADENCES, Chart
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.group import EntryMapping, Group, Schedule
 from chartgw.api.params import InvalidParams, Param, Where, accepts, literal_error, search_param
-from chartgw.api.responses import HealthHead, SnapshotMeta, age_seconds, records_array, snapshot_meta, stored_record
+from chartgw.api.responses import (
+    HealthHead,
+    SnapshotMeta,
+    age_seconds,
+    health_route,
+    records_array,
+    snapshot_meta,
+    snapshots_route,
+    stored_record,
+)
 from chartgw.core.countries import code_of_slug
 from chartgw.core.text import compact
 from chartgw.crawl.runner import KST, CrawlContext, CrawlError, CrawlTarget, Fetched
@@ -331,7 +340,12 @@ async def charts(call: Call) -> ChartsResponse:
                           len(catalogue.records), records_array(catalogue.records))
 
 
-async def _latest(call: Call, path: str) -> ChartResponse:
+class RawParams(TypedDict):
+    limit: int
+    include_raw: bool
+
+
+async def _latest(call: Call[RawParams], path: str) -> ChartResponse:
     reader = call.data.reader
     catalogue = await catalogue_or_404(reader)
     entry = catalogue.by_path.get(path)
@@ -349,23 +363,49 @@ async def _latest(call: Call, path: str) -> ChartResponse:
     return response
 
 
-async def top_200(call: Call) -> ChartResponse:
+class Top200Params(TypedDict):
+    market: str
+    limit: int
+    include_raw: bool
+
+
+async def top_200(call: Call[Top200Params]) -> ChartResponse:
     return await _latest(call, f"top-200/{call.params['market']}")
 
 
-async def genre_chart(call: Call) -> ChartResponse:
+class GenreChartParams(TypedDict):
+    market: str
+    genre: str
+    limit: int
+    include_raw: bool
+
+
+async def genre_chart(call: Call[GenreChartParams]) -> ChartResponse:
     return await _latest(call, f"genre/{call.params['market']}/{call.params['genre']}")
 
 
-async def viral(call: Call) -> ChartResponse:
+class ViralParams(TypedDict):
+    market: str
+    limit: int
+    include_raw: bool
+
+
+async def viral(call: Call[ViralParams]) -> ChartResponse:
     return await _latest(call, f"viral/{call.params['market']}")
 
 
-async def top_50(call: Call) -> ChartResponse:
+class Top50Params(TypedDict):
+    market: str
+    city: str
+    limit: int
+    include_raw: bool
+
+
+async def top_50(call: Call[Top50Params]) -> ChartResponse:
     return await _latest(call, f"top-50/{call.params['market']}/{call.params['city']}")
 
 
-def _scope(params: dict[str, Any]) -> list[str]:
+def _scope(params: Mapping[str, Any]) -> list[str]:
     """The GLOB patterns a /snapshots or /search request covers; genre implies genre charts, city Top 50s."""
     kind, genre, city = params.get("chart_kind"), params.get("genre"), params.get("city")
     errors = []
@@ -388,16 +428,22 @@ def _item(row: SnapshotRow, now: datetime) -> SnapshotItem:
     return SnapshotItem(kind, market, genre, city, snapshot_meta(row, CADENCE_SECONDS, now))
 
 
-async def snapshots(call: Call) -> SnapshotsResponse:
-    limit = call.params["limit"]
-    rows: list[SnapshotRow] = []
-    for pattern in _scope(call.params):
-        rows += await call.data.reader.snapshots(pattern, limit)
-    rows = sorted(rows, key=lambda r: r.id, reverse=True)[:limit]
+async def listed(call: Call) -> list[str]:
+    return _scope(call.params)
+
+
+def listing(call: Call, rows: list[SnapshotRow]) -> SnapshotsResponse:
     return SnapshotsResponse(len(rows), [_item(r, call.now) for r in rows])
 
 
-async def search(call: Call) -> SearchResponse:
+class SearchParams(TypedDict):
+    q: str
+    chart_kind: str | None
+    market: str | None
+    limit: int
+
+
+async def search(call: Call[SearchParams]) -> SearchResponse:
     q, limit = call.params["q"], call.params["limit"]
     needle = compact(q)
     found = await call.data.reader.search(needle, _scope(call.params), limit, latest_only=True) if needle else []
@@ -454,8 +500,8 @@ CHART_KIND = Param("chart_kind", kind="choice", choices=CHART_KINDS, description
 LIST_LIMIT = Param("limit", kind="int", default=50, ge=1, le=500, description="Items to return")
 
 ROUTES: tuple[Route, ...] = (
-    Route("/health", health, public=True, cache_ttl=5, max_age=300, errors=(), response=HealthResponse,
-          summary="Discovery counts and how many discovered charts have a fresh snapshot"),
+    health_route(NAME, None, "Discovery counts and how many discovered charts have a fresh snapshot",
+                 health=health, response=HealthResponse, max_age=300),
     Route("/charts", charts, rows="charts", response=ChartsResponse, max_age=MAX_AGE, cache_ttl=60,
           summary="The discovered chart catalogue: Top 200, genre, viral and city Top 50 charts"),
     Route("/top-200/{market}/latest", top_200, (MARKET, LIMIT, INCLUDE_RAW), rows="entries", response=ChartResponse,
@@ -471,14 +517,13 @@ ROUTES: tuple[Route, ...] = (
         LIMIT, INCLUDE_RAW,
     ), rows="entries", response=ChartResponse, max_age=MAX_AGE, cache_ttl=60,
         summary="Latest city Top 50; only cities the catalogue lists"),
-    Route("/snapshots", snapshots, (
+    snapshots_route(lambda _: CADENCE_SECONDS, "Stored chart snapshots, newest first", select=listed, params=(
         CHART_KIND,
         _slug_param("market", "query", "Only this market"),
         _slug_param("genre", "query", "Only this genre (genre charts)"),
         _slug_param("city", "query", "Only this city (city Top 50s)"),
         LIST_LIMIT,
-    ), errors=(), rows="snapshots", response=SnapshotsResponse, max_age=MAX_AGE, cache_ttl=60,
-        summary="Stored chart snapshots, newest first"),
+    ), listing=listing, response=SnapshotsResponse, max_age=MAX_AGE, cache_ttl=60),
     Route("/search", search, (
         search_param(description="Text in an artist or a title"),
         CHART_KIND,

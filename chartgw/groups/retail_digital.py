@@ -11,6 +11,7 @@ Everything is crawled once a day and kept as daily snapshots.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TypedDict
 
 import msgspec
 
@@ -166,7 +167,11 @@ async def latest(call: Call) -> LatestResponse:
     return LatestResponse(run_info(runs[0]) if runs else None, len(charts), charts)
 
 
-async def feed(call: Call) -> FeedResponse:
+class FeedParams(TypedDict):
+    limit: int
+
+
+async def feed(call: Call[FeedParams]) -> FeedResponse:
     reader = call.data.reader
     charts = []
     for row in await _latest_rows(call):
@@ -208,7 +213,12 @@ async def charts(call: Call) -> ChartsResponse:
     return ChartsResponse(retail.CADENCE_SECONDS, len(infos), infos)
 
 
-async def chart_latest(call: Call) -> retail.ChartResponse:
+class ChartLatestParams(TypedDict):
+    chart_key: str
+    limit: int
+
+
+async def chart_latest(call: Call[ChartLatestParams]) -> retail.ChartResponse:
     key = call.params["chart_key"]
     parts = retail.split_key(key)
     target = retail.target_of(*parts) if parts else None

@@ -8,12 +8,13 @@ was found"), so this group reads the Digital Music store's best-selling songs li
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TypedDict
 
 from chartgw.api.catalog import Chart, cadences
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.group import EntryMapping, Group, Schedule
 from chartgw.api.params import Param
-from chartgw.api.responses import SnapshotsResponse, health_route, snapshot_meta
+from chartgw.api.responses import health_route, snapshots_route
 from chartgw.crawl.runner import CrawlTarget
 from chartgw.groups import retail
 from chartgw.store import glob_escape
@@ -46,7 +47,11 @@ def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget
     return [retail.grid_target(GROUP_KIND, m, CHART, gate) for m in configured() if market in (None, m)]
 
 
-def _target(call: Call) -> str:
+class MarketParams(TypedDict):
+    market: str | None
+
+
+def _target(call: Call[MarketParams]) -> str:
     market = call.params["market"]
     have = configured()
     if market is None:
@@ -59,20 +64,29 @@ def _target(call: Call) -> str:
     return retail.target_of(market, CHART)
 
 
-async def latest(call: Call) -> retail.ChartResponse:
+class LatestParams(TypedDict):
+    limit: int
+    market: str | None
+
+
+async def latest(call: Call[LatestParams]) -> retail.ChartResponse:
     return await retail.chart_response(call, _target(call), "/retail-music/top-songs/snapshots", call.params["limit"],
                                        False)
 
 
-async def rank(call: Call) -> retail.RankResponse:
+class RankParams(TypedDict):
+    rank: int
+    market: str | None
+
+
+async def rank(call: Call[RankParams]) -> retail.RankResponse:
     return await retail.rank_response(call, _target(call), "/retail-music/top-songs/snapshots", call.params["rank"],
                                       False)
 
 
-async def snapshots(call: Call) -> SnapshotsResponse:
-    pattern = glob_escape(_target(call)) if call.params["market"] is not None else f"*/{CHART}"
-    rows = await call.data.reader.snapshots(pattern, call.params["limit"])
-    return SnapshotsResponse(len(rows), [snapshot_meta(row, retail.CADENCE_SECONDS, call.now) for row in rows])
+async def listed(call: Call[MarketParams]) -> str:
+    """The targets `/top-songs/snapshots` lists: one marketplace's, or every marketplace's."""
+    return glob_escape(_target(call)) if call.params["market"] is not None else f"*/{CHART}"
 
 
 MARKET = Param("market", kind="choice", choices=retail.MARKET_CODES,
@@ -88,10 +102,11 @@ ROUTES: tuple[Route, ...] = (
        summary="The latest top songs (best-selling digital songs) of a marketplace"),
     Route("/top-songs/rank/{rank}", rank, (retail.RANK_PARAM, MARKET), response=retail.RankResponse,
           summary="One rank of the latest top songs"),
-    Route("/top-songs/snapshots", snapshots, (
+    snapshots_route(lambda _: retail.CADENCE_SECONDS, "Stored top-songs snapshots, newest first",
+                    path="/top-songs/snapshots", select=listed, errors=(404,), params=(
         Param("limit", kind="int", default=50, ge=1, le=1000, description="Snapshots to return, newest first"),
         Param("market", kind="choice", choices=retail.MARKET_CODES, description="Only this marketplace; all when absent"),
-    ), rows="snapshots", response=SnapshotsResponse, summary="Stored top-songs snapshots, newest first"),
+    )),
 )
 
 

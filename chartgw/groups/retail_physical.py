@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import TypedDict
 
 import msgspec
 
@@ -17,7 +18,7 @@ from chartgw.api.catalog import Chart, cadences
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.group import EntryMapping, Group, Schedule
 from chartgw.api.params import Param
-from chartgw.api.responses import SnapshotsResponse, health_route, snapshot_meta
+from chartgw.api.responses import health_route, snapshots_route
 from chartgw.core import config
 from chartgw.crawl.runner import CrawlTarget
 from chartgw.groups import retail
@@ -191,21 +192,36 @@ async def categories(call: Call) -> CategoriesResponse:
     return CategoriesResponse(default_key(), retail.CADENCE_SECONDS, len(infos), infos)
 
 
-async def latest(call: Call) -> retail.ChartResponse:
+class LatestParams(TypedDict):
+    category: str | None
+    limit: int
+    include_raw: bool
+
+
+async def latest(call: Call[LatestParams]) -> retail.ChartResponse:
     target = await resolve(call, call.params["category"])
     return await retail.chart_response(call, target, WHERE, call.params["limit"], call.params["include_raw"])
 
 
-async def rank(call: Call) -> retail.RankResponse:
+class RankParams(TypedDict):
+    rank: int
+    category: str | None
+    include_raw: bool
+
+
+async def rank(call: Call[RankParams]) -> retail.RankResponse:
     target = await resolve(call, call.params["category"])
     return await retail.rank_response(call, target, WHERE, call.params["rank"], call.params["include_raw"])
 
 
-async def snapshots(call: Call) -> SnapshotsResponse:
+class CategoryParams(TypedDict):
+    category: str | None
+
+
+async def listed(call: Call[CategoryParams]) -> str | None:
+    """The targets `/best-sellers/snapshots` lists: one category's, or every category's."""
     key = call.params["category"]
-    pattern = glob_escape(await resolve(call, key)) if key is not None else None
-    rows = await call.data.reader.snapshots(pattern, call.params["limit"])
-    return SnapshotsResponse(len(rows), [snapshot_meta(row, retail.CADENCE_SECONDS, call.now) for row in rows])
+    return glob_escape(await resolve(call, key)) if key is not None else None
 
 
 APPEARANCES = Query("appearances", "SELECT s.id, s.target, s.chart_date, s.fetched_at, e.position FROM entries e"
@@ -217,7 +233,13 @@ RECORDS_AT = Query("records_at", "SELECT k.value ->> 0, k.value ->> 1, e.record 
 """The records at a JSON list of [snapshot id, position]."""
 
 
-async def history(call: Call) -> ProductHistory:
+class HistoryParams(TypedDict):
+    asin: str
+    category: str | None
+    limit: int
+
+
+async def history(call: Call[HistoryParams]) -> ProductHistory:
     """Every listing of an ASIN. The run is read from the item index alone (a covering index: the entry's
     position is its rank, since a committed snapshot's ranks run 1..n in order); only the `limit` newest
     appearances read their records (price, rating), a page each."""
@@ -262,10 +284,11 @@ ROUTES: tuple[Route, ...] = (
     ), rows="entries", response=retail.ChartResponse, summary="The latest best-seller list of a category"),
     Route("/best-sellers/rank/{rank}", rank, (retail.RANK_PARAM, CATEGORY, retail.INCLUDE_RAW),
           response=retail.RankResponse, summary="One rank of a category's latest list"),
-    Route("/best-sellers/snapshots", snapshots, (
+    snapshots_route(lambda _: retail.CADENCE_SECONDS, "Stored snapshots of one category or all, newest first",
+                    path="/best-sellers/snapshots", select=listed, errors=(404,), params=(
         Param("category", description="Category key (\"us-rock\") or bare category; every category when absent"),
         Param("limit", kind="int", default=50, ge=1, le=1000, description="Snapshots to return, newest first"),
-    ), rows="snapshots", response=SnapshotsResponse, summary="Stored snapshots of one category or all, newest first"),
+    )),
     Route("/products/{asin}/history", history, (
         retail.ASIN_PARAM,
         Param("category", description="Only this category key (\"us-rock\") or bare category; every category when "

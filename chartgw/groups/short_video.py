@@ -25,6 +25,7 @@ import hashlib
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
+from typing import TypedDict
 from urllib.parse import urlencode
 
 import msgspec
@@ -32,7 +33,7 @@ import msgspec
 from chartgw.api.catalog import Chart, cadence_of, cadences
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.group import EntryMapping, Group, Schedule
-from chartgw.api.params import Param, accepts
+from chartgw.api.params import Limited, Param, accepts
 from chartgw.api.responses import (
     HealthHead,
     SnapshotMeta,
@@ -100,10 +101,6 @@ def refresh_token() -> str:
         raise config.SettingError(f"{TOKEN_SETTING.variable}: not set; /short-video needs a Chartmetric API refresh "
                                   "token to crawl (stored charts are still served)")
     return value
-
-
-def target_key(code2: str, interval: str) -> str:
-    return TARGET.make(code2, interval)
 
 
 def configured_charts() -> list[tuple[str, str]]:
@@ -230,7 +227,7 @@ async def fetch_pages(session: ChartmetricSession, code2: str, interval: str, fe
     pages = [first]
     if read.length is not None:
         if read.length > MAX_ROWS:
-            raise CrawlError(f"{target_key(code2, interval)}: obj.length {read.length} is past {MAX_ROWS}; "
+            raise CrawlError(f"{TARGET.make(code2, interval)}: obj.length {read.length} is past {MAX_ROWS}; "
                              "format changed?")
         for offset in chartmetric.page_offsets(read.length)[1:]:
             pages.append((await session.page(fetcher, date, interval, upstream_code, offset))[0])
@@ -248,10 +245,10 @@ def read_chart(code2: str, interval: str, pages: list[Fetched]) -> tuple[str | N
     length = read[0].length
     dates = {p.chart_date for p in read if p.chart_date is not None}
     if len(dates) > 1:
-        raise CrawlError(f"{target_key(code2, interval)}: pages of several chart dates {sorted(dates)}")
+        raise CrawlError(f"{TARGET.make(code2, interval)}: pages of several chart dates {sorted(dates)}")
     entries = [e for p in read for e in p.entries]
     if length is not None and len(entries) != length:
-        raise CrawlError(f"{target_key(code2, interval)}: obj.length says {length} rows, the pages gave {len(entries)}")
+        raise CrawlError(f"{TARGET.make(code2, interval)}: obj.length says {length} rows, the pages gave {len(entries)}")
     return (dates.pop() if dates else None), entries
 
 
@@ -267,9 +264,9 @@ def _build(code2: str, interval: str, fetched: list[Fetched], ctx: CrawlContext)
     url = f"{request_url(first)}?{urlencode(first.params)}"
     stated, entries = read_chart(code2, interval, fetched)
     if stated is not None and stated > date:
-        raise CrawlError(f"{target_key(code2, interval)}: asked for {date}, rows are of {stated}")
+        raise CrawlError(f"{TARGET.make(code2, interval)}: asked for {date}, rows are of {stated}")
     raw = msgspec.json.encode({"date": date, "interval": interval, "code2": code2, "rows": entries})
-    return [NewSnapshot(target=target_key(code2, interval), chart_date=stated or date, chart_hour=None,
+    return [NewSnapshot(target=TARGET.make(code2, interval), chart_date=stated or date, chart_hour=None,
                         fetched_at=ctx.now, source=url, entries=[stored(e) for e in entries], raw=raw,
                         raw_type="application/json")]
 
@@ -280,7 +277,7 @@ def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget
     # A chart named on the command line is crawled even when the settings do not list it.
     codes = (code2,) if code2 else countries()
     chosen = (interval,) if interval else intervals()
-    return [CrawlTarget(target_key(c, i), (), partial(_build, c, i), None, fetch=partial(fetch_pages, session, c, i))
+    return [CrawlTarget(TARGET.make(c, i), (), partial(_build, c, i), None, fetch=partial(fetch_pages, session, c, i))
             for c in codes for i in chosen]
 
 
@@ -386,7 +383,7 @@ def _cadence(target: str) -> int:
 
 async def describe_health(call: Call, status: str, statuses: list[TargetStatus]) -> HealthResponse:
     latest = {row.target: row for row in await call.data.reader.latest_per_target()}
-    configured = {target_key(c, i) for c, i in configured_charts()}
+    configured = {TARGET.make(c, i) for c, i in configured_charts()}
     coverage = []
     by_target = {s.target: s for s in statuses}
     for target in [*by_target, *sorted(set(latest) - set(by_target))]:
@@ -410,7 +407,7 @@ async def describe_health(call: Call, status: str, statuses: list[TargetStatus])
 
 
 async def _latest(call: Call, code2: str, interval: str) -> SnapshotRow:
-    row = await call.data.reader.latest(target_key(code2, interval))
+    row = await call.data.reader.latest(TARGET.make(code2, interval))
     if row is None:
         crawled = ", ".join(countries())
         raise not_found(f"No {interval} TikTok chart of {code2} stored yet; crawled countries: {crawled} "
@@ -418,7 +415,14 @@ async def _latest(call: Call, code2: str, interval: str) -> SnapshotRow:
     return row
 
 
-async def chart(call: Call) -> ChartResponse:
+class ChartParams(TypedDict):
+    code2: str
+    interval: str
+    limit: int
+    offset: int
+
+
+async def chart(call: Call[ChartParams]) -> ChartResponse:
     code2, interval = call.params["code2"], call.params["interval"]
     row = await _latest(call, code2, interval)
     offset, limit = call.params["offset"], call.params["limit"]
@@ -439,11 +443,19 @@ CHARTS = Query("charts", f"SELECT id, chart_date, row_count FROM snapshots WHERE
 """Each chart date's snapshot of one target, newest first."""
 
 
-async def history(call: Call) -> TrackHistoryResponse | MovementResponse:
+class HistoryParams(TypedDict):
+    code2: str
+    interval: str
+    limit: int
+    track_id: str | None
+    sound_id: str | None
+
+
+async def history(call: Call[HistoryParams]) -> TrackHistoryResponse | MovementResponse:
     code2, interval = call.params["code2"], call.params["interval"]
     track_id, sound_id = call.params["track_id"], call.params["sound_id"]
     await _latest(call, code2, interval)
-    target = target_key(code2, interval)
+    target = TARGET.make(code2, interval)
     if track_id is None and sound_id is None:
         return await _movement(call, code2, interval, target)
     reader = call.data.reader
@@ -481,7 +493,7 @@ def _mover(entry: ShortVideoEntry, rank: int | None, previous: int | None) -> Mo
     return Mover(rank, previous, entry.name, entry.artist, entry.track_id, entry.sound_id)
 
 
-async def _movement(call: Call, code2: str, interval: str, target: str) -> MovementResponse:
+async def _movement(call: Call[Limited], code2: str, interval: str, target: str) -> MovementResponse:
     reader = call.data.reader
     limit = call.params["limit"]
     snapshot_rows = await reader.fetchall(CHARTS, (target, limit + 1))
@@ -521,7 +533,7 @@ def _digits(value: str) -> str:
 
 
 ROUTES: tuple[Route, ...] = (
-    health_route(NAME, lambda: cadences(CATALOG, [target_key(c, i) for c, i in configured_charts()]),
+    health_route(NAME, lambda: cadences(CATALOG, [TARGET.make(c, i) for c, i in configured_charts()]),
                  "Latest snapshot coverage by country and interval, and whether a Chartmetric token is configured",
                  describe=describe_health, response=HealthResponse),
     Route("/chart", chart, (

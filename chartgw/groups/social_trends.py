@@ -19,14 +19,14 @@ import asyncio
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import msgspec
 
 from chartgw.api.catalog import CADENCES, Chart, cadence_of, cadences
 from chartgw.api.endpoints import ApiError, Call, Route
 from chartgw.api.group import Group, Schedule, retention
-from chartgw.api.params import InvalidParams, Param
+from chartgw.api.params import InvalidParams, Limited, Param
 from chartgw.api.refresh import admit_key
 from chartgw.api.responses import (
     HealthHead,
@@ -107,9 +107,6 @@ def crawled() -> tuple[str, ...]:
     return config.get(LOCATIONS_SETTING)
 
 
-def target_key(slug: str) -> str:
-    return TARGET.make(slug)
-
 
 # --- crawl --------------------------------------------------------------------------------------
 
@@ -132,12 +129,12 @@ def _build(where: Location, kind: x_trends.Source, fetched: list[Fetched], ctx: 
     body = fetched[0].body
     parsed: ParsedTrends = x_trends.parse(kind, body, where.trends24_path)
     if parsed.woeid is not None and parsed.woeid != where.woeid:
-        raise CrawlError(f"{target_key(where.slug)}: asked for WOEID {where.woeid}, the X API answered {parsed.woeid}")
+        raise CrawlError(f"{TARGET.make(where.slug)}: asked for WOEID {where.woeid}, the X API answered {parsed.woeid}")
     moment = parse_iso(parsed.as_of) if parsed.as_of else ctx.now
     if moment > ctx.now + timedelta(minutes=5):
         moment = ctx.now  # a clock ahead of ours never makes a snapshot look newer than it is
     info = SnapshotInfo(source=parsed.source, as_of=parsed.as_of, created_at=parsed.created_at)
-    return [NewSnapshot(target=target_key(where.slug), chart_date=moment.date().isoformat(), chart_hour=moment.hour,
+    return [NewSnapshot(target=TARGET.make(where.slug), chart_date=moment.date().isoformat(), chart_hour=moment.hour,
                         fetched_at=ctx.now, source=fetched[0].url, entries=[stored(e) for e in parsed.entries],
                         raw=body, raw_type=fetched[0].content_type or "application/octet-stream",
                         meta=msgspec.json.encode(info))]
@@ -174,8 +171,8 @@ def location_target(where: Location) -> CrawlTarget:
             request, kind = x_trends.v1_request(where.woeid, secret), "x-api-v1.1"
         else:
             request, kind = x_trends.v2_request(where.woeid, secret), "x-api-v2"
-        return CrawlTarget(target_key(where.slug), (request,), partial(_build, where, kind), None, x_api_refusal)
-    return CrawlTarget(target_key(where.slug), (x_trends.trends24_request(where),),
+        return CrawlTarget(TARGET.make(where.slug), (request,), partial(_build, where, kind), None, x_api_refusal)
+    return CrawlTarget(TARGET.make(where.slug), (x_trends.trends24_request(where),),
                        partial(_build, where, "trends24"), None, trends24_refusal)
 
 
@@ -265,12 +262,12 @@ def unknown_location(what: str) -> ApiError:
 async def locations(call: Call) -> LocationsResponse:
     latest = {row.target: row for row in await call.data.reader.latest_per_target(TARGET.pattern())}
     configured = crawled()
-    items = [_info(where, latest.get(target_key(where.slug)), configured) for where in LOCATIONS]
+    items = [_info(where, latest.get(TARGET.make(where.slug)), configured) for where in LOCATIONS]
     return LocationsResponse(source(), CADENCE_SECONDS, len(items), items)
 
 
-async def _trends(call: Call, where: Location) -> TrendsResponse:
-    row = await call.data.reader.latest(target_key(where.slug))
+async def _trends(call: Call[Limited], where: Location) -> TrendsResponse:
+    row = await call.data.reader.latest(TARGET.make(where.slug))
     if row is None:
         hint = "" if where.slug in crawled() else " (it is not among CHARTGW_SOCIAL_TRENDS_LOCATIONS; POST /refresh fetches it)"
         raise ApiError(404, f"No trends of {where.slug} stored yet{hint}; see {LOCATIONS_PATH}")
@@ -280,7 +277,12 @@ async def _trends(call: Call, where: Location) -> TrendsResponse:
                           snapshot_meta(row, CADENCE_SECONDS, call.now), len(records), records_array(records))
 
 
-async def trends_by_slug(call: Call) -> TrendsResponse:
+class TrendsBySlugParams(TypedDict):
+    location_slug: str
+    limit: int
+
+
+async def trends_by_slug(call: Call[TrendsBySlugParams]) -> TrendsResponse:
     slug = call.params["location_slug"]
     where = LOCATIONS_BY_SLUG.get(slug.lower())
     if where is None:
@@ -288,7 +290,12 @@ async def trends_by_slug(call: Call) -> TrendsResponse:
     return await _trends(call, where)
 
 
-async def trends_by_woeid(call: Call) -> TrendsResponse:
+class TrendsByWoeidParams(TypedDict):
+    woeid: int
+    limit: int
+
+
+async def trends_by_woeid(call: Call[TrendsByWoeidParams]) -> TrendsResponse:
     woeid = call.params["woeid"]
     where = LOCATIONS_BY_WOEID.get(woeid)
     if where is None:
@@ -297,7 +304,7 @@ async def trends_by_woeid(call: Call) -> TrendsResponse:
 
 
 def expected_cadences() -> dict[str, int]:
-    return cadences(CHARTS, [target_key(slug) for slug in crawled()])
+    return cadences(CHARTS, [TARGET.make(slug) for slug in crawled()])
 
 
 async def describe_health(call: Call, status: str, statuses: list[TargetStatus]) -> HealthResponse:

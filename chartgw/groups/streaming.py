@@ -15,7 +15,7 @@ import re
 from datetime import date, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
@@ -74,10 +74,6 @@ CHARTS = tuple(Chart(chart_type, TARGET, "weekly" if chart_type == "regional-wee
                for chart_type in CHART_TYPES)
 
 
-def target_key(chart_type: str, country: str) -> str:
-    return TARGET.make(chart_type, country)
-
-
 def split_target(target: str) -> tuple[str, str]:
     parts = TARGET.parse(target) or {"chart_type": "", "country": ""}
     return parts["chart_type"], parts["country"]
@@ -86,7 +82,7 @@ def split_target(target: str) -> tuple[str, str]:
 def expected_cadences() -> dict[str, int]:
     """Every chart the group serves, with its cadence: without a token only the overview's one is crawled,
     so the others are "never crawled" and health says `degraded` (and `token_mode: public` says why)."""
-    charts = cadences(CHARTS, [target_key(ct, c) for ct in CHART_TYPES for c in crawled_countries()])
+    charts = cadences(CHARTS, [TARGET.make(ct, c) for ct in CHART_TYPES for c in crawled_countries()])
     return charts if token() else {**cadences(CHARTS, [OVERVIEW_TARGET]), **charts}
 
 
@@ -105,7 +101,7 @@ def _snapshot(target: str, chart: spotify.SpotifyChart, source: str, ctx: CrawlC
 
 def _build_chart(chart_type: str, country: str, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
     chart = spotify.parse_chart(fetched[0].body, f"spotify {spotify.alias(chart_type, country)}")
-    return _snapshot(target_key(chart_type, country), chart, fetched[0].url, ctx)
+    return _snapshot(TARGET.make(chart_type, country), chart, fetched[0].url, ctx)
 
 
 def _build_overview(fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
@@ -131,7 +127,7 @@ def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget
             raise InvalidParams(errors)
         return [CrawlTarget(OVERVIEW_TARGET, (spotify.overview_request(),), _build_overview, OVERVIEW_ROWS)]
     secret = token()
-    return [CrawlTarget(target_key(ct, c), (spotify.chart_request(ct, c, secret),), partial(_build_chart, ct, c),
+    return [CrawlTarget(TARGET.make(ct, c), (spotify.chart_request(ct, c, secret),), partial(_build_chart, ct, c),
                         EXPECTED_ROWS[ct])
             for ct in CHART_TYPES if chart_type in (None, ct)
             for c in ([country] if country else crawled_countries())]
@@ -187,7 +183,7 @@ def import_csv(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     chart_date = _pick("date", _chart_date(values.get("date")), named.chart_date, path.name)
     parsed = spotify.parse_csv(path.read_bytes(), path.name)
     _check_layout(parsed, chart_type, path.name)
-    target = target_key(chart_type, country)
+    target = TARGET.make(chart_type, country)
     source = f"csv import of {path.name} ({parsed.layout} layout)"
 
     def build(ctx: CrawlContext) -> list[NewSnapshot]:
@@ -307,10 +303,16 @@ async def _no_chart(reader: SnapshotReader, country: str, chart_type: str) -> Ap
     return not_found(f"No {chart_type} chart of '{country}' yet{hint}")
 
 
-async def _chart_response(call: Call, chart_date: str | None) -> ChartResponse:
+class ChartOfParams(TypedDict):
+    country: str
+    chart_type: str
+    limit: int
+
+
+async def _chart_response(call: Call[ChartOfParams], chart_date: str | None) -> ChartResponse:
     country, chart_type, limit = call.params["country"], call.params["chart_type"], call.params["limit"]
     reader = call.data.reader
-    target = target_key(chart_type, country)
+    target = TARGET.make(chart_type, country)
     row = await (reader.latest(target) if chart_date is None else reader.snapshot_on(target, chart_date))
     if row is None:
         if chart_date is not None and await reader.dates(target):
@@ -322,17 +324,36 @@ async def _chart_response(call: Call, chart_date: str | None) -> ChartResponse:
                          len(records), records_array(records))
 
 
-async def latest(call: Call) -> ChartResponse:
+class LatestParams(TypedDict):
+    country: str
+    chart_type: str
+    limit: int
+
+
+async def latest(call: Call[LatestParams]) -> ChartResponse:
     return await _chart_response(call, None)
 
 
-async def chart(call: Call) -> ChartResponse:
+class ChartParams(TypedDict):
+    country: str
+    chart_type: str
+    chart_date: str
+    limit: int
+
+
+async def chart(call: Call[ChartParams]) -> ChartResponse:
     return await _chart_response(call, call.params["chart_date"])
 
 
-async def dates(call: Call) -> DatesResponse:
+class DatesParams(TypedDict):
+    country: str
+    chart_type: str
+    limit: int | None
+
+
+async def dates(call: Call[DatesParams]) -> DatesResponse:
     country, chart_type = call.params["country"], call.params["chart_type"]
-    found = await call.data.reader.dates(target_key(chart_type, country))
+    found = await call.data.reader.dates(TARGET.make(chart_type, country))
     if not found:
         raise await _no_chart(call.data.reader, country, chart_type)
     shown = found[:call.params["limit"]] if call.params["limit"] is not None else found
@@ -367,8 +388,16 @@ def _one_snapshot_per_chart(rows: list[tuple[SnapshotRow, int, bytes]]) -> list[
     return [r for r in rows if r[0].id == newest[(r[0].target, r[0].chart_date)]]
 
 
-async def search(call: Call) -> SearchResponse:
-    q, country, chart_type, limit = (call.params[k] for k in ("q", "country", "chart_type", "limit"))
+class SearchParams(TypedDict):
+    q: str
+    country: str | None
+    chart_type: str | None
+    limit: int
+
+
+async def search(call: Call[SearchParams]) -> SearchResponse:
+    p = call.params
+    q, country, chart_type, limit = p["q"], p["country"], p["chart_type"], p["limit"]
     reader, needle, pattern = call.data.reader, compact(q), _pattern(chart_type, country)
     fetch = limit
     while True:
@@ -386,11 +415,19 @@ async def search(call: Call) -> SearchResponse:
     return SearchResponse(q, country, chart_type, len(hits), hits)
 
 
-async def history(call: Call) -> HistoryResponse:
+class HistoryParams(TypedDict):
+    artist: str
+    title: str
+    country: str | None
+    chart_type: str | None
+
+
+async def history(call: Call[HistoryParams]) -> HistoryResponse:
     """Every chart appearance of the song `title` names (`title_key`: featuring credits and version marks folded),
     the best ranked of its versions per chart. Entries are found by key prefix, so a key stored before version
     marks were folded ("sevenexplicitver") is found too, then kept only when its title names the song now."""
-    artist, title, country, chart_type = (call.params[k] for k in ("artist", "title", "country", "chart_type"))
+    p = call.params
+    artist, title, country, chart_type = p["artist"], p["title"], p["country"], p["chart_type"]
     song = title_key(title)
     rows = await call.data.reader.history(glob_escape(song) + "*", compact(artist), _pattern(chart_type, country))
     best: dict[tuple[str, str], Appearance] = {}

@@ -14,7 +14,7 @@ import asyncio
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import httpx
 import msgspec
@@ -23,7 +23,7 @@ from chartgw.api.catalog import Chart as CatalogChart
 from chartgw.api.catalog import cadence_of, dated
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
-from chartgw.api.params import InvalidParams, Param
+from chartgw.api.params import InvalidParams, Limited, Param
 from chartgw.api.responses import (
     BUNDLE_LIMIT,
     PULL_JSON_ROUTE,
@@ -312,7 +312,12 @@ async def countries_list(call: Call) -> CountriesResponse:
     return CountriesResponse(len(infos), infos)
 
 
-async def country_latest(call: Call) -> CountryLatestResponse:
+class CountryLatestParams(TypedDict):
+    country: str
+    limit: int
+
+
+async def country_latest(call: Call[CountryLatestParams]) -> CountryLatestResponse:
     code = call.params["country"]
     reader = call.data.reader
     rows = await reader.latest_per_target(f"*/*/{glob_escape(code)}")
@@ -333,7 +338,7 @@ async def charts_catalogue(call: Call) -> ChartsResponse:
     return ChartsResponse(len(listed), listed)
 
 
-async def _dated_chart(call: Call, chart: Chart, chart_date: str) -> ChartResponse:
+async def _dated_chart(call: Call[Limited], chart: Chart, chart_date: str) -> ChartResponse:
     reader = call.data.reader
     row = await reader.snapshot_on(chart.target, chart_date)
     if row is None:
@@ -346,16 +351,34 @@ async def _dated_chart(call: Call, chart: Chart, chart_date: str) -> ChartRespon
                 snapshot_meta(row, chart.cadence_seconds, call.now), len(records), records_array(records))
 
 
-async def dated_chart(call: Call) -> ChartResponse:
+class DatedChartParams(TypedDict):
+    chart_type: str
+    period: str
+    country: str
+    date: str
+    limit: int
+
+
+async def dated_chart(call: Call[DatedChartParams]) -> ChartResponse:
     p = call.params
     return await _dated_chart(call, Chart(p["chart_type"], p["period"], p["country"]), p["date"])
 
 
-async def shorts_chart(call: Call) -> ChartResponse:
+class ShortsChartParams(TypedDict):
+    period: str
+    date: str
+    limit: int
+
+
+async def shorts_chart(call: Call[ShortsChartParams]) -> ChartResponse:
     return await _dated_chart(call, Chart("shorts", call.params["period"], GLOBAL), call.params["date"])
 
 
-async def backfills(call: Call) -> BackfillsResponse:
+class BackfillsParams(TypedDict):
+    limit: int
+
+
+async def backfills(call: Call[BackfillsParams]) -> BackfillsResponse:
     runs = await call.data.reader.runs("backfill", call.params["limit"])
     return BackfillsResponse(len(runs), [run_info(r) for r in runs])
 

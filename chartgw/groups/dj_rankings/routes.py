@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Literal, TypedDict
 
 import msgspec
 
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.params import Param, accepts, limit_param, search_param
-from chartgw.api.responses import HealthHead, SnapshotMeta, records_array, snapshot_meta
+from chartgw.api.responses import HealthHead, SnapshotMeta, health_route, records_array, snapshot_meta
 from chartgw.core.countries import COUNTRIES, GLOBAL, country_param
 from chartgw.core.text import compact
 from chartgw.groups.dj_rankings.records import (
@@ -220,7 +220,13 @@ _CODE_OF_NAME = {name: code for code, name in COUNTRIES.items()}
 """Entries name their DJ's country by its name in `COUNTRIES` (`djmag.country_of`); the filter takes its code."""
 
 
-def _list_response(call: Call, index: Index, year: int) -> ListResponse:
+class ListParams(TypedDict):
+    country: str | None
+    genre: str | None
+    limit: int
+
+
+def _list_response(call: Call[ListParams], index: Index, year: int) -> ListResponse:
     """A held year's list, narrowed to the `country` and `genre` asked (ranks stay the poll's), then `limit`ed."""
     entries = _year_or_404(index, year).entries
     country, genre = call.params["country"], call.params["genre"]
@@ -234,18 +240,36 @@ def _list_response(call: Call, index: Index, year: int) -> ListResponse:
                         entries)
 
 
-async def year_list(call: Call) -> ListResponse:
+class YearListParams(TypedDict):
+    year: int
+    limit: int
+    country: str | None
+    genre: str | None
+
+
+async def year_list(call: Call[YearListParams]) -> ListResponse:
     return _list_response(call, await load_index(call.data.reader), call.params["year"])
 
 
-async def latest_list(call: Call) -> ListResponse:
+class LatestListParams(TypedDict):
+    limit: int
+    country: str | None
+    genre: str | None
+
+
+async def latest_list(call: Call[LatestListParams]) -> ListResponse:
     index = await load_index(call.data.reader)
     if not index.years:
         raise not_found(f"No Top 100 is held yet; see /{NAME}/health")
     return _list_response(call, index, next(iter(index.years)))
 
 
-async def year_rank(call: Call) -> RankResponse:
+class YearRankParams(TypedDict):
+    year: int
+    rank: int
+
+
+async def year_rank(call: Call[YearRankParams]) -> RankResponse:
     index = await load_index(call.data.reader)
     year, rank = call.params["year"], call.params["rank"]
     found = _year_or_404(index, year)
@@ -272,7 +296,11 @@ def _discography_status(dj: Dj) -> Discography:
                        [])
 
 
-async def dj_details(call: Call) -> DjResponse:
+class DjDetailsParams(TypedDict):
+    slug: str
+
+
+async def dj_details(call: Call[DjDetailsParams]) -> DjResponse:
     reader = call.data.reader
     index = await load_index(reader)
     slug = call.params["slug"]
@@ -292,7 +320,12 @@ async def dj_details(call: Call) -> DjResponse:
         page.year if page else None, dj.page_row.fetched_at if dj.page_row else None, dj.rankings, discography)
 
 
-async def search(call: Call) -> SearchResponse:
+class SearchParams(TypedDict):
+    q: str
+    limit: int
+
+
+async def search(call: Call[SearchParams]) -> SearchResponse:
     index = await load_index(call.data.reader)
     q = call.params["q"]
     needle = compact(q)
@@ -335,8 +368,8 @@ LIST_FILTERS = (
 
 
 ROUTES: tuple[Route, ...] = (
-    Route("/health", health, public=True, cache_ttl=5, errors=(), response=HealthResponse,
-          summary="The latest list's age and how many DJs have a fresh page and discography"),
+    health_route(NAME, None, "The latest list's age and how many DJs have a fresh page and discography",
+                 health=health, response=HealthResponse),
     Route("/years", years_list, errors=(), rows="years", response=YearsResponse, summary="The poll years held, newest first"),
     Route("/search", search, (
         search_param(description="Text in a DJ's name"),

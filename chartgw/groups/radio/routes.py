@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.params import Param, search_param
-from chartgw.api.responses import HealthHead, TargetStatus, health_status, target_statuses
+from chartgw.api.responses import HealthHead, TargetStatus, health_route
 from chartgw.core import config
 from chartgw.core.text import compact, split_artists
 from chartgw.groups.radio import storage
@@ -242,7 +242,12 @@ def _is_current(play: CurrentPlay | None, monitoring: Monitoring, call: Call) ->
 # --- handlers ------------------------------------------------------------------------------------------
 
 
-async def _page(call: Call, count: Query, page: Query, params: list[Any]) -> tuple[int, list[tuple[Any, ...]]]:
+class PageParams(TypedDict):
+    limit: int
+    offset: int
+
+
+async def _page(call: Call[PageParams], count: Query, page: Query, params: list[Any]) -> tuple[int, list[tuple[Any, ...]]]:
     """The total of `count` and the page of `page` asked for (limit and offset after `params`)."""
     reader = call.data.reader
     total = await reader.fetchall(count, params)
@@ -250,14 +255,26 @@ async def _page(call: Call, count: Query, page: Query, params: list[Any]) -> tup
     return int(total[0][0]) if total else 0, rows
 
 
-async def stations_list(call: Call) -> StationsResponse:
+class StationsListParams(TypedDict):
+    limit: int
+    offset: int
+    q: str | None
+    genre: str | None
+    city: str | None
+
+
+async def stations_list(call: Call[StationsListParams]) -> StationsResponse:
     total, rows = await _page(call, storage.STATIONS_COUNT, storage.STATIONS_PAGE,
                               [_like(call, "q"), _like(call, "genre"), _like(call, "city")])
     stations = [_directory_station(r) for r in rows]
     return StationsResponse(total, len(stations), stations)
 
 
-async def station_detail(call: Call) -> StationResponse:
+class StationDetailParams(TypedDict):
+    station_id: str
+
+
+async def station_detail(call: Call[StationDetailParams]) -> StationResponse:
     station_id = call.params["station_id"]
     row = await _station_or_404(call, station_id)
     monitoring = _monitoring(await _state(call, station_id))
@@ -268,14 +285,25 @@ async def station_detail(call: Call) -> StationResponse:
     return StationResponse(_directory_station(row), monitoring, current, int(count[0][0]))
 
 
-async def current_list(call: Call) -> CurrentResponse:
+class CurrentListParams(TypedDict):
+    limit: int
+    offset: int
+    artist: str | None
+    title: str | None
+
+
+async def current_list(call: Call[CurrentListParams]) -> CurrentResponse:
     total, rows = await _page(call, storage.CURRENT_COUNT, storage.CURRENT_PAGE,
                               [_heard_since(call), iso(call.now), _like(call, "artist"), _like(call, "title")])
     plays = [_current(r) for r in rows]
     return CurrentResponse(_silence(), total, len(plays), plays)
 
 
-async def current_station(call: Call) -> StationCurrentResponse:
+class CurrentStationParams(TypedDict):
+    station_id: str
+
+
+async def current_station(call: Call[CurrentStationParams]) -> StationCurrentResponse:
     station_id = call.params["station_id"]
     row = await _station_or_404(call, station_id)
     monitoring = _monitoring(await _state(call, station_id))
@@ -285,7 +313,15 @@ async def current_station(call: Call) -> StationCurrentResponse:
     return StationCurrentResponse(station_id, row[6], monitoring.monitored, current, silent, monitoring)
 
 
-async def history(call: Call) -> HistoryResponse:
+class HistoryParams(TypedDict):
+    station_id: str | None
+    artist: str | None
+    title: str | None
+    limit: int
+    offset: int
+
+
+async def history(call: Call[HistoryParams]) -> HistoryResponse:
     station_id = call.params["station_id"]
     params: list[Any] = [iso(call.now), _like(call, "artist"), _like(call, "title")]
     if station_id is None:
@@ -301,7 +337,13 @@ def _track(row: Sequence[Any]) -> Track:
     return Track(row[0], row[1], int(row[2]), int(row[3]), row[4], row[5])
 
 
-async def tracks(call: Call) -> TracksResponse:
+class TracksParams(TypedDict):
+    q: str | None
+    limit: int
+    offset: int
+
+
+async def tracks(call: Call[TracksParams]) -> TracksResponse:
     total, rows = await _page(call, storage.TRACKS_COUNT, storage.TRACKS_PAGE, [iso(call.now), _like(call, "q")])
     found = [_track(r) for r in rows]
     return TracksResponse(total, len(found), found)
@@ -353,11 +395,6 @@ async def describe_health(call: Call, status: str, statuses: list[TargetStatus])
     return RadioHealth("ok" if status == "ok" and running else "degraded", NAME, monitor, statuses)
 
 
-async def health(call: Call) -> RadioHealth:
-    statuses = await target_statuses(call.data.reader, {t: DIRECTORY_CADENCE for t in directory_targets()}, call.now)
-    return await describe_health(call, health_status(statuses), statuses)
-
-
 # --- the route table -----------------------------------------------------------------------------------
 
 
@@ -370,8 +407,9 @@ OFFSET = Param("offset", kind="int", default=0, ge=0, le=1_000_000, description=
 STATION_ID = Param("station_id", "path", required=True, description="The directory's station uuid (see /radio/stations)")
 
 ROUTES: tuple[Route, ...] = (
-    Route("/health", health, public=True, cache_ttl=5, errors=(), response=RadioHealth,
-          summary="Directory lists' freshness and the monitor's heartbeat and station states"),
+    health_route(NAME, lambda: {t: DIRECTORY_CADENCE for t in directory_targets()},
+                 "Directory lists' freshness and the monitor's heartbeat and station states",
+                 describe=describe_health, response=RadioHealth),
     Route("/stations", stations_list, (LIMIT, OFFSET, _text("q", "Station name contains"),
                                        _text("genre", "A tag of the station contains"),
                                        _text("city", "The station's state/city/region contains")),

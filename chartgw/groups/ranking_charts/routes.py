@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import date
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import msgspec
 
@@ -158,7 +158,11 @@ async def charts(call: Call) -> ChartsResponse:
     return ChartsResponse(len(listed), listed)
 
 
-async def _chart_or_404(call: Call) -> tuple[str, tuple[str, str, int]]:
+class SlugParams(TypedDict):
+    chart_slug: str
+
+
+async def _chart_or_404(call: Call[SlugParams]) -> tuple[str, tuple[str, str, int]]:
     """The chart of the path and its coverage; a 404 naming the charts when it is neither configured nor held."""
     slug = call.params["chart_slug"]
     coverage = (await _coverage(call.data.reader, slug)).get(slug)
@@ -181,7 +185,12 @@ def _plain(records: Sequence[bytes]) -> bytes:
     return _encode(_decode_entries(b"[" + b",".join(records) + b"]"))
 
 
-async def _chart_response(call: Call, slug: str, coverage: tuple[str, str, int], row: SnapshotRow, *,
+class RawParams(TypedDict):
+    limit: int
+    include_raw: bool
+
+
+async def _chart_response(call: Call[RawParams], slug: str, coverage: tuple[str, str, int], row: SnapshotRow, *,
                           requested: str | None = None, preset: str | None = None,
                           pick: Callable[[list[RankingEntryWithRaw]], list[int]] | None = None,
                           ) -> ChartResponse | ChartResponseWithRaw:
@@ -209,14 +218,27 @@ async def _week(call: Call, slug: str, coverage: tuple[str, str, int], week: dat
     return row
 
 
-async def latest(call: Call) -> ChartResponse | ChartResponseWithRaw:
+class LatestParams(TypedDict):
+    chart_slug: str
+    limit: int
+    include_raw: bool
+
+
+async def latest(call: Call[LatestParams]) -> ChartResponse | ChartResponseWithRaw:
     slug, coverage = await _chart_or_404(call)
     row = await call.data.reader.latest(slug)
     assert row is not None  # the chart has coverage, so a snapshot
     return await _chart_response(call, slug, coverage, row)
 
 
-async def dated(call: Call) -> ChartResponse | ChartResponseWithRaw:
+class DatedParams(TypedDict):
+    chart_slug: str
+    chart_date: str
+    limit: int
+    include_raw: bool
+
+
+async def dated(call: Call[DatedParams]) -> ChartResponse | ChartResponseWithRaw:
     slug, coverage = await _chart_or_404(call)
     asked = date.fromisoformat(call.params["chart_date"])
     week = chart_date_for(asked)
@@ -224,7 +246,14 @@ async def dated(call: Call) -> ChartResponse | ChartResponseWithRaw:
     return await _chart_response(call, slug, coverage, row, requested=asked.isoformat())
 
 
-async def weeks_ago(call: Call) -> ChartResponse | ChartResponseWithRaw:
+class WeeksAgoParams(TypedDict):
+    chart_slug: str
+    weeks_ago: int
+    limit: int
+    include_raw: bool
+
+
+async def weeks_ago(call: Call[WeeksAgoParams]) -> ChartResponse | ChartResponseWithRaw:
     slug, coverage = await _chart_or_404(call)
     first, last = date.fromisoformat(coverage[0]), date.fromisoformat(coverage[1])
     n = call.params["weeks_ago"]
@@ -254,7 +283,14 @@ PICKS: dict[str, Callable[[list[RankingEntryWithRaw]], list[int]]] = {
 }
 
 
-async def preset(call: Call) -> ChartResponse | ChartResponseWithRaw:
+class PresetParams(TypedDict):
+    chart_slug: str
+    preset: str
+    limit: int
+    include_raw: bool
+
+
+async def preset(call: Call[PresetParams]) -> ChartResponse | ChartResponseWithRaw:
     slug, coverage = await _chart_or_404(call)
     name = call.params["preset"]
     reader = call.data.reader
@@ -267,24 +303,40 @@ async def preset(call: Call) -> ChartResponse | ChartResponseWithRaw:
     return await _chart_response(call, slug, coverage, latest_row, preset=name, pick=PICKS[name])
 
 
-async def snapshots(call: Call) -> SnapshotsResponse:
+class SnapshotsParams(TypedDict):
+    chart_slug: str
+    limit: int
+
+
+async def snapshots(call: Call[SnapshotsParams]) -> SnapshotsResponse:
     slug, _ = await _chart_or_404(call)
     rows = await call.data.reader.newest(slug, call.params["limit"])
     metas = [snapshot_meta(row, WEEK_SECONDS, call.now) for row in rows]
     return SnapshotsResponse(slug, len(metas), metas)
 
 
-async def dates(call: Call) -> DatesResponse:
+class DatesParams(TypedDict):
+    chart_slug: str
+    limit: int
+
+
+async def dates(call: Call[DatesParams]) -> DatesResponse:
     slug, (first, last, weeks) = await _chart_or_404(call)
     found = await call.data.reader.dates(slug, call.params["limit"])
     return DatesResponse(slug, weeks, first, last, len(found), found)
 
 
-async def search(call: Call) -> SearchResponse:
+class SearchParams(TypedDict):
+    q: str
+    chart_slug: str | None
+    limit: int
+
+
+async def search(call: Call[SearchParams]) -> SearchResponse:
     q, slug, limit = call.params["q"], call.params["chart_slug"], call.params["limit"]
     reader = call.data.reader
     if slug is not None:
-        await _chart_or_404(call)
+        await _chart_or_404(cast(Call[SlugParams], call))  # its chart_slug is given: a str
     scope = glob_escape(slug) if slug else "*"
     rows = await reader.fetchall(SEARCH, (scope, like_pattern(compact(q)), limit))
     hits = [SearchHit(target, _title(target), chart_date, rank, _decode_entry(record))

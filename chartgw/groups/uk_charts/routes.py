@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import date
+from typing import TypedDict
 
 import msgspec
 
 from chartgw.api.catalog import cadences, dated
 from chartgw.api.endpoints import Call, Route, not_found
-from chartgw.api.params import Param, search_term
+from chartgw.api.params import Limited, Param, search_term
 from chartgw.api.responses import (
     HealthHead,
     SnapshotMeta,
@@ -16,6 +17,7 @@ from chartgw.api.responses import (
     health_route,
     records_array,
     snapshot_meta,
+    snapshots_route,
     stored_record,
 )
 from chartgw.core.text import compact
@@ -163,17 +165,25 @@ async def charts(call: Call) -> ChartsResponse:
     return ChartsResponse(len(listed), listed)
 
 
-async def snapshots(call: Call) -> SnapshotsResponse:
-    key = await checked_chart_key(call, call.params["chart_key"])
+class ChartKeyParams(TypedDict):
+    chart_key: str | None
+
+
+async def weeks_of(call: Call[ChartKeyParams]) -> str:
+    """The targets `/snapshots` lists: one chart's weeks (a 404 for a chart neither configured nor held), or all."""
+    return TARGET.pattern(chart_key=await checked_chart_key(call, call.params["chart_key"]))
+
+
+def weeks(call: Call[ChartKeyParams], rows: list[SnapshotRow]) -> SnapshotsResponse:
     listed = []
-    for row in await call.data.reader.snapshots(TARGET.pattern(chart_key=key), call.params["limit"]):
+    for row in rows:
         head = msgspec.structs.asdict(snapshot_meta(row, WEEK_SECONDS, call.now))
         listed.append(WeekSnapshot(**head, chart_key=row.target, week_start=row.chart_date,
                                    week_end=week_end_of(row.chart_date, row.meta)))
-    return SnapshotsResponse(key, len(listed), listed)
+    return SnapshotsResponse(call.params["chart_key"], len(listed), listed)
 
 
-async def _chart_response(call: Call, key: str, row: SnapshotRow, requested: str | None) -> WeekChartResponse:
+async def _chart_response(call: Call[Limited], key: str, row: SnapshotRow, requested: str | None) -> WeekChartResponse:
     reader = call.data.reader
     records = await reader.records(row.id, call.params["limit"])
     previous, following = await reader.neighbours(row.target, row.chart_date)
@@ -183,7 +193,12 @@ async def _chart_response(call: Call, key: str, row: SnapshotRow, requested: str
                              records_array(records))
 
 
-async def chart_latest(call: Call) -> WeekChartResponse:
+class ChartLatestParams(TypedDict):
+    chart_key: str
+    limit: int
+
+
+async def chart_latest(call: Call[ChartLatestParams]) -> WeekChartResponse:
     key = await checked_chart_key(call, call.params["chart_key"])
     assert key is not None
     row = await call.data.reader.latest(TARGET.make(key))
@@ -192,7 +207,13 @@ async def chart_latest(call: Call) -> WeekChartResponse:
     return await _chart_response(call, key, row, None)
 
 
-async def chart_week(call: Call) -> WeekChartResponse:
+class ChartWeekParams(TypedDict):
+    chart_key: str
+    week_start: str
+    limit: int
+
+
+async def chart_week(call: Call[ChartWeekParams]) -> WeekChartResponse:
     key = await checked_chart_key(call, call.params["chart_key"])
     assert key is not None
     day: str = call.params["week_start"]
@@ -216,7 +237,13 @@ async def chart_week(call: Call) -> WeekChartResponse:
                     f"{after or 'none'} after); see /uk-charts/charts")
 
 
-async def search(call: Call) -> SearchResponse:
+class SearchParams(TypedDict):
+    q: str
+    chart_key: str | None
+    limit: int
+
+
+async def search(call: Call[SearchParams]) -> SearchResponse:
     q, limit = call.params["q"], call.params["limit"]
     key = await checked_chart_key(call, call.params["chart_key"])
     rows = await call.data.reader.fetchall(SEARCH, (TARGET.pattern(chart_key=key), like_pattern(compact(q)), limit))
@@ -240,10 +267,11 @@ ROUTES: tuple[Route, ...] = (
                  describe=describe_health, response=HealthResponse, pattern=TARGET.pattern()),
     Route("/charts", charts, errors=(), rows="charts", response=ChartsResponse,
           summary="Every chart key with its title, kind, size, whether it is configured, and the weeks held"),
-    Route("/snapshots", snapshots, (
+    snapshots_route(lambda _: WEEK_SECONDS, "Stored chart weeks, newest fetch first, optionally of one chart",
+                    select=weeks_of, listing=weeks, response=SnapshotsResponse, errors=(404,), params=(
         ANY_CHART,
         Param("limit", kind="int", default=50, ge=1, le=500, description="Snapshots to return, newest fetch first"),
-    ), rows="snapshots", response=SnapshotsResponse, summary="Stored chart weeks, newest fetch first, optionally of one chart"),
+    )),
     Route("/search", search, (
         Param("q", required=True, min_length=1, check=search_term,
               description="Words of a title or artist; case, accents and punctuation are ignored"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,7 +127,7 @@ class Query:
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
-def read_query(params: dict[str, Any]) -> Query:
+def read_query(params: Mapping[str, Any]) -> Query:
     """The query of validated parameters, or a 422 for what only the combination makes wrong."""
     errors = []
     name, artist = params.get("name"), params.get("artist")

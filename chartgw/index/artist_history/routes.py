@@ -11,6 +11,7 @@ from typing import Any
 
 from chartgw.api.endpoints import Call, Route
 from chartgw.api.group import Group
+from chartgw.api.responses import health_route
 from chartgw.index import history as index
 from chartgw.index.artist_history.plot import SVG, render_plot
 from chartgw.index.artist_history.query import IDENTIFYING, NAME, STALE_AFTER_SECONDS, Query, read_query, route_params
@@ -248,8 +249,8 @@ async def plot(call: Call) -> str:
 # --- the route table ------------------------------------------------------------------------------
 
 ROUTES: tuple[Route, ...] = (
-    Route("/health", health, public=True, cache_ttl=5, errors=(), response=IndexHealth,
-          summary="The supported sources (groups with an entry mapping), each with its last indexed snapshot and lag"),
+    health_route(NAME, None, "The supported sources (groups with an entry mapping), each with its last indexed snapshot and lag",
+                 health=health, response=IndexHealth),
     Route("/artist-history", history, route_params(True), rows="rows", response=HistoryResponse, errors=(422,),
           summary="An artist's chart appearances across every source, newest first, paged by an opaque cursor"),
     Route("/artist-history/plot", plot, route_params(True), errors=(422,), media_type=SVG,

@@ -68,7 +68,7 @@ def with_includes(route: Route, mapping: EntryMapping, index: GroupData) -> Rout
     """`route` taking `include`: its handler's entries given their identity and facts when it asks for them."""
     fields = (route.rows,) if isinstance(route.rows, str) else tuple(route.rows or ())
 
-    async def handler(call: Call) -> Any:
+    async def handler(call: Call[dict[str, Any]]) -> Any:  # takes `include` out of the validated dict
         include = call.params.pop(INCLUDE.name, None)
         payload = await route.handler(call)
         if not include:
