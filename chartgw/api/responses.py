@@ -12,6 +12,7 @@ import msgspec
 
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.params import Param, limit_param
+from chartgw.core.settings import Settings
 from chartgw.replica.state import lagging
 from chartgw.store import RunRow, SnapshotReader, SnapshotRow, parse_iso
 
@@ -215,14 +216,15 @@ Describe = Callable[[Call, str, list[TargetStatus]], Awaitable[HealthHead]]
 """Builds a group's own health response from the shared status and the target statuses."""
 
 
-def health_route(service: str, cadences: Callable[[], dict[str, int]], summary: str, *,
+def health_route(service: str, cadences: Callable[[Settings], dict[str, int]], summary: str, *,
                  describe: Describe | None = None, response: type[HealthHead] = HealthResponse,
                  pattern: str | None = None, max_age: int = 0) -> Route:
     """`/health` (public): every expected target (`cadences()`: target -> seconds) with its latest snapshot's
-    age and a stale flag, and "ok" only when none is stale or missing. `describe` extends the answer."""
+    age and a stale flag, and "ok" only when none is stale or missing (`cadences` reads the app's settings: the
+    targets a group crawls are configured). `describe` extends the answer."""
 
     async def health(call: Call) -> HealthHead:
-        statuses = await target_statuses(call.data.reader, cadences(), call.now, pattern)
+        statuses = await target_statuses(call.data.reader, cadences(call.settings), call.now, pattern)
         status = health_status(statuses)
         # this node's copy lags the writer's (/replication)
         if status == "ok" and lagging(call.data.group, call.now, call.settings):
@@ -281,9 +283,9 @@ class LatestPullResponse(msgspec.Struct):
     """Every chart's latest snapshot (newest chart date), its first `limit` entries (100 by default)."""
 
 
-def latest_pull_route(targets: Callable[[], Sequence[str]] | None, cadence_of: Callable[[str], int],
+def latest_pull_route(targets: Callable[[Settings], Sequence[str]] | None, cadence_of: Callable[[str], int],
                       summary: str) -> Route:
-    """`/latest`: the latest pull's run and every chart's latest snapshot (only those of `targets()`, in
+    """`/latest`: the latest pull's run and every chart's latest snapshot (only those of `targets(settings)`, in
     its order, when given; else all, by target)."""
 
     async def latest(call: Call) -> LatestPullResponse:
@@ -291,7 +293,7 @@ def latest_pull_route(targets: Callable[[], Sequence[str]] | None, cadence_of: C
         rows = await reader.latest_per_target()
         if targets is not None:
             by_target = {row.target: row for row in rows}
-            rows = [by_target[target] for target in targets() if target in by_target]
+            rows = [by_target[target] for target in targets(call.settings) if target in by_target]
         if not rows:
             raise not_found("No pull has been stored yet")
         runs = await reader.runs("crawl", 1)
