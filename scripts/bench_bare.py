@@ -120,10 +120,12 @@ def cmd_lag(args: argparse.Namespace) -> int:
     import httpx
 
     from chartgw.core import config
+    from chartgw.core.settings import Settings
     from chartgw.demo.seeding import seed
     from chartgw.store.connect import connect
 
-    path = config.data_dir() / "korea-chart.sqlite"
+    settings = Settings.from_environment()  # this script's start-up: the one read of the environment
+    path = settings.get(config.DATA_DIR) / "korea-chart.sqlite"
     chart = "/korea-chart/portal-a/charts/realtime"
 
     def newest() -> int:
@@ -140,7 +142,7 @@ def cmd_lag(args: argparse.Namespace) -> int:
     lags = []
     for _ in range(args.commits):
         before = newest()
-        crawl = threading.Thread(target=seed, args=(["korea-chart"],))
+        crawl = threading.Thread(target=seed, args=(settings, ["korea-chart"]))
         crawl.start()
         while newest() == before:  # the commit of the measured chart, seen within 20 ms
             if not crawl.is_alive() and newest() == before:

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 
 from chartgw.core.clock import fixed
-from chartgw.core.config import environment
+from chartgw.core.settings import Settings
 from chartgw.groups import GROUPS
 from chartgw.index import artist_history as ah
 from chartgw.index import history as index
@@ -51,42 +51,42 @@ def main(source: Path) -> None:
         data = Path(tmp) / "data"
         shutil.copytree(source, data)
         path = data / f"{index.INDEX_NAME}.sqlite"
-        with environment({"CHARTGW_DATA_DIR": str(data)}):
-            db = index.open_index()
-            recordings = db.execute("SELECT count(*) FROM identity_recordings").fetchone()[0]
+        settings = Settings({"CHARTGW_DATA_DIR": str(data)})
+        db = index.open_index(index.index_path(settings))
+        recordings = db.execute("SELECT count(*) FROM identity_recordings").fetchone()[0]
+        started = time.perf_counter()
+        work = enrich.todo(db, 10**9)
+        listed = time.perf_counter() - started
+        started = time.perf_counter()
+        done, asker = enrich.run(db, contact="bench@example.org", base_url="http://musicbrainz.example",
+                                 limit=10**9, now=NOW, transport=httpx.MockTransport(answer), clock=lambda: 0.0,
+                                 sleep=lambda seconds: None)
+        spent = time.perf_counter() - started
+        db.close()
+        print(f"{recordings} recordings, {len(work)} to ask, listed in {listed * 1000:.0f} ms")
+        print(done.summary(asker))
+        print(f"{spent:.2f} s: {spent / max(1, len(work)) * 1000:.1f} ms a recording besides the pacing")
+        with sqlite3.connect(path) as check:
+            size, count = check.execute("SELECT sum(length(body)), count(*) FROM musicbrainz_replies").fetchone()
+        print(f"cache: {count} answers, {size / 1024:.0f} KB")
+        apply = identity._apply_enrichment
+        share = [0.0]
+
+        def timed(db: sqlite3.Connection, changed: set[Recording]) -> None:
             started = time.perf_counter()
-            work = enrich.todo(db, 10**9)
-            listed = time.perf_counter() - started
+            apply(db, changed)
+            share[0] += time.perf_counter() - started
+
+        identity._apply_enrichment = timed
+        for _ in range(3):
+            share[0] = 0.0
             started = time.perf_counter()
-            done, asker = enrich.run(db, contact="bench@example.org", base_url="http://musicbrainz.example",
-                                     limit=10**9, now=NOW, transport=httpx.MockTransport(answer), clock=lambda: 0.0,
-                                     sleep=lambda seconds: None)
-            spent = time.perf_counter() - started
-            db.close()
-            print(f"{recordings} recordings, {len(work)} to ask, listed in {listed * 1000:.0f} ms")
-            print(done.summary(asker))
-            print(f"{spent:.2f} s: {spent / max(1, len(work)) * 1000:.1f} ms a recording besides the pacing")
+            index.rebuild(now=NOW, settings=settings)
+            took = time.perf_counter() - started
             with sqlite3.connect(path) as check:
-                size, count = check.execute("SELECT sum(length(body)), count(*) FROM musicbrainz_replies").fetchone()
-            print(f"cache: {count} answers, {size / 1024:.0f} KB")
-            apply = identity._apply_enrichment
-            share = [0.0]
-
-            def timed(db: sqlite3.Connection, changed: set[Recording]) -> None:
-                started = time.perf_counter()
-                apply(db, changed)
-                share[0] += time.perf_counter() - started
-
-            identity._apply_enrichment = timed
-            for _ in range(3):
-                share[0] = 0.0
-                started = time.perf_counter()
-                index.rebuild(now=NOW)
-                took = time.perf_counter() - started
-                with sqlite3.connect(path) as check:
-                    ids = check.execute("SELECT count(*) FROM identity_ids WHERE kind = 'musicbrainz_recording'"
-                                        ).fetchone()[0]
-                print(f"rebuild {took:.2f} s, {share[0] * 1000:.1f} ms of it giving back {ids} MusicBrainz ids")
+                ids = check.execute("SELECT count(*) FROM identity_ids WHERE kind = 'musicbrainz_recording'"
+                                    ).fetchone()[0]
+            print(f"rebuild {took:.2f} s, {share[0] * 1000:.1f} ms of it giving back {ids} MusicBrainz ids")
 
 
 if __name__ == "__main__":

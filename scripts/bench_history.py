@@ -448,14 +448,13 @@ def explain_memory(folder: Path, artist: str, sizes: Sizes, cache_mb: int | None
     from starlette.testclient import TestClient
 
     from chartgw.api.cache import ResponseCache
-    from chartgw.core.settings import Settings, install
+    from chartgw.core.settings import Settings
     from chartgw.http.app import build_app
 
     values = {"CHARTGW_DATA_DIR": str(folder), "CHARTGW_API_KEYS": KEY, "CHARTGW_RATE_LIMIT_PER_MINUTE": "0"}
     if cache_mb is not None:
         values["CHARTGW_CACHE_MAX_MB"] = str(cache_mb)
-    install(Settings.from_environment({**os.environ, **values}))
-    app = build_app()
+    app = build_app(settings=Settings.from_environment({**os.environ, **values}))
     caches = [o for o in gc.get_objects() if isinstance(o, ResponseCache)]
 
     def memory() -> dict[str, object]:

@@ -29,7 +29,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 from chartgw.api.access import env_key_id  # noqa: E402
-from chartgw.core.config import environment  # noqa: E402
 from chartgw.push.hooks import HookStore  # noqa: E402
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry  # noqa: E402
 
@@ -100,15 +99,15 @@ store = HookStore(data / "hooks.sqlite")
 groups = ["korea-chart"]
 good = ThreadingHTTPServer(("127.0.0.1", 0), Good)
 threading.Thread(target=good.serve_forever, daemon=True).start()
-with environment({"CHARTGW_DATA_DIR": str(data)}):  # each hook starts after the change already there
-    if what == "fair":
-        bad = hang_or_flood(False)
-        for _ in range(8):
-            store.create(env_key_id(KEY_A), bad, groups, [], groups, NOW)
-        for _ in range(2):
-            store.create(env_key_id(KEY_B), f"http://127.0.0.1:{good.server_port}/hook", groups, [], groups, NOW)
-    else:
-        store.create(env_key_id(KEY_A), hang_or_flood(True), groups, [], groups, NOW)
+# each hook starts after the change already there (its file reads the group file beside it)
+if what == "fair":
+    bad = hang_or_flood(False)
+    for _ in range(8):
+        store.create(env_key_id(KEY_A), bad, groups, [], groups, NOW)
+    for _ in range(2):
+        store.create(env_key_id(KEY_B), f"http://127.0.0.1:{good.server_port}/hook", groups, [], groups, NOW)
+else:
+    store.create(env_key_id(KEY_A), hang_or_flood(True), groups, [], groups, NOW)
 env = {k: v for k, v in os.environ.items() if not k.startswith("CHARTGW_")}
 env.update(CHARTGW_DATA_DIR=str(data), CHARTGW_HOOKS_HTTP_HOSTS="127.0.0.1", CHARTGW_HOOKS_PRIVATE_ADDRESSES="allow",
            CHARTGW_API_KEYS=f"{KEY_A},{KEY_B}", CHARTGW_HOOKS_TIMEOUT_SECONDS=HOOK_TIMEOUT, PYTHONPATH=str(repo))

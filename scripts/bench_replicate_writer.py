@@ -29,6 +29,7 @@ import resource
 import sys
 import time
 from chartgw import store
+from chartgw.core.settings import Settings
 from chartgw.demo.seeding import seed
 from chartgw.store import SnapshotWriter
 
@@ -52,7 +53,7 @@ def timed_checkpoint(db):
 
 SnapshotWriter.commit, store.checkpoint = timed_commit, timed_checkpoint
 started = time.perf_counter()
-seed([sys.argv[1]])
+seed(Settings.from_environment(), [sys.argv[1]])
 cpu = resource.getrusage(resource.RUSAGE_SELF)
 print(f"{spent['commits']} commits in {time.perf_counter() - started:.1f} s: {spent['commit']:.1f} s in commits, "
       f"{spent['checkpoint']:.1f} s of it in checkpoints "
@@ -77,7 +78,8 @@ def main(rounds: int, group: str = "recognition", settle: float = 10, replica: s
     with tempfile.TemporaryDirectory(prefix="chartgw-bench-replicate-") as work:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CHARTGW_") and k != "AWS_CA_BUNDLE"}
         env.update({"CHARTGW_DATA_DIR": str(Path(work) / "data"), "PYTHONPATH": str(ROOT)})
-        subprocess.run([sys.executable, "-c", "import sys; from chartgw.demo.seeding import seed; seed(sys.argv[1:])", group],
+        subprocess.run([sys.executable, "-c", "import sys; from chartgw.core.settings import Settings; "
+                        "from chartgw.demo.seeding import seed; seed(Settings.from_environment(), sys.argv[1:])", group],
                        env=env, check=True, capture_output=True)
         for _ in range(rounds):
             run_round("without replication", group, env)

@@ -10,15 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from chartgw.core.settings import install
-from tests.fixtures import TEST_SETTINGS
+from tests.fixtures import TEST_SETTINGS, use
 
 # The caller's CHARTGW_* variables are not the tests' settings: a command run in process (`cli.main`, which resolves
 # its settings from the environment as a process does at start-up) or a child process would read them. Each test
 # sets what it needs (`tests.fixtures.environment`, `configure`, `child_env`).
 for _name in [name for name in os.environ if name.startswith("CHARTGW_")]:
     del os.environ[_name]
-install(TEST_SETTINGS)  # before any fixture: session data is seeded with the tests' settings too
+use(TEST_SETTINGS)  # before any fixture: session data is seeded with the tests' settings too
 
 SHARED_UPSTREAM = Path(__file__).resolve().parents[1].parent / "shared" / "upstream"
 
@@ -93,9 +92,9 @@ def _own_settings(_default_data: Path) -> Iterator[None]:
     do not pause between requests or back off for real, and the session's data folder. A test changes them with
     `tests.fixtures.configure`."""
     settings = TEST_SETTINGS.with_values({"DATA_DIR": str(_default_data)})
-    install(settings)
+    use(settings)
     yield
-    install(settings)
+    use(settings)
 
 
 def shared_data(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:

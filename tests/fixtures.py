@@ -26,8 +26,9 @@ from starlette.testclient import TestClient
 
 from chartgw.api.access import KeyChecker, RateLimiter
 from chartgw.api.group import Group
-from chartgw.core.config import environment
-from chartgw.core.settings import Settings, current, install
+from chartgw.core.settings import Settings
+from chartgw.demo.replay import ReplayKey, ReplayServers, Reply
+from chartgw.demo.replay import replay_upstreams as replaying
 from chartgw.demo.seeding import seeder
 from chartgw.http.app import build_app
 
@@ -68,22 +69,62 @@ TEST_SETTINGS = Settings({"CRAWL_DELAY_SECONDS": "0", "RETRY_BACKOFF_SECONDS": "
 export built on request (a listing never writes into shared test data; tests of exports turn it on)."""
 
 
+_TESTS: list[Settings] = [TEST_SETTINGS]
+"""The running test's settings (the last), which the helpers here build its apps, crawls and commands with: a test's
+own, never the process environment (tests/conftest.py resets them before each test). The app reads none of it:
+every app, crawl and command is given its Settings."""
+
+
+def settings() -> Settings:
+    """The settings the running test builds its apps, crawls and commands with."""
+    return _TESTS[-1]
+
+
+def use(chosen: Settings) -> Settings:
+    """The rest of this test builds with `chosen` (tests/conftest.py starts each test from its own)."""
+    _TESTS[-1] = chosen
+    return chosen
+
+
 def configure(name: str, value: str | None) -> Settings:
     """The rest of this test runs with setting `name` (`CHARTGW_X` or `X`) at `value` (None: its default)."""
-    settings = current().with_values({name: value})
-    install(settings)
-    return settings
+    return use(settings().with_values({name: value}))
+
+
+@contextmanager
+def building_with(chosen: Settings) -> Iterator[Settings]:
+    """`chosen` as the test's settings for the duration of the block."""
+    _TESTS.append(chosen)
+    try:
+        yield chosen
+    finally:
+        _TESTS.pop()
+
+
+@contextmanager
+def environment(values: Mapping[str, str | None]) -> Iterator[Settings]:
+    """The test's settings with `values` set (None: unset) for the duration of the block."""
+    with building_with(settings().with_values(values)) as chosen:
+        yield chosen
+
+
+@contextmanager
+def replay_upstreams(replies: dict[str, dict[ReplayKey, Reply]]) -> Iterator[ReplayServers]:
+    """`chartgw.demo.replay.replay_upstreams`, with the test's settings pointing each upstream at its replay server
+    (and no crawl delay) for the duration, as the demo's crawls are given them."""
+    with replaying(replies) as servers, building_with(servers.over(settings())):
+        yield servers
 
 
 def child_env(**values: str) -> dict[str, str]:
     """The environment for a chartgw child process of a test: the caller's variables but its CHARTGW_* ones,
-    then the settings in force, then `values` (names without the prefix)."""
-    return {**current().child_environment(), **{f"CHARTGW_{name}": value for name, value in values.items()}}
+    then the test's settings, then `values` (names without the prefix)."""
+    return {**settings().child_environment(), **{f"CHARTGW_{name}": value for name, value in values.items()}}
 
 
 @contextmanager
 def data_dir(path: Path) -> Iterator[Path]:
-    """The settings in force with CHARTGW_DATA_DIR at `path` for the duration."""
+    """The test's settings with CHARTGW_DATA_DIR at `path` for the duration."""
     with environment({"CHARTGW_DATA_DIR": str(path)}):
         yield path
 
@@ -100,7 +141,7 @@ def build_group_db(path: Path, group: str | Group, now: datetime = FIXED_NOW) ->
     path.mkdir(parents=True, exist_ok=True)
     seed = seeder(group if isinstance(group, str) else group.name)
     with data_dir(path):
-        outcomes = asyncio.run(seed(now))
+        outcomes = asyncio.run(seed(now, settings()))
     failed = [o for o in outcomes if o.status != "ok"]
     assert not failed, failed
     return path
@@ -129,7 +170,7 @@ def client(path: Path, groups: list[Group] | None = None, now: datetime = FIXED_
     with data_dir(path):
         # No rate limit (tests of the limit build their own) and no usage written into shared test data.
         app = build_app(groups, checker=KeyChecker(path / "keys.sqlite", plain_keys=[TEST_KEY]), clock=lambda: now,
-                        limiter=RateLimiter(0))
+                        limiter=RateLimiter(0), settings=settings())
     return TestClient(app, raise_server_exceptions=raise_server_exceptions)
 
 

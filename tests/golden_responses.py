@@ -70,9 +70,8 @@ def record(path: Path) -> None:
 if __name__ == "__main__":
     import tempfile
 
-    from chartgw.core.settings import install
-    from tests.fixtures import TEST_SETTINGS
+    from tests.fixtures import TEST_SETTINGS, use
 
-    install(TEST_SETTINGS)  # the tests' settings, never the caller's environment
+    use(TEST_SETTINGS)  # the tests' settings, never the caller's environment
     with tempfile.TemporaryDirectory() as tmp:
         record(Path(tmp))

@@ -11,6 +11,7 @@ import time
 
 from chartgw.api.group import retention
 from chartgw.core.clock import utc_now
+from chartgw.core.settings import Settings
 from chartgw.crawl.runner import run_targets
 from chartgw.demo.replay import replay_upstreams
 from chartgw.demo.samples import korea as samples
@@ -18,11 +19,14 @@ from chartgw.groups import korea_chart
 
 
 def main(pause: float) -> None:
-    chart = korea_chart.targets({"site": "portal-a", "chart_type": "realtime"}, utc_now())
-    with replay_upstreams(samples.all_replies(utc_now())):
+    settings = Settings.from_environment()  # this process's start-up, as the CLI's
+    with replay_upstreams(samples.all_replies(utc_now())) as servers:
+        served = servers.over(settings)
+        chart = korea_chart.targets({"site": "portal-a", "chart_type": "realtime"}, utc_now(), served)
         print("crawling", flush=True)
         while True:
-            asyncio.run(run_targets(korea_chart.NAME, chart, retention=retention(korea_chart.GROUP), now=utc_now))
+            asyncio.run(run_targets(korea_chart.NAME, chart, retention=retention(korea_chart.GROUP, served), now=utc_now,
+                                    settings=served))
             time.sleep(pause)
 
 

@@ -16,10 +16,10 @@ from starlette.routing import Route as StarletteRoute
 from starlette.testclient import TestClient
 
 from chartgw.api.access import Grant, KeyChecker, KeyStore, RateLimiter, hash_key, keyed_digest
-from chartgw.core.settings import current
 from chartgw.groups import GROUPS
 from chartgw.http.app import GroupRoutes, access_table, build_app, declared_routes
 from tests.fixtures import KEY_HEADERS, child_env, client, configure, copy_data
+from tests.fixtures import settings as run_settings
 
 # The spec: "Every group exposes a public root (GET /) and a public health endpoint", and schema
 # documents (openapi.json) are public where listed. Everything else is a data endpoint needing a key.
@@ -37,7 +37,7 @@ def _concrete(path: str) -> str:
 
 def test_every_registered_route_is_classified_as_the_spec_says(tmp_path: Path) -> None:
     table = access_table(declared_routes(GROUPS))
-    app = build_app(checker=KeyChecker(tmp_path / "keys.sqlite"))
+    app = build_app(checker=KeyChecker(tmp_path / "keys.sqlite"), settings=run_settings())
     routes = _registered(app)
     assert len(routes) >= 8 and all(isinstance(r, StarletteRoute) for r in routes)
     for route in routes:
@@ -165,7 +165,7 @@ def test_keys_create_refuses_an_empty_name_and_a_past_expiry(tmp_path: Path, arg
     from chartgw import cli
 
     configure("CHARTGW_DATA_DIR", str(tmp_path))
-    assert cli.main(["keys", "create", *args], current()) == 2
+    assert cli.main(["keys", "create", *args], run_settings()) == 2
     assert capsys.readouterr().out == "" and KeyStore(tmp_path / "keys.sqlite").list() == []
 
 
@@ -174,7 +174,7 @@ def test_keys_create_refuses_an_empty_name_and_a_past_expiry(tmp_path: Path, arg
 def _limited_app(data: Path, limiter: RateLimiter) -> TestClient:
     from chartgw.groups.korea_chart import GROUP
 
-    return TestClient(build_app([GROUP], checker=KeyChecker(data / "keys.sqlite", recheck_seconds=0), limiter=limiter))
+    return TestClient(build_app([GROUP], checker=KeyChecker(data / "keys.sqlite", recheck_seconds=0), limiter=limiter, settings=run_settings()))
 
 
 def test_a_key_past_its_rate_gets_429_with_retry_after_and_counts_per_day(korea_data: Path, tmp_path: Path) -> None:
@@ -228,11 +228,11 @@ def test_keys_create_takes_a_rate_and_keys_usage_lists_days(tmp_path: Path, monk
     from chartgw import cli
 
     configure("CHARTGW_DATA_DIR", str(tmp_path))
-    assert cli.main(["keys", "create", "--name", "p", "--rate", "600/minute"], current()) == 0
+    assert cli.main(["keys", "create", "--name", "p", "--rate", "600/minute"], run_settings()) == 0
     key = capsys.readouterr().out.strip()
     assert KeyChecker(tmp_path / "keys.sqlite").grant(key).rate_per_minute == 600  # type: ignore[union-attr]
     KeyStore(tmp_path / "keys.sqlite").add_usage({(1, "2026-11-20"): [12, 2]})
-    assert cli.main(["keys", "usage", "--days", "100000"], current()) == 0
+    assert cli.main(["keys", "usage", "--days", "100000"], run_settings()) == 0
     assert "2026-11-20        12       2  p" in capsys.readouterr().out
 
 
@@ -251,12 +251,12 @@ def test_keys_rotate_issues_a_successor_and_expires_the_old_key_after_the_grace(
     from chartgw import cli
 
     configure("CHARTGW_DATA_DIR", str(tmp_path))
-    assert cli.main(["keys", "create", "--name", "partner", "--rate", "60"], current()) == 0
+    assert cli.main(["keys", "create", "--name", "partner", "--rate", "60"], run_settings()) == 0
     old = capsys.readouterr().out.strip()
-    assert cli.main(["keys", "rotate", "partner", "--grace-days", "2"], current()) == 0
+    assert cli.main(["keys", "rotate", "partner", "--grace-days", "2"], run_settings()) == 0
     new = capsys.readouterr().out.strip()
     checker = KeyChecker(tmp_path / "keys.sqlite", recheck_seconds=0)
     old_grant, new_grant = checker.grant(old), checker.grant(new)
     assert old_grant is not None and new_grant is not None and new != old
     assert old_grant.expires_at is not None and new_grant.expires_at is None and new_grant.rate_per_minute == 60
-    assert cli.main(["keys", "rotate", "nobody"], current()) == 1
+    assert cli.main(["keys", "rotate", "nobody"], run_settings()) == 1

@@ -13,14 +13,25 @@ from starlette.testclient import TestClient
 
 from chartgw.api.group import crawl_group
 from chartgw.api.params import InvalidParams
-from chartgw.core.config import environment
 from chartgw.crawl.runner import Outcome
 from chartgw.demo.replay import ReplayTransport, Reply, request_key
 from chartgw.demo.samples import digital_sales as samples
 from chartgw.groups.digital_sales import COMBOS, COMBOS_BY_SLUG, GROUP, targets
 from chartgw.store import SnapshotReader, group_db_path
 from chartgw.upstreams.itunes import UPSTREAM, requests_for
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, build_group_db, client, configure, copy_data, data_dir, get
+from tests.fixtures import (
+    FIXED_NOW,
+    KEY_HEADERS,
+    api_fixture,
+    build_group_db,
+    client,
+    configure,
+    copy_data,
+    data_dir,
+    environment,
+    get,
+)
+from tests.fixtures import settings as run_settings
 
 NOW = FIXED_NOW
 SEEDED = ("us", "gb", "jp", "kr")
@@ -229,16 +240,16 @@ def test_openapi_lists_every_route(api: TestClient) -> None:
 def test_targets_follow_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     configure("CHARTGW_DIGITAL_SALES_COUNTRIES", "us,GB")
     configure("CHARTGW_DIGITAL_SALES_FEED_LIMIT", "25")
-    keys = [(t.key, t.requests[0].path, t.expected_rows) for t in targets({"combo": "top-albums", "country": None}, FIXED_NOW)]
+    keys = [(t.key, t.requests[0].path, t.expected_rows) for t in targets({"combo": "top-albums", "country": None}, FIXED_NOW, settings=run_settings())]
     assert keys == [("top-albums/us", "/us/rss/topalbums/limit=25/json", None),
                     ("top-albums/gb", "/gb/rss/topalbums/limit=25/json", None)]
-    assert len(targets({}, FIXED_NOW)) == 6
+    assert len(targets({}, FIXED_NOW, settings=run_settings())) == 6
     with pytest.raises(InvalidParams):
-        targets({"combo": None, "country": "jp"}, FIXED_NOW)
+        targets({"combo": None, "country": "jp"}, FIXED_NOW, settings=run_settings())
     for bad in ("0", "201", "ten"):
         configure("CHARTGW_DIGITAL_SALES_FEED_LIMIT", bad)
         with pytest.raises(ValueError, match="FEED_LIMIT"):
-            targets({}, FIXED_NOW)
+            targets({}, FIXED_NOW, settings=run_settings())
     assert GROUP.schedules[0].cron == "25 */3 * * *" and GROUP.upstreams == ("ITUNES",)
 
 
@@ -250,13 +261,13 @@ def _crawl_us_songs(path: Path, reply: Reply, monkeypatch: pytest.MonkeyPatch, l
     (request,) = requests_for("us", "topsongs", limit)
     transport = ReplayTransport({UPSTREAM: {request_key(request): reply}})
     with data_dir(path):
-        (outcome,) = asyncio.run(crawl_group(GROUP, {"combo": "top-songs", "country": "us"}, transport=transport))
+        (outcome,) = asyncio.run(crawl_group(GROUP, {"combo": "top-songs", "country": "us"}, transport=transport, settings=run_settings()))
     return outcome
 
 
 def _failed_log(path: Path) -> list[tuple[Any, ...]]:
     with data_dir(path):
-        reader = SnapshotReader(group_db_path(GROUP.name))
+        reader = SnapshotReader(group_db_path(GROUP.name, settings=run_settings()))
 
         async def read() -> list[tuple[Any, ...]]:
             try:

@@ -18,10 +18,9 @@ from starlette.testclient import TestClient
 import chartgw.crawl.runner
 from chartgw.api.group import crawl_group, group_policy
 from chartgw.core.clock import fixed
-from chartgw.core.config import environment
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import Outcome
-from chartgw.demo.replay import ReplayServer, Reply, replay_upstreams, request_key
+from chartgw.demo.replay import ReplayServer, Reply, request_key
 from chartgw.demo.samples import dj_rankings as samples
 from chartgw.groups.dj_rankings import GROUP, backfill
 from chartgw.groups.dj_rankings.crawl import targets
@@ -30,7 +29,19 @@ from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, group_db_pat
 from chartgw.upstreams import djmag, musicbrainz
 from chartgw.upstreams.djmag import DjRankEntry
 from tests import fixtures
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, copy_data, data_dir, group_data
+from tests.fixtures import (
+    FIXED_NOW,
+    KEY_HEADERS,
+    api_fixture,
+    client,
+    configure,
+    copy_data,
+    data_dir,
+    environment,
+    group_data,
+    replay_upstreams,
+)
+from tests.fixtures import settings as run_settings
 
 NOW = FIXED_NOW
 YEARS = samples.sample_years()  # 2021..2025
@@ -192,7 +203,7 @@ def test_a_rank_past_a_short_list_is_404(seeded: Path, tmp_path: Path) -> None:
                for r in samples.year_ranking(LATEST)[:20]]
     from chartgw.groups.dj_rankings.records import stored_list_entry
 
-    with data_dir(path), SnapshotWriter(group_db_path(GROUP.name)) as store:
+    with data_dir(path), SnapshotWriter(group_db_path(GROUP.name, settings=run_settings())) as store:
         store.commit([NewSnapshot("list/2010", "2010-12-31", None, NOW, "import", [stored_list_entry(e) for e in entries])],
                      FetchLogRow("list/2010", NOW, 0, "ok", None, 20))
     with client(path, [GROUP]) as fresh:
@@ -377,9 +388,9 @@ def test_schedules_crawl_options_and_targets(seeded: Path) -> None:
         ("50 4 * * *", ("--part", "details"))]
     assert GROUP.crawl_options == (("part", ("list", "details")),) and GROUP.upstreams == ("DJMAG", "MUSICBRAINZ")
     with data_dir(seeded):
-        assert [t.key for t in targets({"part": "list"}, FIXED_NOW)] == ["list"]
+        assert [t.key for t in targets({"part": "list"}, FIXED_NOW, settings=run_settings())] == ["list"]
         # the last crawl's plan: the second pages of the discographies longer than one
-        assert {t.key.split("/")[0] for t in targets({"part": "details"}, FIXED_NOW)} == {"discography"}
+        assert {t.key.split("/")[0] for t in targets({"part": "details"}, FIXED_NOW, settings=run_settings())} == {"discography"}
     assert LIST.make("2025") == "list/2025"
 
 
@@ -389,7 +400,7 @@ def test_schedules_crawl_options_and_targets(seeded: Path) -> None:
 def _crawl(path: Path, selection: dict[str, str | None], at: datetime,
            tables: dict[str, dict[Any, Reply]] | None = None) -> tuple[list[Outcome], dict[str, ReplayServer]]:
     with data_dir(path), replay_upstreams(tables or samples.all_replies(NOW)) as servers:
-        outcomes = asyncio.run(crawl_group(GROUP, selection, now=fixed(at)))
+        outcomes = asyncio.run(crawl_group(GROUP, selection, now=fixed(at), settings=run_settings()))
     return outcomes, servers
 
 
@@ -485,7 +496,7 @@ def test_musicbrainz_is_asked_one_request_a_second_with_a_descriptive_user_agent
         seeded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = copy_data(seeded, tmp_path / "data")
     with environment({"CHARTGW_CRAWL_DELAY_SECONDS": "0.2"}):
-        policy = group_policy(GROUP)
+        policy = group_policy(GROUP, settings=run_settings())
     assert (policy.per_upstream, policy.delay_seconds, policy.jitter) == (1, 1.0, 0.5)
     pauses: list[float] = []
     real_sleep = asyncio.sleep
@@ -498,7 +509,7 @@ def test_musicbrainz_is_asked_one_request_a_second_with_a_descriptive_user_agent
     configure("CHARTGW_MUSICBRAINZ_CONTACT", "dj-rankings@example.net")
     with data_dir(path), replay_upstreams(samples.all_replies(NOW)) as servers, \
             environment({"CHARTGW_CRAWL_DELAY_SECONDS": "0.2"}):  # pacing on (replay servers turn it off)
-        outcomes = asyncio.run(crawl_group(GROUP, {"part": "details"}, now=fixed(NOW + timedelta(days=8))))
+        outcomes = asyncio.run(crawl_group(GROUP, {"part": "details"}, now=fixed(NOW + timedelta(days=8)), settings=run_settings()))
     assert all(o.status == "ok" for o in outcomes)
     seen = servers[musicbrainz.UPSTREAM].seen + servers[djmag.UPSTREAM].seen
     # paced, a crawl plans at most CHARTGW_DJ_RANKINGS_REQUESTS_PER_CRAWL requests per upstream (default 40)
@@ -520,7 +531,7 @@ def test_a_name_from_a_slug_never_replaces_a_real_one(seeded: Path, tmp_path: Pa
         assert (entry["name"], entry["name_from_slug"]) == ("Dimitri Vegas & Like Mike", False)
         assert get(after, f"/{LATEST}/18").json()["entry"]["name"] == "W&W"
         assert get(after, "/years").json()["years"][0]["fetched_at"] == iso(NOW + timedelta(hours=1))
-    with data_dir(path), SnapshotWriter(group_db_path(GROUP.name)) as store:
+    with data_dir(path), SnapshotWriter(group_db_path(GROUP.name, settings=run_settings())) as store:
         stored = [json.loads(r) for r in store.latest_records(f"list/{LATEST}")]
     assert stored[3]["name"] == "Dimitri Vegas & Like Mike" and not any(e["name_from_slug"] for e in stored)
 
@@ -548,7 +559,7 @@ def test_a_fresh_start_builds_up_over_crawls(tmp_path: Path) -> None:
 
 def test_backfill_fills_past_polls_as_one_run(tmp_path: Path) -> None:
     with data_dir(tmp_path), replay_upstreams(samples.all_replies(NOW)) as servers:
-        outcomes = asyncio.run(backfill(2019, 2022, now=fixed(NOW)))
+        outcomes = asyncio.run(backfill(2019, 2022, now=fixed(NOW), settings=run_settings()))
     assert [(o.target, o.status, o.rows) for o in outcomes] == [
         ("list/2019", "failed", None), ("list/2020", "failed", None), ("list/2021", "ok", 100), ("list/2022", "ok", 100)]
     assert "HTTP 404" in (outcomes[0].error or "")
@@ -570,4 +581,4 @@ def test_the_backfill_command_refuses_bad_years(values: dict[str, Any], message:
     (command,) = GROUP.commands
     assert command.verb == "backfill" and [a.name for a in command.args] == ["since", "until"]
     with pytest.raises(ValueError, match=re.escape(message)):
-        command.run(Context(clock=fixed(FIXED_NOW)), values)
+        command.run(Context(clock=fixed(FIXED_NOW), settings=run_settings()), values)

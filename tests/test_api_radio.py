@@ -19,16 +19,28 @@ from starlette.testclient import TestClient
 
 from chartgw.api.group import crawl_group
 from chartgw.api.params import SEARCH_RULE
-from chartgw.core.config import environment
+from chartgw.core.settings import Settings
 from chartgw.crawl.runner import CrawlContext
 from chartgw.demo import radio as demo
-from chartgw.demo.replay import ReplayServer, replay_upstreams
+from chartgw.demo.replay import ReplayServer
 from chartgw.demo.samples import radio as samples
 from chartgw.groups.radio import GROUP, directory
+from chartgw.groups.radio.settings import COUNTRIES_SETTING
 from chartgw.store import group_db_path
 from chartgw.upstreams import radio_browser as rb
 from tests import fixtures
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, copy_data, data_dir, group_data
+from tests.fixtures import (
+    FIXED_NOW,
+    KEY_HEADERS,
+    api_fixture,
+    client,
+    copy_data,
+    data_dir,
+    environment,
+    group_data,
+    replay_upstreams,
+)
+from tests.fixtures import settings as run_settings
 
 NOW = FIXED_NOW
 
@@ -55,7 +67,7 @@ def db(path: Path) -> sqlite3.Connection:
 
 
 def pool() -> list[samples.SampleStation]:
-    return demo.sample_pool()
+    return demo.sample_pool(settings=run_settings())
 
 
 def gone() -> samples.SampleStation:
@@ -76,7 +88,7 @@ def test_root_openapi_and_health_are_public(api: TestClient) -> None:
     assert api.get("/radio-api/openapi.json").json()["paths"]
     health = api.get("/radio/health").json()
     assert health["service"] == "radio"
-    assert {t["target"] for t in health["targets"]} == set(directory.directory_targets())
+    assert {t["target"] for t in health["targets"]} == set(directory.directory_targets(settings=run_settings()))
     assert not any(t["stale"] for t in health["targets"])
     # The seeder's monitor has stopped: the data is there, the monitor is not running.
     assert health["monitor"]["running"] is False and health["monitor"]["stopped_at"] is not None
@@ -296,7 +308,7 @@ def test_plays_roll_up_as_hourly_entries_for_artist_history(seeded: Path) -> Non
                             " ORDER BY target").fetchall()
         record = conn.execute("SELECT e.record FROM entries e JOIN snapshots s ON s.id = e.snapshot_id"
                               " WHERE s.target = 'plays/us' AND e.rank = 1").fetchone()[0]
-    assert {r[0] for r in rows} == {f"plays/{cc}" for cc in directory.countries()}
+    assert {r[0] for r in rows} == {f"plays/{cc}" for cc in run_settings().get(COUNTRIES_SETTING)}
     # Completed hours only: 05h three days ago (session one); today's 05h (session two) is not over yet.
     assert {(r[1], r[2]) for r in rows} == {("2026-11-17", 5)} and all(r[3] > 0 for r in rows)
     import json
@@ -319,7 +331,7 @@ def test_fetch_logs(api: TestClient) -> None:
 
 def _replies(variant: int = 0) -> dict[Any, Any]:
     urls = {s.station_id: f"http://127.0.0.1:9/{s.station_id}" for s in pool()}
-    return demo.demo_replies(pool(), urls, variant)
+    return demo.demo_replies(pool(), urls, variant, settings=run_settings())
 
 
 def test_directory_fails_over_to_the_next_server(seeded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -330,11 +342,11 @@ def test_directory_fails_over_to_the_next_server(seeded: Path, tmp_path: Path, m
         with replay_upstreams({rb.UPSTREAM: _replies(1)}) as servers, data_dir(data):
             live = servers[rb.UPSTREAM].origin
 
-            def origins(ctx: CrawlContext) -> list[str]:
+            def origins(ctx: CrawlContext, settings: Settings) -> list[str]:
                 return [down, broken.origin, live]
 
             monkeypatch.setattr(directory, "directory_origins", origins)
-            outcomes = asyncio.run(crawl_group(GROUP, {}, now=lambda: NOW + timedelta(hours=1)))
+            outcomes = asyncio.run(crawl_group(GROUP, {}, now=lambda: NOW + timedelta(hours=1), settings=run_settings()))
     finally:
         broken.stop()
     assert all(o.status == "ok" for o in outcomes), outcomes
@@ -351,8 +363,8 @@ def test_failed_crawl_keeps_the_last_good_directory(seeded: Path, tmp_path: Path
         latest = conn.execute("SELECT max(id) FROM snapshots WHERE target = 'directory/us'").fetchone()[0]
     down = f"http://127.0.0.1:{samples.free_port()}"
     with replay_upstreams({rb.UPSTREAM: {}}), data_dir(data):  # the server list itself is a 404 too
-        monkeypatch.setattr(directory, "directory_origins", lambda ctx: [down])
-        outcomes = asyncio.run(crawl_group(GROUP, {}, now=lambda: NOW + timedelta(days=1)))
+        monkeypatch.setattr(directory, "directory_origins", lambda ctx, settings: [down])
+        outcomes = asyncio.run(crawl_group(GROUP, {}, now=lambda: NOW + timedelta(days=1), settings=run_settings()))
         assert all(o.status == "failed" for o in outcomes)
         assert "every server failed" in (next(o for o in outcomes if o.target == "directory/us").error or "")
         with client(data, [GROUP], now=NOW + timedelta(days=1)) as c:
@@ -366,7 +378,7 @@ def test_failed_crawl_keeps_the_last_good_directory(seeded: Path, tmp_path: Path
 def test_a_station_listed_again_is_active_again(seeded: Path, tmp_path: Path) -> None:
     data = copy_data(seeded, tmp_path / "data")
     with replay_upstreams({rb.UPSTREAM: _replies(0)}), data_dir(data):
-        outcomes = asyncio.run(crawl_group(GROUP, {}, now=lambda: NOW + timedelta(days=1)))
+        outcomes = asyncio.run(crawl_group(GROUP, {}, now=lambda: NOW + timedelta(days=1), settings=run_settings()))
     assert all(o.status == "ok" for o in outcomes)
     with sqlite3.connect(data / "radio.sqlite") as conn:
         row = conn.execute("SELECT active, inactive_since, first_seen_at FROM stations WHERE station_id = ?",
@@ -378,10 +390,10 @@ def test_a_station_listed_again_is_active_again(seeded: Path, tmp_path: Path) ->
 def test_directory_limit_and_configured_lists(seeded: Path) -> None:
     with environment({"CHARTGW_RADIO_COUNTRIES": "de,kr", "CHARTGW_RADIO_TAGS": "Dance, 80s/90s",
                       "CHARTGW_RADIO_DIRECTORY_LIMIT": "7"}):
-        chosen = directory.targets({}, FIXED_NOW)
+        chosen = directory.targets({}, FIXED_NOW, settings=run_settings())
         assert [t.key for t in chosen] == ["directory/de", "directory/kr", "directory-tag/dance", "directory-tag/80s-90s"]
     with environment({"CHARTGW_RADIO_COUNTRIES": "xx"}), pytest.raises(ValueError):
-        directory.targets({}, FIXED_NOW)
+        directory.targets({}, FIXED_NOW, settings=run_settings())
 
 
 # --- the monitor command -------------------------------------------------------------------------------
@@ -413,7 +425,7 @@ def test_monitor_command_runs_and_stops(seeded: Path, tmp_path: Path) -> None:
     assert len(runs) == 3 and runs[0][0] == len(pool()) - 1 and runs[0][1] is not None
     assert failing == len(pool()) - 1
     with data_dir(data):
-        assert group_db_path("radio") == data / "radio.sqlite"
+        assert group_db_path("radio", settings=run_settings()) == data / "radio.sqlite"
 
 
 def test_before_any_crawl_nothing_is_a_500(tmp_path: Path) -> None:
@@ -448,7 +460,7 @@ def test_seeding_again_refreshes_the_directory_only(seeded: Path, tmp_path: Path
     with sqlite3.connect(data / "radio.sqlite") as conn:
         plays = conn.execute("SELECT count(*) FROM plays").fetchone()[0]
     with data_dir(data):
-        outcomes = asyncio.run(demo.seed(later))
+        outcomes = asyncio.run(demo.seed(later, settings=run_settings()))
     assert outcomes and all(o.status == "ok" for o in outcomes)
     with sqlite3.connect(data / "radio.sqlite") as conn:
         assert conn.execute("SELECT count(*) FROM plays").fetchone()[0] == plays
@@ -457,4 +469,4 @@ def test_seeding_again_refreshes_the_directory_only(seeded: Path, tmp_path: Path
         conn.execute("INSERT INTO monitor_runs (pid, started_at, heartbeat_at, stations, plays) VALUES (1, ?, ?, 0, 0)",
                      (ISO(later), ISO(later)))
     with data_dir(data):
-        assert asyncio.run(demo.seed(later + timedelta(seconds=30))) == []
+        assert asyncio.run(demo.seed(later + timedelta(seconds=30), settings=run_settings())) == []

@@ -24,7 +24,7 @@ from chartgw.core.progress import Progress
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import Outcome
 from chartgw.demo.ranking_charts import DEMO_WEEKS, demo_replies
-from chartgw.demo.replay import Reply, replay_upstreams, request_key
+from chartgw.demo.replay import Reply, request_key
 from chartgw.demo.samples import billboard as samples
 from chartgw.groups import ranking_charts
 from chartgw.groups.ranking_charts import GROUP, backfill
@@ -33,7 +33,18 @@ from chartgw.groups.ranking_charts.crawl import credited_artists, targets
 from chartgw.upstreams import billboard
 from chartgw.upstreams.billboard import DEFAULT_SLUGS
 from tests import fixtures
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, copy_data, data_dir, group_data
+from tests.fixtures import (
+    FIXED_NOW,
+    KEY_HEADERS,
+    api_fixture,
+    client,
+    configure,
+    copy_data,
+    data_dir,
+    group_data,
+    replay_upstreams,
+)
+from tests.fixtures import settings as run_settings
 
 NOW = FIXED_NOW  # Friday 2026-11-20: the newest chart out is dated Saturday 2026-11-21 (published Tuesday 11-17)
 LATEST = date(2026, 11, 21)
@@ -374,7 +385,7 @@ def test_empty_store_answers_404_not_500(tmp_path: Path) -> None:
 
 def test_configured_charts_come_from_the_setting(charts_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     configure("CHARTGW_RANKING_CHARTS", "artist-100, hot-100")
-    assert [t.key for t in targets({"chart": None}, FIXED_NOW)] == ["artist-100", "hot-100"]
+    assert [t.key for t in targets({"chart": None}, FIXED_NOW, settings=run_settings())] == ["artist-100", "hot-100"]
     with client(charts_data, [GROUP]) as c:
         listed = get(c, "/charts")["charts"]
         assert [(x["slug"], x["configured"]) for x in listed[:3]] == [
@@ -382,7 +393,7 @@ def test_configured_charts_come_from_the_setting(charts_data: Path, monkeypatch:
         assert [s["target"] for s in c.get(P + "/health").json()["targets"]] == ["artist-100", "hot-100"]
     configure("CHARTGW_RANKING_CHARTS", "hot-100,top-gear")
     with pytest.raises(ValueError, match="CHARTGW_RANKING_CHARTS: unknown chart slug.s. top-gear"):
-        targets({"chart": None}, FIXED_NOW)
+        targets({"chart": None}, FIXED_NOW, settings=run_settings())
 
 
 def test_a_bad_setting_is_a_503_naming_it(charts_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -426,7 +437,7 @@ NEXT = date(2026, 11, 28)
 def _crawl(path: Path, replies: dict[Any, Reply], selection: dict[str, str | None], hours: int = 1,
            ) -> tuple[list[Outcome], list[Any]]:
     with data_dir(path), replay_upstreams({billboard.UPSTREAM: replies}) as servers:
-        outcomes = asyncio.run(crawl_group(GROUP, selection, now=fixed(NOW + timedelta(hours=hours))))
+        outcomes = asyncio.run(crawl_group(GROUP, selection, now=fixed(NOW + timedelta(hours=hours)), settings=run_settings()))
         return outcomes, [key for key, _ in servers[billboard.UPSTREAM].seen]
 
 
@@ -519,7 +530,7 @@ def test_backfill_skips_held_weeks_and_resumes(tmp_path: Path) -> None:
     with data_dir(tmp_path), replay_upstreams({billboard.UPSTREAM: partial}) as servers:
         stream = io.StringIO()
         with Progress("backfill", stream, terminal=False) as shown, shown.step("hot-100"):
-            outcomes = asyncio.run(backfill("hot-100", first, date(2026, 11, 7), now=fixed(NOW)))
+            outcomes = asyncio.run(backfill("hot-100", first, date(2026, 11, 7), now=fixed(NOW), settings=run_settings()))
         # newest week first, one request per week
         assert [o.target for o in outcomes] == [f"hot-100@{d}" for d in reversed(_weeks(first, 6))]
         assert [o.status for o in outcomes] == ["ok", "ok", "failed", "failed", "ok", "ok"]
@@ -527,12 +538,12 @@ def test_backfill_skips_held_weeks_and_resumes(tmp_path: Path) -> None:
         server = servers[billboard.UPSTREAM]
         server.replies.update(replies)
         server.seen.clear()
-        resumed = asyncio.run(backfill("hot-100", first, date(2026, 11, 7), now=fixed(NOW + timedelta(hours=1))))
+        resumed = asyncio.run(backfill("hot-100", first, date(2026, 11, 7), now=fixed(NOW + timedelta(hours=1)), settings=run_settings()))
         assert [(o.target, o.status, o.rows) for o in resumed] == [
             ("hot-100@2026-10-24", "ok", 100), ("hot-100@2026-10-17", "ok", 100)]
         assert [key[1] for key, _ in server.seen] == ["/charts/hot-100/2026-10-24/", "/charts/hot-100/2026-10-17/"]
         server.seen.clear()
-        assert asyncio.run(backfill("hot-100", first - timedelta(days=3), date(2026, 11, 4), now=fixed(NOW))) == []
+        assert asyncio.run(backfill("hot-100", first - timedelta(days=3), date(2026, 11, 4), now=fixed(NOW), settings=run_settings())) == []
         assert server.seen == []
     with client(tmp_path, [GROUP]) as api:
         assert get(api, "/charts/hot-100/dates")["dates"] == list(reversed(_weeks(first, 6)))
@@ -558,7 +569,7 @@ def test_an_interrupted_backfill_keeps_its_weeks_and_resumes(tmp_path: Path) -> 
 
     async def interrupted() -> None:
         await asyncio.wait_for(backfill("hot-rap-songs", first, date(2026, 10, 31), now=fixed(NOW),
-                                        transport=httpx.MockTransport(stalls_after_two)), timeout=1)
+                                        transport=httpx.MockTransport(stalls_after_two), settings=run_settings()), timeout=1)
 
     with data_dir(tmp_path):
         with pytest.raises(TimeoutError):
@@ -572,7 +583,7 @@ def test_an_interrupted_backfill_keeps_its_weeks_and_resumes(tmp_path: Path) -> 
             return httpx.Response(200, content=pages[request.url.path])
 
         resumed = asyncio.run(backfill("hot-rap-songs", first, date(2026, 10, 31), now=fixed(NOW),
-                                       transport=httpx.MockTransport(answers)))
+                                       transport=httpx.MockTransport(answers), settings=run_settings()))
     assert [o.target for o in resumed] == ["hot-rap-songs@2026-10-17", "hot-rap-songs@2026-10-10",
                                            "hot-rap-songs@2026-10-03"]
     assert asked == ["/charts/hot-rap-songs/2026-10-17/", "/charts/hot-rap-songs/2026-10-10/",
@@ -586,7 +597,7 @@ def test_a_page_of_another_week_is_stored_under_its_own_date(tmp_path: Path) -> 
     (request,) = billboard.requests_for("hot-100", asked)
     replies = {request_key(request): Reply(samples.render_page("hot-100", served, 0), 200, samples.CONTENT_TYPE)}
     with data_dir(tmp_path), replay_upstreams({billboard.UPSTREAM: replies}):
-        (outcome,) = asyncio.run(backfill("hot-100", asked, asked, now=fixed(NOW)))
+        (outcome,) = asyncio.run(backfill("hot-100", asked, asked, now=fixed(NOW), settings=run_settings()))
     assert outcome.status == "ok" and outcome.rows == 100
     with client(tmp_path, [GROUP]) as api:
         assert get(api, "/charts/hot-100/dates")["dates"] == ["2026-09-12"]
@@ -600,8 +611,8 @@ def test_older_weeks_may_be_shorter_than_todays_chart(tmp_path: Path) -> None:
     replies = {request_key(billboard.requests_for("billboard-200", day)[0]):
                Reply(samples.render_page("billboard-200", day, 0, size=150), 200) for day in (old, recent)}
     with data_dir(tmp_path), replay_upstreams({billboard.UPSTREAM: replies}):
-        outcomes = asyncio.run(backfill("billboard-200", old, old, now=fixed(NOW)))
-        outcomes += asyncio.run(backfill("billboard-200", recent, recent, now=fixed(NOW)))
+        outcomes = asyncio.run(backfill("billboard-200", old, old, now=fixed(NOW), settings=run_settings()))
+        outcomes += asyncio.run(backfill("billboard-200", recent, recent, now=fixed(NOW), settings=run_settings()))
     assert [(o.status, o.rows) for o in outcomes] == [("ok", 150), ("failed", None)]
     assert "short page, 150 of 200 rows" in (outcomes[1].error or "")
 
@@ -609,11 +620,11 @@ def test_older_weeks_may_be_shorter_than_todays_chart(tmp_path: Path) -> None:
 def test_backfill_refuses_what_it_cannot_do(tmp_path: Path) -> None:
     with data_dir(tmp_path):
         with pytest.raises(ValueError, match="the week of 2026-11-28 is not published yet"):
-            asyncio.run(backfill("hot-100", date(2026, 1, 1), date(2026, 11, 25), now=fixed(NOW)))
+            asyncio.run(backfill("hot-100", date(2026, 1, 1), date(2026, 11, 25), now=fixed(NOW), settings=run_settings()))
         with pytest.raises(ValueError, match="--since 2026-11-20 is after the week of 2026-11-14"):
-            asyncio.run(backfill("hot-100", date(2026, 11, 20), date(2026, 11, 10), now=fixed(NOW)))
+            asyncio.run(backfill("hot-100", date(2026, 11, 20), date(2026, 11, 10), now=fixed(NOW), settings=run_settings()))
         with pytest.raises(ValueError, match="unknown chart 'top-gear'"):
-            asyncio.run(backfill("top-gear", date(2026, 1, 1), now=fixed(NOW)))
+            asyncio.run(backfill("top-gear", date(2026, 1, 1), now=fixed(NOW), settings=run_settings()))
 
 
 def test_backfill_command_is_silent_off_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -624,7 +635,7 @@ def test_backfill_command_is_silent_off_a_terminal(tmp_path: Path, monkeypatch: 
         ("chart", True, DEFAULT_SLUGS), ("since", True, None), ("until", False, None)]
     replies = samples.week_replies("hot-country-songs", date(2026, 11, 7), 3)
     with data_dir(tmp_path), replay_upstreams({billboard.UPSTREAM: replies}):
-        outcomes = command.run(Context(clock=fixed(NOW)), {"chart": "hot-country-songs", "since": date(2026, 11, 5), "until": None})
+        outcomes = command.run(Context(clock=fixed(NOW), settings=run_settings()), {"chart": "hot-country-songs", "since": date(2026, 11, 5), "until": None})
     assert [(o.target, o.rows) for o in outcomes] == [("hot-country-songs@2026-11-21", 50),
                                                       ("hot-country-songs@2026-11-14", 50),
                                                       ("hot-country-songs@2026-11-07", 50)]
@@ -634,14 +645,14 @@ def test_backfill_command_is_silent_off_a_terminal(tmp_path: Path, monkeypatch: 
 def test_backfill_pauses_between_weeks_with_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     configure("CHARTGW_CRAWL_DELAY_SECONDS", "0.2")
     configure("CHARTGW_RANKING_CHARTS_BACKFILL_DELAY_SECONDS", "3")
-    monkeypatch.setattr(ranking_charts, "held_dates", lambda slug: set())
+    monkeypatch.setattr(ranking_charts, "held_dates", lambda slug, settings: set())
     monkeypatch.setattr(ranking_charts, "run_targets", _fake_run_targets)
-    asyncio.run(backfill("hot-100", date(2026, 11, 1), date(2026, 11, 14), now=fixed(NOW)))
+    asyncio.run(backfill("hot-100", date(2026, 11, 1), date(2026, 11, 14), now=fixed(NOW), settings=run_settings()))
     assert _captured["policy"].delay_seconds == 3 and _captured["policy"].per_upstream == 1
     assert _captured["policy"].jitter == 0.5 and _captured["run_kind"] == "backfill"
     assert _captured["keys"] == ["hot-100@2026-11-14", "hot-100@2026-11-07"]
     configure("CHARTGW_CRAWL_DELAY_SECONDS", "0")  # replay servers: no pause at all
-    asyncio.run(backfill("hot-100", date(2026, 11, 1), date(2026, 11, 14), now=fixed(NOW)))
+    asyncio.run(backfill("hot-100", date(2026, 11, 1), date(2026, 11, 14), now=fixed(NOW), settings=run_settings()))
     assert _captured["policy"].delay_seconds == 0
 
 
@@ -659,7 +670,7 @@ def test_real_captures_through_the_backfill_and_the_api(shared_upstream: Path, t
     replies = {request_key(billboard.requests_for("hot-100", day)[0]):
                Reply((shared_upstream / name).read_bytes(), 200, samples.CONTENT_TYPE) for day, name in pages.items()}
     with data_dir(tmp_path), replay_upstreams({billboard.UPSTREAM: replies}):
-        outcomes = [o for day in pages for o in asyncio.run(backfill("hot-100", day, day, now=fixed(NOW)))]
+        outcomes = [o for day in pages for o in asyncio.run(backfill("hot-100", day, day, now=fixed(NOW), settings=run_settings()))]
     assert [(o.target, o.status, o.rows) for o in outcomes] == [("hot-100@2021-11-27", "ok", 100),
                                                                 ("hot-100@2024-12-07", "ok", 100)]
     with client(tmp_path, [GROUP]) as api:
@@ -690,10 +701,10 @@ def test_import_real_dumps_under_their_own_dates(shared_upstream: Path, tmp_path
     _, command = GROUP.commands
     assert (command.verb, [a.name for a in command.args]) == ("import", ["file", "chart"])
     with data_dir(tmp_path):
-        outcomes = command.run(Context(clock=fixed(NOW)), {"file": str(shared_upstream / DUMPS / "1979-08-04-hot-100.json"), "chart": None})
-        outcomes += command.run(Context(clock=fixed(NOW)), {"file": str(shared_upstream / DUMPS / "2016-02-13-output.json"), "chart": "hot-100"})
-        outcomes += command.run(Context(clock=fixed(NOW)), {"file": str(shared_upstream / DUMPS / "2014-08-02-artist-100.json"), "chart": None})
-        again = command.run(Context(clock=fixed(NOW)), {"file": str(shared_upstream / DUMPS / "1979-08-04-hot-100.json"), "chart": None})
+        outcomes = command.run(Context(clock=fixed(NOW), settings=run_settings()), {"file": str(shared_upstream / DUMPS / "1979-08-04-hot-100.json"), "chart": None})
+        outcomes += command.run(Context(clock=fixed(NOW), settings=run_settings()), {"file": str(shared_upstream / DUMPS / "2016-02-13-output.json"), "chart": "hot-100"})
+        outcomes += command.run(Context(clock=fixed(NOW), settings=run_settings()), {"file": str(shared_upstream / DUMPS / "2014-08-02-artist-100.json"), "chart": None})
+        again = command.run(Context(clock=fixed(NOW), settings=run_settings()), {"file": str(shared_upstream / DUMPS / "1979-08-04-hot-100.json"), "chart": None})
     assert [(o.target, o.status, o.rows) for o in outcomes] == [
         ("hot-100@1979-08-04", "ok", 100), ("hot-100@2016-02-13", "ok", 100), ("artist-100@2014-08-02", "ok", 100)]
     assert [(o.status, o.rows) for o in again] == [("ok", None)]  # the same week again stores nothing new
@@ -718,20 +729,20 @@ def test_import_refuses_what_it_cannot_serve(shared_upstream: Path, tmp_path: Pa
     _, command = GROUP.commands
     with data_dir(tmp_path):
         with pytest.raises(ValueError, match="'traditional-jazz-albums' chart, which is not served here"):
-            command.run(Context(clock=fixed(NOW)), {"file": str(shared_upstream / DUMPS / "2006-08-05-traditional-jazz-albums.json"), "chart": None})
+            command.run(Context(clock=fixed(NOW), settings=run_settings()), {"file": str(shared_upstream / DUMPS / "2006-08-05-traditional-jazz-albums.json"), "chart": None})
         with pytest.raises(ValueError, match="asked for 'billboard-200', the dump is 'hot-100'"):
-            command.run(Context(clock=fixed(NOW)), {"file": str(shared_upstream / DUMPS / "1979-08-04-hot-100.json"), "chart": "billboard-200"})
+            command.run(Context(clock=fixed(NOW), settings=run_settings()), {"file": str(shared_upstream / DUMPS / "1979-08-04-hot-100.json"), "chart": "billboard-200"})
         short = tmp_path / "short.json"
         short.write_bytes(samples.render_billboard_py_json("hot-100", date(2026, 11, 21), size=99))
         with pytest.raises(ValueError, match="short page, 99 of 100 rows"):
-            command.run(Context(clock=fixed(NOW)), {"file": str(short), "chart": None})
+            command.run(Context(clock=fixed(NOW), settings=run_settings()), {"file": str(short), "chart": None})
     assert not (tmp_path / "ranking-charts.sqlite").exists() or _snapshot_count(tmp_path) == 0
 
 
 def test_crawl_targets_and_schedules() -> None:
-    assert [t.key for t in targets({"chart": "artist-100"}, FIXED_NOW)] == ["artist-100"]
-    assert [t.key for t in targets({"chart": None}, FIXED_NOW)] == list(DEFAULT_SLUGS)
-    (request,) = targets({"chart": "hot-100"}, FIXED_NOW)[0].requests
+    assert [t.key for t in targets({"chart": "artist-100"}, FIXED_NOW, settings=run_settings())] == ["artist-100"]
+    assert [t.key for t in targets({"chart": None}, FIXED_NOW, settings=run_settings())] == list(DEFAULT_SLUGS)
+    (request,) = targets({"chart": "hot-100"}, FIXED_NOW, settings=run_settings())[0].requests
     assert (request.upstream, request.path) == ("BILLBOARD", "/charts/hot-100/")
     assert GROUP.crawl_options == (("chart", DEFAULT_SLUGS),)
     assert [(s.cron, s.timezone) for s in GROUP.schedules] == [("0 14 * * 2", "America/New_York"),

@@ -22,6 +22,7 @@ from chartgw.demo.samples import recognition as samples
 from chartgw.groups.recognition import GROUP, targets
 from chartgw.upstreams import shazam
 from tests.fixtures import FIXED_NOW, api_fixture, client, copy_data, data_dir, get, group_data
+from tests.fixtures import settings as run_settings
 
 NOW = FIXED_NOW
 TODAY = NOW.astimezone(KST).date()
@@ -265,7 +266,7 @@ def test_failed_upstreams_keep_the_last_good_snapshots(recognition_data: Path, t
                                          b'2,"C","D"\n4,"E","F"', 200, "text/csv")  # a row missing
     with data_dir(path):
         outcomes = asyncio.run(crawl_group(GROUP, {"chart_kind": "top-200"}, now=lambda: NOW + timedelta(days=1),
-                                           transport=ReplayTransport({"SHAZAM": table})))
+                                           transport=ReplayTransport({"SHAZAM": table}), settings=run_settings()))
     status = {o.target: o.status for o in outcomes}
     assert status["catalogue"] == "failed"  # broken JSON: the last catalogue stays in use
     assert {t for t, s in status.items() if s == "failed"} == {"catalogue", "top-200/brazil", "top-200/germany",
@@ -289,7 +290,7 @@ def test_the_crawl_asks_for_each_located_track_json_once(recognition_data: Path,
     """Discovery stores where each chart's track JSON is; the chart targets ask for it after the CSV."""
     path = copy_data(recognition_data, tmp_path / "data")
     with data_dir(path):
-        crawl = {t.key: t for t in targets({}, FIXED_NOW)}
+        crawl = {t.key: t for t in targets({}, FIXED_NOW, settings=run_settings())}
     assert len(crawl) == 275 and all(len(t.requests) == 1 for t in crawl.values())
     located = {key: t.optional[0] for key, t in crawl.items() if t.optional}
     assert len(located) == 71 + 19 + 124  # every Top 200, country genre and city; no viral or world genre chart
@@ -331,7 +332,7 @@ def test_failed_enrichment_keeps_the_chart_and_logs_why(recognition_data: Path, 
     table[key["top-200/italy"]] = Reply(json.dumps(italy).encode(), 200, "application/json")
     with data_dir(path):
         outcomes = asyncio.run(crawl_group(GROUP, {"chart_kind": "top-200"}, now=lambda: NOW + timedelta(days=1),
-                                           transport=ReplayTransport({"SHAZAM": table})))
+                                           transport=ReplayTransport({"SHAZAM": table}), settings=run_settings()))
     assert {o.status for o in outcomes} == {"ok"} and len(outcomes) == 1 + 71  # no chart lost
     after = _latest_ids(path)
     assert all(after[chart] > before[chart] for chart in key)
@@ -364,7 +365,7 @@ def test_a_new_chart_without_a_snapshot_yet_is_404_saying_so(recognition_data: P
     table = {request_key(shazam.locations_request()): Reply(json.dumps(listed).encode(), 200, "application/json")}
     with data_dir(path):
         outcomes = asyncio.run(crawl_group(GROUP, {"chart_kind": "top-50"}, now=lambda: NOW,
-                                           transport=ReplayTransport({"SHAZAM": table})))
+                                           transport=ReplayTransport({"SHAZAM": table}), settings=run_settings()))
     assert outcomes[0].target == "catalogue" and outcomes[0].status == "ok" and outcomes[0].rows == 276
     assert {o.status for o in outcomes[1:]} == {"failed"} and len(outcomes) == 1 + 125
     with client(path, [GROUP]) as api:
@@ -378,7 +379,7 @@ def test_a_new_chart_without_a_snapshot_yet_is_404_saying_so(recognition_data: P
 
 def test_no_catalogue_yet(tmp_path: Path) -> None:
     with data_dir(tmp_path), pytest.raises(CrawlError, match="no chart catalogue stored yet"):
-        targets({}, FIXED_NOW)
+        targets({}, FIXED_NOW, settings=run_settings())
     with client(tmp_path, [GROUP]) as api:
         assert get(api, "/recognition/charts").json() == {"detail": "No chart catalogue has been discovered yet"}
         assert get(api, "/recognition/top-200/world/latest").status_code == 404
@@ -404,7 +405,7 @@ def test_requests_in_flight_stay_within_the_per_upstream_limit(tmp_path: Path) -
 
     with data_dir(tmp_path):
         outcomes = asyncio.run(crawl_group(GROUP, {"chart_kind": "viral"}, now=lambda: NOW,
-                                           transport=httpx.MockTransport(handler)))
+                                           transport=httpx.MockTransport(handler), settings=run_settings()))
     assert len(outcomes) == 1 + 43 and {o.status for o in outcomes} == {"ok"}
     assert peak == GROUP.per_upstream
 
@@ -417,7 +418,7 @@ def test_a_catalogue_that_shrinks_past_the_threshold_is_refused(recognition_data
     table = {request_key(shazam.locations_request()): Reply(json.dumps(listed).encode(), 200, "application/json")}
     with data_dir(path):
         outcomes = asyncio.run(crawl_group(GROUP, {"chart_kind": "top-200"}, now=lambda: NOW,
-                                           transport=ReplayTransport({"SHAZAM": table})))
+                                           transport=ReplayTransport({"SHAZAM": table}), settings=run_settings()))
     assert outcomes[0].target == "catalogue" and outcomes[0].status == "failed"
     assert outcomes[0].error == ("catalogue: the upstream lists 25 charts, 275 before; a drop of more than 20% is "
                                  "refused and the last catalogue stays in use")

@@ -17,17 +17,30 @@ from starlette.testclient import TestClient
 from chartgw.api.group import Group, crawl_group
 from chartgw.api.params import InvalidParams
 from chartgw.core.clock import fixed
-from chartgw.core.config import SettingError, environment
+from chartgw.core.config import SettingError
 from chartgw.crawl.runner import Outcome
 from chartgw.demo import retail_digital as digital_demo
 from chartgw.demo import retail_physical as physical_demo
-from chartgw.demo.replay import ReplayKey, Reply, replay_upstreams, request_key
+from chartgw.demo.replay import ReplayKey, Reply, request_key
 from chartgw.demo.samples import amazon as samples
 from chartgw.groups import retail, retail_digital, retail_music, retail_physical
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry, group_db_path
 from chartgw.upstreams import amazon
 from chartgw.upstreams.amazon import RetailEntry
-from tests.fixtures import FIXED_NOW, api_fixture, build_group_db, client, configure, copy_data, data_dir, get, group_data
+from tests.fixtures import (
+    FIXED_NOW,
+    api_fixture,
+    build_group_db,
+    client,
+    configure,
+    copy_data,
+    data_dir,
+    environment,
+    get,
+    group_data,
+    replay_upstreams,
+)
+from tests.fixtures import settings as run_settings
 
 NOW = FIXED_NOW
 DAYS = [(NOW - timedelta(days=4 - d)).date().isoformat() for d in range(5)]
@@ -177,7 +190,7 @@ def test_rank_past_the_rows_of_the_snapshot_is_404(physical_data: Path, tmp_path
                                     samples.sample_rows("us", "retail-physical", "jazz", 9, 45), 1)
     chart = amazon.parse_grid("us", [page])
     later = NOW + timedelta(days=1)
-    with data_dir(path), SnapshotWriter(group_db_path(PHYSICAL.name)) as store:
+    with data_dir(path), SnapshotWriter(group_db_path(PHYSICAL.name, settings=run_settings())) as store:
         store.commit([NewSnapshot("us/jazz", later.date().isoformat(), None, later, "test",
                                   [retail.stored(e) for e in chart.entries])], FetchLogRow("us/jazz", later, 1, "ok"))
     with client(path, [PHYSICAL], now=later) as api:
@@ -201,7 +214,7 @@ def test_best_seller_snapshots(physical: TestClient) -> None:
 def _expected_history(asin: str) -> list[tuple[str, str, int]]:
     """(category key, chart date, rank) of every listing of `asin` in the seeded samples, newest first."""
     seen = []
-    for market, slug in retail_physical.configured():
+    for market, slug in retail_physical.configured(settings=run_settings()):
         for variant, day in enumerate(DAYS):
             for rank, found in enumerate(sample_asins(market, "retail-physical", slug, variant), start=1):
                 if found == asin:
@@ -402,7 +415,7 @@ def test_no_data_yet_is_404_never_500(group: Group, tmp_path: Path) -> None:
 def test_group_declarations() -> None:
     assert [g.name for g in (PHYSICAL, DIGITAL, MUSIC)] == ["retail-physical", "retail-digital", "retail-music"]
     for group in (PHYSICAL, DIGITAL, MUSIC):
-        assert group.per_upstream == 1 and group.delay_seconds is not None and group.delay_seconds() == 5.0
+        assert group.per_upstream == 1 and group.delay_seconds is not None and group.delay_seconds(run_settings()) == 5.0
         assert {"AMAZON_US", "AMAZON_GB", "AMAZON_DE", "AMAZON_JP", "AMAZON_IN"} <= set(group.upstreams)
         assert [s.cron for s in group.schedules] and group.entries is not None
         names = {s.variable for s in group.settings}
@@ -435,26 +448,26 @@ def test_targets_follow_the_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     configure("CHARTGW_DATA_DIR", str(tmp_path))
     configure("CHARTGW_RETAIL_MARKETS", "DE,us")
     configure("CHARTGW_RETAIL_PHYSICAL_CATEGORIES", "vinyl,rock")
-    assert [t.key for t in retail_physical.targets({}, FIXED_NOW)] == ["de/vinyl", "us/rock"]
-    assert [t.key for t in retail_physical.targets({"market": "us", "category": "jazz"}, FIXED_NOW)] == ["us/jazz"]
+    assert [t.key for t in retail_physical.targets({}, FIXED_NOW, settings=run_settings())] == ["de/vinyl", "us/rock"]
+    assert [t.key for t in retail_physical.targets({"market": "us", "category": "jazz"}, FIXED_NOW, settings=run_settings())] == ["us/jazz"]
     with pytest.raises(InvalidParams):
-        retail_physical.targets({"market": "jp"}, FIXED_NOW)
+        retail_physical.targets({"market": "jp"}, FIXED_NOW, settings=run_settings())
     with pytest.raises(ValueError, match="no known path for category 'jazz'"):
-        retail_physical.targets({"market": "de", "category": "jazz"}, FIXED_NOW)
-    first, second = retail_physical.targets({"market": "us"}, FIXED_NOW)[0].requests
+        retail_physical.targets({"market": "de", "category": "jazz"}, FIXED_NOW, settings=run_settings())
+    first, second = retail_physical.targets({"market": "us"}, FIXED_NOW, settings=run_settings())[0].requests
     assert (first.path, first.params, second.params) == ("/gp/bestsellers/music/40/", (), (("pg", "2"),))
     configure("CHARTGW_RETAIL_DIGITAL_SOURCES", "landing,digital-songs")
-    assert [t.key for t in retail_digital.targets({}, FIXED_NOW)] == ["de/landing", "de/digital-songs", "us/landing",
+    assert [t.key for t in retail_digital.targets({}, FIXED_NOW, settings=run_settings())] == ["de/landing", "de/digital-songs", "us/landing",
                                                              "us/digital-songs"]
-    assert [t.key for t in retail_music.targets({"market": "de"}, FIXED_NOW)] == ["de/top-songs"]
+    assert [t.key for t in retail_music.targets({"market": "de"}, FIXED_NOW, settings=run_settings())] == ["de/top-songs"]
     assert PHYSICAL.delay_seconds is not None
-    checks = (("CHARTGW_RETAIL_MARKETS", "us,br", lambda: retail_music.targets({}, FIXED_NOW)),
-              ("CHARTGW_RETAIL_PHYSICAL_CATEGORIES", "polka", lambda: retail_physical.targets({}, FIXED_NOW)),
-              ("CHARTGW_RETAIL_HEADERS", "no colon here", lambda: retail_music.targets({}, FIXED_NOW)),
-              ("CHARTGW_RETAIL_HEADERS", "Accept: x", lambda: retail_music.targets({}, FIXED_NOW)),
-              ("CHARTGW_RETAIL_DELAY_SECONDS", "-1", PHYSICAL.delay_seconds),
-              ("CHARTGW_RETAIL_BACKOFF_HOURS", "0", lambda: retail_music.targets({}, FIXED_NOW)),
-              ("CHARTGW_RETAIL_DIGITAL_SOURCES", "toys", lambda: retail_digital.targets({}, FIXED_NOW)))
+    checks = (("CHARTGW_RETAIL_MARKETS", "us,br", lambda: retail_music.targets({}, FIXED_NOW, settings=run_settings())),
+              ("CHARTGW_RETAIL_PHYSICAL_CATEGORIES", "polka", lambda: retail_physical.targets({}, FIXED_NOW, settings=run_settings())),
+              ("CHARTGW_RETAIL_HEADERS", "no colon here", lambda: retail_music.targets({}, FIXED_NOW, settings=run_settings())),
+              ("CHARTGW_RETAIL_HEADERS", "Accept: x", lambda: retail_music.targets({}, FIXED_NOW, settings=run_settings())),
+              ("CHARTGW_RETAIL_DELAY_SECONDS", "-1", lambda: PHYSICAL.delay_seconds(run_settings())),
+              ("CHARTGW_RETAIL_BACKOFF_HOURS", "0", lambda: retail_music.targets({}, FIXED_NOW, settings=run_settings())),
+              ("CHARTGW_RETAIL_DIGITAL_SOURCES", "toys", lambda: retail_digital.targets({}, FIXED_NOW, settings=run_settings())))
     for name, bad, call in checks:
         with environment({name: bad}), pytest.raises(SettingError, match=name):
             call()
@@ -463,7 +476,7 @@ def test_targets_follow_the_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 # --- crawls: refusals, the gate, the last good snapshot, backoff --------------------------------------------------
 
 def _tables(variant: int, overrides: dict[str, dict[ReplayKey, Reply]] | None = None) -> dict[str, dict[ReplayKey, Reply]]:
-    tables = physical_demo.replies(variant)
+    tables = physical_demo.replies(variant, settings=run_settings())
     for upstream, table in (overrides or {}).items():
         tables[upstream] = {**tables[upstream], **table}
     return tables
@@ -472,7 +485,7 @@ def _tables(variant: int, overrides: dict[str, dict[ReplayKey, Reply]] | None = 
 def _crawl(path: Path, at: datetime, tables: dict[str, dict[ReplayKey, Reply]], monkeypatch: pytest.MonkeyPatch,
            group: Group = PHYSICAL) -> tuple[list[Outcome], dict[str, list[ReplayKey]]]:
     with data_dir(path), replay_upstreams(tables) as servers:
-        outcomes = asyncio.run(crawl_group(group, {}, now=fixed(at)))
+        outcomes = asyncio.run(crawl_group(group, {}, now=fixed(at), settings=run_settings()))
     return outcomes, {name: [key for key, _ in server.seen] for name, server in servers.items()}
 
 
@@ -576,7 +589,7 @@ def test_a_refused_landing_page_stops_retail_digital_in_that_marketplace(tmp_pat
     at = NOW + timedelta(days=1)
     with client(path, [DIGITAL], now=at) as api:
         before = get(api, "/retail-digital/charts/us-landing-digital-albums/latest").json()
-    tables = digital_demo.replies(5)
+    tables = digital_demo.replies(5, settings=run_settings())
     tables["AMAZON_US"][request_key(amazon.landing_request("us"))] = Reply(samples.render_robot_check("us"), 503)
     outcomes, seen = _crawl(path, at, tables, monkeypatch, DIGITAL)
     by_key = {o.target: o for o in outcomes}
@@ -649,7 +662,7 @@ def test_streaks_cap_and_ignore_skipped_targets() -> None:
 def test_custom_headers_are_sent_with_the_marketplace_language(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     configure("CHARTGW_RETAIL_HEADERS", "User-Agent: TestBrowser/1.0|Accept: text/html|Accept-Language: xx")
     with data_dir(small), replay_upstreams(_tables(5)) as servers:
-        asyncio.run(crawl_group(PHYSICAL, {"market": "gb"}, now=fixed(NOW + timedelta(days=1))))
+        asyncio.run(crawl_group(PHYSICAL, {"market": "gb"}, now=fixed(NOW + timedelta(days=1)), settings=run_settings()))
     headers = servers["AMAZON_GB"].seen[0][1]
     assert (headers["user-agent"], headers["accept"], headers["accept-language"]) == (
         "TestBrowser/1.0", "text/html", "en-GB,en;q=0.9")
@@ -696,7 +709,7 @@ def build_year(path: Path, slugs: list[str], days: int) -> None:
     1 + (n + day) % 100 (so every product moves through every rank). Committed a month at a time."""
     encode = msgspec.json.Encoder().encode
     names = [retail.stored(_year_entry(n, 1, 0)) for n in range(100)]
-    with data_dir(path), SnapshotWriter(group_db_path(PHYSICAL.name)) as store:
+    with data_dir(path), SnapshotWriter(group_db_path(PHYSICAL.name, settings=run_settings())) as store:
         store.db.execute("PRAGMA synchronous=OFF")
         snapshots: list[NewSnapshot] = []
         for day in range(days):

@@ -20,7 +20,6 @@ from chartgw import cli
 from chartgw.api.group import crawl_group, group_policy
 from chartgw.core import config
 from chartgw.core.clock import fixed
-from chartgw.core.settings import current
 from chartgw.demo.replay import BODY, ReplayKey, Reply, replay_key
 from chartgw.demo.samples import short_video as samples
 from chartgw.demo.short_video import DEMO_SIZE
@@ -29,7 +28,8 @@ from chartgw.groups import short_video as sv
 from chartgw.groups.short_video import GROUP, TOKEN_SETTING, targets
 from chartgw.store import SnapshotReader, group_db_path
 from tests import fixtures
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, group_data
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, environment, group_data
+from tests.fixtures import settings as run_settings
 
 NOW = FIXED_NOW
 YESTERDAY = (NOW - timedelta(days=1)).date()
@@ -68,13 +68,13 @@ def test_health_is_public_and_says_when_no_token_is_configured(api: TestClient) 
 
 
 def test_health_is_ok_with_a_token(video_data: Path) -> None:
-    with config.environment(TOKEN_ENV), client(video_data, [GROUP]) as fresh:
+    with environment(TOKEN_ENV), client(video_data, [GROUP]) as fresh:
         body = fresh.get("/short-video/health").json()
     assert body["status"] == "ok" and body["token_configured"] is True and "crawling" in body["detail"]
 
 
 def test_health_counts_stale_charts_a_week_later(video_data: Path) -> None:
-    with config.environment(TOKEN_ENV), client(video_data, [GROUP], now=NOW + timedelta(days=3)) as later:
+    with environment(TOKEN_ENV), client(video_data, [GROUP], now=NOW + timedelta(days=3)) as later:
         body = later.get("/short-video/health").json()
     stale = {(c["code2"], c["interval"]) for c in body["coverage"] if c["stale"]}
     assert body["status"] == "degraded" and ("us", "daily") in stale and ("us", "weekly") not in stale
@@ -230,7 +230,7 @@ class FakeChartmetric:
         """`chartgw crawl short-video` against this fake (the crawl's transport), or against `answer`, a handler
         in front of it."""
         transport = httpx.MockTransport(answer or self)
-        return asyncio.run(crawl_group(GROUP, selection, now=fixed(at), transport=transport))
+        return asyncio.run(crawl_group(GROUP, selection, now=fixed(at), transport=transport, settings=run_settings()))
 
     def paths(self) -> list[str]:
         return [r.url.path + ("?offset=" + r.url.params["offset"] if "offset" in r.url.params else "") for r in self.seen]
@@ -323,13 +323,13 @@ def test_pages_come_through_the_crawls_fetcher(fake: FakeChartmetric, fresh: Pat
     assert outcome.status == "failed" and "redirected to another host (elsewhere.invalid)" in (outcome.error or "")
     assert not [r for r in fake.seen if r.url.host == "elsewhere.invalid"]
     configure("CHARTGW_CRAWL_DELAY_SECONDS", "0.2")
-    policy = group_policy(GROUP)
+    policy = group_policy(GROUP, settings=run_settings())
     assert (policy.per_upstream, policy.delay_seconds) == (1, sv.POLITE_DELAY_SECONDS)
 
 
 def _latest_id(target: str) -> int | None:
     async def read() -> int | None:
-        reader = SnapshotReader(group_db_path("short-video"))
+        reader = SnapshotReader(group_db_path("short-video", settings=run_settings()))
         row = await reader.latest(target)
         await reader.close()
         return row.id if row else None
@@ -368,9 +368,9 @@ def test_without_a_token_the_crawl_stops_naming_the_setting(monkeypatch: pytest.
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     configure(TOKEN_SETTING.variable, None)
     with pytest.raises(config.SettingError, match="CHARTGW_CHARTMETRIC_REFRESH_TOKEN"):
-        targets({}, FIXED_NOW)
+        targets({}, FIXED_NOW, settings=run_settings())
     monkeypatch.setattr(cli, "GROUPS", (*GROUPS, GROUP) if GROUP not in GROUPS else GROUPS)
-    assert cli.main(["crawl", "short-video", "--interval", "daily"], current()) == 1
+    assert cli.main(["crawl", "short-video", "--interval", "daily"], run_settings()) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "CHARTGW_CHARTMETRIC_REFRESH_TOKEN" in err[0]
     assert not (fresh / "short-video.sqlite").exists() or _latest_id("us/daily") is None
@@ -380,11 +380,11 @@ def test_targets_follow_the_settings_and_the_selection(monkeypatch: pytest.Monke
     configure(TOKEN_SETTING.variable, "x")
     configure("CHARTGW_SHORT_VIDEO_COUNTRIES", "global,KR")
     configure("CHARTGW_SHORT_VIDEO_INTERVALS", "weekly")
-    assert [t.key for t in targets({}, FIXED_NOW)] == ["global/weekly", "kr/weekly"]
-    assert [t.key for t in targets({"code2": "nz", "interval": "daily"}, FIXED_NOW)] == ["nz/daily"]
+    assert [t.key for t in targets({}, FIXED_NOW, settings=run_settings())] == ["global/weekly", "kr/weekly"]
+    assert [t.key for t in targets({"code2": "nz", "interval": "daily"}, FIXED_NOW, settings=run_settings())] == ["nz/daily"]
     configure("CHARTGW_SHORT_VIDEO_INTERVALS", "hourly")
     with pytest.raises(config.SettingError, match="CHARTGW_SHORT_VIDEO_INTERVALS"):
-        targets({}, FIXED_NOW)
+        targets({}, FIXED_NOW, settings=run_settings())
 
 
 def test_the_chart_asked_is_yesterdays() -> None:

@@ -19,8 +19,7 @@ from chartgw.api.group import crawl_group
 from chartgw.api.params import InvalidParams
 from chartgw.core import config
 from chartgw.core.clock import fixed
-from chartgw.core.settings import current
-from chartgw.demo.replay import Reply, replay_upstreams, request_key
+from chartgw.demo.replay import Reply, request_key
 from chartgw.demo.samples import social_trends as samples
 from chartgw.groups import GROUPS
 from chartgw.groups import social_trends as st
@@ -28,7 +27,19 @@ from chartgw.groups.social_trends import GROUP, parse_refresh_body, refresh, tar
 from chartgw.store import SnapshotReader, group_db_path
 from chartgw.upstreams.x_trends import LOCATIONS, LOCATIONS_BY_SLUG, TRENDS24, X_API, trends24_request, v1_request
 from tests import fixtures
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, copy_data, data_dir, group_data
+from tests.fixtures import (
+    FIXED_NOW,
+    KEY_HEADERS,
+    api_fixture,
+    client,
+    configure,
+    copy_data,
+    data_dir,
+    environment,
+    group_data,
+    replay_upstreams,
+)
+from tests.fixtures import settings as run_settings
 
 NOW = FIXED_NOW
 STAMP = NOW.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -62,7 +73,7 @@ def test_health_is_public_with_every_crawled_locations_latest_time(api: TestClie
 
 
 def test_health_names_the_source_in_force(trends_data: Path) -> None:
-    with config.environment({"CHARTGW_X_BEARER_TOKEN": "t", "CHARTGW_SOCIAL_TRENDS_LOCATIONS": "us,tokyo"}), \
+    with environment({"CHARTGW_X_BEARER_TOKEN": "t", "CHARTGW_SOCIAL_TRENDS_LOCATIONS": "us,tokyo"}), \
             client(trends_data, [GROUP], now=NOW + timedelta(hours=2)) as later:
         body = later.get("/social-trends/health").json()
     assert (body["status"], body["source"], body["token_configured"]) == ("degraded", "x-api", True)
@@ -154,7 +165,7 @@ def fresh(tmp_path: Path) -> Path:
 
 def latest_entries(target: str) -> tuple[int | None, list[bytes]]:
     async def read() -> tuple[int | None, list[bytes]]:
-        reader = SnapshotReader(group_db_path(st.NAME))
+        reader = SnapshotReader(group_db_path(st.NAME, settings=run_settings()))
         row = await reader.latest(target)
         records = await reader.records(row.id, 100) if row else []
         await reader.close()
@@ -168,8 +179,8 @@ def latest_entries(target: str) -> tuple[int | None, list[bytes]]:
 def test_every_source_reads_the_same_list(fresh: Path, source: str, version: str, kind: str) -> None:
     where = LOCATIONS_BY_SLUG["tokyo"]
     settings: dict[str, str | None] = {**X_API_ENV, "CHARTGW_TRENDS_SOURCE": source, "CHARTGW_X_API_VERSION": version}
-    with config.environment(settings), replay_upstreams(samples.location_replies(where, NOW, 1)) as servers:
-        outcomes = asyncio.run(crawl_group(GROUP, {"location": "tokyo"}, now=fixed(NOW)))
+    with environment(settings), replay_upstreams(samples.location_replies(where, NOW, 1)) as servers:
+        outcomes = asyncio.run(crawl_group(GROUP, {"location": "tokyo"}, now=fixed(NOW), settings=run_settings()))
         with client(fresh, [GROUP]) as app:
             body = get(app, "/social-trends/trends/tokyo")
     assert [(o.target, o.status, o.rows) for o in outcomes] == [("trends/tokyo", "ok", 50)]
@@ -188,9 +199,9 @@ def test_the_x_api_without_a_token_stops_the_crawl_naming_the_setting(fresh: Pat
     configure("CHARTGW_TRENDS_SOURCE", "x-api")
     configure("CHARTGW_X_BEARER_TOKEN", None)
     with pytest.raises(config.SettingError, match="CHARTGW_X_BEARER_TOKEN"):
-        targets({"location": "us"}, FIXED_NOW)
+        targets({"location": "us"}, FIXED_NOW, settings=run_settings())
     monkeypatch.setattr(cli, "GROUPS", (*GROUPS, GROUP) if GROUP not in GROUPS else GROUPS)
-    assert cli.main(["crawl", "social-trends", "--location", "us"], current()) == 1
+    assert cli.main(["crawl", "social-trends", "--location", "us"], run_settings()) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "CHARTGW_X_BEARER_TOKEN" in err[0]
 
@@ -198,12 +209,12 @@ def test_the_x_api_without_a_token_stops_the_crawl_naming_the_setting(fresh: Pat
 def test_targets_follow_the_locations_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     configure("CHARTGW_SOCIAL_TRENDS_LOCATIONS", "worldwide, JP,london")
     configure("CHARTGW_X_BEARER_TOKEN", None)
-    assert [t.key for t in targets({}, FIXED_NOW)] == ["trends/worldwide", "trends/jp", "trends/london"]
-    assert targets({}, FIXED_NOW)[2].requests == (trends24_request(LOCATIONS_BY_SLUG["london"]),)
-    assert [t.key for t in targets({"location": "osaka"}, FIXED_NOW)] == ["trends/osaka"]
+    assert [t.key for t in targets({}, FIXED_NOW, settings=run_settings())] == ["trends/worldwide", "trends/jp", "trends/london"]
+    assert targets({}, FIXED_NOW, settings=run_settings())[2].requests == (trends24_request(LOCATIONS_BY_SLUG["london"]),)
+    assert [t.key for t in targets({"location": "osaka"}, FIXED_NOW, settings=run_settings())] == ["trends/osaka"]
     configure("CHARTGW_SOCIAL_TRENDS_LOCATIONS", "atlantis")
     with pytest.raises(config.SettingError, match="CHARTGW_SOCIAL_TRENDS_LOCATIONS"):
-        targets({}, FIXED_NOW)
+        targets({}, FIXED_NOW, settings=run_settings())
 
 
 @pytest.mark.parametrize("status,body,reason", [
@@ -217,8 +228,8 @@ def test_a_failed_crawl_keeps_the_last_good_snapshot(trends_data: Path, tmp_path
     with data_dir(copy_data(trends_data, tmp_path / "data")):
         good, records = latest_entries("trends/us")
         replies = {X_API: {request_key(v1_request(where.woeid, samples.SAMPLE_TOKEN)): Reply(body, status)}}
-        with config.environment({**X_API_ENV, "CHARTGW_X_API_VERSION": "1.1"}), replay_upstreams(replies) as servers:
-            outcome = asyncio.run(crawl_group(GROUP, {"location": "us"}, now=fixed(NOW + timedelta(minutes=30))))[0]
+        with environment({**X_API_ENV, "CHARTGW_X_API_VERSION": "1.1"}), replay_upstreams(replies) as servers:
+            outcome = asyncio.run(crawl_group(GROUP, {"location": "us"}, now=fixed(NOW + timedelta(minutes=30)), settings=run_settings()))[0]
         assert outcome.status == "failed" and reason in (outcome.error or "")
         assert len(servers[X_API].seen) == 1  # refusals are not asked again
         assert latest_entries("trends/us") == (good, records)
@@ -296,7 +307,7 @@ def test_refresh_of_an_unknown_location_is_404(refreshing: tuple[Path, dict[str,
 
 
 def test_refresh_without_a_token_for_the_x_api_is_503(refreshing: tuple[Path, dict[str, Any]]) -> None:
-    with config.environment({"CHARTGW_TRENDS_SOURCE": "x-api", "CHARTGW_X_BEARER_TOKEN": None}), \
+    with environment({"CHARTGW_TRENDS_SOURCE": "x-api", "CHARTGW_X_BEARER_TOKEN": None}), \
             client(refreshing[0], [GROUP]) as app:
         response = post(app, b'{"location": "us"}')
     assert response.status_code == 503 and "CHARTGW_X_BEARER_TOKEN" in response.json()["detail"]
@@ -316,14 +327,14 @@ def test_a_second_refresh_within_the_interval_is_429(refreshing: tuple[Path, dic
         assert held.status_code == 429 and held.headers["retry-after"] == "15"
     with client(path, [GROUP], now=NOW + timedelta(seconds=60)) as after:
         assert post(after, b'{"location": "fr"}').status_code == 200
-    with config.environment({"CHARTGW_SOCIAL_TRENDS_REFRESH_INTERVAL_SECONDS": "0"}), client(path, [GROUP]) as free:
+    with environment({"CHARTGW_SOCIAL_TRENDS_REFRESH_INTERVAL_SECONDS": "0"}), client(path, [GROUP]) as free:
         assert post(free, b'{"location": "de"}').status_code == 200
     assert len(servers[TRENDS24].seen) == 4
 
 
 def test_a_key_past_its_refresh_budget_is_429_for_any_location(refreshing: tuple[Path, dict[str, Any]]) -> None:
     path, servers = refreshing
-    with config.environment({"CHARTGW_REFRESHES_PER_KEY_PER_HOUR": "1"}), client(path, [GROUP]) as app:
+    with environment({"CHARTGW_REFRESHES_PER_KEY_PER_HOUR": "1"}), client(path, [GROUP]) as app:
         assert post(app, b'{"location": "fr"}').status_code == 200
         held = post(app, b'{"location": "de"}')
         assert held.status_code == 429 and 3590 <= int(held.headers["retry-after"]) <= 3600
@@ -333,7 +344,7 @@ def test_a_key_past_its_refresh_budget_is_429_for_any_location(refreshing: tuple
 
 def test_scheduled_crawls_do_not_count_against_the_interval(refreshing: tuple[Path, dict[str, Any]]) -> None:
     path, _ = refreshing
-    asyncio.run(crawl_group(GROUP, {"location": "it"}, now=fixed(NOW)))
+    asyncio.run(crawl_group(GROUP, {"location": "it"}, now=fixed(NOW), settings=run_settings()))
     with client(path, [GROUP]) as app:
         assert post(app, b'{"location": "it"}').status_code == 200
 
@@ -356,7 +367,7 @@ def test_a_refresh_already_running_is_joined_not_started_twice(refreshing: tuple
     servers = refreshing[1]
 
     async def both() -> tuple[Any, Any]:
-        data = GroupData(st.NAME, fixed(NOW), settings=current())
+        data = GroupData(st.NAME, fixed(NOW), settings=run_settings())
         try:
             first = asyncio.ensure_future(refresh(Call({}, data, NOW, b'{"location": "mx"}')))
             # The second asks once the first's crawl is running (started together, the second's own reads could
@@ -375,7 +386,7 @@ def test_a_refresh_already_running_is_joined_not_started_twice(refreshing: tuple
     assert len(servers[TRENDS24].seen) == 1
 
     async def third() -> None:
-        data = GroupData(st.NAME, fixed(NOW), settings=current())
+        data = GroupData(st.NAME, fixed(NOW), settings=run_settings())
         try:
             await refresh(Call({}, data, NOW, b'{"location": "mx"}'))
         finally:

@@ -17,8 +17,6 @@ from chartgw import cli
 from chartgw.api.group import crawl_group
 from chartgw.api.params import InvalidParams
 from chartgw.core.clock import fixed
-from chartgw.core.config import environment
-from chartgw.core.settings import current
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import Outcome
 from chartgw.demo.replay import ReplayTransport, Reply, request_key
@@ -27,7 +25,8 @@ from chartgw.groups import streaming
 from chartgw.groups.streaming import GROUP, import_csv
 from chartgw.upstreams import spotify
 from tests import fixtures
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, copy_data, data_dir, group_data
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, copy_data, data_dir, environment, group_data
+from tests.fixtures import settings as run_settings
 
 NOW = FIXED_NOW
 COUNTRIES = ("global", "us", "kr")
@@ -56,7 +55,7 @@ def crawl(path: Path, replies: dict, selection: dict[str, str | None] | None = N
     transport = ReplayTransport({"SPOTIFY": replies})
     with data_dir(path), environment(env or TOKEN_ENV):
         outcomes = asyncio.run(crawl_group(GROUP, selection or {}, now=lambda: NOW + timedelta(minutes=5),
-                                           transport=transport))
+                                           transport=transport, settings=run_settings()))
     return outcomes, transport
 
 
@@ -95,7 +94,7 @@ def test_latest_is_the_newest_chart_date_even_after_an_older_import(api: TestCli
     csv_file = tmp_path / "regional-global-daily-2020-01-01.csv"
     csv_file.write_bytes(samples.render_legacy_csv("regional-daily", "global", samples.chart_rows("regional-daily", "x")))
     with data_dir(path):
-        (outcome,) = import_csv(Context(clock=fixed(NOW)), {"file": str(csv_file)})
+        (outcome,) = import_csv(Context(clock=fixed(NOW), settings=run_settings()), {"file": str(csv_file)})
     assert outcome.status == "ok"
     with environment(TOKEN_ENV), client(path, [GROUP]) as c:
         assert get(c, "/streaming/latest?limit=1")["chart_date"] == DAILY
@@ -423,15 +422,15 @@ def test_without_a_token_only_the_public_overview_is_crawled(tmp_path: Path) -> 
 
 def test_without_a_token_other_selections_say_why(tmp_path: Path) -> None:
     with environment(PUBLIC_ENV), pytest.raises(InvalidParams) as raised:
-        streaming.targets({"chart_type": "viral-daily", "country": None}, NOW)
+        streaming.targets({"chart_type": "viral-daily", "country": None}, NOW, settings=run_settings())
     assert "without CHARTGW_SPOTIFY_TOKEN" in raised.value.errors[0]["msg"]
 
 
 def test_token_crawl_covers_every_chart_type_and_configured_country() -> None:
     with environment({"CHARTGW_SPOTIFY_TOKEN": "x", "CHARTGW_STREAMING_COUNTRIES": None}):
-        keys = [t.key for t in streaming.targets({}, NOW)]
+        keys = [t.key for t in streaming.targets({}, NOW, settings=run_settings())]
         assert len(keys) == 3 * 8 and "viral-daily/br" in keys and "regional-weekly/kr" in keys
-        assert [t.expected_rows for t in streaming.targets({"country": "jp"}, NOW)] == [200, 200, 50]
+        assert [t.expected_rows for t in streaming.targets({"country": "jp"}, NOW, settings=run_settings())] == [200, 200, 50]
 
 
 # --- CSV import ---------------------------------------------------------------------------------------------------
@@ -439,7 +438,7 @@ def test_token_crawl_covers_every_chart_type_and_configured_country() -> None:
 
 def _import(path: Path, file: Path, **options: str) -> list[Outcome]:
     with data_dir(path):
-        return import_csv(Context(clock=fixed(NOW)), {"file": str(file), "country": None, "chart_type": None, "date": None, **options})
+        return import_csv(Context(clock=fixed(NOW), settings=run_settings()), {"file": str(file), "country": None, "chart_type": None, "date": None, **options})
 
 
 def test_import_the_real_downloads(shared_upstream: Path, tmp_path: Path) -> None:
@@ -505,9 +504,9 @@ def test_cli_import_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     bad = tmp_path / "notes.csv"
     bad.write_text("just some text\n")
     with data_dir(tmp_path / "data"):
-        assert cli.main(["import", "streaming", str(good), "--json"], current()) == 0
+        assert cli.main(["import", "streaming", str(good), "--json"], run_settings()) == 0
         assert cli.main(["import", "streaming", str(bad), "--country", "us", "--chart-type", "regional-daily",
-                         "--date", "2026-10-01"], current()) == 2
+                         "--date", "2026-10-01"], run_settings()) == 2
     assert "no header row" in capsys.readouterr().err
 
 
@@ -522,7 +521,7 @@ def test_cli_crawl_without_a_token_refuses_other_charts(tmp_path: Path, monkeypa
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(cli, "GROUPS", (GROUP,))
     with data_dir(tmp_path), environment(PUBLIC_ENV):
-        assert cli.main(["crawl", "streaming", "--chart-type", "viral-daily"], current()) == 2
+        assert cli.main(["crawl", "streaming", "--chart-type", "viral-daily"], run_settings()) == 2
     assert "without CHARTGW_SPOTIFY_TOKEN only regional-weekly/global" in capsys.readouterr().err
 
 

@@ -18,19 +18,30 @@ from starlette.testclient import TestClient
 from chartgw import cli
 from chartgw.api.group import crawl_group
 from chartgw.core.clock import fixed
-from chartgw.core.config import environment
-from chartgw.core.settings import current
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import Outcome
-from chartgw.demo.replay import Reply, replay_upstreams, request_key
+from chartgw.demo.replay import Reply, request_key
 from chartgw.demo.samples import officialcharts as samples
 from chartgw.groups import uk_charts
 from chartgw.groups.uk_charts import GROUP, backfill
-from chartgw.groups.uk_charts.charts import DEFAULT_CHARTS, configured_charts, credited_artists, latest_published_week
+from chartgw.groups.uk_charts.charts import CHARTS_SETTING, DEFAULT_CHARTS, credited_artists, latest_published_week
 from chartgw.groups.uk_charts.crawl import keyable, targets
 from chartgw.upstreams import officialcharts
 from chartgw.upstreams.officialcharts import UPSTREAM, requests_for
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, api_fixture, client, configure, copy_data, data_dir, get, group_data
+from tests.fixtures import (
+    FIXED_NOW,
+    KEY_HEADERS,
+    api_fixture,
+    client,
+    configure,
+    copy_data,
+    data_dir,
+    environment,
+    get,
+    group_data,
+    replay_upstreams,
+)
+from tests.fixtures import settings as run_settings
 
 NOW = FIXED_NOW  # Friday 2026-11-20 05:30 UTC: the week of 2026-11-20 is not out yet
 LATEST = date(2026, 11, 13)
@@ -276,9 +287,9 @@ def test_a_bad_chart_setting_is_a_503_naming_it(uk_data: Path, monkeypatch: pyte
 
 def test_configured_charts_follow_the_setting(uk_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     configure("CHARTGW_UK_CHARTS", "Albums, singles")
-    assert configured_charts() == ("albums", "singles")
-    assert [t.key for t in targets({"chart": None}, FIXED_NOW)] == ["albums", "singles"]
-    assert [t.key for t in targets({"chart": "singles-top-40"}, FIXED_NOW)] == ["singles-top-40"]
+    assert run_settings().get(CHARTS_SETTING) == ("albums", "singles")
+    assert [t.key for t in targets({"chart": None}, FIXED_NOW, settings=run_settings())] == ["albums", "singles"]
+    assert [t.key for t in targets({"chart": "singles-top-40"}, FIXED_NOW, settings=run_settings())] == ["singles-top-40"]
     with client(uk_data, [GROUP]) as api:
         health = api.get("/uk-charts/health").json()
         assert health["chart_count"] == 2 and [c["chart_key"] for c in health["charts"]] == ["albums", "singles"]
@@ -295,7 +306,7 @@ def test_configured_charts_follow_the_setting(uk_data: Path, monkeypatch: pytest
 
 def _crawl(path: Path, replies: dict, selection: dict[str, str | None], now: datetime) -> list[Outcome]:
     with data_dir(path), replay_upstreams({UPSTREAM: replies}):
-        return asyncio.run(crawl_group(GROUP, selection, now=lambda: now))
+        return asyncio.run(crawl_group(GROUP, selection, now=lambda: now, settings=run_settings()))
 
 
 def _latest_request() -> Any:
@@ -334,7 +345,7 @@ def test_a_failed_or_short_crawl_keeps_the_last_good_week(uk_data: Path, tmp_pat
     with client(path, [GROUP]) as before:
         kept = get(before, "/uk-charts/singles/latest").content
     with data_dir(path), replay_upstreams({UPSTREAM: {_latest_request(): reply}}) as servers:
-        (outcome,) = asyncio.run(crawl_group(GROUP, {"chart": "singles"}, now=lambda: LATER))
+        (outcome,) = asyncio.run(crawl_group(GROUP, {"chart": "singles"}, now=lambda: LATER, settings=run_settings()))
         asked = len(servers[UPSTREAM].seen)
     assert outcome.status == "failed" and error in (outcome.error or "")
     assert asked == (1 if reply.status == 403 else 3 if reply.status == 500 else 1)
@@ -395,7 +406,7 @@ def test_real_1952_first_chart_backfills_with_tied_ranks(shared_upstream: Path, 
     first = date(1952, 11, 14)
     table = {request_key(requests_for("singles", first)[0]): Reply(page)}
     with data_dir(tmp_path), replay_upstreams({UPSTREAM: table}):
-        outcomes = asyncio.run(backfill("singles", date(1950, 1, 1), date(1952, 11, 20), now=lambda: NOW))
+        outcomes = asyncio.run(backfill("singles", date(1950, 1, 1), date(1952, 11, 20), now=lambda: NOW, settings=run_settings()))
     assert [(o.target, o.status, o.rows) for o in outcomes] == [("singles@1952-11-14", "ok", 15)]
     with client(tmp_path, [GROUP]) as api:
         body = get(api, "/uk-charts/singles/1952-11-18").json()
@@ -455,9 +466,9 @@ def test_backfill_skips_held_weeks_and_resumes_after_an_interruption(tmp_path: P
 
     with data_dir(tmp_path), replay_upstreams({UPSTREAM: table}) as servers:
         with pytest.raises(KeyboardInterrupt):
-            asyncio.run(backfill("dance-singles", OLDEST, now=lambda: NOW, progress=interrupt))
+            asyncio.run(backfill("dance-singles", OLDEST, now=lambda: NOW, progress=interrupt, settings=run_settings()))
         assert len(servers[UPSTREAM].seen) == 2
-        outcomes = asyncio.run(backfill("dance-singles", OLDEST, now=lambda: NOW))
+        outcomes = asyncio.run(backfill("dance-singles", OLDEST, now=lambda: NOW, settings=run_settings()))
         paths = [key[1] for key, _ in servers[UPSTREAM].seen]
     assert [o.target for o in outcomes] == [f"dance-singles@{w}" for w in WEEKS[2:]]
     assert paths[2:] == [f"/charts/dance-singles-chart/{w.replace('-', '')}/104/" for w in WEEKS[2:]]
@@ -477,9 +488,9 @@ def test_a_failing_week_is_recorded_and_fetched_again_by_the_next_run(tmp_path: 
     good = table[failing]
     table[failing] = Reply(b"gateway", 502)
     with data_dir(tmp_path), replay_upstreams({UPSTREAM: table}) as servers:
-        first = asyncio.run(backfill("albums", OLDEST, now=lambda: NOW))
+        first = asyncio.run(backfill("albums", OLDEST, now=lambda: NOW, settings=run_settings()))
         servers[UPSTREAM].replies[failing] = good
-        second = asyncio.run(backfill("albums", OLDEST, now=lambda: NOW))
+        second = asyncio.run(backfill("albums", OLDEST, now=lambda: NOW, settings=run_settings()))
     assert [o.status for o in first] == ["ok", "ok", "failed", "ok", "ok", "ok"]
     assert "answered HTTP 502" in (first[2].error or "")
     assert [(o.target, o.status) for o in second] == [(f"albums@{WEEKS[2]}", "ok")]
@@ -489,10 +500,10 @@ def test_a_failing_week_is_recorded_and_fetched_again_by_the_next_run(tmp_path: 
 def test_backfill_stops_at_a_refusal_or_three_failures_in_a_row(tmp_path: Path) -> None:
     robot = Reply(b"<html><title>Access denied</title></html>", 403)
     with data_dir(tmp_path), replay_upstreams({UPSTREAM: {}}) as servers:
-        missing = asyncio.run(backfill("albums", OLDEST, now=lambda: NOW))
+        missing = asyncio.run(backfill("albums", OLDEST, now=lambda: NOW, settings=run_settings()))
         servers[UPSTREAM].replies.update({request_key(requests_for("albums", date.fromisoformat(w))[0]): robot
                                           for w in WEEKS})
-        refused = asyncio.run(backfill("albums", OLDEST, now=lambda: NOW))
+        refused = asyncio.run(backfill("albums", OLDEST, now=lambda: NOW, settings=run_settings()))
     assert [o.status for o in missing] == ["failed"] * 3
     assert len(refused) == 1 and "not retried" in (refused[0].error or "")
     with sqlite3.connect(tmp_path / "uk-charts.sqlite") as db:
@@ -506,7 +517,7 @@ def test_backfill_stops_where_the_site_answers_a_later_week(tmp_path: Path) -> N
     table[request_key(requests_for("singles", before)[0])] = table[request_key(requests_for("singles", LATEST -
                                                                                              timedelta(weeks=1))[0])]
     with data_dir(tmp_path), replay_upstreams({UPSTREAM: table}) as servers:
-        outcomes = asyncio.run(backfill("singles", date(2000, 1, 1), now=lambda: NOW))
+        outcomes = asyncio.run(backfill("singles", date(2000, 1, 1), now=lambda: NOW, settings=run_settings()))
         asked = len(servers[UPSTREAM].seen)
     assert asked == 3 and [o.status for o in outcomes] == ["ok", "ok", "ok"]
     assert outcomes[2].rows is None  # the week answered is held with the same rows: nothing stored
@@ -523,7 +534,7 @@ def test_a_backfilled_page_of_another_week_is_stored_under_its_own_week(tmp_path
     page = samples.render_new("singles", other, samples.sample_week("singles", 2))
     table = {request_key(requests_for("singles", asked)[0]): Reply(page)}
     with data_dir(tmp_path), replay_upstreams({UPSTREAM: table}):
-        (outcome,) = asyncio.run(backfill("singles", asked, asked, now=lambda: NOW))
+        (outcome,) = asyncio.run(backfill("singles", asked, asked, now=lambda: NOW, settings=run_settings()))
     assert outcome.status == "ok" and outcome.rows == 100
     with sqlite3.connect(tmp_path / "uk-charts.sqlite") as db:
         (chart_date, source) = db.execute("SELECT chart_date, source FROM snapshots").fetchone()
@@ -538,7 +549,7 @@ def test_the_backfill_command_is_silent_off_a_terminal(tmp_path: Path, capsys: p
                                                            ("until", None)]
     table = samples.chart_replies("singles", LATEST, weeks=2)
     with data_dir(tmp_path), replay_upstreams({UPSTREAM: table}):
-        outcomes = command.run(Context(clock=fixed(FIXED_NOW)), {"chart": "singles", "since": LATEST - timedelta(weeks=1), "until": LATEST})
+        outcomes = command.run(Context(clock=fixed(FIXED_NOW), settings=run_settings()), {"chart": "singles", "since": LATEST - timedelta(weeks=1), "until": LATEST})
     assert [o.status for o in outcomes] == ["ok", "ok"]
     assert capsys.readouterr().err == ""
 
@@ -552,9 +563,9 @@ def test_the_backfill_counts_its_weeks_in_the_progress_shown(tmp_path: Path) -> 
     table = samples.chart_replies("singles", LATEST, weeks=3)
     stream = io.StringIO()
     with data_dir(tmp_path), replay_upstreams({UPSTREAM: table}):
-        asyncio.run(backfill("singles", LATEST - timedelta(weeks=1), LATEST, now=lambda: NOW))
+        asyncio.run(backfill("singles", LATEST - timedelta(weeks=1), LATEST, now=lambda: NOW, settings=run_settings()))
         with Progress("backfill", stream, terminal=False) as shown, shown.step("singles") as step:
-            asyncio.run(backfill("singles", LATEST - timedelta(weeks=2), LATEST, now=lambda: NOW))
+            asyncio.run(backfill("singles", LATEST - timedelta(weeks=2), LATEST, now=lambda: NOW, settings=run_settings()))
     assert (step.total, step.done, step.unit) == (3, 3, "weeks")
     assert stream.getvalue().startswith("backfill singles: 3 weeks in ")
 
@@ -564,15 +575,15 @@ def test_the_cli_verbs_crawl_and_backfill(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(cli, "GROUPS", (GROUP,))
     table = samples.all_replies(LATEST, weeks=3, keys=("singles", "albums"))
     with data_dir(tmp_path), replay_upstreams({UPSTREAM: table}):
-        assert cli.main(["crawl", "uk-charts", "--chart", "albums", "--at", "2026-11-20T05:30:00"], current()) == 0
-        assert cli.main(["backfill", "uk-charts", "--chart", "albums", "--since", "2026-10-31", "--until", "2026-11-13", "--json"], current()) == 0
+        assert cli.main(["crawl", "uk-charts", "--chart", "albums", "--at", "2026-11-20T05:30:00"], run_settings()) == 0
+        assert cli.main(["backfill", "uk-charts", "--chart", "albums", "--since", "2026-10-31", "--until", "2026-11-13", "--json"], run_settings()) == 0
         outcomes = json.loads(capsys.readouterr().out)
         assert [(o["target"], o["status"]) for o in outcomes] == [("albums@2026-11-06", "ok"), ("albums@2026-10-30", "ok")]
-        assert cli.main(["backfill", "uk-charts", "--chart", "albums", "--since", "2026-10-31", "--until", "2026-11-13"], current()) == 0  # all held
+        assert cli.main(["backfill", "uk-charts", "--chart", "albums", "--since", "2026-10-31", "--until", "2026-11-13"], run_settings()) == 0  # all held
         with pytest.raises(SystemExit):
-            cli.main(["backfill", "uk-charts", "--chart", "hot-100"], current())
+            cli.main(["backfill", "uk-charts", "--chart", "hot-100"], run_settings())
         with pytest.raises(SystemExit):
-            cli.main(["backfill", "uk-charts", "--since", "31/10/2026"], current())
+            cli.main(["backfill", "uk-charts", "--since", "31/10/2026"], run_settings())
     assert _snapshot_count(tmp_path, "albums") == 3
     tab = cli.crontab(("/opt/chartgw/bin/chartgw",), Path("/srv/chartgw"))
     assert "CRON_TZ=Europe/London\n# UK charts: every configured chart's new week" in tab
@@ -582,11 +593,11 @@ def test_the_cli_verbs_crawl_and_backfill(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_backfill_arguments_are_checked() -> None:
     with pytest.raises(ValueError, match="unknown chart key"):
-        asyncio.run(backfill("hot-100", OLDEST, now=lambda: NOW))
+        asyncio.run(backfill("hot-100", OLDEST, now=lambda: NOW, settings=run_settings()))
     with pytest.raises(ValueError, match="is after the newest week to fill"):
-        asyncio.run(backfill("singles", date(2030, 1, 1), now=lambda: NOW))
+        asyncio.run(backfill("singles", date(2030, 1, 1), now=lambda: NOW, settings=run_settings()))
     with pytest.raises(ValueError, match=r"2030-01-01 is after the newest week to fill \(2026-11-13\)"):
-        asyncio.run(backfill("singles", date(2030, 1, 1), date(9999, 12, 31), now=lambda: NOW))
+        asyncio.run(backfill("singles", date(2030, 1, 1), date(9999, 12, 31), now=lambda: NOW, settings=run_settings()))
     assert uk_charts._date_arg("1952-11-14") == date(1952, 11, 14)
     with pytest.raises(Exception, match="use YYYY-MM-DD"):
         uk_charts._date_arg("14/11/1952")
@@ -605,7 +616,7 @@ def test_the_backfill_delay_setting_is_used_against_real_upstreams(monkeypatch: 
     configure("CHARTGW_UK_CHARTS_BACKFILL_DELAY_SECONDS", "0.5")
     table = samples.chart_replies("singles", LATEST, weeks=1)
     with data_dir(tmp_path), replay_upstreams({UPSTREAM: table}), environment({"CHARTGW_CRAWL_DELAY_SECONDS": "0.2"}):
-        outcomes = asyncio.run(backfill("singles", LATEST, now=lambda: NOW))
+        outcomes = asyncio.run(backfill("singles", LATEST, now=lambda: NOW, settings=run_settings()))
     assert [o.status for o in outcomes] == ["ok"]
     assert len(seen) == 1 and 0.5 <= seen[0] <= 0.6
 

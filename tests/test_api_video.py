@@ -27,6 +27,7 @@ from chartgw.groups.video import (
 from chartgw.upstreams import youtube
 from chartgw.upstreams.youtube import latest_week_end, past_week_ends
 from tests.fixtures import FIXED_NOW, api_fixture, client, configure, copy_data, data_dir, get, group_data
+from tests.fixtures import settings as run_settings
 
 NOW = FIXED_NOW
 TODAY = NOW.date()
@@ -48,7 +49,7 @@ api = api_fixture(GROUP, "video_data")
 def test_health_is_public_and_lists_every_catalogue_chart(api: TestClient) -> None:
     body = api.get("/video/health").json()
     assert body["status"] == "ok" and body["service"] == "video"
-    assert [s["target"] for s in body["targets"]] == [c.target for c in catalogue()]
+    assert [s["target"] for s in body["targets"]] == [c.target for c in catalogue(settings=run_settings())]
     assert all(s["snapshot_id"] and not s["stale"] for s in body["targets"])
 
 
@@ -267,7 +268,7 @@ def test_openapi_lists_every_route(api: TestClient) -> None:
 def _crawl_with(path: Path, replies: dict, selection: dict[str, str | None]) -> list:
     with data_dir(path):
         return asyncio.run(crawl_group(GROUP, selection, now=lambda: NOW + timedelta(hours=1),
-                                       transport=ReplayTransport({youtube.UPSTREAM: replies})))
+                                       transport=ReplayTransport({youtube.UPSTREAM: replies}), settings=run_settings()))
 
 
 def _failed_logs(path: Path, target: str) -> list[tuple]:
@@ -291,7 +292,7 @@ def test_failed_or_partial_pull_keeps_the_last_good_snapshot(video_data: Path, t
     path = copy_data(video_data, tmp_path / "data")
     with client(path, [GROUP]) as before:
         kept = get(before, "/video/us/latest").json()
-    table = samples.replies(catalogue(), NOW)
+    table = samples.replies(catalogue(settings=run_settings()), NOW)
     table[request_key(youtube.browse_request("top-songs", "weekly", "us"))] = reply
     (outcome,) = _crawl_with(path, table, US_SELECTION)
     assert outcome.status == "failed" and error in (outcome.error or "")
@@ -306,7 +307,7 @@ def test_a_later_backfill_does_not_replace_the_latest_chart(video_data: Path, tm
     path = copy_data(video_data, tmp_path / "data")
     with data_dir(path):
         outcomes = asyncio.run(backfill(2, now=lambda: NOW + timedelta(hours=1),
-                                        transport=ReplayTransport({youtube.UPSTREAM: samples.replies(catalogue(), NOW)})))
+                                        transport=ReplayTransport({youtube.UPSTREAM: samples.replies(catalogue(settings=run_settings()), NOW)}), settings=run_settings()))
     assert [o.status for o in outcomes] == ["ok", "ok"]
     with client(path, [GROUP]) as after:
         bundle = get(after, "/video/global/latest").json()
@@ -323,7 +324,7 @@ def test_a_failing_week_is_recorded_and_the_others_commit(video_data: Path, tmp_
     middle = BACKFILLED[1]
     table[request_key(youtube.browse_request("shorts", "weekly", "global", middle))] = Reply(b"gateway", 502)
     with data_dir(path):
-        outcomes = asyncio.run(backfill(3, now=lambda: NOW, transport=ReplayTransport({youtube.UPSTREAM: table})))
+        outcomes = asyncio.run(backfill(3, now=lambda: NOW, transport=ReplayTransport({youtube.UPSTREAM: table}), settings=run_settings()))
     assert [o.status for o in outcomes] == ["ok", "failed", "ok"]
     with client(path, [GROUP]) as after:
         run = get(after, "/video/shorts/backfills/latest").json()
@@ -338,7 +339,7 @@ def test_a_week_other_than_the_one_asked_for_is_refused(video_data: Path, tmp_pa
     table = {request_key(youtube.browse_request("shorts", "weekly", "global", BACKFILLED[1])): Reply(wrong, 200),
              **{k: v for k, v in samples.backfill_replies(TODAY, 1).items()}}
     with data_dir(path):
-        outcomes = asyncio.run(backfill(2, now=lambda: NOW, transport=ReplayTransport({youtube.UPSTREAM: table})))
+        outcomes = asyncio.run(backfill(2, now=lambda: NOW, transport=ReplayTransport({youtube.UPSTREAM: table}), settings=run_settings()))
     assert outcomes[1].status == "failed"
     assert f"asked for the chart ending {BACKFILLED[1]}, upstream sent {BACKFILLED[0]}" in (outcomes[1].error or "")
 
@@ -346,7 +347,7 @@ def test_a_week_other_than_the_one_asked_for_is_refused(video_data: Path, tmp_pa
 @pytest.mark.parametrize("weeks", [0, 105])
 def test_backfill_weeks_are_bounded(weeks: int) -> None:
     with pytest.raises(ValueError, match="weeks must be 1 to 104"):
-        asyncio.run(backfill(weeks))
+        asyncio.run(backfill(weeks, settings=run_settings()))
 
 
 def test_backfill_command_declaration() -> None:
@@ -370,13 +371,13 @@ def test_latest_week_end_is_the_last_thursday_before_today(today: date, expected
 
 def test_catalogue_follows_the_configured_countries(monkeypatch: pytest.MonkeyPatch) -> None:
     configure("CHARTGW_VIDEO_COUNTRIES", "global, FR")
-    assert [c.target for c in catalogue()] == [
+    assert [c.target for c in catalogue(settings=run_settings())] == [
         "top-songs/weekly/global", "top-songs/weekly/fr", "top-videos/weekly/global", "top-videos/weekly/fr",
         "top-artists/weekly/global", "top-artists/weekly/fr", "trending/daily/fr", "shorts/weekly/global",
         "shorts/daily/global"]
-    assert [t.key for t in targets({"chart_type": "trending", "period": None, "country": None}, FIXED_NOW)] == ["trending/daily/fr"]
+    assert [t.key for t in targets({"chart_type": "trending", "period": None, "country": None}, FIXED_NOW, settings=run_settings())] == ["trending/daily/fr"]
     with pytest.raises(InvalidParams):
-        targets({"chart_type": "trending", "period": None, "country": "global"}, FIXED_NOW)
+        targets({"chart_type": "trending", "period": None, "country": "global"}, FIXED_NOW, settings=run_settings())
     configure("CHARTGW_VIDEO_COUNTRIES", "global,atlantis")
     with pytest.raises(ValueError, match="CHARTGW_VIDEO_COUNTRIES"):
-        catalogue()
+        catalogue(settings=run_settings())

@@ -26,7 +26,8 @@ from chartgw.index.artist_history import query
 from chartgw.index.artist_history.plot import PLOT_MAX_LINES
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from tests import fixtures
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir, environment
+from tests.fixtures import settings as run_settings
 
 pytestmark = pytest.mark.heavy
 
@@ -45,7 +46,7 @@ def _registered() -> None:
 
 def build_index(path: Path) -> list[index.IndexResult]:
     with data_dir(path):
-        return index.index_all(now=fixed(FIXED_NOW))
+        return index.index_all(now=fixed(FIXED_NOW), settings=run_settings())
 
 
 def add_snapshot(path: Path, group: str, target: str, chart_date: str, chart_hour: int | None,
@@ -177,7 +178,7 @@ def test_incremental_rebuild_and_sub_daily_folding(all_groups_data: Path, tmp_pa
     db.close()
     assert (rank, hours) == (1, 2)  # best rank of the day, two distinct hours
     with data_dir(path):
-        index.rebuild(now=fixed(FIXED_NOW))
+        index.rebuild(now=fixed(FIXED_NOW), settings=run_settings())
     assert table_rows(path) == incremental
 
 
@@ -198,7 +199,7 @@ def test_a_second_reader_process_builds_the_same_rows(all_groups_data: Path, tmp
     monkeypatch.setattr(index.Prefetch, "start", counted)
     monkeypatch.setattr(source, "PREFETCH_BATCHES", 2)
     with data_dir(path):
-        results = index.index_all(now=fixed(FIXED_NOW), batch=10)
+        results = index.index_all(now=fixed(FIXED_NOW), batch=10, settings=run_settings())
     assert all(r.error is None for r in results) and len(started) >= 3  # several groups read by a second process
     assert table_rows(path) == indexed_rows
 
@@ -219,7 +220,7 @@ def test_a_killed_batch_leaves_the_index_as_it_was(all_groups_data: Path, tmp_pa
     monkeypatch.setattr(index, "write_batch", dying)
     monkeypatch.setattr(index, "BATCH_SNAPSHOTS", 25)
     with pytest.raises(KeyboardInterrupt), data_dir(path):
-        index.index_all(now=fixed(FIXED_NOW), batch=25)
+        index.index_all(now=fixed(FIXED_NOW), batch=25, settings=run_settings())
     db = sqlite3.connect(path / "artist-history-api.sqlite")
     done = dict(db.execute("SELECT source, last_snapshot_id FROM sources").fetchall())
     partial = dict(db.execute("SELECT c.source, max(a.snapshot_id) FROM appearances a JOIN charts c"
@@ -240,13 +241,13 @@ def test_index_command_and_seeder(all_groups_data: Path, tmp_path: Path) -> None
 
     path = copy_data(all_groups_data, tmp_path / "data")
     with data_dir(path):
-        *outcomes, lyrics = asyncio.run(ah_demo.seed(FIXED_NOW))
+        *outcomes, lyrics = asyncio.run(ah_demo.seed(FIXED_NOW, settings=run_settings()))
         assert outcomes and all(o.status == "ok" for o in outcomes)
         # the demo resolves Genius ids of its most charted tracks from sample answers
         assert lyrics.status == "ok" and lyrics.target.startswith(f"lyrics: {ah_demo.DEMO_LYRICS_TRACKS} matched")
         command = next(c for c in ah.GROUP.commands if c.verb == "index")
-        assert all(o.rows == 0 for o in command.run(Context(clock=fixed(FIXED_NOW)), {"rebuild": "no"}))
-        assert sum(o.rows or 0 for o in command.run(Context(clock=fixed(FIXED_NOW)), {"rebuild": "yes"})) == sum(o.rows or 0 for o in outcomes)
+        assert all(o.rows == 0 for o in command.run(Context(clock=fixed(FIXED_NOW), settings=run_settings()), {"rebuild": "no"}))
+        assert sum(o.rows or 0 for o in command.run(Context(clock=fixed(FIXED_NOW), settings=run_settings()), {"rebuild": "yes"})) == sum(o.rows or 0 for o in outcomes)
     with client(path, [ah.GROUP]) as api:
         logs = get(api, f"{API}/fetch-logs")
     assert logs["count"] == len([o for o in outcomes if o.snapshot_id]) and logs["entries"][0]["status"] == "ok"
@@ -501,8 +502,6 @@ def test_reference_page_lists_every_route_command_and_setting() -> None:
 
 
 def test_names_learned_from_shared_ids_and_the_alias_file(all_groups_data: Path, tmp_path: Path) -> None:
-    from chartgw.core.config import environment
-
     path = copy_data(all_groups_data, tmp_path / "data")
     song = {"rank": 1, "title": "Flower", "track_id": "0Learned0Track0Id00000"}
     add_snapshot(path, "streaming", "regional-daily/kr", "2026-11-19", None, [{**song, "artist": "Jisoo", "artists": ["Jisoo"]}])
@@ -583,13 +582,13 @@ def test_plot_pages_caches_and_refuses_like_the_history(api: TestClient) -> None
 def test_index_source_hook_and_a_stale_second_indexer(indexed: Path, tmp_path: Path) -> None:
     path = copy_data(indexed, tmp_path / "data")  # the demo data with its index built
     with data_dir(path):
-        db = index.open_index()
+        db = index.open_index(index.index_path(run_settings()))
         mark = db.execute("SELECT last_snapshot_id FROM sources WHERE source = 'uk-charts'").fetchone()[0]
         db.close()
     add_snapshot(path, "uk-charts", "singles-hook", "2026-11-20", None, [{"rank": 1, "title": "Hooked", "artist": "Y"}])
     with data_dir(path):
-        assert index.index_source("social-trends") is None
-        result = index.index_source("uk-charts", now=fixed(FIXED_NOW))
+        assert index.index_source("social-trends", settings=run_settings()) is None
+        result = index.index_source("uk-charts", now=fixed(FIXED_NOW), settings=run_settings())
         assert result is not None and result.snapshots == 1 and result.rows == 1
 
         class StaleMark:
@@ -608,15 +607,15 @@ def test_index_source_hook_and_a_stale_second_indexer(indexed: Path, tmp_path: P
                 return self.db.executemany(sql, *args)
 
         group = next(g for g in GROUPS if g.name == "uk-charts")
-        db = index.open_index()
+        db = index.open_index(index.index_path(run_settings()))
         try:
-            stale = index.index_group(StaleMark(db), group, now=fixed(FIXED_NOW))  # type: ignore[arg-type]  # a proxy
+            stale = index.index_group(StaleMark(db), group, now=fixed(FIXED_NOW), settings=run_settings())  # type: ignore[arg-type]  # a proxy
         finally:
             db.close()
     assert stale.snapshots == 0 and stale.last_snapshot_id == result.last_snapshot_id
     once = table_rows(path)
     with data_dir(path):
-        index.rebuild(now=fixed(FIXED_NOW))
+        index.rebuild(now=fixed(FIXED_NOW), settings=run_settings())
     assert table_rows(path) == once
 
 
@@ -630,8 +629,8 @@ def test_a_commit_is_indexed_through_the_registry_s_after_commit(indexed: Path, 
     path = copy_data(indexed, tmp_path / "data")
     add_snapshot(path, "uk-charts", "singles-wired", "2026-11-21", None, [{"rank": 1, "title": "Wired In", "artist": "Z"}])
     with data_dir(path):
-        after_crawl("uk-charts", GROUPS)
-        db = index.open_index()
+        after_crawl("uk-charts", GROUPS, settings=run_settings())
+        db = index.open_index(index.index_path(run_settings()))
         try:
             found = db.execute("SELECT count(*) FROM variants WHERE title = 'Wired In'").fetchone()[0]
         finally:

@@ -16,7 +16,6 @@ import pytest
 
 from chartgw.cli import main
 from chartgw.core.clock import fixed
-from chartgw.core.config import environment
 from chartgw.crawl.context import Context
 from chartgw.groups import GROUPS
 from chartgw.index import artist_history as ah
@@ -24,7 +23,8 @@ from chartgw.index import history as index
 from chartgw.index import lyrics
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from chartgw.upstreams import genius
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, data_dir, environment
+from tests.fixtures import settings as run_settings
 
 TOKEN = "test-genius-token"
 CAPTURE = "genius/genius-api-search-response-2019.json"
@@ -54,7 +54,7 @@ def indexed(tmp_path: Path) -> Iterator[Path]:
     _snapshot(tmp_path, "uk-charts", "singles", "2026-11-13", SONGS)
     _snapshot(tmp_path, "uk-charts", "singles", "2026-11-20", [{**s, "rank": s["rank"] + 1} for s in SONGS])
     with data_dir(tmp_path):
-        index.index_all(now=fixed(FIXED_NOW))
+        index.index_all(now=fixed(FIXED_NOW), settings=run_settings())
         yield tmp_path
 
 
@@ -94,7 +94,7 @@ class Genius:
 def _run(genius_api: Genius, sleeps: list[float] | None = None, now: Any = FIXED_NOW,
          settings: dict[str, str | None] | None = None) -> Any:
     with environment({"CHARTGW_GENIUS_TOKEN": TOKEN, **(settings or {})}):
-        return lyrics.run_enrich(Context(clock=fixed(now)), {"what": "lyrics", "limit": 100}, transport=genius_api.transport,
+        return lyrics.run_enrich(Context(clock=fixed(now), settings=run_settings()), {"what": "lyrics", "limit": 100}, transport=genius_api.transport,
                                  sleep=(sleeps.append if sleeps is not None else lambda s: None))
 
 
@@ -145,7 +145,7 @@ def test_answers_are_kept_and_a_miss_is_asked_again_later(indexed: Path) -> None
     assert later.asked == ["Best & Worst Songs of 2017 Mike N"]  # only the miss, once it is old
     assert _lookups(indexed)["Best & Worst Songs of 2017"] == (None, None)
     rows_before = _lookups(indexed)
-    index.rebuild(now=fixed(FIXED_NOW))  # what Genius answered survives a rebuild, and is given to the rows again
+    index.rebuild(now=fixed(FIXED_NOW), settings=run_settings())  # what Genius answered survives a rebuild, and is given to the rows again
     assert _lookups(indexed) == rows_before
     db = sqlite3.connect(indexed / "artist-history-api.sqlite")
     assert db.execute("SELECT count(*) FROM variants WHERE lyrics_song_id IS NOT NULL").fetchone()[0] == 2
@@ -174,18 +174,18 @@ def test_a_killed_run_keeps_what_it_committed(indexed: Path) -> None:
 
     api = Genius(_answers(None))
     with environment({"CHARTGW_GENIUS_TOKEN": TOKEN}), pytest.raises(KeyboardInterrupt):
-        lyrics.run_enrich(Context(clock=fixed(FIXED_NOW)), {"what": "lyrics", "limit": 100}, transport=api.transport, sleep=killed)
+        lyrics.run_enrich(Context(clock=fixed(FIXED_NOW), settings=run_settings()), {"what": "lyrics", "limit": 100}, transport=api.transport, sleep=killed)
     assert len(_lookups(indexed)) == 1 and len(api.asked) == 1
 
 
 def test_without_a_token_it_exits_1_with_one_line(indexed: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with environment({"CHARTGW_GENIUS_TOKEN": None}), pytest.raises(SystemExit) as exited:
-        main(["enrich", "artist-history-api", "lyrics"])
+        main(["enrich", "artist-history-api", "lyrics"], run_settings())
     assert exited.value.code != 0
     message = str(exited.value.code)
     assert "CHARTGW_GENIUS_TOKEN" in message and "\n" not in message  # Python prints it as one line, exit status 1
     with pytest.raises(SystemExit) as wrong:
-        main(["enrich", "artist-history-api", "lyric"])
+        main(["enrich", "artist-history-api", "lyric"], run_settings())
     assert wrong.value.code == 2 and "invalid" in capsys.readouterr().err
 
 
@@ -218,7 +218,7 @@ def test_an_index_of_an_earlier_layout_is_built_again_keeping_the_genius_answers
         refused = live.get("/artist-history-api/artist-history", params={"name": "Mike N"}, headers=KEY_HEADERS)
         assert refused.status_code == 503 and refused.headers["retry-after"] == "60"
     with data_dir(tmp_path):
-        (uk,) = [r for r in index.index_all(now=fixed(FIXED_NOW)) if r.source == "uk-charts"]
+        (uk,) = [r for r in index.index_all(now=fixed(FIXED_NOW), settings=run_settings()) if r.source == "uk-charts"]
     assert uk.snapshots == 1 and uk.error is None  # the old mark (99) went with the old layout
     db = sqlite3.connect(tmp_path / "artist-history-api.sqlite")
     assert db.execute("PRAGMA user_version").fetchone()[0] == index.SCHEMA_VERSION

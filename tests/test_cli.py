@@ -14,9 +14,9 @@ import pytest
 
 from chartgw import cli
 from chartgw.api.access import KeyChecker, KeyStore
-from chartgw.core.settings import current
 from chartgw.groups import GROUPS
 from tests.fixtures import child_env, configure, copy_data
+from tests.fixtures import settings as run_settings
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def data(tmp_path: Path) -> Path:
 
 def chartgw(*args: str) -> int:
     """`chartgw ARGS` in this process, with the test's settings."""
-    return cli.main(list(args), current())
+    return cli.main(list(args), run_settings())
 
 
 def _create(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

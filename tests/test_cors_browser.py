@@ -16,12 +16,12 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
 from chartgw.api.access import KeyChecker, RateLimiter
-from chartgw.core.config import environment
 from chartgw.groups import korea_chart
 from chartgw.http.app import build_app
 from chartgw.http.server import LimitedHttpToolsProtocol
 from tests.browser import chromium, console_errors, load
-from tests.fixtures import FIXED_NOW, TEST_KEY, data_dir, serving
+from tests.fixtures import FIXED_NOW, TEST_KEY, data_dir, environment, serving
+from tests.fixtures import settings as run_settings
 
 CHART = "/korea-chart/charts?site=portal-a&chart_type=realtime&limit=3"
 PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>partner page</title>
@@ -62,7 +62,7 @@ def gateway(korea_data: Path, origins: tuple[str, str]) -> Iterator[str]:
     """/korea-chart with a rate limit (so the X-RateLimit-* headers are sent), allowing the first page's origin."""
     with environment({"CHARTGW_CORS_ORIGINS": origins[0]}), data_dir(korea_data):
         app = build_app([korea_chart.GROUP], checker=KeyChecker(korea_data / "keys.sqlite", plain_keys=[TEST_KEY]),
-                        clock=lambda: FIXED_NOW, limiter=RateLimiter(1000))
+                        clock=lambda: FIXED_NOW, limiter=RateLimiter(1000), settings=run_settings())
     with serving(app, http=LimitedHttpToolsProtocol, access_log=False, lifespan="off") as base:  # chartgw serve's
         yield base
 

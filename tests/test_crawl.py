@@ -32,6 +32,7 @@ from chartgw.demo.samples.korea import all_replies, site_replies
 from chartgw.groups.korea_chart import GROUP, RisingEntry, rising_entries, targets
 from chartgw.store.records import KoreaEntry
 from tests.fixtures import FIXED_NOW, child_env, configure, copy_data
+from tests.fixtures import settings as run_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GROUP_NAME = GROUP.name
@@ -125,11 +126,11 @@ def _scripted(steps: Sequence[Step], body: bytes) -> tuple[httpx.MockTransport, 
 def _crawl(target_list: Sequence[CrawlTarget], transport: httpx.AsyncBaseTransport, now: datetime = FIXED_NOW,
            policy: RetryPolicy | None = None) -> list[Outcome]:
     return asyncio.run(run_targets(GROUP_NAME, target_list, retention=GROUP.retention_days, now=lambda: now,
-                                   transport=transport, policy=policy))
+                                   transport=transport, policy=policy, settings=run_settings()))
 
 
 def _melon_realtime() -> list[CrawlTarget]:
-    return targets({"site": "portal-a", "chart_type": "realtime"}, FIXED_NOW)
+    return targets({"site": "portal-a", "chart_type": "realtime"}, FIXED_NOW, settings=run_settings())
 
 
 def _melon_body(variant: int = 1, size: int = 100) -> bytes:
@@ -193,8 +194,8 @@ def test_retry_after_date_and_garbage(data: Path, waits: list[float]) -> None:
     assert 17.0 <= waits[0] <= 20.0 and 0.02 <= waits[1] <= 0.04, waits
 
 
-@pytest.mark.parametrize(("retry_after", "policy"), [("120", RetryPolicy()),
-                                                     ("3600", RetryPolicy(max_wait_seconds=1.5, delay_seconds=0))])
+@pytest.mark.parametrize(("retry_after", "policy"), [("120", RetryPolicy.of(run_settings())),
+                                                     ("3600", RetryPolicy.of(run_settings(), max_wait_seconds=1.5, delay_seconds=0))])
 def test_a_retry_after_past_the_policy_gives_up_and_says_so(data: Path, waits: list[float], retry_after: str,
                                                             policy: RetryPolicy) -> None:
     """Asked to wait longer than the policy allows, the crawl does not ask again early: it fails, saying why."""
@@ -251,7 +252,7 @@ def test_an_undecodable_response_is_a_failed_fetch(data: Path) -> None:
             return httpx.Response(200, content=b"not gzip at all", headers={"content-encoding": "gzip"})
         return await flo.handle_async_request(request)
 
-    melon, flo_all_age = _crawl(_melon_realtime() + targets({"site": "portal-d", "chart_type": "all_age"}, FIXED_NOW),
+    melon, flo_all_age = _crawl(_melon_realtime() + targets({"site": "portal-d", "chart_type": "all_age"}, FIXED_NOW, settings=run_settings()),
                                 httpx.MockTransport(handler))
     reason = f"{MELON_URL}: DecodingError: Error -3 while decompressing data: incorrect header check"
     assert (melon.status, melon.http_status, melon.error) == ("failed", None, reason)
@@ -289,7 +290,7 @@ def test_error_page_is_a_failed_fetch_and_the_last_good_snapshot_stays(seeded: P
     current = {t: _latest(seeded, t) for t in (f"{site}/{chart_type}", FLO_ALL_AGE)}
     replies = {key: Reply(body.encode(), 200, reply.content_type)
                for key, reply in site_replies(site, "all_age" if site == "portal-d" else chart_type, FIXED_NOW).items()}
-    (outcome,) = _crawl(targets({"site": site, "chart_type": chart_type}, FIXED_NOW), _serving(replies))
+    (outcome,) = _crawl(targets({"site": site, "chart_type": chart_type}, FIXED_NOW, settings=run_settings()), _serving(replies))
     assert (outcome.status, outcome.http_status, outcome.snapshot_id, outcome.error) == ("failed", 200, None, reason)
     assert _last_log(seeded)[2:5] == ("failed", 200, None) and _last_log(seeded)[6] == reason
     assert {t: _latest(seeded, t) for t in current} == current
@@ -302,7 +303,7 @@ def _flo(moment: datetime, variant: int) -> httpx.MockTransport:
 
 
 def _observe(moment: datetime, variant: int) -> None:
-    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "all_age"}, FIXED_NOW), _flo(moment, variant), now=moment)
+    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "all_age"}, FIXED_NOW, settings=run_settings()), _flo(moment, variant), now=moment)
     assert outcome.status == "ok", outcome
 
 
@@ -338,7 +339,7 @@ def test_rising_without_an_observation_an_hour_back_keeps_the_observation_and_lo
     now = FIXED_NOW
     _observe(now - timedelta(minutes=80), 0)
     _observe(now - timedelta(minutes=40), 1)
-    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "rising"}, FIXED_NOW), _flo(now, 2), now=now)
+    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "rising"}, FIXED_NOW, settings=run_settings()), _flo(now, 2), now=now)
     assert (outcome.target, outcome.status, outcome.rows, outcome.snapshot_id, outcome.http_status, outcome.error) == (
         "portal-d/rising", "failed", None, None, 200, NO_EARLIER)
     assert _query(data, "SELECT target, fetched_at, row_count FROM snapshots ORDER BY id") == [
@@ -353,7 +354,7 @@ def test_rising_uses_the_observation_nearest_an_hour_back(data: Path) -> None:
     now = FIXED_NOW
     for minutes, variant in ((74, 0), (61, 1), (46, 2)):
         _observe(now - timedelta(minutes=minutes), variant)
-    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "rising"}, FIXED_NOW), _flo(now, 3), now=now)
+    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "rising"}, FIXED_NOW, settings=run_settings()), _flo(now, 3), now=now)
     assert outcome.status == "ok" and outcome.error is None
     snaps = _query(data, "SELECT id, target, chart_date, chart_hour, fetched_at, source, row_count FROM snapshots"
                          " WHERE id > 3 ORDER BY id")
@@ -384,7 +385,7 @@ def test_rising_hourly_compares_the_previous_full_kst_hour(data: Path) -> None:
     for moment, variant in ((utc(3, 50), 0), (utc(3, 56), 1), (utc(4, 20), 2), (utc(4, 59, 30), 3), (utc(5, 5), 4)):
         _observe(moment, variant)
     assert FIXED_NOW.astimezone(KST).strftime("%H:%M") == "14:30"
-    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "rising_hourly"}, FIXED_NOW), _flo(FIXED_NOW, 0))
+    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "rising_hourly"}, FIXED_NOW, settings=run_settings()), _flo(FIXED_NOW, 0))
     assert (outcome.status, outcome.http_status, outcome.error) == ("ok", None, None)
     sid, target, chart_date, chart_hour, fetched_at, source = _query(
         data, "SELECT id, target, chart_date, chart_hour, fetched_at, source FROM snapshots ORDER BY id DESC LIMIT 1")[0]
@@ -401,7 +402,7 @@ def test_rising_hourly_needs_45_minutes_of_the_hour(data: Path) -> None:
     for moment, variant in ((datetime(2026, 11, 20, 4, 20, tzinfo=UTC), 0),
                             (datetime(2026, 11, 20, 4, 59, 30, tzinfo=UTC), 1)):
         _observe(moment, variant)
-    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "rising_hourly"}, FIXED_NOW), _flo(FIXED_NOW, 0))
+    (outcome,) = _crawl(targets({"site": "portal-d", "chart_type": "rising_hourly"}, FIXED_NOW, settings=run_settings()), _flo(FIXED_NOW, 0))
     reason = "rising_hourly not published: FLO observations of 2026-11-20 13:00 KST do not span 45 minutes"
     assert (outcome.status, outcome.error) == ("failed", reason)
     assert _query(data, "SELECT count(*) FROM snapshots WHERE target = 'portal-d/rising_hourly'") == [(0,)]
@@ -412,15 +413,15 @@ def test_rising_hourly_needs_45_minutes_of_the_hour(data: Path) -> None:
 
 def test_crawl_lock_refuses_a_second_crawl_of_the_same_group(data: Path) -> None:
     """One crawl per group: a second one is CrawlBusy at once, or gets in when waiting for the first to end."""
-    with crawl_lock(GROUP_NAME):
-        with pytest.raises(CrawlBusy, match=f"^another crawl of {GROUP_NAME} is running$"), crawl_lock(GROUP_NAME):
+    with crawl_lock(GROUP_NAME, settings=run_settings()):
+        with pytest.raises(CrawlBusy, match=f"^another crawl of {GROUP_NAME} is running$"), crawl_lock(GROUP_NAME, settings=run_settings()):
             pass
-        with crawl_lock("another-group"):
+        with crawl_lock("another-group", settings=run_settings()):
             pass
     holding = threading.Event()
 
     def hold() -> None:
-        with crawl_lock(GROUP_NAME):
+        with crawl_lock(GROUP_NAME, settings=run_settings()):
             holding.set()
             time.sleep(0.5)
 
@@ -428,7 +429,7 @@ def test_crawl_lock_refuses_a_second_crawl_of_the_same_group(data: Path) -> None
     thread.start()
     holding.wait(5)
     started = time.monotonic()
-    with crawl_lock(GROUP_NAME, wait_seconds=10):
+    with crawl_lock(GROUP_NAME, wait_seconds=10, settings=run_settings()):
         assert time.monotonic() - started >= 0.2
     thread.join()
 
@@ -443,7 +444,7 @@ def _cli(folder: Path, *args: str, **upstreams: str) -> subprocess.CompletedProc
 
 def test_cli_exits_75_while_another_crawl_holds_the_lock(data: Path) -> None:
     """cron and the refresh endpoint tell "busy" from "failed" by exit status 75."""
-    with crawl_lock(GROUP_NAME):
+    with crawl_lock(GROUP_NAME, settings=run_settings()):
         done = _cli(data, "--site", "portal-a", "--json", MELON="http://127.0.0.1:9")
     assert (done.returncode, done.stdout, done.stderr) == (75, "", f"chartgw crawl: another crawl of {GROUP_NAME} is running\n")
     assert not (data / f"{GROUP_NAME}.sqlite").exists()
@@ -454,7 +455,7 @@ def test_cli_waits_for_the_lock_with_wait(seeded: Path) -> None:
     holding = threading.Event()
 
     def hold() -> None:
-        with crawl_lock(GROUP_NAME):
+        with crawl_lock(GROUP_NAME, settings=run_settings()):
             holding.set()
             time.sleep(0.6)
 
@@ -617,7 +618,7 @@ def test_the_deadline_counts_from_the_request_not_the_queue(data: Path) -> None:
         reply = table[answer_key(request.method, str(request.url.raw_path, "ascii"), "", b"")]
         return httpx.Response(200, content=reply.body, headers={"content-type": reply.content_type})
 
-    chosen = [t for t in targets({"site": "portal-a"}, FIXED_NOW) if t.key != "portal-a/hot100_d30"]  # four charts
-    policy = RetryPolicy(per_upstream=1, delay_seconds=0, target_deadline_seconds=0.5)
+    chosen = [t for t in targets({"site": "portal-a"}, FIXED_NOW, settings=run_settings()) if t.key != "portal-a/hot100_d30"]  # four charts
+    policy = RetryPolicy.of(run_settings(), per_upstream=1, delay_seconds=0, target_deadline_seconds=0.5)
     outcomes = _crawl(chosen, httpx.MockTransport(slow), policy=policy)
     assert [o.status for o in outcomes] == ["ok"] * 4, [o.error for o in outcomes]

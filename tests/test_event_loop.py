@@ -35,6 +35,7 @@ from chartgw.groups import GROUPS
 from chartgw.http.app import build_app, declared_routes
 from chartgw.index import history as index
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, copy_data, data_dir
+from tests.fixtures import settings as run_settings
 
 SLOW_CALLBACK_SECONDS = 0.05
 ANSWERED_AT = FIXED_NOW + timedelta(hours=1)
@@ -152,7 +153,7 @@ def data(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     as in a server process)."""
     path = copy_data(all_groups_data, tmp_path_factory.mktemp("loop") / "data")
     with data_dir(path):
-        index.index_all(now=fixed(FIXED_NOW))
+        index.index_all(now=fixed(FIXED_NOW), settings=run_settings())
     return path
 
 
@@ -219,7 +220,7 @@ def loop_thread_connects(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]
 def _app() -> Any:
     """A new gateway over every group, built before its loop runs (as `chartgw serve` builds it)."""
     return build_app(GROUPS, checker=KeyChecker(Path("/nonexistent/keys.sqlite"), plain_keys=[TEST_KEY]),
-                     clock=lambda: ANSWERED_AT, limiter=RateLimiter(0))
+                     clock=lambda: ANSWERED_AT, limiter=RateLimiter(0), settings=run_settings())
 
 
 async def _serve(app: Any, urls: list[tuple[str, dict[str, str]]], slow: SlowCallbacks,

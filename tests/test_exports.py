@@ -35,15 +35,14 @@ from chartgw.api.endpoints import Route
 from chartgw.api.formats import negotiate
 from chartgw.cli import crontab, main
 from chartgw.core.clock import fixed
-from chartgw.core.config import environment
-from chartgw.core.settings import current
 from chartgw.groups import GROUPS
 from chartgw.http import exports
 from chartgw.http.app import declared_routes
 from chartgw.index import history as index
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry, group_db_path
 from chartgw.store.records import KoreaEntry
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, child_env, client, data_dir, group_data
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, child_env, client, data_dir, environment, group_data
+from tests.fixtures import settings as run_settings
 
 EXAMPLES = (
     "/streaming/countries", "/streaming/latest?limit=5", "/streaming/chart?chart_date=2026-11-17&limit=5",
@@ -112,7 +111,7 @@ def walked(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         if group.name not in ("korea-chart", "artist-history-api"):
             os.symlink(all_groups_data / f"{group.name}.sqlite", path / f"{group.name}.sqlite")
     with data_dir(path):
-        index.index_all(now=fixed(FIXED_NOW))
+        index.index_all(now=fixed(FIXED_NOW), settings=run_settings())
     with client(path) as api:
         yield api, _examples(path)
 
@@ -287,23 +286,23 @@ def _commit(path: Path, chart_date: str, n: int = 3) -> None:
 
 
 def test_an_export_opens_whole_and_holds_exactly_the_groups_snapshots(korea: Path) -> None:
-    info = exports.build("korea-chart", current(), lambda: FIXED_NOW)
+    info = exports.build("korea-chart", run_settings(), lambda: FIXED_NOW)
     assert info is not None and info.built_at == "2026-11-20T05:30:00Z" and info.group == "korea-chart" and info.url == f"/korea-chart/exports/{info.sha256}.sqlite"
-    path = exports.exports_dir(current()) / "korea-chart" / f"{info.sha256}.sqlite"
-    source = group_db_path("korea-chart")
+    path = exports.exports_dir(run_settings()) / "korea-chart" / f"{info.sha256}.sqlite"
+    source = group_db_path("korea-chart", settings=run_settings())
     with _check_whole(path) as db:
         assert [row[0] for row in db.execute("SELECT id FROM snapshots ORDER BY id")] == _snapshot_ids(source)
         assert db.execute("SELECT count(*) FROM entries").fetchone() == sqlite3.connect(source).execute(
             "SELECT count(*) FROM entries").fetchone()
         first, last, count = db.execute("SELECT min(chart_date), max(chart_date), count(*) FROM snapshots").fetchone()
     assert (info.first_chart_date, info.last_chart_date, info.snapshots, info.size) == (first, last, count, path.stat().st_size)
-    assert exports.build("korea-chart", current(), lambda: FIXED_NOW) == info  # nothing changed: the same bytes, the same export
+    assert exports.build("korea-chart", run_settings(), lambda: FIXED_NOW) == info  # nothing changed: the same bytes, the same export
     assert [p.name for p in path.parent.glob("*.sqlite")] == [path.name]
-    assert exports.build("streaming", current()) is None  # no file: nothing to export
+    assert exports.build("streaming", run_settings()) is None  # no file: nothing to export
 
 
 def test_an_export_built_while_a_crawl_commits_holds_whole_commits(korea: Path) -> None:
-    source = group_db_path("korea-chart")
+    source = group_db_path("korea-chart", settings=run_settings())
     stop = threading.Event()
 
     def crawl() -> None:
@@ -315,7 +314,7 @@ def test_an_export_built_while_a_crawl_commits_holds_whole_commits(korea: Path) 
     thread = threading.Thread(target=crawl)
     thread.start()
     try:
-        built = [exports.build("korea-chart", current()) for _ in range(4)]
+        built = [exports.build("korea-chart", run_settings()) for _ in range(4)]
     finally:
         stop.set()
         thread.join()
@@ -323,7 +322,7 @@ def test_an_export_built_while_a_crawl_commits_holds_whole_commits(korea: Path) 
     committed = _snapshot_ids(source)
     for info in built:
         assert info is not None
-        path = exports.exports_dir(current()) / "korea-chart" / f"{info.sha256}.sqlite"
+        path = exports.exports_dir(run_settings()) / "korea-chart" / f"{info.sha256}.sqlite"
         if not path.exists():
             continue  # pruned (CHARTGW_EXPORTS_KEEP)
         with _check_whole(path) as db:
@@ -346,7 +345,7 @@ def test_listing_builds_on_request_and_the_url_never_changes_content(korea: Path
         assert api.get(url).status_code == api.get("/exports").status_code == 401  # keyed
         again = api.get("/korea-chart/exports", headers=KEY_HEADERS).json()
         assert again["building"] is False and again["exports"] == [first]  # the data did not change: no build
-        _commit(group_db_path("korea-chart"), "2026-12-01")
+        _commit(group_db_path("korea-chart", settings=run_settings()), "2026-12-01")
         time.sleep(1.1)  # the version is re-read at most once a second (FRESHNESS_SECONDS)
         second = _listed_after_build(api, count=2)
         assert second["sha256"] != first["sha256"] and second["snapshots"] == first["snapshots"] + 1
@@ -364,7 +363,7 @@ def test_listing_builds_on_request_and_the_url_never_changes_content(korea: Path
         assert missing.status_code == 404
         assert api.get("/korea-chart/exports/../korea-chart.sqlite", headers=KEY_HEADERS).status_code in (404, 422)
         assert api.get("/korea-chart/exports/x.sqlite", headers=KEY_HEADERS).status_code == 422
-    with _check_whole(exports.exports_dir(current()) / "korea-chart" / f"{second['sha256']}.sqlite") as db:
+    with _check_whole(exports.exports_dir(run_settings()) / "korea-chart" / f"{second['sha256']}.sqlite") as db:
         assert db.execute("SELECT count(*) FROM snapshots").fetchone() == (second["snapshots"],)
 
 
@@ -381,10 +380,10 @@ def _listed_after_build(api: TestClient, count: int = 1) -> dict[str, Any]:
 
 def test_old_exports_are_pruned_and_their_url_is_a_404(korea: Path) -> None:
     with environment({"CHARTGW_EXPORTS_KEEP": "1"}):
-        old = exports.build("korea-chart", current())
-        _commit(group_db_path("korea-chart"), "2026-12-02")
-        new = exports.build("korea-chart", current())
-        assert old is not None and new is not None and exports.exports_of("korea-chart", current()) == [new]
+        old = exports.build("korea-chart", run_settings())
+        _commit(group_db_path("korea-chart", settings=run_settings()), "2026-12-02")
+        new = exports.build("korea-chart", run_settings())
+        assert old is not None and new is not None and exports.exports_of("korea-chart", run_settings()) == [new]
         with client(korea) as api:
             assert api.get(old.url, headers=KEY_HEADERS).status_code == 404
 
@@ -392,10 +391,10 @@ def test_old_exports_are_pruned_and_their_url_is_a_404(korea: Path) -> None:
 def test_no_build_on_request_within_the_interval_or_when_off(korea: Path) -> None:
     """The data changed after the newest export: a listing 10 minutes after it was built (the app's clock against the
     file's time) builds nothing with an interval of an hour, nor ever with `off`; a day after, it builds."""
-    info = exports.build("korea-chart", current())
+    info = exports.build("korea-chart", run_settings())
     assert info is not None
     built = datetime.strptime(info.built_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    _commit(group_db_path("korea-chart"), "2026-12-03")
+    _commit(group_db_path("korea-chart", settings=run_settings()), "2026-12-03")
     for interval, later in (("3600", timedelta(minutes=10)), ("off", timedelta(days=1))):
         with environment({"CHARTGW_EXPORTS_INTERVAL_SECONDS": interval}), client(korea, now=built + later) as api:
             listing = api.get("/korea-chart/exports", headers=KEY_HEADERS).json()
@@ -408,11 +407,11 @@ def test_no_build_on_request_within_the_interval_or_when_off(korea: Path) -> Non
 def test_a_kill_during_a_build_leaves_no_listed_partial_file(korea: Path) -> None:
     """`chartgw export` killed (-9) while its temp file is being written: the listing shows only whole exports
     (each its name's bytes, integrity ok), and the next build completes and deletes the leftover."""
-    source = group_db_path("korea-chart")
+    source = group_db_path("korea-chart", settings=run_settings())
     with sqlite3.connect(source) as db:  # about 40 MB more, so a build takes long enough to be caught in it
         db.execute("CREATE TABLE padding (blob BLOB)")
         db.executemany("INSERT INTO padding VALUES (randomblob(1000000))", [()] * 40)
-    folder = exports.exports_dir(current()) / "korea-chart"
+    folder = exports.exports_dir(run_settings()) / "korea-chart"
     command = [sys.executable, "-m", "chartgw", "export", "korea-chart"]
     env = child_env(DATA_DIR=str(korea))
     kills = left = 0
@@ -428,7 +427,7 @@ def test_a_kill_during_a_build_leaves_no_listed_partial_file(korea: Path) -> Non
             time.sleep(0.001)
         process.wait(30)
         left += bool(set(folder.glob(".building-*")) - before)
-        listed = exports.exports_of("korea-chart", current())
+        listed = exports.exports_of("korea-chart", run_settings())
         for info in listed:
             _check_whole(folder / f"{info.sha256}.sqlite").close()
         with client(korea) as api:
@@ -436,17 +435,17 @@ def test_a_kill_during_a_build_leaves_no_listed_partial_file(korea: Path) -> Non
                 msgspec.to_builtins(info) for info in listed]
         _commit(source, f"2026-12-{10 + round_:02d}")  # each round's export a new one
     assert kills >= 2 and left >= 1, f"the builds finished before they could be killed ({kills} kills, {left} left)"
-    last = exports.build("korea-chart", current())
+    last = exports.build("korea-chart", run_settings())
     assert last is not None and not list(folder.glob(".building-*"))
     _check_whole(folder / f"{last.sha256}.sqlite").close()
 
 
 def test_the_export_command_and_its_cron_line(korea: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["export", "korea-chart", "--json"], current()) == 0
+    assert main(["export", "korea-chart", "--json"], run_settings()) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["group"] == "korea-chart" and printed["export"]["url"].startswith("/korea-chart/exports/")
-    assert main(["export", "nope"], current()) == 2 and "no group named nope" in capsys.readouterr().err
-    assert main(["export"], current()) == 2
-    assert main(["export", "streaming"], current()) == 0 and "no data file yet" in capsys.readouterr().err
+    assert main(["export", "nope"], run_settings()) == 2 and "no group named nope" in capsys.readouterr().err
+    assert main(["export"], run_settings()) == 2
+    assert main(["export", "streaming"], run_settings()) == 0 and "no data file yet" in capsys.readouterr().err
     line = "@daily CHARTGW_DATA_DIR=/var/lib/chartgw /opt/chartgw/bin/chartgw export --all >> /var/lib/chartgw/export.log 2>&1"
     assert line in crontab(("/opt/chartgw/bin/chartgw",), Path("/var/lib/chartgw")).splitlines()

@@ -21,12 +21,12 @@ import pytest
 from starlette.testclient import TestClient
 
 from chartgw.api.access import KeyChecker, RateLimiter
-from chartgw.core.config import environment
 from chartgw.groups import korea_chart
 from chartgw.http.app import build_app
 from chartgw.http.fastlane import FastLane, Reply
 from chartgw.http.server import LimitedHttpToolsProtocol
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, data_dir, serving
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, data_dir, environment, serving
+from tests.fixtures import settings as run_settings
 
 pytestmark = pytest.mark.waits
 
@@ -57,7 +57,7 @@ def korea_app(korea_data: Path, limiter: RateLimiter) -> Any:
     """The gateway over /korea-chart's demo data, accepting TEST_KEY, at FIXED_NOW."""
     with data_dir(korea_data):
         return build_app([korea_chart.GROUP], checker=KeyChecker(korea_data / "keys.sqlite", plain_keys=[TEST_KEY]),
-                         clock=lambda: FIXED_NOW, limiter=limiter)
+                         clock=lambda: FIXED_NOW, limiter=limiter, settings=run_settings())
 
 
 @pytest.fixture(scope="module")

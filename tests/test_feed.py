@@ -22,13 +22,12 @@ from starlette.testclient import TestClient
 
 from chartgw.api.endpoints import ApiError, GroupData
 from chartgw.api.group import Group
-from chartgw.core.config import environment
-from chartgw.core.settings import current
 from chartgw.groups import GROUPS
 from chartgw.http.app import access_table, declared_routes, service_routes
 from chartgw.push.changes import STREAM_BUFFER, ChangeHub, Subscriber, decode_cursor, encode_cursor
 from chartgw.store import ChangeRow, FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, UNDER_FAKETIME, client, data_dir, serving
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, UNDER_FAKETIME, client, data_dir, environment, serving
+from tests.fixtures import settings as run_settings
 
 pytestmark = pytest.mark.waits
 
@@ -253,7 +252,7 @@ def test_a_long_poll_answers_the_moment_a_change_lands(api: TestClient, data: Pa
 def test_long_polls_are_bounded_per_process(data: Path) -> None:
     """Past CHANGES_MAX_WAITERS a long poll is refused with a 503 at once; a slot frees when a wait ends."""
     async def scenario() -> None:
-        hub = ChangeHub({"alpha": GroupData("alpha", settings=current())}, settings=current())
+        hub = ChangeHub({"alpha": GroupData("alpha", settings=run_settings())}, settings=run_settings())
         async with hub.waiting():
             with pytest.raises(ApiError) as refused:
                 async with hub.waiting():

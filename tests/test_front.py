@@ -16,6 +16,7 @@ import pytest
 from chartgw.groups import GROUPS
 from chartgw.http.reasons import UNEXPLAINED
 from tests.fixtures import FIXED_NOW, client, configure, copy_data
+from tests.fixtures import settings as run_settings
 
 
 def test_the_status_page_lists_every_group_as_json_without_a_key(all_groups_data: Path) -> None:
@@ -164,8 +165,8 @@ def test_the_demo_served_as_scripts_serve_serves_it_is_ok_in_every_group(all_gro
 
     data = copy_data(all_groups_data, tmp_path / "data")
     with data_dir(data):
-        artist_history.index_all(now=fixed(FIXED_NOW))
-        settings_file = demo.write_demo_settings()
+        artist_history.index_all(now=fixed(FIXED_NOW), settings=run_settings())
+        settings_file = demo.write_demo_settings(settings=run_settings())
     assert settings_file == data / demo.DEMO_SETTINGS_FILE
     for name, value in read_settings_file(settings_file).items():
         configure(name, value)
@@ -175,7 +176,7 @@ def test_the_demo_served_as_scripts_serve_serves_it_is_ok_in_every_group(all_gro
     async def monitor() -> None:
         stop = asyncio.Event()
         stopping.append((asyncio.get_running_loop(), stop))
-        await Monitor(clock=fixed(FIXED_NOW), path=data / "radio.sqlite", heartbeat_seconds=0.2).run(stop)
+        await Monitor(clock=fixed(FIXED_NOW), path=data / "radio.sqlite", heartbeat_seconds=0.2, settings=run_settings()).run(stop)
 
     def running() -> bool:
         with sqlite3.connect(f"file:{data / 'radio.sqlite'}?mode=ro", uri=True) as db:

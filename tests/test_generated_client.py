@@ -31,12 +31,12 @@ import pytest
 
 from chartgw.api.access import env_key_id
 from chartgw.core.clock import fixed
-from chartgw.core.settings import current
 from chartgw.groups import GROUPS
 from chartgw.http import exports
 from chartgw.index import history as index
-from chartgw.push.hooks import HookStore
+from chartgw.push.hooks import HookStore, hooks_db_path
 from tests.fixtures import FIXED_NOW, TEST_KEY, client, copy_data, data_dir, serving
+from tests.fixtures import settings as run_settings
 
 CLIENTS_DOC = Path(__file__).resolve().parents[1] / "docs" / "clients.md"
 PACKAGE = "chartgw_client"
@@ -115,7 +115,7 @@ def served(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     """The gateway over the demo data with the artist-history index built, on 127.0.0.1: its base URL."""
     path = copy_data(all_groups_data, tmp_path_factory.mktemp("client") / "data")
     with data_dir(path):
-        index.index_all(now=fixed(FIXED_NOW))
+        index.index_all(now=fixed(FIXED_NOW), settings=run_settings())
         with sqlite3.connect(path / f"{index.INDEX_NAME}.sqlite") as db:
             recording, title, kind, value = db.execute(
                 "SELECT r.id, r.title, i.kind, i.value FROM identity_recordings r JOIN identity_ids i"
@@ -127,10 +127,10 @@ def served(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> I
             "get_identity_lookup": {kind: value},
             "get_identity_search": {"title": title},
             "get_identity_artists_artist_id": {"artist_id": artist}})
-        HookStore().create(env_key_id(TEST_KEY), "https://hooks.example.test/in", [], [], [g.name for g in GROUPS], FIXED_NOW)  # hook 1
+        HookStore(hooks_db_path(run_settings())).create(env_key_id(TEST_KEY), "https://hooks.example.test/in", [], [], [g.name for g in GROUPS], FIXED_NOW)  # hook 1
     for group in GROUPS:
         with data_dir(path):
-            built = exports.build(group.name, current())
+            built = exports.build(group.name, run_settings())
         assert built is not None
         EXPORT_CALLS[f"{group.name.replace('-', '_')}_get_exports_name"] = {"name": f"{built.sha256}.sqlite"}
         if group.targets is not None:

@@ -11,6 +11,7 @@ import pytest
 
 from chartgw.groups.korea_chart import GROUP
 from tests.fixtures import KEY_HEADERS, TEST_KEY, client
+from tests.fixtures import settings as run_settings
 
 
 def _raw(app: Any, method: str, path: str, query: bytes = b"") -> tuple[int, dict[bytes, bytes], bytes]:
@@ -169,8 +170,8 @@ def test_key_commands_make_the_key_files_owner_only_whatever_their_mode(tmp_path
     for name in ("server-secret", "keys.sqlite"):
         (tmp_path / name).chmod(0o644)
     with data_dir(tmp_path):
-        assert main(["keys", "list"]) == 0
-        assert main(["keys", "create", "--name", "partner"]) == 0
+        assert main(["keys", "list"], run_settings()) == 0
+        assert main(["keys", "create", "--name", "partner"], run_settings()) == 0
     assert capsys.readouterr().out.count("cgw_") == 1
     files = ["server-secret", "keys.sqlite", "keys.sqlite-wal", "keys.sqlite-shm"]
     assert {name: oct(stat.S_IMODE((tmp_path / name).stat().st_mode)) for name in files if (tmp_path / name).exists()} \

@@ -29,14 +29,13 @@ from starlette.testclient import TestClient
 
 from chartgw.api.access import KeyChecker, KeyStore, RateLimiter, env_key_id
 from chartgw.api.group import Group
-from chartgw.core.config import environment
-from chartgw.core.settings import current
 from chartgw.groups import GROUPS
 from chartgw.http.app import access_table, build_app, declared_routes
 from chartgw.push.deliver import Deliverer, pinned
-from chartgw.push.hooks import HookStore, UnsafeURL, check_address, check_url
+from chartgw.push.hooks import HookStore, UnsafeURL, check_address, check_url, hooks_db_path
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, client, data_dir, serving
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, client, data_dir, environment, serving
+from tests.fixtures import settings as run_settings
 
 pytestmark = pytest.mark.waits
 
@@ -101,7 +100,7 @@ def keys_apart(api: TestClient, other_id: int, other: dict[str, str]) -> None:
     assert api.delete(f"/hooks/{made['id']}", headers=other).status_code == 404
     assert api.get(f"/hooks/{made['id']}/deliveries", headers=other).status_code == 404
     theirs = register(api, "https://theirs.example.test/", headers=other)
-    assert [h.key_id for h in HookStore().hooks()] == [env_key_id(TEST_KEY), other_id]
+    assert [h.key_id for h in HookStore(hooks_db_path(run_settings())).hooks()] == [env_key_id(TEST_KEY), other_id]
     gone = api.delete(f"/hooks/{made['id']}", headers=KEY_HEADERS)
     assert (gone.status_code, gone.json()) == (200, {"id": made["id"], "deleted": True})
     assert api.get("/hooks", headers=KEY_HEADERS).json()["count"] == 0
@@ -113,7 +112,7 @@ def test_each_key_of_chartgw_api_keys_has_its_own_hooks(data: Path) -> None:
     other = "another-env-key-9876543210"
     with data_dir(data):
         app = build_app([ALPHA, BETA], checker=KeyChecker(data / "keys.sqlite", plain_keys=[TEST_KEY, other]),
-                        clock=lambda: FIXED_NOW, limiter=RateLimiter(0))
+                        clock=lambda: FIXED_NOW, limiter=RateLimiter(0), settings=run_settings())
     with TestClient(app) as api:
         keys_apart(api, env_key_id(other), {"X-API-Key": other})
     assert env_key_id(TEST_KEY) < 0 and env_key_id(other) < 0 and env_key_id(TEST_KEY) != env_key_id(other)
@@ -157,7 +156,7 @@ def test_the_url_guard() -> None:
     with environment({"CHARTGW_HOOKS_HTTP_HOSTS": "receiver.example.test"}):
         for good in ("https://hooks.example.test/x?y=1", "https://93.184.216.34:8443/", "http://receiver.example.test/",
                      "https://[2606:4700::1111]/"):
-            assert check_url(good, current()) == good
+            assert check_url(good, run_settings()) == good
         for bad, why in (("http://other.example.test/", "https only"), ("https://10.1.2.3/", "not a public address"),
                          ("https://127.0.0.1/", "not a public address"), ("https://[::1]/", "not a public address"),
                          ("https://169.254.169.254/latest", "not a public address"),
@@ -166,9 +165,9 @@ def test_the_url_guard() -> None:
                          ("https://a:b@x.test/", "credentials"), ("https://x.test/#f", "fragment"), ("//x.test/", "absolute"),
                          ("https://x.test:0/", "port 0"), ("https://" + "x" * 2050, "at most")):
             with pytest.raises(UnsafeURL, match=why):
-                check_url(bad, current())
+                check_url(bad, run_settings())
     with environment({"CHARTGW_HOOKS_PRIVATE_ADDRESSES": "allow"}):
-        assert check_url("https://127.0.0.1:9/", current()) and check_url("https://localhost/", current())
+        assert check_url("https://127.0.0.1:9/", run_settings()) and check_url("https://localhost/", run_settings())
 
 
 ADDRESSES = [
@@ -210,7 +209,7 @@ def test_the_address_guard_over_a_table_of_addresses() -> None:
             url = f"https://[{address.replace('%', '%25')}]/in" if ":" in address else f"https://{address}/in"
             for where, check, value in (("registration", check_url, url), ("delivery", check_address, address)):
                 try:
-                    check(value, current())
+                    check(value, run_settings())
                     refused = False
                 except UnsafeURL:
                     refused = True
@@ -218,26 +217,26 @@ def test_the_address_guard_over_a_table_of_addresses() -> None:
                     wrong.append((address, where, "refused" if refused else "allowed"))
     assert wrong == []
     with pytest.raises(UnsafeURL, match="carries 169.254.169.254"):
-        asyncio.run(pinned("https://[64:ff9b::a9fe:a9fe]/", current()))
+        asyncio.run(pinned("https://[64:ff9b::a9fe:a9fe]/", run_settings()))
     with environment({"CHARTGW_HOOKS_PRIVATE_ADDRESSES": "allow"}):  # the operator's choice, for tests and labs
-        assert check_url("https://[64:ff9b::a00:1]/", current()) and check_url("https://224.0.0.1/", current())
+        assert check_url("https://[64:ff9b::a00:1]/", run_settings()) and check_url("https://224.0.0.1/", run_settings())
 
 
 @pytest.mark.parametrize("host", ["0x7f.1", "2130706433", "017700000001", "127.1", "0xa9.0xfe.0xa9.0xfe", "0251.0376.0251.0376"])
 def test_a_host_in_the_resolvers_old_ipv4_forms_is_judged_as_the_address(host: str) -> None:
     """`https://0x7f.1/` is no name: the resolver reads it as 127.0.0.1, so registration refuses it already."""
     with pytest.raises(UnsafeURL, match="not a public address"):
-        check_url(f"https://{host}/", current())
-    assert check_url("https://0x8.8.8.8/", current()) and check_url("https://cafe.example.test/", current())
+        check_url(f"https://{host}/", run_settings())
+    assert check_url("https://0x8.8.8.8/", run_settings()) and check_url("https://cafe.example.test/", run_settings())
 
 
 def test_a_delivery_goes_to_the_checked_address_with_the_hosts_name() -> None:
     with environment(LOCAL):
-        assert asyncio.run(pinned("https://127.0.0.1:8443/in?a=1", current())) == (
+        assert asyncio.run(pinned("https://127.0.0.1:8443/in?a=1", run_settings())) == (
             "https://127.0.0.1:8443/in?a=1", "127.0.0.1:8443", {"sni_hostname": "127.0.0.1"})
-        assert asyncio.run(pinned("http://[::1]/", current())) == ("http://[::1]/", "[::1]", {})
+        assert asyncio.run(pinned("http://[::1]/", run_settings())) == ("http://[::1]/", "[::1]", {})
     with pytest.raises(UnsafeURL, match="not a public address"):
-        asyncio.run(pinned("http://127.0.0.1:9/", current()))  # the addresses a host resolves to are checked when sending
+        asyncio.run(pinned("http://127.0.0.1:9/", run_settings()))  # the addresses a host resolves to are checked when sending
 
 
 # --- receivers ----------------------------------------------------------------------------------------------
@@ -317,7 +316,7 @@ def test_every_delivery_is_signed_per_standard_webhooks(api: TestClient, data: P
     found.secret = hook["secret"]
     commit(data, "alpha", chart("top", "BA", 1), chart("other", "C"))
     commit(data, "beta", chart("top", "X"))
-    run_steps(Deliverer(["alpha", "beta"]))
+    run_steps(Deliverer(["alpha", "beta"], settings=run_settings()))
     assert [(v["type"], v["data"]["group"], v["data"]["id"], v["data"]["target"]) for v in found.verified] == [
         ("chart.changed", "alpha", 2, "top"), ("chart.changed", "alpha", 3, "other"), ("chart.changed", "beta", 1, "top")]
     feed = api.get("/changes?since=c1.YWxwaGE6MQ", headers=KEY_HEADERS).json()["changes"]
@@ -329,7 +328,7 @@ def test_every_delivery_is_signed_per_standard_webhooks(api: TestClient, data: P
     assert [(a["msg_id"], a["status"], a["error"], a["delivery_state"]) for a in reversed(log["attempts"])] == [
         (f"msg_{hook['id']}_alpha_2", 204, None, "delivered"), (f"msg_{hook['id']}_alpha_3", 204, None, "delivered"),
         (f"msg_{hook['id']}_beta_1", 204, None, "delivered")]
-    run_steps(Deliverer(["alpha", "beta"]))  # nothing is sent twice once delivered
+    run_steps(Deliverer(["alpha", "beta"], settings=run_settings()))  # nothing is sent twice once delivered
     assert len(found.got) == 3
 
 
@@ -338,7 +337,7 @@ def test_filters_choose_the_changes_a_hook_gets(api: TestClient, data: Path, rec
     register(api, f"{base}/top", groups=["alpha"], targets=["top"])
     commit(data, "alpha", chart("top", "AB"), chart("other", "C"))
     commit(data, "beta", chart("top", "X"))
-    run_steps(Deliverer(["alpha", "beta"]))
+    run_steps(Deliverer(["alpha", "beta"], settings=run_settings()))
     assert [json.loads(body)["data"]["target"] for _, _, body in found.got] == ["top"]
 
 
@@ -348,7 +347,7 @@ def test_an_endpoint_failing_three_times_gets_it_on_the_fourth_with_backoff(
     clock = [FIXED_NOW]
     hook = register(api, f"{base}/flaky")
     commit(data, "alpha", chart("top", "AB"))
-    run_steps(Deliverer(["alpha"], clock=lambda: clock[0]), clock,
+    run_steps(Deliverer(["alpha"], clock=lambda: clock[0], settings=run_settings()), clock,
               [timedelta(seconds=s) for s in (0, 1, 5, 14, 15, 34, 35, 40)])
     assert attempts(api, hook["id"]) == [(at(0), 500, "HTTP 500"), (at(5), 500, "HTTP 500"), (at(15), 500, "HTTP 500"),
                                          (at(35), 200, None)]
@@ -363,7 +362,7 @@ def test_a_new_delivery_to_a_failing_hook_waits_out_its_backoff(
     found, base = receiver
     clock = [FIXED_NOW]
     hook = register(api, f"{base}/flaky")
-    deliverer = Deliverer(["alpha"], clock=lambda: clock[0])
+    deliverer = Deliverer(["alpha"], clock=lambda: clock[0], settings=run_settings())
     commit(data, "alpha", chart("top", "AB"))
     run_steps(deliverer, clock, [timedelta(seconds=0)])
     commit(data, "alpha", chart("top", "BA", 1))
@@ -380,7 +379,7 @@ def test_an_endpoint_that_hangs_past_the_timeout_is_retried(data: Path, receiver
         hook = register(api, f"{base}/hang")
         commit(data, "alpha", chart("top", "AB"))
         began = time.monotonic()
-        run_steps(Deliverer(["alpha"], clock=lambda: clock[0]), clock, [timedelta(0), timedelta(seconds=5)])
+        run_steps(Deliverer(["alpha"], clock=lambda: clock[0], settings=run_settings()), clock, [timedelta(0), timedelta(seconds=5)])
         assert time.monotonic() - began < 20  # the worker gave up on the hanging answer (1 s), not waited it out
         assert attempts(api, hook["id"]) == [(at(0), None, "no answer within 1 s"), (at(5), 200, None)]
 
@@ -396,7 +395,7 @@ def test_an_endpoint_down_for_ten_minutes_gets_it_when_back(api: TestClient, dat
     clock = [FIXED_NOW]
     hook = register(api, f"http://127.0.0.1:{port}/back")
     commit(data, "alpha", chart("top", "AB"))
-    deliverer = Deliverer(["alpha"], clock=lambda: clock[0])
+    deliverer = Deliverer(["alpha"], clock=lambda: clock[0], settings=run_settings())
     offsets = [0, 5, 15, 35, 75, 155, 315, 600]
     run_steps(deliverer, clock, [timedelta(seconds=s) for s in offsets])
     found = Receiver()
@@ -424,7 +423,7 @@ def test_redirects_are_not_followed(api: TestClient, data: Path, receiver: tuple
     found, base = receiver
     hook = register(api, f"{base}/redirect")
     commit(data, "alpha", chart("top", "AB"))
-    run_steps(Deliverer(["alpha"]))
+    run_steps(Deliverer(["alpha"], settings=run_settings()))
     assert [p for p, _, _ in found.got] == ["/redirect"]
     assert attempts(api, hook["id"])[0][1:] == (302, "HTTP 302: redirects are not followed")
 
@@ -435,7 +434,7 @@ def test_the_guard_runs_again_when_sending(api: TestClient, data: Path, receiver
     hook = register(api, f"{base}/verify")
     commit(data, "alpha", chart("top", "AB"))
     with environment({"CHARTGW_HOOKS_PRIVATE_ADDRESSES": "deny"}):
-        run_steps(Deliverer(["alpha"]))
+        run_steps(Deliverer(["alpha"], settings=run_settings()))
     assert found.got == []
     (_, status, error), = attempts(api, hook["id"])
     assert status is None and error == "refused: 127.0.0.1 is not a public address (CHARTGW_HOOKS_PRIVATE_ADDRESSES=allow permits it)"
@@ -447,7 +446,7 @@ def test_deliveries_give_up_after_a_day_and_a_hook_failing_for_three_days_is_dis
     found.flaky = -10**9  # /flaky fails for good
     clock = [FIXED_NOW]
     hook = register(api, f"{base}/flaky")
-    deliverer = Deliverer(["alpha"], clock=lambda: clock[0])
+    deliverer = Deliverer(["alpha"], clock=lambda: clock[0], settings=run_settings())
     commit(data, "alpha", chart("top", "AB"))
     # Step every 30 minutes for 3 days and a bit, a new change every 12 hours.
     offsets = [timedelta(minutes=30 * i) for i in range(3 * 48 + 2)]
@@ -462,7 +461,7 @@ def test_deliveries_give_up_after_a_day_and_a_hook_failing_for_three_days_is_dis
                 await deliverer.settle()
 
     asyncio.run(go())
-    with HookStore().connect() as db:
+    with HookStore(hooks_db_path(run_settings())).connect() as db:
         states = db.execute("SELECT change_id, state, attempts, created_at, finished_at FROM deliveries ORDER BY id").fetchall()
     first = states[0]
     assert first[1] == "failed" and first[4] <= (FIXED_NOW + timedelta(hours=24)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -473,14 +472,13 @@ def test_deliveries_give_up_after_a_day_and_a_hook_failing_for_three_days_is_dis
     commit(data, "alpha", chart("top", "CD", 99))  # a disabled hook gets nothing new
     run_steps(deliverer, clock, [offsets[-1] + timedelta(hours=1)])
     assert len(found.got) == sent
-    assert HookStore().enable(hook["id"]) and api.get("/hooks", headers=KEY_HEADERS).json()["hooks"][0]["state"] == "active"
+    assert HookStore(hooks_db_path(run_settings())).enable(hook["id"]) and api.get("/hooks", headers=KEY_HEADERS).json()["hooks"][0]["state"] == "active"
 
 
 def test_a_revoked_or_expired_keys_hooks_stop_and_a_rotated_keys_hooks_follow_it(
         data: Path, receiver: tuple[Receiver, str], capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 28: revoking a key left its hooks delivering, and `keys rotate` left the new key without them."""
     from chartgw.cli import main
-    from chartgw.core.settings import current
 
     found, base = receiver
     store = KeyStore(data / "keys.sqlite")
@@ -489,12 +487,12 @@ def test_a_revoked_or_expired_keys_hooks_stop_and_a_rotated_keys_hooks_follow_it
     with client(data, [ALPHA]) as api:
         made = {name: register(api, f"{base}/{name}", headers={"X-API-Key": key})["id"]
                 for name, key in (("gone", gone), ("ending", ending), ("kept", kept))}
-        deliverer = Deliverer(["alpha"], clock=lambda: clock[0])
+        deliverer = Deliverer(["alpha"], clock=lambda: clock[0], settings=run_settings())
         commit(data, "alpha", chart("top", "AB"))
         run_steps(deliverer, clock, [timedelta(0)])
         assert sorted(p for p, _, _ in found.got) == ["/ending", "/gone", "/kept"]
-        assert main(["keys", "revoke", str(gone_id)], current()) == 0
-        assert main(["keys", "rotate", "kept"], current()) == 0
+        assert main(["keys", "revoke", str(gone_id)], run_settings()) == 0
+        assert main(["keys", "rotate", "kept"], run_settings()) == 0
         new_kept = capsys.readouterr().out.strip()
         with sqlite3.connect(data / "keys.sqlite") as db:  # "ending" expires a minute from the clock's now
             db.execute("UPDATE api_keys SET expires_at = ? WHERE id = ?", (at(60), ending_id))
@@ -507,7 +505,7 @@ def test_a_revoked_or_expired_keys_hooks_stop_and_a_rotated_keys_hooks_follow_it
     with client(data, [ALPHA]) as api:  # a new server: the key file as it is now
         listed = api.get("/hooks", headers={"X-API-Key": new_kept}).json()
         assert [h["id"] for h in listed["hooks"]] == [made["kept"]] and listed["hooks"][0]["state"] == "active"
-    by_id = {h.id: h for h in HookStore().hooks()}
+    by_id = {h.id: h for h in HookStore(hooks_db_path(run_settings())).hooks()}
     assert by_id[made["kept"]].key_id not in (kept_id, None)
     for name, key_id in (("gone", gone_id), ("ending", ending_id)):
         assert by_id[made[name]].disabled_reason is not None and f"its key ({key_id})" in (by_id[made[name]].disabled_reason or "")
@@ -531,17 +529,16 @@ def test_a_hook_moved_to_a_new_key_after_the_worker_read_the_keys_is_not_disable
             return super().in_force(fresh) if fresh else before
 
     new_id, _, _ = store.rotate("partner", timedelta(days=1))
-    assert HookStore().move(old_id, new_id) == 1 and new_id not in before
+    assert HookStore(hooks_db_path(run_settings())).move(old_id, new_id) == 1 and new_id not in before
     commit(data, "alpha", chart("top", "AB"))
-    run_steps(Deliverer(["alpha"], keys=JustBefore(data / "keys.sqlite", [TEST_KEY])))
-    assert [h.disabled_at for h in HookStore().hooks()] == [None] and [p for p, _, _ in found.got] == ["/in"]
+    run_steps(Deliverer(["alpha"], keys=JustBefore(data / "keys.sqlite", [TEST_KEY]), settings=run_settings()))
+    assert [h.disabled_at for h in HookStore(hooks_db_path(run_settings())).hooks()] == [None] and [p for p, _, _ in found.got] == ["/in"]
 
 
 def test_operators_manage_every_keys_hooks_from_the_cli(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from chartgw.cli import main
-    from chartgw.core.settings import current
 
-    settings = current()
+    settings = run_settings()
     assert main(["hooks", "add", "--key", "3", "--url", "https://ops.example.test/in", "--groups", "korea-chart"],
                 settings) == 0
     secret = capsys.readouterr().out.strip()
@@ -551,7 +548,7 @@ def test_operators_manage_every_keys_hooks_from_the_cli(data: Path, capsys: pyte
     assert "https://ops.example.test/in; korea-chart; every target" in listing and secret not in listing
     assert main(["hooks", "add", "--key", "3", "--url", "http://nope.example.test/"], settings) == 2
     assert main(["hooks", "enable", "7"], settings) == 1 and main(["hooks", "deliveries", "1"], settings) == 0
-    assert main(["hooks", "remove", "1"], settings) == 0 and HookStore().hooks() == []
+    assert main(["hooks", "remove", "1"], settings) == 0 and HookStore(hooks_db_path(run_settings())).hooks() == []
     assert main(["hooks", "remove", "1"], settings) == 1
 
 
@@ -582,7 +579,7 @@ def test_the_documented_ten_line_receiver_verifies_a_delivery(api: TestClient, d
     thread.start()
     try:
         commit(data, "alpha", chart("top", "AB"))
-        run_steps(Deliverer(["alpha"]))
+        run_steps(Deliverer(["alpha"], settings=run_settings()))
     finally:
         scope["server"].shutdown()
         scope["server"].server_close()

@@ -35,12 +35,11 @@ from starlette.responses import Response
 from starlette.routing import Route as StarletteRoute
 
 from chartgw.api.access import KeyStore, env_key_id
-from chartgw.core.config import environment
 from chartgw.groups import GROUPS
 from chartgw.push.deliver import PER_KEY
 from chartgw.push.hooks import HookStore
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
-from tests.fixtures import FIXED_NOW, TEST_KEY, child_env, copy_data, data_dir, serving
+from tests.fixtures import FIXED_NOW, TEST_KEY, child_env, copy_data, data_dir, environment, serving
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LOCAL = {"HOOKS_HTTP_HOSTS": "127.0.0.1", "HOOKS_PRIVATE_ADDRESSES": "allow", "CHANGES_POLL_SECONDS": "0.1",

@@ -28,15 +28,14 @@ import pytest
 
 from chartgw.cli import main
 from chartgw.core.clock import fixed
-from chartgw.core.config import environment
-from chartgw.core.settings import current
 from chartgw.groups import GROUPS
 from chartgw.index import artist_history as ah
 from chartgw.index import history as index
 from chartgw.index.identity import enrich
 from chartgw.index.identity.linker import Linker, Row
 from chartgw.upstreams import UpstreamFormatError, musicbrainz
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, child_env, client, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, child_env, client, data_dir, environment
+from tests.fixtures import settings as run_settings
 from tests.test_artist_history import add_snapshot, build_index
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -184,7 +183,7 @@ class FakeTime:
 
 def run(path: Path, upstream: Upstream, fake: FakeTime, limit: int = 100) -> enrich.Enrichment:
     with data_dir(path):
-        db = index.open_index()
+        db = index.open_index(index.index_path(run_settings()))
         try:
             done, _ = enrich.run(db, contact=CONTACT, base_url=MB, limit=limit, now=fixed(FIXED_NOW),
                                  transport=upstream.transport, clock=fake.clock, sleep=fake.sleep)
@@ -384,7 +383,7 @@ def test_endless_refusals_stop_the_run(indexed: Path) -> None:
 def test_a_rebuild_keeps_the_enrichment_and_asks_nothing(indexed: Path) -> None:
     run(indexed, Upstream(), FakeTime())
     with data_dir(indexed):
-        index.rebuild(now=fixed(FIXED_NOW))
+        index.rebuild(now=fixed(FIXED_NOW), settings=run_settings())
     assert mbids(indexed) == EXPECTED
     assert ("isrc", "USUM72306722") in ids_of(indexed, "Seven (feat. Latto) (Explicit Ver.)")
     again = Upstream()
@@ -409,11 +408,11 @@ def test_the_statements_compile(tmp_path: Path) -> None:
 
 def test_the_command_wants_a_contact(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with environment({"CHARTGW_DATA_DIR": str(tmp_path), "CHARTGW_MUSICBRAINZ_CONTACT": None}):
-        assert main(["enrich", "musicbrainz", "--base-url", "http://127.0.0.1:9"], settings=current()) == 2
+        assert main(["enrich", "musicbrainz", "--base-url", "http://127.0.0.1:9"], settings=run_settings()) == 2
         assert "CHARTGW_MUSICBRAINZ_CONTACT" in capsys.readouterr().err
-        assert main(["enrich", "musicbrainz", "--contact", CONTACT, "--base-url", "nonsense"], settings=current()) == 2
+        assert main(["enrich", "musicbrainz", "--contact", CONTACT, "--base-url", "nonsense"], settings=run_settings()) == 2
         assert "--base-url" in capsys.readouterr().err
-        assert main(["enrich", "musicbrainz", "--contact", CONTACT, "--limit", "0"], settings=current()) == 2
+        assert main(["enrich", "musicbrainz", "--contact", CONTACT, "--limit", "0"], settings=run_settings()) == 2
 
 
 # --- the real process -------------------------------------------------------------------------------------

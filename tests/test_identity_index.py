@@ -13,6 +13,7 @@ from chartgw.groups import GROUPS
 from chartgw.index import artist_history as ah
 from chartgw.index import history as index
 from tests.fixtures import copy_data
+from tests.fixtures import settings as run_settings
 from tests.test_artist_history import add_snapshot, build_index
 
 pytestmark = pytest.mark.heavy
@@ -88,7 +89,7 @@ def test_the_after_crawl_index_links_too(all_groups_data: Path, tmp_path: Path) 
     add_snapshot(path, "korea-chart", "portal-a/realtime", "2026-06-02", 12,
                  [{"rank": 1, "title": "Only After The Crawl", "artist": "Nobody", "artists": ["Nobody"]}])
     with data_dir(path):
-        index.index_source("korea-chart", now=fixed(FIXED_NOW))
+        index.index_source("korea-chart", now=fixed(FIXED_NOW), settings=run_settings())
     assert rows(path, "SELECT l.tier FROM variants v JOIN identity_links l ON l.variant_id = v.id"
                       " WHERE v.title = 'Only After The Crawl'") == [("none",)]
 

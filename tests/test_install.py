@@ -31,10 +31,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from chartgw.demo.replay import replay_upstreams
 from chartgw.demo.samples.korea import all_replies
 from chartgw.groups import GROUPS
-from tests.fixtures import FIXED_NOW, free_port
+from tests.fixtures import FIXED_NOW, free_port, replay_upstreams
 
 pytestmark = pytest.mark.install
 

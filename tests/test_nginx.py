@@ -21,6 +21,7 @@ from chartgw.http import nginx
 from chartgw.http.app import access_table, build_app, declared_routes
 from chartgw.http.server import LimitedHttpToolsProtocol
 from tests.fixtures import FIXED_NOW, TEST_KEY, data_dir, serving
+from tests.fixtures import settings as run_settings
 from tests.tiers import UNADMITTED, bypass_requests, get, nginx_binary, raw, running_nginx
 
 pytestmark = pytest.mark.waits
@@ -53,7 +54,7 @@ def tier(tmp_path: Path) -> Iterator[tuple[int, list[Any]]]:
         for name in ("a", "b"):
             with data_dir(tmp_path / name):
                 app = build_app([tiny_group(name)], checker=KeyChecker(tmp_path / "keys.sqlite", [TEST_KEY, OTHER_KEY]),
-                                clock=lambda: FIXED_NOW, limiter=RateLimiter(0))
+                                clock=lambda: FIXED_NOW, limiter=RateLimiter(0), settings=run_settings())
             reader = ExitStack()
             url = reader.enter_context(serving(app, http=LimitedHttpToolsProtocol, timeout_keep_alive=5))
             stack.push(reader)
@@ -67,7 +68,7 @@ def tier(tmp_path: Path) -> Iterator[tuple[int, list[Any]]]:
 def test_the_default_configuration_is_one_nginx_accepts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     program = nginx_binary()
     assert main(["nginx", "--readers", "10.0.0.2:8000,10.0.0.3:8000", "--writer", "10.0.0.1:8000",
-                 "--state-dir", str(tmp_path), "--pid", str(tmp_path / "pid"), "--error-log", str(tmp_path / "log")]) == 0
+                 "--state-dir", str(tmp_path), "--pid", str(tmp_path / "pid"), "--error-log", str(tmp_path / "log")], run_settings()) == 0
     conf = capsys.readouterr().out
     for directive in ("hash $http_x_api_key consistent;", "server 10.0.0.3:8000 max_fails=1 fail_timeout=5s;",
                       "keepalive 64;", "proxy_next_upstream error timeout http_502 http_504;", "gzip off;",
@@ -83,7 +84,7 @@ def test_the_default_configuration_is_one_nginx_accepts(tmp_path: Path, capsys: 
 
 
 def test_a_reader_that_is_not_host_and_port_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["nginx", "--readers", "10.0.0.2:8000,evil;host:80"]) == 2
+    assert main(["nginx", "--readers", "10.0.0.2:8000,evil;host:80"], run_settings()) == 2
     assert "not HOST:PORT" in capsys.readouterr().err
 
 

@@ -33,6 +33,7 @@ from chartgw.http.metrics import RequestMetrics, StoreCollector, WorkerRequestMe
 from chartgw.http.observe import request_id
 from chartgw.store import Query, iso
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, build_group_db, child_env, configure, data_dir
+from tests.fixtures import settings as run_settings
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -54,7 +55,7 @@ TINY = Group("tiny", "Tiny", "A test group", (
 def tiny_app(path: Path, limit: int = 0) -> TestClient:
     with data_dir(path):
         app = build_app([TINY], checker=KeyChecker(path / "keys.sqlite", plain_keys=[TEST_KEY]),
-                        clock=lambda: FIXED_NOW, limiter=RateLimiter(limit))
+                        clock=lambda: FIXED_NOW, limiter=RateLimiter(limit), settings=run_settings())
     return TestClient(app, raise_server_exceptions=False)
 
 
@@ -223,7 +224,7 @@ def test_several_workers_are_added_up(tmp_path: Path) -> None:
         from prometheus_client import CollectorRegistry, generate_latest
         from chartgw.core.settings import Settings
         from chartgw.http.metrics import RequestMetrics, StoreCollector, WorkerRequestMetrics, scrape_registry
-        print(generate_latest(scrape_registry(CollectorRegistry(), StoreCollector([]), Settings())).decode())
+        print(generate_latest(scrape_registry(CollectorRegistry(), StoreCollector([], Settings()), Settings())).decode())
     """)
     env = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
     for count in ("3", "4"):
@@ -256,7 +257,7 @@ def test_crawl_attempts_and_snapshot_ages_are_read_from_the_stores(korea_data: P
     build_group_db(data, "korea-chart", now=FIXED_NOW)
     with data_dir(data):
         collector = CountingCollector(["korea-chart", "radio"], clock=fixed(FIXED_NOW + timedelta(minutes=5)),
-                                      store_seconds=3600)
+                                      store_seconds=3600, settings=run_settings())
     first = families(collector)
     target = {"group": "korea-chart", "target": "portal-a/realtime"}
     assert value(first, "chartgw_crawl_attempts_total", **target, outcome="ok") == 1
@@ -278,7 +279,7 @@ def test_crawl_attempts_and_snapshot_ages_are_read_from_the_stores(korea_data: P
 
 def test_radio_monitor_states_are_read_from_its_file(tmp_path: Path) -> None:
     with data_dir(tmp_path):
-        db = radio_monitor.open_db()
+        db = radio_monitor.open_db(tmp_path / "radio.sqlite")
         radio_monitor.commit_batch(db, [
             radio_monitor.state_write("s1", status="ok"), radio_monitor.state_write("s2", status="ok"),
             radio_monitor.state_write("s3", status="backoff"), radio_monitor.state_write("s4", status="starting"),
@@ -287,7 +288,7 @@ def test_radio_monitor_states_are_read_from_its_file(tmp_path: Path) -> None:
                    " VALUES (1, ?, ?, 4, 0)"), (iso(FIXED_NOW), iso(FIXED_NOW))),
         ])
         db.close()
-        collector = StoreCollector(["radio"], clock=fixed(FIXED_NOW + timedelta(seconds=40)))
+        collector = StoreCollector(["radio"], clock=fixed(FIXED_NOW + timedelta(seconds=40)), settings=run_settings())
     samples = families(collector)
     assert {dict(labels)["state"]: v for (name, labels), v in samples.items()
             if name == "chartgw_radio_monitor_stations"} == {"ok": 2, "backoff": 1, "starting": 1}

@@ -17,11 +17,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from chartgw.api.access import KeyChecker, RateLimiter, env_key_id
-from chartgw.core.config import environment
 from chartgw.groups import korea_chart
 from chartgw.http.app import build_app
 from chartgw.http.server import LimitedHttpToolsProtocol
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, data_dir, serving
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, data_dir, environment, serving
+from tests.fixtures import settings as run_settings
 
 PATH = "/korea-chart/portal-a/charts/realtime"
 ROUTE = "/korea-chart/{site}/charts/{chart_type}"
@@ -58,7 +58,7 @@ class Served:
 def served(korea_data: Path) -> Iterator[Served]:
     with environment({"CHARTGW_ACCESS_LOG": "on", "CHARTGW_CORS_ORIGINS": PAGE}), data_dir(korea_data):
         app = build_app([korea_chart.GROUP], checker=KeyChecker(korea_data / "keys.sqlite", plain_keys=[TEST_KEY]),
-                        clock=lambda: FIXED_NOW, limiter=RateLimiter(5))
+                        clock=lambda: FIXED_NOW, limiter=RateLimiter(5), settings=run_settings())
     written: list[bytes] = []
     app.state.observability.log.write = written.append
     with serving(app, http=LimitedHttpToolsProtocol, access_log=False, lifespan="off") as base:

@@ -21,8 +21,8 @@ from starlette.testclient import TestClient
 from chartgw.api.cache import ResponseCache
 from chartgw.api.endpoints import Call, EndpointApp, GroupData, Route
 from chartgw.api.params import InvalidParams, Param, literal_error, parse_query, validate
-from chartgw.core.settings import current
 from tests.fixtures import configure
+from tests.fixtures import settings as run_settings
 
 LIMIT = Param("limit", kind="int", default=100, ge=1, le=200)
 SITE = Param("site", "path", kind="choice", choices=("portal-a", "portal-b", "portal-c"))
@@ -44,7 +44,7 @@ def client(tmp_path, monkeypatch) -> TestClient:
     configure("CHARTGW_DATA_DIR", str(tmp_path))
     routes = (Route("/k/{site}/charts/{chart_type}", echo, (SITE, Param("chart_type", "path"), LIMIT, NEED), cache_ttl=0),
               Route("/a", echo, (IDS, NUMBERS, LIMIT), cache_ttl=0))
-    app = Starlette(routes=[StarletteRoute(r.path, EndpointApp(r, GroupData("t", settings=current()), ResponseCache())) for r in routes])
+    app = Starlette(routes=[StarletteRoute(r.path, EndpointApp(r, GroupData("t", settings=run_settings()), ResponseCache())) for r in routes])
     return TestClient(app)
 
 
@@ -203,10 +203,10 @@ def test_a_misconfigured_setting_is_a_503_naming_it_not_a_500(tmp_path, monkeypa
     setting: config.Setting[Any] = config.Setting("SOME_COUNTRIES", "us", "a test setting", config.countries)
 
     async def countries(call: Call) -> list[str]:
-        return list(config.get(setting))
+        return list(run_settings().get(setting))
 
     route = Route("/c", countries, cache_ttl=0)
-    app = Starlette(routes=[StarletteRoute(route.path, EndpointApp(route, GroupData("t", settings=current()), ResponseCache()))])
+    app = Starlette(routes=[StarletteRoute(route.path, EndpointApp(route, GroupData("t", settings=run_settings()), ResponseCache()))])
     response = TestClient(app).get("/c")
     assert response.status_code == 503
     assert response.json()["detail"].startswith("The gateway is misconfigured: CHARTGW_SOME_COUNTRIES: unknown country 'zz'")

@@ -27,13 +27,13 @@ from chartgw.cli import all_settings
 from chartgw.core import config
 from chartgw.core.clock import fixed
 from chartgw.core.countries import COUNTRIES, GLOBAL
-from chartgw.core.settings import current
 from chartgw.demo import seeding as demo
 from chartgw.groups import GROUPS
 from chartgw.http.entries import all_entry_types
 from chartgw.store.connect import readonly_uri
 from chartgw.store.targets import TargetKey
 from tests.fixtures import configure
+from tests.fixtures import settings as run_settings
 
 PACKAGE = Path(__file__).resolve().parents[1] / "chartgw"
 CONFIGURATION_DOC = PACKAGE.parent / "docs" / "configuration.md"
@@ -204,6 +204,29 @@ def test_the_environment_is_read_only_by_the_settings_object() -> None:
             assert "os.environ" not in text and "getenv" not in text, f"{path} reads the environment directly"
 
 
+AMBIENT_SETTINGS = re.compile(r"\b(?:current\(\)|using\(|install\(|SettingsScope)|ContextVar\[Settings|config\.(?:get|data_dir|environment)\(")
+"""What reading the settings from ambient state looks like: a context variable or process global (`current()`,
+`using`, `install`, `SettingsScope`) and the module-level `config.get` wrappers over it."""
+ENTRY_POINTS = {"cli/__init__.py", "http/app.py", "groups/radio/monitor.py"}
+"""The process entry points: `chartgw`'s main, the app factories a `serve --workers N` worker calls, the monitor run
+as `python -m`. Only they resolve the settings from the environment; everything else is given them."""
+
+
+def test_settings_are_passed_in_never_read_from_ambient_state() -> None:
+    for path in PACKAGE.rglob("*.py"):
+        name = path.relative_to(PACKAGE).as_posix()
+        code = "\n".join(line.split("#", 1)[0] for line in path.read_text().splitlines())  # comments aside
+        if name != "core/settings.py":
+            assert "from_environment(" not in code or name in ENTRY_POINTS, f"{name} resolves settings itself"
+        assert not AMBIENT_SETTINGS.search(re.sub(r"(\"\"\"|\"|')(?:.|\n)*?\1", "", code)), \
+            f"{name} reads settings from ambient state"
+    import chartgw.core.config as config_module
+    import chartgw.core.settings as settings_module
+
+    for gone in ("current", "using", "install", "get", "data_dir", "environment"):
+        assert not hasattr(settings_module, gone) and not hasattr(config_module, gone), gone
+
+
 def test_every_group_names_its_public_entry_types() -> None:
     types = all_entry_types()
     assert set(types) == {g.name for g in GROUPS}
@@ -261,7 +284,7 @@ def test_chartgw_storage_reports_every_group(korea_data: Path, monkeypatch: pyte
     from chartgw import cli
 
     configure("CHARTGW_DATA_DIR", str(korea_data))
-    assert cli.main(["storage", "--json"], current()) == 0
+    assert cli.main(["storage", "--json"], run_settings()) == 0
     rows = {row["group"]: row for row in json.loads(capsys.readouterr().out) if row["file"] == f"{row['group']}.sqlite"}
     assert set(rows) == {g.name for g in GROUPS}
     korea = rows["korea-chart"]
@@ -273,25 +296,24 @@ def test_retention_days_setting_adds_to_and_replaces_a_groups_own(monkeypatch: p
     from chartgw.api.group import retention
     from chartgw.groups import radio
 
-    assert retention(radio.GROUP) == radio.GROUP.retention_days
+    assert retention(radio.GROUP, settings=run_settings()) == radio.GROUP.retention_days
     configure("CHARTGW_RETENTION_DAYS", "radio:plays/=800, radio=90, korea-chart=7")
-    assert retention(radio.GROUP) == {"directory": 30, "servers": 30, "plays/": 800, "": 90}
+    assert retention(radio.GROUP, settings=run_settings()) == {"directory": 30, "servers": 30, "plays/": 800, "": 90}
     configure("CHARTGW_RETENTION_DAYS", "radoi=90")
     with pytest.raises(config.SettingError, match="no group named radoi"):
-        retention(radio.GROUP)
+        retention(radio.GROUP, settings=run_settings())
     for bad in ("radio", "radio=0", "radio=forever", "=5"):
         configure("CHARTGW_RETENTION_DAYS", bad)
         with pytest.raises(config.SettingError, match="GROUP=DAYS"):
-            retention(radio.GROUP)
+            retention(radio.GROUP, settings=run_settings())
 
 
 def test_a_crawl_prunes_by_the_operators_retention(korea_data: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from chartgw.api.group import crawl_group
-    from chartgw.demo.replay import replay_upstreams
     from chartgw.demo.samples.korea import site_replies
     from chartgw.groups import korea_chart
-    from tests.fixtures import FIXED_NOW, configure, copy_data
+    from tests.fixtures import FIXED_NOW, configure, copy_data, replay_upstreams
 
     data = copy_data(korea_data, tmp_path / "data")
     configure("CHARTGW_DATA_DIR", str(data))
@@ -305,7 +327,7 @@ def test_a_crawl_prunes_by_the_operators_retention(korea_data: Path, tmp_path: P
     before = snapshots()
     with replay_upstreams({"MELON": site_replies("portal-a", "realtime", later, 1)}):
         outcomes = asyncio.run(crawl_group(korea_chart.GROUP, {"site": "portal-a", "chart_type": "realtime"},
-                                           now=fixed(later)))
+                                           now=fixed(later), settings=run_settings()))
     assert [o.status for o in outcomes] == ["ok"]
     after = snapshots()
     realtime = outcomes[0].target
@@ -320,15 +342,15 @@ def test_chartgw_storage_shows_the_retention_and_a_bad_setting_in_one_line(
 
     configure("CHARTGW_DATA_DIR", str(korea_data))
     configure("CHARTGW_RETENTION_DAYS", "korea-chart=30")
-    assert cli.main(["storage", "--json"], current()) == 0
+    assert cli.main(["storage", "--json"], run_settings()) == 0
     korea = {row["group"]: row for row in json.loads(capsys.readouterr().out)}["korea-chart"]
     assert korea["retention_days"][""] == 30 and korea["unbounded_targets"] == 0
     configure("CHARTGW_RETENTION_DAYS", "")
-    assert cli.main(["storage", "--json"], current()) == 0
+    assert cli.main(["storage", "--json"], run_settings()) == 0
     korea = {row["group"]: row for row in json.loads(capsys.readouterr().out)}["korea-chart"]
     assert korea["unbounded_targets"] > 5  # every chart but FLO's observations and rising is kept for ever
     configure("CHARTGW_RETENTION_DAYS", "korea=30")
-    assert cli.main(["storage"], current()) == 2
+    assert cli.main(["storage"], run_settings()) == 2
     err = capsys.readouterr().err
     assert err.strip() == "chartgw: CHARTGW_RETENTION_DAYS: no group named korea"
 

@@ -26,6 +26,7 @@ from chartgw.groups.radio.monitor import Monitor, MonitorReport
 from chartgw.groups.radio.storage import Watched, commit_batch, open_db, play_writes, select_stations
 from chartgw.store import Query
 from tests.fixtures import FIXED_NOW
+from tests.fixtures import settings as run_settings
 
 pytestmark = pytest.mark.waits
 
@@ -99,7 +100,7 @@ def watched(servers: dict[str, RadioStreamServer]) -> dict[str, Watched]:
 def monitor(path: Path, clock: StepClock, stations: list[Watched], **options: object) -> Monitor:
     settings: dict[str, object] = {"poll_seconds": 0.05, "read_timeout": 1.0, "backoff_base": 0.2, "backoff_max": 5.0,
                                    "flush_seconds": 0.05, "heartbeat_seconds": 0.2, "icy_mode": "poll"}
-    return Monitor(stations=stations, path=path, clock=clock.now, **{**settings, **options})  # type: ignore[arg-type]  # test options
+    return Monitor(settings=run_settings(), stations=stations, path=path, clock=clock.now, **{**settings, **options})  # type: ignore[arg-type]  # test options
 
 
 def rows(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:

@@ -13,11 +13,11 @@ from starlette.testclient import TestClient
 
 from chartgw.api.endpoints import ApiError, Call, GroupData
 from chartgw.api.refresh import admit_refresh
-from chartgw.core.settings import current
 from chartgw.crawl.runner import crawl_lock
-from chartgw.demo.replay import Reply, replay_upstreams
+from chartgw.demo.replay import Reply
 from chartgw.demo.samples.korea import site_replies
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, configure, copy_data, data_dir, replay_upstreams
+from tests.fixtures import settings as run_settings
 
 
 @pytest.fixture
@@ -74,7 +74,7 @@ def test_refresh_failure_reports_and_keeps_the_last_good_snapshot(data: Path) ->
 
 
 def test_refresh_while_another_crawl_runs_is_409(api: TestClient, tmp_path: Path) -> None:
-    with data_dir(tmp_path / "data"), crawl_lock("korea-chart"):
+    with data_dir(tmp_path / "data"), crawl_lock("korea-chart", settings=run_settings()):
         response = api.post("/korea-chart/refresh?site=portal-a", headers=KEY_HEADERS)
     assert response.status_code == 409 and "running" in response.json()["detail"]
 
@@ -113,7 +113,7 @@ def test_the_key_budget_is_a_sliding_hour_per_key(tmp_path: Path, monkeypatch: p
     configure("CHARTGW_REFRESHES_PER_KEY_PER_HOUR", "2")
     configure("CHARTGW_REFRESH_INTERVAL_SECONDS", "60")
     with data_dir(tmp_path):
-        data = GroupData("korea-chart", settings=current())
+        data = GroupData("korea-chart", settings=run_settings())
     now = [1000.0]
     clock = lambda: now[0]
     admit_refresh(_call(data, 7), "a", clock)
@@ -129,6 +129,6 @@ def test_the_key_budget_is_a_sliding_hour_per_key(tmp_path: Path, monkeypatch: p
     now[0] = 1000.0 + 3600
     admit_refresh(_call(data, 7), "d", clock)  # the first refresh left the hour
     configure("CHARTGW_REFRESHES_PER_KEY_PER_HOUR", "0")
-    unlimited = GroupData("korea-chart", settings=current())  # an app built with them
+    unlimited = GroupData("korea-chart", settings=run_settings())  # an app built with them
     for target in "efgh":
         admit_refresh(_call(unlimited, 7), target, clock)  # 0 = no per-key limit

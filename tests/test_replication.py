@@ -22,11 +22,10 @@ import anyio
 import pytest
 from starlette.testclient import TestClient
 
-from chartgw.api.access import KeyChecker, KeyStore, RateLimiter
+from chartgw.api.access import KeyChecker, KeyStore, RateLimiter, keys_db_path
 from chartgw.cli import main
 from chartgw.core import config
-from chartgw.core.config import SettingError, environment
-from chartgw.core.settings import current
+from chartgw.core.config import SettingError
 from chartgw.http.app import build_app
 from chartgw.replica import state as replication
 from chartgw.replica.config import litestream_config
@@ -45,7 +44,8 @@ from chartgw.replica.litestream import (
 from chartgw.replica.reader import FollowedReader
 from chartgw.replica.state import FileState, NodeState, node_status, read_state, write_state
 from chartgw.store import Query, SnapshotReader, checkpoint, connect
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, build_group_db, child_env, copy_data, data_dir
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, build_group_db, child_env, copy_data, data_dir, environment
+from tests.fixtures import settings as run_settings
 
 NOW = FIXED_NOW.timestamp()
 
@@ -60,30 +60,30 @@ def test_litestream_config_for_s3_names_credentials_but_never_holds_them(folder:
     with environment({"CHARTGW_REPLICA_URL": "s3://bucket/some/prefix/", "CHARTGW_REPLICA_S3_ENDPOINT": "http://127.0.0.1:9000",
                       "CHARTGW_REPLICA_S3_ACCESS_KEY_ID": "AKIDEXAMPLE", "CHARTGW_REPLICA_S3_SECRET_ACCESS_KEY": "s3cr3t",
                       "CHARTGW_REPLICA_SYNC_SECONDS": "0.5"}):
-        text = litestream_config(replicated_files())
+        text = litestream_config(replicated_files(settings=run_settings()), settings=run_settings())
     assert f'  - path: "{folder.resolve()}/korea-chart.sqlite"' in text
     assert '      path: "some/prefix/korea-chart"' in text and '      path: "some/prefix/keys"' in text
     assert '      bucket: "bucket"' in text and '      endpoint: "http://127.0.0.1:9000"' in text
     assert "      force-path-style: true" in text and "      sync-interval: 500ms" in text
     assert "${CHARTGW_REPLICA_S3_SECRET_ACCESS_KEY}" in text and "s3cr3t" not in text and "AKIDEXAMPLE" not in text
-    assert text.count("  - path: ") == len(replicated_files()) == 17  # every group file (the index among them), keys,
+    assert text.count("  - path: ") == len(replicated_files(settings=run_settings())) == 17  # every group file (the index among them), keys,
     assert f'  - path: "{folder.resolve()}/node/heartbeat.sqlite"' in text  # and the writer's heartbeat
 
 
 def test_litestream_config_for_a_folder(folder: Path) -> None:
-    text = litestream_config(replicated_files()[:1], "file:///srv/replica")
+    text = litestream_config(replicated_files(settings=run_settings())[:1], run_settings(), "file:///srv/replica")
     assert text.endswith('    replica:\n      type: file\n      path: "/srv/replica/streaming"\n      sync-interval: 500ms\n')
 
 
 @pytest.mark.parametrize("url", ["s3://", "http://bucket/x", "file://relative/path", "s3://bucket/x?endpoint=y"])
 def test_a_replica_url_the_code_cannot_use_fails_naming_the_setting(url: str) -> None:
     with environment({"CHARTGW_REPLICA_URL": url}), pytest.raises(SettingError, match="CHARTGW_REPLICA_URL"):
-        config.get(config.REPLICA_URL)
+        run_settings().get(config.REPLICA_URL)
 
 
 def test_replicate_without_a_replica_url_says_which_setting(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with environment({"CHARTGW_REPLICA_URL": None}):
-        assert main(["replicate", "--print-config"]) == 2
+        assert main(["replicate", "--print-config"], run_settings()) == 2
     assert "CHARTGW_REPLICA_URL" in capsys.readouterr().err
 
 
@@ -92,39 +92,39 @@ def state(role: str, updated_at: float, **files: FileState) -> NodeState:
 
 
 def test_node_status_is_off_on_a_single_box(folder: Path) -> None:
-    status = node_status(FIXED_NOW, current())
+    status = node_status(FIXED_NOW, run_settings())
     assert (status.status, status.role, status.files) == ("off", "single", [])
-    assert not replication.lagging("korea-chart", FIXED_NOW, current())
+    assert not replication.lagging("korea-chart", FIXED_NOW, run_settings())
 
 
 def test_lag_past_the_setting_is_degraded_and_degrades_that_group_only(folder: Path) -> None:
     write_state(state("reader", NOW, **{
         "korea-chart": FileState(state="following", ok_at=NOW - 45, txid="00000000000000a1", applied_at=NOW - 60),
-        "streaming": FileState(state="following", ok_at=NOW - 1)}), current())
-    status = node_status(FIXED_NOW, current())
+        "streaming": FileState(state="following", ok_at=NOW - 1)}), run_settings())
+    status = node_status(FIXED_NOW, run_settings())
     assert status.status == "degraded" and status.role == "reader"
     lags = {f.file: (f.lag_seconds, f.applied_at) for f in status.files}
     assert lags == {"korea-chart": (45, "2026-11-20T05:29:00Z"), "streaming": (1, None)}
-    assert replication.lagging("korea-chart", FIXED_NOW, current()) and not replication.lagging("streaming", FIXED_NOW, current())
+    assert replication.lagging("korea-chart", FIXED_NOW, run_settings()) and not replication.lagging("streaming", FIXED_NOW, run_settings())
     with environment({"CHARTGW_REPLICA_LAG_DEGRADED_SECONDS": "60"}):
-        assert node_status(FIXED_NOW, current()).status == "ok"
+        assert node_status(FIXED_NOW, run_settings()).status == "ok"
 
 
 def test_a_supervisor_that_stopped_writing_its_state_is_down(folder: Path) -> None:
-    write_state(state("writer", NOW - 20, streaming=FileState(state="replicating", ok_at=NOW - 20)), current())
-    status = node_status(FIXED_NOW, current())
+    write_state(state("writer", NOW - 20, streaming=FileState(state="replicating", ok_at=NOW - 20)), run_settings())
+    status = node_status(FIXED_NOW, run_settings())
     assert status.status == "degraded"
     assert status.files[0].state == "down (chartgw replicate is not running)" and status.files[0].lag_seconds == 20
 
 
 def test_the_heartbeat_is_one_row_of_the_writers_clock_and_what_it_ships(folder: Path) -> None:
-    assert heard(heartbeat_path()) is None
-    beat(NOW - 10, ["heartbeat"])
-    beat(NOW, ["korea-chart", "keys", "heartbeat"])
-    assert heard(heartbeat_path()) == Beat(NOW, frozenset({"korea-chart", "keys", "heartbeat"}))
-    beat(NOW, ["korea-chart", "heartbeat"], {"korea-chart": 0x2A})
-    assert heard(heartbeat_path()) == Beat(NOW, frozenset({"korea-chart", "heartbeat"}), {"korea-chart": 0x2A})
-    with sqlite3.connect(heartbeat_path()) as db:
+    assert heard(heartbeat_path(settings=run_settings())) is None
+    beat(NOW - 10, ["heartbeat"], settings=run_settings())
+    beat(NOW, ["korea-chart", "keys", "heartbeat"], settings=run_settings())
+    assert heard(heartbeat_path(settings=run_settings())) == Beat(NOW, frozenset({"korea-chart", "keys", "heartbeat"}))
+    beat(NOW, ["korea-chart", "heartbeat"], run_settings(), {"korea-chart": 0x2A})
+    assert heard(heartbeat_path(settings=run_settings())) == Beat(NOW, frozenset({"korea-chart", "heartbeat"}), {"korea-chart": 0x2A})
+    with sqlite3.connect(heartbeat_path(settings=run_settings())) as db:
         assert db.execute("SELECT count(*) FROM beat").fetchone()[0] == 1
     older = folder / "older.sqlite"  # a writer from before the list: its clock, and no list
     with sqlite3.connect(older) as db:
@@ -178,6 +178,7 @@ time.sleep(60)
 
 FOLLOWER = """\
 import signal, sys, threading, time
+from chartgw.core.settings import Settings
 from chartgw.replica.litestream import follow
 
 
@@ -190,7 +191,7 @@ class Stop(threading.Event):
 stop = Stop()
 signal.signal(signal.SIGTERM, lambda *_: stop.set())
 started = time.time()
-follow(stop, lambda: started + 4 * (time.time() - started), sys.argv[1])  # four seconds a second
+follow(stop, Settings.from_environment(), lambda: started + 4 * (time.time() - started), sys.argv[1])  # 4 s a second
 """
 
 
@@ -211,7 +212,7 @@ def test_a_reader_asks_the_replica_only_for_the_files_the_writer_ships(folder: P
 
     def ticked() -> float:
         """The supervisor's clock when it last wrote its state."""
-        state = read_state(current())
+        state = read_state(run_settings())
         return state.updated_at if state is not None else float("-inf")
 
     def ticked_past(at: float) -> None:
@@ -223,19 +224,19 @@ def test_a_reader_asks_the_replica_only_for_the_files_the_writer_ships(folder: P
     supervisor = subprocess.Popen([sys.executable, "-c", FOLLOWER, str(program)],
                                   env=child_env(REPLICA_URL=f"file://{folder / 'replica'}"))
     try:
-        absent = {f.name for f in replicated_files()} - shipped
-        wait_for(lambda: (state := read_state(current())) is not None and state.files["heartbeat"].state == "following"
+        absent = {f.name for f in replicated_files(settings=run_settings())} - shipped
+        wait_for(lambda: (state := read_state(run_settings())) is not None and state.files["heartbeat"].state == "following"
                  and all(state.files[name].state == "waiting" for name in absent), "every file asked for")
         ticked_past(ticked() + 2 * WAITING_SECONDS[0])
         once = asked()  # ... past the time an absent file would be asked for again
-        with sqlite3.connect(heartbeat_path()) as db:  # the writer's next beat, as the follower applies it
+        with sqlite3.connect(heartbeat_path(settings=run_settings())) as db:  # the writer's next beat, as the follower applies it
             db.execute("UPDATE beat SET shipped = ?", (",".join(sorted({*shipped, "streaming"})),))
         wait_for(lambda: len(asked()) > len(once), "the newly shipped file asked for")
         ticked_past(ticked() + 2 * WAITING_SECONDS[0])
     finally:
         supervisor.terminate()
         supervisor.wait(15)
-    assert sorted(once) == sorted(f.name for f in replicated_files())  # every file asked for once at the start
+    assert sorted(once) == sorted(f.name for f in replicated_files(settings=run_settings()))  # every file asked for once at the start
     assert asked()[len(once):] == ["streaming"]  # the one the writer began to ship, and no other
     assert (folder / "keys.sqlite").stat().st_mode & 0o777 == 0o600  # restored with the umask's 0644: as the writer's
     assert (folder / "node" / "staging").stat().st_mode & 0o777 == 0o700
@@ -282,19 +283,19 @@ def test_a_follower_that_stops_applying_while_the_writer_moves_on_is_restored_af
         return [name for name in log.read_text().split() if name == "korea-chart"] if log.exists() else []
 
     def chart() -> FileState:
-        state = read_state(current())
+        state = read_state(run_settings())
         assert state is not None
         return state.files["korea-chart"]
 
     def writer_at(txid: int) -> None:
-        with sqlite3.connect(heartbeat_path()) as db:  # the writer's next beat, as the follower applies it
+        with sqlite3.connect(heartbeat_path(settings=run_settings())) as db:  # the writer's next beat, as the follower applies it
             db.execute("UPDATE beat SET at = ?, positions = ?", (time.time(), f'{{"korea-chart": "{txid:016x}"}}'))
 
     def ticks(seconds: float) -> None:
         """Wait until the supervisor's clock has moved `seconds` on."""
-        start = read_state(current())
+        start = read_state(run_settings())
         assert start is not None
-        wait_for(lambda: (now := read_state(current())) is not None and now.updated_at >= start.updated_at + seconds,
+        wait_for(lambda: (now := read_state(run_settings())) is not None and now.updated_at >= start.updated_at + seconds,
                  f"{seconds} s of the supervisor's clock")
 
     stall = 6.0  # the supervisor's seconds: 1.5 s here
@@ -303,7 +304,7 @@ def test_a_follower_that_stops_applying_while_the_writer_moves_on_is_restored_af
                                                 REPLICA_STALL_SECONDS=str(stall)))
     seen: set[str] = set()
     try:
-        wait_for(lambda: (state := read_state(current())) is not None and state.files["heartbeat"].state == "following"
+        wait_for(lambda: (state := read_state(run_settings())) is not None and state.files["heartbeat"].state == "following"
                  and state.files["korea-chart"].state == "following"
                  and state.files["korea-chart"].txid == "0000000000000004", "both files followed")
         writer_at(4)
@@ -428,7 +429,7 @@ def test_a_burst_of_reads_opens_one_connection_also_after_a_reopen(folder: Path)
     query = Query("rows", "SELECT count(*) FROM t")
 
     async def scenario() -> None:
-        for reader in (SnapshotReader(served), FollowedReader(served, "korea-chart", current())):
+        for reader in (SnapshotReader(served), FollowedReader(served, "korea-chart", run_settings())):
             threads = threading.active_count()
             assert all(rows == [(3,)] for rows in await asyncio.gather(*(reader.fetchall(query) for _ in range(50))))
             one = _open_descriptors(served)
@@ -458,12 +459,12 @@ def test_the_followed_reader_sees_pages_written_behind_sqlite_and_moves_its_vers
     fd = os.open(newer, os.O_RDWR)
     os.pwrite(fd, served.read_bytes()[:4096], 0)
     os.close(fd)
-    sidecar = replication.sidecar("korea-chart", current())
+    sidecar = replication.sidecar("korea-chart", run_settings())
     sidecar.parent.mkdir(parents=True)
     sidecar.write_text("0000000000000001\n")
 
     async def scenario() -> None:
-        plain, followed = SnapshotReader(served), FollowedReader(served, "korea-chart", current())
+        plain, followed = SnapshotReader(served), FollowedReader(served, "korea-chart", run_settings())
         query = Query("row 300", "SELECT v FROM t WHERE id = 300")
         for reader in (plain, followed):
             assert (await reader.fetchall(query))[0][0].startswith("old-")
@@ -520,8 +521,8 @@ def test_a_read_only_gateway_serves_refuses_refreshes_and_counts_usage_in_a_node
     keys_before = followed(data / "keys.sqlite")
     settings = {"CHARTGW_READ_ONLY": "1", "CHARTGW_WRITER_URL": "https://writer.example:8000"}
     with environment(settings), data_dir(data):
-        limiter = RateLimiter(100, KeyStore(usage_path=replication.usage_path(current())))
-        app = build_app(checker=KeyChecker(data / "keys.sqlite", [TEST_KEY]), clock=lambda: FIXED_NOW, limiter=limiter)
+        limiter = RateLimiter(100, KeyStore(keys_db_path(run_settings()), usage_path=replication.usage_path(run_settings())))
+        app = build_app(checker=KeyChecker(data / "keys.sqlite", [TEST_KEY]), clock=lambda: FIXED_NOW, limiter=limiter, settings=run_settings())
         with TestClient(app) as api:
             assert api.get("/korea-chart/portal-a/charts/realtime", headers=KEY_HEADERS).status_code == 200
             refused = api.post("/korea-chart/refresh?site=portal-a&chart_type=realtime", headers=KEY_HEADERS)
@@ -545,7 +546,7 @@ def test_a_read_only_gateway_sends_webhooks_and_exports_to_the_writer(korea_data
                 "CHARTGW_EXPORTS_INTERVAL_SECONDS": "0"}
     with environment(settings), data_dir(data):
         app = build_app(checker=KeyChecker(data / "keys.sqlite", [TEST_KEY]), clock=lambda: FIXED_NOW,
-                        limiter=RateLimiter(0))
+                        limiter=RateLimiter(0), settings=run_settings())
         with TestClient(app) as api:
             for method, path, what in (
                     ("POST", "/hooks", "webhooks"), ("GET", "/hooks", "webhooks"), ("DELETE", "/hooks/1", "webhooks"),
@@ -567,14 +568,14 @@ def test_a_reader_lists_keys_and_its_usage_and_refuses_to_write(korea_data: Path
     keys_before = followed(data / "keys.sqlite")
     with data_dir(data), environment({"CHARTGW_READ_ONLY": "1"}):
         day = FIXED_NOW.strftime("%Y-%m-%d")
-        KeyStore(usage_path=replication.usage_path(current())).add_usage({(key_id, day): [7, 2]})
-        assert main(["keys", "list"]) == 0 and "partner-a" in capsys.readouterr().out
-        assert main(["keys", "usage", "--days", "4000"]) == 0
+        KeyStore(keys_db_path(run_settings()), usage_path=replication.usage_path(run_settings())).add_usage({(key_id, day): [7, 2]})
+        assert main(["keys", "list"], run_settings()) == 0 and "partner-a" in capsys.readouterr().out
+        assert main(["keys", "usage", "--days", "4000"], run_settings()) == 0
         assert f"{key_id:>4}  {day} {7:>9} {2:>7}  partner-a" in capsys.readouterr().out
         for argv in (["keys", "create", "--name", "x"], ["keys", "revoke", "1"], ["crawl", "korea-chart"],
                      ["demo", "--if-empty"], ["backfill", "video"], ["replicate"], ["hooks", "list"], ["deliver"],
                      ["export", "--all"]):
-            assert main(argv) == 2, argv
+            assert main(argv, run_settings()) == 2, argv
             assert "read replica (CHARTGW_READ_ONLY=1)" in capsys.readouterr().err
     assert (data / "keys.sqlite").read_bytes() == keys_before
 
@@ -587,13 +588,13 @@ def test_a_group_with_its_own_health_says_degraded_when_its_file_lags(group: str
 
     def status() -> object:
         app = build_app(checker=KeyChecker(data / "keys.sqlite", [TEST_KEY]), clock=lambda: FIXED_NOW,
-                        limiter=RateLimiter(0))
+                        limiter=RateLimiter(0), settings=run_settings())
         with TestClient(app) as api:
             return api.get(f"/{group}/health").json()["status"]
 
     with data_dir(data):
         assert status() == "ok"
-        write_state(state("reader", NOW, **{group: FileState(state="following", ok_at=NOW - 600)}), current())
+        write_state(state("reader", NOW, **{group: FileState(state="following", ok_at=NOW - 600)}), run_settings())
         assert status() == "degraded"
 
 
@@ -610,13 +611,13 @@ def test_a_group_health_says_degraded_when_its_file_lags(korea_data: Path, tmp_p
 
     def ask(path: str) -> dict[str, object]:
         app = build_app(checker=KeyChecker(data / "keys.sqlite", [TEST_KEY]), clock=lambda: FIXED_NOW,
-                        limiter=RateLimiter(0))
+                        limiter=RateLimiter(0), settings=run_settings())
         with TestClient(app) as api:
             return dict(api.get(path).json())
 
     with data_dir(data):
         assert ask("/korea-chart/health")["status"] == "ok"
-        write_state(state("reader", NOW, **{"korea-chart": FileState(state="following", ok_at=NOW - 600)}), current())
+        write_state(state("reader", NOW, **{"korea-chart": FileState(state="following", ok_at=NOW - 600)}), run_settings())
         assert ask("/korea-chart/health")["status"] == "degraded"
         body = ask("/replication")
     assert body["status"] == "degraded" and body["role"] == "reader"
@@ -628,14 +629,14 @@ def test_metrics_say_each_files_lag_restarts_stalls_and_state(korea_data: Path, 
     data = copy_data(korea_data, tmp_path / "reader")
     with data_dir(data):
         app = build_app(checker=KeyChecker(data / "keys.sqlite", [TEST_KEY]), clock=lambda: FIXED_NOW,
-                        limiter=RateLimiter(0))
+                        limiter=RateLimiter(0), settings=run_settings())
         with TestClient(app) as api:
             assert not [line for line in api.get("/metrics").text.splitlines()  # a single box: nothing to say
                         if line.startswith("chartgw_replication_")]
             write_state(state("reader", NOW, **{
                 "korea-chart": FileState(state="stalled", ok_at=NOW - 40, restarts=3, stalls=2,
                                          error="stalled: applied transaction ..."),
-                "keys": FileState(state="following", ok_at=NOW)}), current())
+                "keys": FileState(state="following", ok_at=NOW)}), run_settings())
             text = api.get("/metrics").text
             assert api.get("/replication").json()["files"][0]["stalls"] == 2
     for line in ('chartgw_replication_lag_seconds{file="korea-chart"} 40.0',
@@ -665,7 +666,7 @@ def test_the_followed_reader_reads_a_malformed_file_again_until_it_heals(folder:
         os.close(fd)
 
     async def scenario() -> None:
-        plain, followed = SnapshotReader(served), FollowedReader(served, "korea-chart", current())
+        plain, followed = SnapshotReader(served), FollowedReader(served, "korea-chart", run_settings())
         followed.MALFORMED_WAIT_SECONDS = 0.05
         expected = await followed.fetchall(query)
         damage(b"\xff" * 4096)

@@ -45,6 +45,7 @@ from chartgw.http.app import service_routes
 from chartgw.index import history as index
 from chartgw.index.artist_history.query import read_query
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir
+from tests.fixtures import settings as run_settings
 
 pytestmark = pytest.mark.heavy
 
@@ -113,7 +114,7 @@ def app(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
     at FIXED_NOW (schemathesis runs it in process)."""
     path = copy_data(all_groups_data, tmp_path_factory.mktemp("schemathesis") / "data")
     with data_dir(path):
-        index.index_all(now=fixed(FIXED_NOW))
+        index.index_all(now=fixed(FIXED_NOW), settings=run_settings())
     return client(path).app
 
 

@@ -16,12 +16,13 @@ from chartgw import cli
 from chartgw.api.access import KeyChecker, RateLimiter
 from chartgw.api.group import crawl_group
 from chartgw.core import config
-from chartgw.core.settings import SETTINGS_FILE, Settings, SettingsFileError, current, using
+from chartgw.core.settings import SETTINGS_FILE, Settings, SettingsFileError
 from chartgw.demo.replay import ReplayTransport
 from chartgw.demo.samples.korea import site_replies
 from chartgw.groups import korea_chart, ranking_charts
 from chartgw.http.app import build_app
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, copy_data
+from tests.fixtures import settings as run_settings
 
 
 def test_the_environment_wins_over_the_settings_file(tmp_path: Path) -> None:
@@ -137,15 +138,14 @@ def test_nothing_reads_the_environment_after_start_up(korea_data: Path, tmp_path
                      "/korea-chart/openapi.json", "/korea-chart/fetch-logs"):
             assert api.get(path, headers=KEY_HEADERS).status_code == 200, path
     transport = ReplayTransport({"MELON": site_replies("portal-a", "realtime", FIXED_NOW, 1)})
-    with using(settings):  # a crawl with these settings in force, as the CLI runs a command
-        outcomes = asyncio.run(crawl_group(korea_chart.GROUP, {"site": "portal-a", "chart_type": "realtime"},
-                                           now=lambda: FIXED_NOW, transport=transport))
+    outcomes = asyncio.run(crawl_group(korea_chart.GROUP, {"site": "portal-a", "chart_type": "realtime"},
+                                       now=lambda: FIXED_NOW, transport=transport, settings=settings))  # as the CLI runs it
     assert [o.status for o in outcomes] == ["ok"]
 
 
 def test_two_apps_with_different_settings_answer_differently_in_one_process(tmp_path: Path) -> None:
     def app(**values: str) -> TestClient:
-        settings = current().with_values({"DATA_DIR": str(tmp_path / "data"), **values})
+        settings = run_settings().with_values({"DATA_DIR": str(tmp_path / "data"), **values})
         return TestClient(build_app([ranking_charts.GROUP], checker=KeyChecker(tmp_path / "keys.sqlite",
                                                                                 plain_keys=[values["API_KEYS"]]),
                                     limiter=RateLimiter(0), settings=settings))
@@ -165,20 +165,20 @@ def test_two_apps_interleaved_in_one_event_loop_each_read_their_own_settings(tmp
     process's: two apps interleaved in one event loop, and a crawl under A's settings meanwhile, each keep theirs."""
     import httpx
 
-    process = current()  # what the process was given: neither app's
-    made = {name: current().with_values({"DATA_DIR": str(tmp_path / name), "API_KEYS": TEST_KEY, **values})
-            for name, values in (("a", {"HOOKS_PER_KEY": "1", "HOOKS_HTTP_HOSTS": "receiver.example.test"}),
-                                 ("b", {"HOOKS_PER_KEY": "3"}))}
+    process = run_settings()  # what the process was given: neither app's
+    made = {name: run_settings().with_values({"DATA_DIR": str(tmp_path / name), "API_KEYS": TEST_KEY, **values})
+            for name, values in (("a", {"HOOKS_PER_KEY": "1", "HOOKS_HTTP_HOSTS": "receiver.example.test",
+                                        "RANKING_CHARTS": "hot-100", "CORS_ORIGINS": "https://a.example"}),
+                                 ("b", {"HOOKS_PER_KEY": "3", "RANKING_CHARTS": "billboard-200,artist-100"}))}
 
     def client(name: str) -> httpx.AsyncClient:
-        app = build_app([korea_chart.GROUP], limiter=RateLimiter(0), settings=made[name])
+        app = build_app([korea_chart.GROUP, ranking_charts.GROUP], limiter=RateLimiter(0), settings=made[name])
         return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver", headers=KEY_HEADERS)
 
     async def crawl_under_a() -> list[str]:
         transport = ReplayTransport({"MELON": site_replies("portal-a", "realtime", FIXED_NOW, 1)})
-        with using(made["a"]):  # as the CLI runs a command with its settings
-            outcomes = await crawl_group(korea_chart.GROUP, {"site": "portal-a", "chart_type": "realtime"},
-                                         now=lambda: FIXED_NOW, transport=transport)
+        outcomes = await crawl_group(korea_chart.GROUP, {"site": "portal-a", "chart_type": "realtime"},
+                                     now=lambda: FIXED_NOW, transport=transport, settings=made["a"])
         return [o.status for o in outcomes]
 
     async def hooks(api: httpx.AsyncClient, url: str, times: int) -> list[int]:
@@ -188,18 +188,31 @@ def test_two_apps_interleaved_in_one_event_loop_each_read_their_own_settings(tmp
             await asyncio.sleep(0)  # let the other app and the crawl run between requests
         return statuses
 
-    async def both() -> tuple[list[int], list[int], list[int], list[int], list[str]]:
+    async def configured(api: httpx.AsyncClient, times: int) -> list[list[str]]:
+        """A group handler's own setting (CHARTGW_RANKING_CHARTS), and the app's CORS origins, as each answer saw them."""
+        seen = []
+        for _ in range(times):
+            answer = await api.get("/ranking-charts/charts", headers={"Origin": "https://a.example"})
+            seen.append([c["slug"] for c in answer.json()["charts"] if c["configured"]]
+                        + [answer.headers.get("access-control-allow-origin", "-")])
+            await asyncio.sleep(0)
+        return seen
+
+    async def both() -> tuple[tuple[list[int], list[int], list[int], list[int], list[str]],
+                              tuple[list[list[str]], list[list[str]]]]:
         async with client("a") as a, client("b") as b:
-            return await asyncio.gather(
+            return await asyncio.gather(asyncio.gather(
                 hooks(a, "https://hooks.example.test/in", 2), hooks(b, "https://hooks.example.test/in", 3),
                 hooks(a, "http://receiver.example.test/in", 1), hooks(b, "http://receiver.example.test/in", 1),
-                crawl_under_a())
+                crawl_under_a()), asyncio.gather(configured(a, 3), configured(b, 3)))
 
-    a_https, b_https, a_http, b_http, crawled = asyncio.run(both())
+    (a_https, b_https, a_http, b_http, crawled), (a_charts, b_charts) = asyncio.run(both())
+    assert a_charts == [["hot-100", "https://a.example"]] * 3  # A's group setting and CORS origins, every time
+    assert b_charts == [["billboard-200", "artist-100", "-"]] * 3  # B's, interleaved with A's and the crawl
     assert b_https == [200, 200, 200]  # B lets a key have 3 hooks
     assert sorted(a_https + a_http) == [200, 403, 403]  # A lets it have 1 (whichever came first), and http to its host
     assert b_http == [422]  # B names no plain-http host: https only
     assert crawled == ["ok"]
     assert (tmp_path / "a" / "korea-chart.sqlite").exists() and not (tmp_path / "b" / "korea-chart.sqlite").exists()
     assert (tmp_path / "a" / "hooks.sqlite").exists() and (tmp_path / "b" / "hooks.sqlite").exists()
-    assert current() is process  # nothing was installed on the way
+    assert run_settings() is process  # nothing was installed on the way

@@ -19,9 +19,9 @@ import pytest
 
 from chartgw import cli
 from chartgw.api.group import Group, GroupCommand
-from chartgw.core.settings import current
 from chartgw.crawl.runner import Outcome
 from tests.fixtures import child_env, copy_data, free_port
+from tests.fixtures import settings as run_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 STOP_SECONDS = 10.0
@@ -119,7 +119,7 @@ def test_demo_keep_fresh_stopped_within_a_round_stops_cleanly(all_groups_data: P
         with sqlite3.connect(path) as db:
             assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",), path.name
         assert _snapshots(path) >= held.get(path.name, 0), path.name  # nothing lost
-    assert cli.main(["demo", "--if-empty"], current().with_values({"CHARTGW_DATA_DIR": str(data)})) == 0
+    assert cli.main(["demo", "--if-empty"], run_settings().with_values({"CHARTGW_DATA_DIR": str(data)})) == 0
 
 
 def _snapshots(path: Path) -> int:
@@ -231,7 +231,7 @@ def test_an_interrupted_command_exits_quietly_even_from_a_task_group(
     tiny = Group(name="tiny", title="t", description="d", routes=(),
                  commands=(GroupCommand("backfill", "b", (), interrupted),))
     monkeypatch.setattr(cli, "GROUPS", (tiny,))
-    assert cli.main(["backfill", "tiny"], current()) == status
+    assert cli.main(["backfill", "tiny"], run_settings()) == status
     assert "Traceback" not in capsys.readouterr().err
 
 
@@ -242,7 +242,7 @@ def test_a_failure_beside_a_stop_in_a_task_group_is_not_hidden(monkeypatch: pyte
     tiny = Group(name="tiny", title="t", description="d", routes=(), commands=(GroupCommand("backfill", "b", (), both),))
     monkeypatch.setattr(cli, "GROUPS", (tiny,))
     with pytest.raises(BaseExceptionGroup):
-        cli.main(["backfill", "tiny"], current())
+        cli.main(["backfill", "tiny"], run_settings())
 
 
 def test_what_an_object_cut_short_by_sigterm_says_when_freed_is_not_printed(tmp_path: Path) -> None:

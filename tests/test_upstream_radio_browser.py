@@ -17,6 +17,7 @@ from chartgw.demo.samples import radio as samples
 from chartgw.upstreams import UpstreamFormatError, radio_browser
 from chartgw.upstreams.radio_browser import Server, Station
 from tests.fixtures import configure
+from tests.fixtures import settings as run_settings
 
 CAPTURES = "radio/radio-browser-json-{}-2022-11.json"
 
@@ -171,10 +172,10 @@ def test_server_origins_order(shared_upstream: Path) -> None:
 def test_configured_origins_follow_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     servers = [Server(name="de1.api.radio-browser.info", ip=None), Server(name="nl1.api.radio-browser.info", ip=None)]
     configure("CHARTGW_UPSTREAM_RADIO_BROWSER", None)
-    assert radio_browser.configured_origins(servers, seed=None) == [
+    assert radio_browser.configured_origins(servers, seed=None, settings=run_settings()) == [
         "https://de1.api.radio-browser.info", "https://nl1.api.radio-browser.info", "https://all.api.radio-browser.info"]
     configure("CHARTGW_UPSTREAM_RADIO_BROWSER", "http://127.0.0.1:8123")
-    assert radio_browser.configured_origins(servers) == ["http://127.0.0.1:8123"]
+    assert radio_browser.configured_origins(servers, settings=run_settings()) == ["http://127.0.0.1:8123"]
 
 
 def test_fetch_fails_over_to_the_next_server() -> None:
@@ -189,7 +190,7 @@ def test_fetch_fails_over_to_the_next_server() -> None:
         def run(origins: list[str]) -> tuple[str, list[Station]]:
             async def fetch() -> tuple[str, list[Station]]:  # what the directory crawl runs: the runner's Fetcher
                 async with httpx.AsyncClient(timeout=5) as client:
-                    origin, _, stations = await Fetcher(client, RetryPolicy()).fetch_any(
+                    origin, _, stations = await Fetcher(client, RetryPolicy.of(run_settings()), settings=run_settings()).fetch_any(
                         request, origins, radio_browser.parse_stations)
                     return origin, stations
 

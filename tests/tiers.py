@@ -18,6 +18,7 @@ from typing import NamedTuple
 import pytest
 
 from chartgw.http import nginx
+from tests.fixtures import settings as run_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,7 +71,7 @@ def running_nginx(folder: Path, tier: nginx.Tier, public: list[str] | None = Non
     tier = dataclasses.replace(tier, listen=f"127.0.0.1:{port}", state_dir=str(folder), pid=str(folder / "nginx.pid"),
                          error_log=str(folder / "error.log"), user="root")
     conf = folder / "nginx.conf"
-    conf.write_text(nginx.render(tier, public))
+    conf.write_text(nginx.render(tier, public, settings=run_settings()))
     check = subprocess.run([program, "-t", "-p", str(folder), "-c", str(conf)], capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
     proc = subprocess.Popen([program, "-p", str(folder), "-c", str(conf), "-g", "daemon off;"],

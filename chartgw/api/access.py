@@ -88,8 +88,9 @@ def env_key_ids(keys: Iterable[str]) -> dict[str, int]:
 
 
 
-def keys_db_path() -> Path:
-    return config.data_dir() / "keys.sqlite"
+def keys_db_path(settings: Settings) -> Path:
+    """The key store's file under `settings` (CHARTGW_DATA_DIR)."""
+    return settings.get(config.DATA_DIR) / "keys.sqlite"
 
 
 def hash_key(key: str) -> str:
@@ -163,8 +164,8 @@ class KeyStore:
     With `usage_path` (a read replica's node-local file), request counts are kept there and the key file is only
     read: a replica never writes a replicated file."""
 
-    def __init__(self, path: Path | None = None, usage_path: Path | None = None) -> None:
-        self.path = path or keys_db_path()
+    def __init__(self, path: Path, usage_path: Path | None = None) -> None:
+        self.path = path
         self.usage_path = usage_path
 
     def _connect(self) -> sqlite3.Connection:
@@ -338,9 +339,9 @@ class KeyChecker:
     hashed and compared every time (they are never remembered, so they cannot fill memory).
     """
 
-    def __init__(self, path: Path | None = None, plain_keys: Iterable[str] = (), recheck_seconds: float = 1.0,
+    def __init__(self, path: Path, plain_keys: Iterable[str] = (), recheck_seconds: float = 1.0,
                  clock: Callable[[], datetime] = utc_now) -> None:
-        self.path = path or keys_db_path()
+        self.path = path
         self.env_keys = frozenset(plain_keys)
         env_key_ids(self.env_keys)  # each key's id worked out now, not on a request's time
         self.recheck_seconds = recheck_seconds
@@ -416,9 +417,9 @@ class KeyRoster:
 
     REREAD_SECONDS = 5.0
 
-    def __init__(self, path: Path | None = None, plain_keys: Iterable[str] = (),
+    def __init__(self, path: Path, plain_keys: Iterable[str] = (),
                  clock: Callable[[], datetime] = utc_now) -> None:
-        self.path = path or keys_db_path()
+        self.path = path
         self.env_ids = frozenset(env_key_ids(plain_keys).values()) | ({ENV_KEY_ID} if plain_keys else set())
         self.clock = clock
         self._stamp: tuple[tuple[int, int], ...] | None = None

@@ -98,7 +98,8 @@ class GroupData:
         """The settings of the app this data belongs to: what its handlers read (`Call.settings`)."""
         self.clock = clock
         """What "now" is for ages and staleness in responses (injected in tests)."""
-        self.reader = FollowedReader(group_db_path(group), group, settings) if read_only else SnapshotReader(group_db_path(group))
+        path = group_db_path(group, settings)
+        self.reader = FollowedReader(path, group, settings) if read_only else SnapshotReader(path)
         """On a read replica, the file `chartgw follow` keeps current (chartgw.replica.reader)."""
         self.freshness = REPLICA_FRESHNESS_SECONDS if read_only else FRESHNESS_SECONDS
         self.version = 0

@@ -22,6 +22,7 @@ from chartgw.api.endpoints import Route
 from chartgw.core import config
 from chartgw.core.clock import Clock, utc_now
 from chartgw.core.config import Setting
+from chartgw.core.settings import Settings
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import CrawlTarget, Outcome, RetryPolicy, run_targets
 from chartgw.store import Storage
@@ -200,20 +201,20 @@ class Group:
     routes: tuple[Route, ...]
     upstreams: tuple[str, ...] = ()
     """The upstream names the group crawls (each a `CHARTGW_UPSTREAM_<NAME>` setting of the group)."""
-    targets: Callable[[dict[str, str | None], datetime], Sequence[CrawlTarget]] | None = None
+    targets: Callable[[dict[str, str | None], datetime, Settings], Sequence[CrawlTarget]] | None = None
     """The crawl targets for the CLI's selection options (e.g. {"site": ..., "chart_type": ...}) at the crawl's
-    time (what a marketplace's backoff is measured against)."""
+    time (what a marketplace's backoff is measured against), under the crawl's settings."""
     crawl_options: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """Selection options of `chartgw crawl GROUP` and their allowed values."""
     schedules: tuple[Schedule, ...] = ()
     retention_days: dict[str, float] = field(default_factory=dict)
     """Days of snapshots kept per target prefix ("" = every target); none = kept forever. The operator's
     `CHARTGW_RETENTION_DAYS` adds to or replaces these (`retention`)."""
-    discovery: Callable[[], Sequence[CrawlTarget]] | None = None
+    discovery: Callable[[Settings], Sequence[CrawlTarget]] | None = None
     """Targets crawled before `targets` is asked (which may then read what they stored, e.g. a catalogue)."""
     per_upstream: int = 2
     """Requests in flight at once per upstream host."""
-    delay_seconds: Callable[[], float] | None = None
+    delay_seconds: Callable[[Settings], float] | None = None
     """The pause after each request when the group needs more politeness than `CHARTGW_CRAWL_DELAY_SECONDS`
     (read per crawl, e.g. from a group setting); paused with up to 50% jitter."""
     commands: tuple[GroupCommand, ...] = ()
@@ -227,8 +228,8 @@ class Group:
     charts: tuple[Chart, ...] = ()
     """Every chart the group serves (`chartgw.api.catalog`): what `GET /charts` lists and where its cadence is read
     (`cadence_of`); none for a group without charts of its own (the artist-history index)."""
-    after_commit: Callable[[str], object] | None = None
-    """Called with a group's name after that group's crawl, import or backfill committed (`after_crawl`): the
+    after_commit: Callable[[str, Settings], object] | None = None
+    """Called with a group's name and the settings after that group's crawl, import or backfill committed (`after_crawl`): the
     artist-history index catching up. Declared by the group that needs it, run for every group by the registry's
     caller: no hook list is filled at import."""
 
@@ -268,10 +269,10 @@ GROUP_NAMES: set[str] = set()
 """Every group declared in this process (what `CHARTGW_RETENTION_DAYS` may name)."""
 
 
-def retention(group: Group) -> dict[str, float]:
+def retention(group: Group, settings: Settings) -> dict[str, float]:
     """The days of snapshots `group` keeps per target prefix: its own declaration, with the operator's
     `CHARTGW_RETENTION_DAYS` items for it added or replacing (an item naming no group fails loudly)."""
-    overrides = config.get(config.RETENTION_DAYS)
+    overrides = settings.get(config.RETENTION_DAYS)
     unknown = sorted({name for name, _, _ in overrides} - GROUP_NAMES)
     if unknown:
         raise config.SettingError(f"CHARTGW_RETENTION_DAYS: no group named {', '.join(unknown)}")
@@ -280,37 +281,39 @@ def retention(group: Group) -> dict[str, float]:
     return merged
 
 
-def group_policy(group: Group) -> RetryPolicy:
+def group_policy(group: Group, settings: Settings) -> RetryPolicy:
     """The crawl policy of `group`: its concurrency per upstream and, where it declares one, its delay."""
     if group.delay_seconds is None:
-        return RetryPolicy(per_upstream=group.per_upstream)
+        return RetryPolicy.of(settings, per_upstream=group.per_upstream)
     # Replay servers (demo, tests) set the platform delay to 0: politeness is for real upstreams only.
-    delay = group.delay_seconds() if config.get(config.CRAWL_DELAY_SECONDS) else 0.0
-    return RetryPolicy(per_upstream=group.per_upstream, delay_seconds=delay, jitter=0.5)
+    delay = group.delay_seconds(settings) if settings.get(config.CRAWL_DELAY_SECONDS) else 0.0
+    return RetryPolicy.of(settings, per_upstream=group.per_upstream, delay_seconds=delay, jitter=0.5)
 
 
-async def crawl_group(group: Group, selection: dict[str, str | None], *, now: Clock = utc_now,
+async def crawl_group(group: Group, selection: dict[str, str | None], *, settings: Settings, now: Clock = utc_now,
                       transport: httpx.AsyncBaseTransport | None = None,
                       progress: Callable[[Outcome], Any] | None = None) -> list[Outcome]:
-    """What `chartgw crawl GROUP` does: the group's discovery targets first (a failed discovery leaves
-    the last good catalogue in use), then the selected targets, as one recorded run."""
+    """What `chartgw crawl GROUP` does under `settings`: the group's discovery targets first (a failed discovery
+    leaves the last good catalogue in use), then the selected targets, as one recorded run."""
     assert group.targets is not None
-    policy = group_policy(group)
+    policy = group_policy(group, settings)
+    kept = retention(group, settings)
     outcomes: list[Outcome] = []
     if group.discovery is not None:
-        outcomes += await run_targets(group.name, group.discovery(), retention=retention(group), now=now,
+        outcomes += await run_targets(group.name, group.discovery(settings), retention=kept, now=now,
                                       transport=transport, policy=policy, progress=progress, run_kind="discovery",
-                                      tables=group.storage.tables)
-    targets = group.targets(selection, now())
-    outcomes += await run_targets(group.name, targets, retention=retention(group), now=now, transport=transport,
-                                  policy=policy, progress=progress, run_options=selection, tables=group.storage.tables)
+                                      tables=group.storage.tables, settings=settings)
+    targets = group.targets(selection, now(), settings)
+    outcomes += await run_targets(group.name, targets, retention=kept, now=now, transport=transport,
+                                  policy=policy, progress=progress, run_options=selection, tables=group.storage.tables,
+                                  settings=settings)
     return outcomes
 
 
-def after_crawl(name: str, groups: Iterable[Group]) -> None:
+def after_crawl(name: str, groups: Iterable[Group], settings: Settings) -> None:
     """Run every group's `after_commit` for group `name` (what `chartgw crawl` does once its crawl committed).
     A hook that fails never fails the crawl: what it reads is committed, and it catches up at the next crawl."""
     for group in groups:
         if group.after_commit is not None:
             with contextlib.suppress(Exception):  # the crawl's commits stand regardless
-                group.after_commit(name)
+                group.after_commit(name, settings)

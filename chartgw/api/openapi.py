@@ -10,6 +10,7 @@ import msgspec
 from chartgw.api.endpoints import JSON, Route
 from chartgw.api.formats import DOCUMENTED
 from chartgw.api.params import Param
+from chartgw.core.settings import Settings
 
 ERROR_DESCRIPTIONS = {
     401: "Missing, unknown, revoked or expired API key",
@@ -104,8 +105,8 @@ def documented_paths(route: Route) -> list[tuple[str, dict[str, str]]]:
     return [(route.path, {})]
 
 
-def _parameter(param: Param, fixed: dict[str, str]) -> dict[str, Any]:
-    schema, description = param.json_schema(), param.description
+def _parameter(param: Param, fixed: dict[str, str], settings: Settings | None) -> dict[str, Any]:
+    schema, description = param.json_schema(settings), param.description
     if param.choices_by is not None:
         other, table = param.choices_by
         if other in fixed:
@@ -116,7 +117,10 @@ def _parameter(param: Param, fixed: dict[str, str]) -> dict[str, Any]:
             "description": description, "schema": schema}
 
 
-def build_document(name: str, title: str, description: str, routes: list[Route]) -> dict[str, Any]:
+def build_document(name: str, title: str, description: str, routes: list[Route], settings: Settings | None = None,
+                   ) -> dict[str, Any]:
+    """The OpenAPI document of `routes`; what it declares from the data (a discovered catalogue's values) is read
+    under `settings`, the app's (without them it is left out)."""
     types = list(dict.fromkeys([*(t for r in routes for t in _response_types(r)), *(r.body for r in routes if r.body)]))
     refs, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
     schemas = {**COMMON_SCHEMAS, **components}
@@ -149,7 +153,7 @@ def build_document(name: str, title: str, description: str, routes: list[Route])
             operation: dict[str, Any] = {
                 "operationId": _operation_id(route.method, path),
                 "summary": route.summary,
-                "parameters": [_parameter(p, fixed) for p in route.params if p.name not in fixed]
+                "parameters": [_parameter(p, fixed, settings) for p in route.params if p.name not in fixed]
                 + ([IF_NONE_MATCH] if cached else []),
                 "responses": responses,
             }
@@ -159,7 +163,7 @@ def build_document(name: str, title: str, description: str, routes: list[Route])
             if not route.public:
                 operation["security"] = [{"APIKeyHeader": []}]
             paths.setdefault(path, {})[route.method.lower()] = operation
-    schemas.update(declared for route in routes for p in route.params if (declared := p.component()) is not None)
+    schemas.update(declared for route in routes for p in route.params if (declared := p.component(settings)) is not None)
     for key, schema in schemas.items():
         _declare_formats(schema)
         if schema.get("title") == key:

@@ -26,6 +26,7 @@ from urllib.parse import parse_qsl
 import msgspec
 
 from chartgw.core.countries import COUNTRIES, GLOBAL, country_param
+from chartgw.core.settings import Settings
 from chartgw.core.text import compact
 
 __all__ = [
@@ -77,8 +78,8 @@ def accepts(component: str | None = None, **schema: Any) -> Callable[[Check], Ch
     """Declares what a `check` takes, as JSON Schema keywords (`pattern`, `enum`), next to the rule itself: every
     parameter it checks says so in the OpenAPI document, so a client can tell a valid value before asking (the
     schemathesis test sends values the document allows and expects none refused). A keyword's value may be a
-    function, called when a document is built, for a list known only then (a discovered catalogue); None
-    from it leaves the keyword out.
+    function, called with the settings of the app building the document (None outside an app) when a document is
+    built, for a list known only then (a discovered catalogue); None from it leaves the keyword out.
     With a `component` name the schema is declared once under that name and referred to (one `Country` enum in
     a generated client, not one per parameter)."""
 
@@ -216,9 +217,10 @@ class Param:
             return None, {"type": "int_parsing", "loc": loc, "msg": MSG_INT, "input": raw}
         return value, None
 
-    def json_schema(self) -> dict[str, Any]:
-        """This parameter's schema in the OpenAPI document (an array's: its items' schema, at least one)."""
-        schema = self._value_schema()
+    def json_schema(self, settings: Settings | None = None) -> dict[str, Any]:
+        """This parameter's schema in the OpenAPI document (an array's: its items' schema, at least one), under
+        the settings of the app building it."""
+        schema = self._value_schema(settings)
         if self.array:
             schema = {"type": "array", "items": schema, "minItems": 1}
             if self.max_items is not None:
@@ -227,7 +229,7 @@ class Param:
             schema["default"] = list(self.default) if self.array else self.default
         return schema
 
-    def _value_schema(self) -> dict[str, Any]:
+    def _value_schema(self, settings: Settings | None) -> dict[str, Any]:
         """The schema of one value (one item of an array)."""
         schema: dict[str, Any]
         if self.kind == "int":
@@ -250,25 +252,25 @@ class Param:
                 schema["pattern"] = self.pattern
             if self.choices_by is not None:
                 schema["enum"] = list(dict.fromkeys(c for choices in self.choices_by[1].values() for c in choices))
-            declared = self.component()
+            declared = self.component(settings)
             if declared is not None:
                 schema = {"$ref": f"#/components/schemas/{declared[0]}"}
             elif self.check is not None and self.check in _ACCEPTED:
-                schema.update(_declared(_ACCEPTED[self.check][1]))
+                schema.update(_declared(_ACCEPTED[self.check][1], settings))
         return schema
 
-    def component(self) -> tuple[str, dict[str, Any]] | None:
+    def component(self, settings: Settings | None = None) -> tuple[str, dict[str, Any]] | None:
         """The named schema this parameter refers to (`accepts(component=...)` of its check), if any."""
         name, keywords = _ACCEPTED.get(self.check, (None, {})) if self.check is not None else (None, {})
         if name is None:
             return None
-        return name, {"type": "string", **_declared(keywords)}
+        return name, {"type": "string", **_declared(keywords, settings)}
 
 
-def _declared(keywords: dict[str, Any]) -> dict[str, Any]:
-    """`accepts` keywords as of now: a function's value is asked for, and left out when it is None (a list
-    not known yet, e.g. before the first discovery)."""
-    values = {k: v() if callable(v) else v for k, v in keywords.items()}
+def _declared(keywords: dict[str, Any], settings: Settings | None) -> dict[str, Any]:
+    """`accepts` keywords as of now: a function's value is asked for (under `settings`), and left out when it is
+    None (a list not known yet, e.g. before the first discovery)."""
+    values = {k: v(settings) if callable(v) else v for k, v in keywords.items()}
     return {k: v for k, v in values.items() if v is not None}
 
 

@@ -12,6 +12,7 @@ import msgspec
 
 from chartgw.api.endpoints import Call, Route, not_found, params_type
 from chartgw.api.params import Param, check_params_type, limit_param
+from chartgw.core.settings import Settings
 from chartgw.replica.state import lagging
 from chartgw.store import RunRow, SnapshotReader, SnapshotRow, parse_iso
 
@@ -223,18 +224,19 @@ Health = Callable[[Call], Awaitable[HealthHead]]
 a monitor's heartbeat, an index's lag behind its sources)."""
 
 
-def health_route(service: str, cadences: Callable[[], dict[str, int]] | None, summary: str, *,
+def health_route(service: str, cadences: Callable[[Settings], dict[str, int]] | None, summary: str, *,
                  describe: Describe | None = None, response: type[HealthHead] = HealthResponse,
                  pattern: str | None = None, max_age: int = 0, health: Health | None = None) -> Route:
     """`/health` (public): every expected target (`cadences()`: target -> seconds) with its latest snapshot's
-    age and a stale flag, and "ok" only when none is stale or missing. `describe` extends the answer; `health`
-    (with `cadences` None) replaces it for a group whose health is its own. Either way an "ok" turns "degraded"
-    while this node's copy of the group's file lags the writer's (/replication)."""
+    age and a stale flag, and "ok" only when none is stale or missing (`cadences` reads the app's settings: the
+    targets a group crawls are configured). `describe` extends the answer; `health` (with `cadences` None) replaces
+    it for a group whose health is its own. Either way an "ok" turns "degraded" while this node's copy of the group's
+    file lags the writer's (/replication)."""
     assert (cadences is None) != (health is None), f"{service}: /health from cadences or its own health, not both"
 
     async def freshness(call: Call) -> HealthHead:
         assert cadences is not None
-        statuses = await target_statuses(call.data.reader, cadences(), call.now, pattern)
+        statuses = await target_statuses(call.data.reader, cadences(call.settings), call.now, pattern)
         status = health_status(statuses)
         if describe is None:
             return HealthResponse(status, service, statuses)
@@ -327,9 +329,9 @@ class LatestPullResponse(msgspec.Struct):
     """Every chart's latest snapshot (newest chart date), its first `limit` entries (100 by default)."""
 
 
-def latest_pull_route(targets: Callable[[], Sequence[str]] | None, cadence_of: Callable[[str], int],
+def latest_pull_route(targets: Callable[[Settings], Sequence[str]] | None, cadence_of: Callable[[str], int],
                       summary: str) -> Route:
-    """`/latest`: the latest pull's run and every chart's latest snapshot (only those of `targets()`, in
+    """`/latest`: the latest pull's run and every chart's latest snapshot (only those of `targets(settings)`, in
     its order, when given; else all, by target)."""
 
     async def latest(call: Call) -> LatestPullResponse:
@@ -337,7 +339,7 @@ def latest_pull_route(targets: Callable[[], Sequence[str]] | None, cadence_of: C
         rows = await reader.latest_per_target()
         if targets is not None:
             by_target = {row.target: row for row in rows}
-            rows = [by_target[target] for target in targets() if target in by_target]
+            rows = [by_target[target] for target in targets(call.settings) if target in by_target]
         if not rows:
             raise not_found("No pull has been stored yet")
         runs = await reader.runs("crawl", 1)

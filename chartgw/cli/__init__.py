@@ -24,11 +24,11 @@ from chartgw.core import config
 from chartgw.core.clock import Clock, fixed, utc_now
 from chartgw.core.config import SettingError
 from chartgw.core.progress import Progress
-from chartgw.core.settings import SETTINGS_FILE, Settings, SettingsFileError, current, exported, install
+from chartgw.core.settings import SETTINGS_FILE, Settings, SettingsFileError, exported
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import EXIT_BUSY, CrawlBusy, CrawlError, Outcome, crawl_lock
 from chartgw.groups import GROUPS, group_names, named
-from chartgw.index.history import INDEX_NAME
+from chartgw.index.history import INDEX_NAME, index_path
 from chartgw.index.identity import enrich as mb_enrich
 from chartgw.upstreams import musicbrainz, origin_setting
 from chartgw.upstreams.musicbrainz import CONTACT_SETTING as MB_CONTACT
@@ -60,7 +60,7 @@ def settings_problems(settings: Settings, group: Group | None = None) -> list[st
     problems = settings.problems(declared)
     if config.RETENTION_DAYS.variable not in " ".join(problems):
         try:
-            retention(group or _group(group_names(GROUPS)[0]))
+            retention(group or _group(group_names(GROUPS)[0]), settings)
         except SettingError as exc:
             problems.append(str(exc))
     return problems
@@ -77,7 +77,7 @@ def refuse_bad_settings(verb: str, settings: Settings, group: Group | None = Non
 def cmd_settings(args: argparse.Namespace) -> int:
     """Print every setting with its value in force (`*` marks one that is set); with --check, only the bad
     values, one line each, and exit 2 when there is any."""
-    settings = current()
+    settings: Settings = args.settings
     declared = all_settings()
     if args.check:
         bad = refuse_bad_settings("settings", settings)
@@ -114,17 +114,19 @@ def cmd_crawl(args: argparse.Namespace) -> int:
             print(f"chartgw crawl: {group.name} crawls no upstream", file=sys.stderr)
             return 2
         values = {arg.name: arg.default for arg in command.args}
-        return _run_command(group, command, values, args.json, args.wait, fixed(args.at) if args.at else utc_now)
-    if refuse_bad_settings("crawl", current(), group):
+        return _run_command(group, command, values, args.json, args.wait, args.settings,
+                            fixed(args.at) if args.at else utc_now)
+    settings: Settings = args.settings
+    if refuse_bad_settings("crawl", settings, group):
         return 2
     selection = {name: getattr(args, name) for name, _ in group.crawl_options}
     progress = _print_outcome if sys.stderr.isatty() and not args.json else None
     try:
-        with crawl_lock(group.name, args.wait):
+        with crawl_lock(group.name, settings, args.wait):
             clock = fixed(args.at) if args.at else utc_now
-            outcomes = asyncio.run(crawl_group(group, selection, now=clock, progress=progress))
+            outcomes = asyncio.run(crawl_group(group, selection, settings=settings, now=clock, progress=progress))
             if any(o.status == "ok" for o in outcomes):
-                after_crawl(group.name, GROUPS)
+                after_crawl(group.name, GROUPS, settings)
     except InvalidParams as exc:
         error = exc.errors[0]
         print(f"chartgw crawl: {error['loc'][-1]}: {error['msg']}", file=sys.stderr)
@@ -158,26 +160,26 @@ def cmd_group_command(args: argparse.Namespace) -> int:
     group = _group(args.group)
     command: GroupCommand = next(c for c in group.commands if c.verb == args.command)
     values = {arg.name: getattr(args, arg.name) for arg in command.args}
-    return _run_command(group, command, values, args.json, args.wait)
+    return _run_command(group, command, values, args.json, args.wait, args.settings)
 
 
 def _run_command(group: Group, command: GroupCommand, values: dict[str, Any], as_json: bool, wait: float,
-                 clock: Clock = utc_now) -> int:
+                 settings: Settings, clock: Clock = utc_now) -> int:
     """Run a group's command and report its outcomes. One that committed anything (an import, a backfill) is
     followed by every group's `after_commit`, as a crawl is: the artist-history index takes its snapshots in now, not at
     the next crawl."""
-    if refuse_bad_settings(command.verb, current(), group):
+    if refuse_bad_settings(command.verb, settings, group):
         return 2
-    ctx = Context(settings=current(), clock=clock, interactive=sys.stderr.isatty() and not as_json)
+    ctx = Context(settings=settings, clock=clock, interactive=sys.stderr.isatty() and not as_json)
     try:
         with contextlib.ExitStack() as held:
             if command.lock:
-                held.enter_context(crawl_lock(group.name, wait))
+                held.enter_context(crawl_lock(group.name, settings, wait))
             if not command.at_boot:  # (one that runs for as long as the machine does, the monitor, logs itself)
                 held.enter_context(held.enter_context(Progress(command.verb)).step(group.name))
             outcomes = command.run(ctx, values)
             if not command.at_boot and any(o.status == "ok" for o in outcomes):
-                after_crawl(group.name, GROUPS)
+                after_crawl(group.name, GROUPS, settings)
     except CrawlBusy as exc:
         print(f"chartgw {command.verb}: {exc}", file=sys.stderr)
         return EXIT_BUSY
@@ -219,14 +221,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     # --access-log is the gateway's JSON log (chartgw.http.accesslog); uvicorn's own text access log stays off.
     logged = {config.ACCESS_LOG.variable: "on"} if args.access_log else {}
-    settings = current().with_values(logged)
+    settings: Settings = args.settings.with_values(logged)
     if refuse_bad_settings("serve", settings):
         return 2
-    install(settings)  # what the app of this process is built with (one worker); more workers read `exported`
     from chartgw.http.metrics import worker_files
     from chartgw.http.server import LimitedHttpToolsProtocol
 
-    secure_key_files(keys_db_path())
+    secure_key_files(keys_db_path(settings))
     arenas = fewer_malloc_arenas()  # before the server's threads start
     # Connections are bounded by time limits (docs/hardening.md), not by the default 1024 descriptors.
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -234,7 +235,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     # uvicorn shuts down gracefully on SIGTERM or SIGINT, then raises the signal again: a clean stop, exit 0.
     # --read-only names the factory, so every worker process builds the replica's app.
-    factory = "chartgw.http.app:build_replica_app" if args.read_only else "chartgw.http.app:build_app"
+    # Each worker resolves its settings from the environment exported to it (the one place besides `main`).
+    factory = "chartgw.http.app:build_replica_app" if args.read_only else "chartgw.http.app:build_served_app"
     if args.interface == "rsgi":
         with exported({**logged, **arenas}), worker_files(args.workers):
             serve_rsgi(args, settings)
@@ -293,10 +295,10 @@ def _parse_rate(value: str) -> int:
     return int(count)
 
 
-def _rate_text(rate: int | None) -> str:
-    """A key's rate as `keys list` shows it; None is the server's default, shown with its value now."""
+def _rate_text(rate: int | None, default: int) -> str:
+    """A key's rate as `keys list` shows it; None is the server's `default`, shown with its value."""
     if rate is None:
-        return f"default ({_rate_text(config.get(config.RATE_LIMIT_PER_MINUTE))})"
+        return f"default ({_rate_text(default, default)})"
     return "unlimited" if rate == UNLIMITED else f"{rate}/minute"
 
 
@@ -307,11 +309,13 @@ def _positive_days(value: str) -> int:
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    from chartgw.api.access import KeyStore, NameTaken, env_key_ids
-    from chartgw.push.hooks import HookStore
+    from chartgw.api.access import KeyStore, NameTaken, env_key_ids, keys_db_path
+    from chartgw.push.hooks import HookStore, hooks_db_path
     from chartgw.replica.state import usage_path
 
-    store = KeyStore(usage_path=usage_path(current()))  # a replica: the keys read-only, its own request counts
+    settings: Settings = args.settings
+    default_rate = settings.get(config.RATE_LIMIT_PER_MINUTE)
+    store = KeyStore(keys_db_path(settings), usage_path=usage_path(settings))  # a replica: the keys read-only
     if args.keys_command == "create":
         if not args.name.strip():
             print("chartgw keys create: --name must name the key's holder", file=sys.stderr)
@@ -330,11 +334,12 @@ def cmd_keys(args: argparse.Namespace) -> int:
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         print(f"{'id':>4}  {'state':8} {'rate':22} {'created':20} {'expires':20} {'last used':10}  name")
         for info in store.list():
-            print(f"{info.id:>4}  {info.state(now):8} {_rate_text(info.rate_per_minute):22} {info.created_at:20} "
+            print(f"{info.id:>4}  {info.state(now):8} {_rate_text(info.rate_per_minute, default_rate):22} {info.created_at:20} "
                   f"{info.expires_at or '-':20} {info.last_used or '-':10}  {info.name}")
-        plain: tuple[str, ...] = config.get(config.API_KEYS)
+        plain: tuple[str, ...] = settings.get(config.API_KEYS)
         for n, env_id in enumerate(env_key_ids(plain).values(), start=1):
-            print(f"{env_id:>4}  {'active':8} {_rate_text(None):22} {'-':20} {'-':20} {'-':10}  CHARTGW_API_KEYS #{n}")
+            print(f"{env_id:>4}  {'active':8} {_rate_text(None, default_rate):22} {'-':20} {'-':20} {'-':10}  "
+                  f"CHARTGW_API_KEYS #{n}")
     elif args.keys_command == "usage":
         since = (datetime.now(UTC) - timedelta(days=args.days - 1)).strftime("%Y-%m-%d")
         print(f"{'id':>4}  {'day':10} {'requests':>9} {'429s':>7}  name")
@@ -346,7 +351,8 @@ def cmd_keys(args: argparse.Namespace) -> int:
         except KeyError:
             print(f"chartgw keys rotate: no active key named {args.name!r}", file=sys.stderr)
             return 1
-        moved = HookStore().move(expiring, key_id)  # the holder's hooks are the new key's (the old one's ends with it)
+        # the holder's hooks are the new key's (the old one's ends with it)
+        moved = HookStore(hooks_db_path(settings)).move(expiring, key_id)
         print(f"id {key_id} ({args.name}) succeeds {expiring}, which expires in {args.grace_days:g} days; "
               f"{moved} webhook(s) now belong to {key_id}; the new key is shown only now:", file=sys.stderr)
         print(key)
@@ -360,9 +366,10 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 def cmd_hooks(args: argparse.Namespace) -> int:
     """Operators' view of every key's webhooks: list, add (secret printed once), remove, enable, deliveries."""
-    from chartgw.push.hooks import HookStore, UnsafeURL, check_url
+    from chartgw.push.hooks import HookStore, UnsafeURL, check_url, hooks_db_path
 
-    store = HookStore()
+    settings: Settings = args.settings
+    store = HookStore(hooks_db_path(settings))
     names = group_names(GROUPS)
     if args.hooks_command == "list":
         print(f"{'id':>4} {'key':>4}  {'state':8} {'created':20} url; groups; targets; failing since")
@@ -374,7 +381,7 @@ def cmd_hooks(args: argparse.Namespace) -> int:
     elif args.hooks_command == "add":
         groups = [g for g in (args.groups or "").split(",") if g]
         try:
-            check_url(args.url, current())
+            check_url(args.url, settings)
         except UnsafeURL as exc:
             print(f"chartgw hooks add: {exc}", file=sys.stderr)
             return 2
@@ -401,9 +408,9 @@ def cmd_hooks(args: argparse.Namespace) -> int:
 def cmd_deliver(args: argparse.Namespace) -> int:
     from chartgw.push import deliver
 
-    if refuse_bad_settings("deliver", current()):
+    if refuse_bad_settings("deliver", args.settings):
         return 2
-    return deliver.main(group_names(GROUPS), args.once)
+    return deliver.main(group_names(GROUPS), args.once, args.settings)
 
 
 def installed_program() -> tuple[str, ...]:
@@ -463,7 +470,7 @@ def cmd_storage(args: argparse.Namespace) -> int:
     """`chartgw storage`: every file of the data folder; what each group's file holds and grows by, with its retention."""
     from chartgw.cli.disk import storage_report
 
-    reports = storage_report()
+    reports = storage_report(args.settings)
     if args.json:
         print(json.dumps([r.as_dict() for r in reports]))
         return 0
@@ -495,7 +502,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     from chartgw.http.exports import build
 
-    if refuse_bad_settings("export", current()):
+    if refuse_bad_settings("export", args.settings):
         return 2
     names = group_names(GROUPS) if args.all else args.groups
     unknown = [name for name in names if name not in group_names(GROUPS)]
@@ -506,7 +513,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     failed = 0
     for name in names:
         try:
-            info = build(name, current())
+            info = build(name, args.settings)
         except (OSError, sqlite3.Error) as exc:
             failed += 1
             print(f"chartgw export: {name}: {exc}", file=sys.stderr)
@@ -523,25 +530,26 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_cron(args: argparse.Namespace) -> int:
     program = (str(Path(args.program).absolute()),) if args.program else installed_program()
-    print(crontab(program, config.data_dir()), end="")
+    print(crontab(program, args.settings.get(config.DATA_DIR)), end="")
     return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from chartgw.demo import seeding as demo
 
+    settings: Settings = args.settings
     if args.keep_fresh:
-        return demo.keep_fresh(args.keep_fresh)
+        return demo.keep_fresh(args.keep_fresh, settings)
     if args.radio_monitor:
-        return demo.radio_monitor()
-    names = demo.groups_without_data() if args.if_empty else [g.name for g in demo.seeded_groups()]
+        return demo.radio_monitor(settings)
+    names = demo.groups_without_data(settings) if args.if_empty else [g.name for g in demo.seeded_groups()]
     if names:
         outcomes: list[Outcome] = []
         now = utc_now()
         with Progress("demo") as shown:
             for name in names:
                 with shown.step(name):
-                    outcomes += demo.seed([name], now)
+                    outcomes += demo.seed(settings, [name], now)
         failed = [o for o in outcomes if o.status != "ok"]
         print(f"demo data for {', '.join(names)}: {len(outcomes) - len(failed)} of {len(outcomes)} crawls committed "
               "from bundled samples", file=sys.stderr)
@@ -549,8 +557,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"  failed {outcome.target}: {outcome.error}", file=sys.stderr)
         if failed:
             return 1
-    demo.write_demo_settings()
-    print(demo.demo_key())
+    demo.write_demo_settings(settings)
+    print(demo.demo_key(settings))
     return 0
 
 
@@ -562,22 +570,22 @@ def cmd_nginx(args: argparse.Namespace) -> int:
                       state_dir=args.state_dir, pid=args.pid, error_log=args.error_log,
                       access_log=args.access_log, user=args.user)
     try:
-        print(nginx.render(tier, arguments=shlex.join(sys.argv[2:])), end="")
+        print(nginx.render(tier, arguments=shlex.join(sys.argv[2:]), settings=args.settings), end="")
     except ValueError as exc:
         print(f"chartgw nginx: {exc}", file=sys.stderr)
         return 2
     return 0
 
 
-def _supervise(run: Any) -> int:
-    """Run a replication supervisor until SIGTERM or SIGINT."""
+def _supervise(run: Any, settings: Settings) -> int:
+    """Run a replication supervisor (`run(stop, settings)`) until SIGTERM or SIGINT."""
     import signal
     import threading
 
     stop = threading.Event()
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda *_: stop.set())
-    return int(run(stop))
+    return int(run(stop, settings))
 
 
 def cmd_replicate(args: argparse.Namespace) -> int:
@@ -585,11 +593,13 @@ def cmd_replicate(args: argparse.Namespace) -> int:
     from chartgw.replica import config as replication
     from chartgw.replica import litestream
 
+    settings: Settings = args.settings
     try:
         if args.print_config:
-            print(replication.litestream_config([f for f in litestream.replicated_files() if f.path.exists()]), end="")
+            print(replication.litestream_config([f for f in litestream.replicated_files(settings) if f.path.exists()],
+                                                settings), end="")
             return 0
-        return _supervise(litestream.replicate)
+        return _supervise(litestream.replicate, settings)
     except (FileNotFoundError, ValueError) as exc:
         print(f"chartgw replicate: {exc}", file=sys.stderr)
         return 2
@@ -601,14 +611,15 @@ def cmd_follow(args: argparse.Namespace) -> int:
     from chartgw.replica import config as replication
     from chartgw.replica import litestream
 
+    settings: Settings = args.settings
     try:
         if args.print_config:
-            print(replication.litestream_config(litestream.replicated_files()), end="")
+            print(replication.litestream_config(litestream.replicated_files(settings), settings), end="")
             return 0
-        if not (config.data_dir() / SECRET_FILE).exists():
-            print(f"chartgw follow: no {config.data_dir() / SECRET_FILE}: copy the writer's (keys are checked under it)",
-                  file=sys.stderr)
-        return _supervise(litestream.follow)
+        secret = settings.get(config.DATA_DIR) / SECRET_FILE
+        if not secret.exists():
+            print(f"chartgw follow: no {secret}: copy the writer's (keys are checked under it)", file=sys.stderr)
+        return _supervise(litestream.follow, settings)
     except (FileNotFoundError, ValueError) as exc:
         print(f"chartgw follow: {exc}", file=sys.stderr)
         return 2
@@ -632,7 +643,8 @@ def _enrich_musicbrainz_parser(verb_groups: Any) -> None:
 
 def cmd_enrich_musicbrainz(args: argparse.Namespace) -> int:
     """`chartgw enrich musicbrainz`: MusicBrainz ids for the index's recordings (chartgw/index/identity/enrich.py)."""
-    contact = args.contact or config.get(MB_CONTACT)
+    settings: Settings = args.settings
+    contact = args.contact or settings.get(MB_CONTACT)
     if not contact:
         print(f"chartgw enrich: MusicBrainz asks every client for a contact: set {MB_CONTACT.variable} or give "
               "--contact EMAIL", file=sys.stderr)
@@ -641,14 +653,15 @@ def cmd_enrich_musicbrainz(args: argparse.Namespace) -> int:
         print("chartgw enrich: --limit must be 1 or more", file=sys.stderr)
         return 2
     try:
-        base_url = config.origin(args.base_url) if args.base_url else config.get(origin_setting(musicbrainz.UPSTREAM))
+        base_url = config.origin(args.base_url) if args.base_url else settings.get(origin_setting(musicbrainz.UPSTREAM))
     except ValueError as exc:
         print(f"chartgw enrich: --base-url: {exc}", file=sys.stderr)
         return 2
     try:
-        with crawl_lock(f"{INDEX_NAME}-musicbrainz", args.wait), Progress("enrich") as shown, \
+        with crawl_lock(f"{INDEX_NAME}-musicbrainz", settings, args.wait), Progress("enrich") as shown, \
                 shown.step("musicbrainz", "recordings"):
-            outcome = mb_enrich.run_command(contact=contact, base_url=base_url, limit=args.limit)
+            outcome = mb_enrich.run_command(index_path=index_path(settings), contact=contact,
+                                            base_url=base_url, limit=args.limit)
     except CrawlBusy as exc:
         print(f"chartgw enrich: {exc}", file=sys.stderr)
         return EXIT_BUSY
@@ -904,14 +917,15 @@ def _writes(args: argparse.Namespace) -> bool:
 def main(argv: list[str] | None = None, settings: Settings | None = None) -> int:
     """Run the command with `settings`, by default resolved once from the environment (and CHARTGW_SETTINGS_FILE)."""
     try:
-        install(settings or Settings.from_environment())
+        settings = settings if settings is not None else Settings.from_environment()
     except SettingsFileError as exc:
         print(f"chartgw: {exc}", file=sys.stderr)
         return 2
     try:
         with _stopped_by_sigterm():
             args = build_parser(argv).parse_args(argv)
-            if _writes(args) and config.get(config.READ_ONLY):
+            args.settings = settings  # what every command runs with: resolved once, here
+            if _writes(args) and settings.get(config.READ_ONLY):
                 print(f"chartgw {args.command}: this node is a read replica ({config.READ_ONLY.variable}=1): run it on "
                       "the writer", file=sys.stderr)
                 return 2

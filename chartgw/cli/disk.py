@@ -14,6 +14,7 @@ from typing import Any
 
 from chartgw.api.group import retention
 from chartgw.core import config
+from chartgw.core.settings import Settings
 from chartgw.groups import GROUPS
 from chartgw.index import tables as index_tables
 from chartgw.store import connect, parse_iso
@@ -53,13 +54,14 @@ class FileReport:
         return asdict(self)
 
 
-def storage_report(folder: Path | None = None) -> list[FileReport]:
-    """One report per group (its file, or `missing`), then one per other file of the data folder."""
-    folder = folder or config.data_dir()
+def storage_report(settings: Settings, folder: Path | None = None) -> list[FileReport]:
+    """One report per group (its file, or `missing`), then one per other file of the data folder (that of
+    `settings` unless given)."""
+    folder = folder or settings.get(config.DATA_DIR)
     reports = []
     for group in GROUPS:
         path = folder / f"{group.name}.sqlite"
-        report = FileReport(path.name, group.name, "missing", retention_days=retention(group))
+        report = FileReport(path.name, group.name, "missing", retention_days=retention(group, settings))
         if path.exists():
             _read_database(path, report)
         reports.append(report)

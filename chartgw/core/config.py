@@ -3,21 +3,20 @@
 Every setting is declared once as a `Setting` (name, default, help, parser), in the style of
 Datasette's SETTINGS: the platform's here in `SETTINGS`, each group's beside the group (its
 `Group.settings`), each upstream's origin override by `declare_upstream`. Values come from the one
-`chartgw.core.settings.Settings` object resolved at start-up; `get` reads a setting from the Settings in
-force (the running app's or crawl's); `chartgw settings` lists them all.
+`chartgw.core.settings.Settings` object resolved at start-up and passed on: code reads
+`settings.get(config.X)` on the Settings it was given; `chartgw settings` lists them all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from chartgw.core.countries import GLOBAL, country_code
-from chartgw.core.settings import PREFIX, SettingError, current, using
+from chartgw.core.settings import PREFIX, SettingError
 
 __all__ = [
     "ACCESS_LOG",
@@ -60,11 +59,8 @@ __all__ = [
     "choice",
     "comma_list",
     "countries",
-    "data_dir",
-    "environment",
     "flag",
     "folder",
-    "get",
     "metrics_place",
     "origin",
     "origins",
@@ -99,11 +95,6 @@ class Setting(Generic[T]):
     @property
     def variable(self) -> str:
         return PREFIX + self.name
-
-
-def get(setting: Setting[T]) -> T:
-    """The value of `setting` in the Settings in force (parsed once per Settings object)."""
-    return current().get(setting)
 
 
 # --- parsers ------------------------------------------------------------------------------------
@@ -397,15 +388,3 @@ def upstream_setting(name: str, real_origin: str) -> Setting[str]:
     """`CHARTGW_UPSTREAM_<name>`: replaces the scheme, host and port of upstream `name`'s requests."""
     return Setting(f"UPSTREAM_{name}", real_origin,
                    "replaces scheme, host and port of that upstream; paths and queries stay the real site's", origin)
-
-
-def data_dir() -> Path:
-    return get(DATA_DIR)
-
-
-@contextmanager
-def environment(values: Mapping[str, str | None]) -> Iterator[None]:
-    """The settings in force with `values` set (None: unset) for the duration (demo seeding, replays, tests).
-    Nothing is written to the process environment."""
-    with using(current().with_values(values)):
-        yield

@@ -2,9 +2,9 @@
 
 The environment (and an optional file it names) is read by `Settings.from_environment` and by nothing
 else: the CLI resolves it when a command starts, checks it whole, and hands it to the app, the crawl
-runner, commands, the monitor and the index. Two apps built with different settings live side by side
-in one process; the settings of the app or crawl at hand are "in force" while it runs (`using`), which
-is what `chartgw.core.config.get` reads.
+runner, commands, the monitor and the index. Nothing reads them from a global: the app's handlers get them
+on their group data (`Call.settings`), crawls on their `Context`, background workers from their
+constructor, so two apps built with different settings live side by side in one process.
 """
 
 from __future__ import annotations
@@ -12,12 +12,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
-__all__ = ["PREFIX", "SETTINGS_FILE", "SettingError", "Settings", "SettingsFileError", "current", "exported", "install",
-           "using"]
+__all__ = ["PREFIX", "SETTINGS_FILE", "SettingError", "Settings", "SettingsFileError", "exported"]
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -144,29 +142,6 @@ def read_settings_file(path: Path) -> dict[str, str]:
     return values
 
 
-_process: Settings | None = None
-_in_force: ContextVar[Settings | None] = ContextVar("chartgw_settings", default=None)
-
-
-def install(settings: Settings) -> None:
-    """Make `settings` the process's own (what the CLI resolved at start-up; the tests' clean settings)."""
-    global _process
-    _process = settings
-
-
-def current() -> Settings:
-    """The settings in force: those of the app or crawl running (`using`), else the process's. A process
-    started without an entry point that installs them (a uvicorn worker importing the app factory)
-    resolves them from its environment once, at its first use."""
-    settings = _in_force.get()
-    if settings is not None:
-        return settings
-    global _process
-    if _process is None:
-        _process = Settings.from_environment()
-    return _process
-
-
 @contextmanager
 def exported(values: Mapping[str, str]) -> Iterator[None]:
     """`values` in this process's environment for the duration, then as before: what the processes started
@@ -182,13 +157,3 @@ def exported(values: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-
-
-@contextmanager
-def using(settings: Settings) -> Iterator[Settings]:
-    """`settings` in force for the duration (this task or thread and what it starts)."""
-    token = _in_force.set(settings)
-    try:
-        yield settings
-    finally:
-        _in_force.reset(token)

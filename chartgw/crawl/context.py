@@ -8,13 +8,13 @@ environment or a global transport.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
 
 from chartgw.core.clock import Clock, utc_now
-from chartgw.core.settings import Settings, current
+from chartgw.core.settings import Settings
 from chartgw.crawl.runner import Outcome
 
 __all__ = ["Context", "Progress"]
@@ -25,7 +25,7 @@ Progress = Callable[[Outcome], Any]
 
 @dataclass(frozen=True)
 class Context:
-    settings: Settings = field(default_factory=current)
+    settings: Settings
     """The settings the command runs with (the CLI's, resolved once at start-up)."""
     clock: Clock = utc_now
     """What now is for the command: fetch times, retention, the weeks a backfill may ask for."""

@@ -29,6 +29,7 @@ from chartgw.core import config
 from chartgw.core import progress as steps
 from chartgw.core.clock import Clock, utc_now
 from chartgw.core.locks import file_lock
+from chartgw.core.settings import Settings
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, Table, group_db_path
 from chartgw.upstreams import ORIGINS, UpstreamFormatError, UpstreamRequest, body_limit, origin
 
@@ -155,18 +156,26 @@ class Outcome:
 @dataclass
 class RetryPolicy:
     attempts: int = 3
-    backoff_seconds: float = field(default_factory=lambda: config.get(config.RETRY_BACKOFF_SECONDS))
+    backoff_seconds: float = field(kw_only=True)
     max_wait_seconds: float = 30.0
     target_deadline_seconds: float = 90.0
     per_upstream: int = 2
-    delay_seconds: float = field(default_factory=lambda: config.get(config.CRAWL_DELAY_SECONDS))
+    delay_seconds: float = field(kw_only=True)
     jitter: float = 0.0
     """Each pause is `delay_seconds` times 1 to 1 + jitter, so a crawl has no fixed rhythm."""
 
+    @classmethod
+    def of(cls, settings: Settings, **changes: Any) -> RetryPolicy:
+        """The platform's policy under `settings` (CHARTGW_RETRY_BACKOFF_SECONDS, CHARTGW_CRAWL_DELAY_SECONDS),
+        with `changes`."""
+        values: dict[str, Any] = {"backoff_seconds": settings.get(config.RETRY_BACKOFF_SECONDS),
+                                  "delay_seconds": settings.get(config.CRAWL_DELAY_SECONDS), **changes}
+        return cls(**values)
 
-def request_url(req: UpstreamRequest) -> str:
+
+def request_url(req: UpstreamRequest, settings: Settings) -> str:
     """Where the request goes: the configured origin (a mirror or replay server) and the real path."""
-    return origin(req.upstream) + req.path
+    return origin(req.upstream, settings) + req.path
 
 
 def public_url(url: str, upstream: str) -> str:
@@ -200,9 +209,11 @@ class Fetcher:
 
     MAX_REDIRECTS = 5
 
-    def __init__(self, client: httpx.AsyncClient, policy: RetryPolicy) -> None:
+    def __init__(self, client: httpx.AsyncClient, policy: RetryPolicy, settings: Settings) -> None:
         self.client = client
         self.policy = policy
+        self.settings = settings
+        """Where each upstream's requests go (its CHARTGW_UPSTREAM_<NAME> origin)."""
         self._limits: dict[str, asyncio.Semaphore] = {}
 
     async def fetch(self, req: UpstreamRequest, refusal: Callable[[int, bytes], str | None] | None = None,
@@ -216,7 +227,7 @@ class Fetcher:
                 async with asyncio.timeout(self.policy.target_deadline_seconds):
                     url, status, body, content_type = await self._with_retries(req, refusal, at, shown_as)
             except TimeoutError:
-                raise CrawlError(f"{shown_as(_url(req, at))}: no answer within "
+                raise CrawlError(f"{shown_as(_url(req, at, self.settings))}: no answer within "
                                  f"{self.policy.target_deadline_seconds:.0f}s") from None
             if self.policy.delay_seconds:
                 await asyncio.sleep(self.policy.delay_seconds * (1 + random.uniform(0, self.policy.jitter)))
@@ -246,7 +257,7 @@ class Fetcher:
     async def _with_retries(self, req: UpstreamRequest, refusal: Callable[[int, bytes], str | None] | None,
                             at: str | None, shown_as: Callable[[str], str]) -> tuple[str, int, bytes, str]:
         headers = {"User-Agent": USER_AGENT, **dict(req.headers)}
-        url = _url(req, at)
+        url = _url(req, at, self.settings)
         shown = shown_as(url)
         for attempt in range(1, self.policy.attempts + 1):
             try:
@@ -301,8 +312,8 @@ class Fetcher:
         return float(min(base + random.uniform(0, base), self.policy.max_wait_seconds))
 
 
-def _url(req: UpstreamRequest, at: str | None) -> str:
-    return (at + req.path) if at is not None else request_url(req)
+def _url(req: UpstreamRequest, at: str | None, settings: Settings) -> str:
+    return (at + req.path) if at is not None else request_url(req, settings)
 
 
 def _shown_as(upstream: str, at: str | None) -> Callable[[str], str]:
@@ -343,18 +354,19 @@ async def run_targets(
     run_kind: str = "crawl",
     run_options: dict[str, Any] | None = None,
     tables: Sequence[Table] = (),
+    settings: Settings,
 ) -> list[Outcome]:
     """Crawl every target (concurrently, bounded per upstream), commit each good one on its own, and
     record the run (its kind, options and outcomes) for the endpoints that list pulls and backfills.
     `tables` are the group's own (`Group.storage`), migrated when its file is opened."""
-    policy = policy or RetryPolicy()
+    policy = policy or RetryPolicy.of(settings)
     timeout = httpx.Timeout(20.0, connect=5.0)
     outcomes: list[Outcome] = []
     started = now()
     steps.expect(len(targets), "targets")
     async with httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=False, verify=tls()) as client:
-        fetcher = Fetcher(client, policy)
-        with SnapshotWriter(group_db_path(group), retention=retention or {}, now=now, tables=tuple(tables)) as store:
+        fetcher = Fetcher(client, policy, settings)
+        with SnapshotWriter(group_db_path(group, settings), retention=retention or {}, now=now, tables=tuple(tables)) as store:
 
             async def one(target: CrawlTarget) -> None:
                 outcome = await _run_one(target, fetcher, store, now(), policy)
@@ -387,7 +399,7 @@ async def _run_one(target: CrawlTarget, fetcher: Fetcher, store: SnapshotWriter,
                    policy: RetryPolicy) -> Outcome:
     clock = time.monotonic()
     first = target.requests[0] if target.requests else None
-    url = public_url(request_url(first), first.upstream) if first else None
+    url = public_url(request_url(first, fetcher.settings), first.upstream) if first else None
     http_status: int | None = None
     try:
         if target.fetch is not None:
@@ -414,7 +426,7 @@ async def _best_effort(fetcher: Fetcher, req: UpstreamRequest, refusal: Callable
     try:
         return await fetcher.fetch(req, refusal)
     except CrawlError as exc:
-        return Fetched(public_url(request_url(req), req.upstream), exc.http_status or 0, b"", "", str(exc))
+        return Fetched(public_url(request_url(req, fetcher.settings), req.upstream), exc.http_status or 0, b"", "", str(exc))
 
 
 def commit_built(store: SnapshotWriter, key: str, build: Callable[[CrawlContext], list[NewSnapshot]],
@@ -445,13 +457,14 @@ def commit_built(store: SnapshotWriter, key: str, build: Callable[[CrawlContext]
 
 def import_builds(group: str, builds: Sequence[tuple[str, Callable[[CrawlContext], list[NewSnapshot]]]],
                   source: str, *, retention: dict[str, float] | None = None, now: Clock = utc_now,
-                  expected_rows: int | None = None, options: dict[str, Any] | None = None) -> list[Outcome]:
+                  expected_rows: int | None = None, options: dict[str, Any] | None = None,
+                  settings: Settings) -> list[Outcome]:
     """Commit snapshots built from local input (a backfill file) exactly as a crawl commits fetched
     ones: the same checks, one transaction each, a fetch-log row each, and one recorded run."""
     started = now()
     outcomes = []
     steps.expect(len(builds), "targets")
-    with SnapshotWriter(group_db_path(group), retention=retention or {}, now=now) as store:
+    with SnapshotWriter(group_db_path(group, settings), retention=retention or {}, now=now) as store:
         for key, build in builds:
             clock = time.monotonic()
             try:
@@ -467,9 +480,9 @@ def import_builds(group: str, builds: Sequence[tuple[str, Callable[[CrawlContext
 
 
 @contextlib.contextmanager
-def crawl_lock(group: str, wait_seconds: float = 0.0) -> Iterator[None]:
+def crawl_lock(group: str, settings: Settings, wait_seconds: float = 0.0) -> Iterator[None]:
     """One crawl per group at a time, across processes (cron, refresh endpoint, a person)."""
-    with file_lock(config.data_dir() / f"{group}.crawl.lock", wait_seconds) as held:
+    with file_lock(settings.get(config.DATA_DIR) / f"{group}.crawl.lock", wait_seconds) as held:
         if not held:
             raise CrawlBusy(f"another crawl of {group} is running")
         yield

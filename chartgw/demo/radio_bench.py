@@ -14,6 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from chartgw.core.settings import Settings
 from chartgw.groups.radio.monitor import Monitor
 from chartgw.groups.radio.storage import Watched
 
@@ -46,8 +47,8 @@ async def bench(streams: int, seconds: float, icy_mode: str, poll_seconds: float
         urls = json.loads(server.stdout.readline())
         with tempfile.TemporaryDirectory() as folder:
             stations = [Watched(f"b{i}", f"Bench {i}", url, "US") for i, url in enumerate(urls)]
-            monitor = Monitor(stations=stations, path=Path(folder) / "radio.sqlite", poll_seconds=poll_seconds,
-                              read_timeout=15.0, icy_mode=icy_mode, heartbeat_seconds=30.0)
+            monitor = Monitor(settings=Settings(), stations=stations, path=Path(folder) / "radio.sqlite",
+                              poll_seconds=poll_seconds, read_timeout=15.0, icy_mode=icy_mode, heartbeat_seconds=30.0)
             base_rss = _rss_kb()
             task = asyncio.create_task(monitor.run())
             await asyncio.sleep(min(10.0, seconds / 3))  # connected and past the first readings

@@ -8,11 +8,12 @@ from typing import Any
 
 from chartgw.api.group import crawl_group
 from chartgw.core.clock import fixed
+from chartgw.core.settings import Settings
 from chartgw.crawl.runner import Outcome
 from chartgw.demo.replay import Reply, replay_upstreams, request_key
 from chartgw.demo.samples import billboard as samples
 from chartgw.groups.ranking_charts import GROUP, backfill
-from chartgw.groups.ranking_charts.charts import configured, newest_published, weeks_back, year_before
+from chartgw.groups.ranking_charts.charts import CHARTS_SETTING, newest_published, weeks_back, year_before
 from chartgw.upstreams import billboard
 
 DEMO_WEEKS = 8
@@ -32,16 +33,18 @@ def demo_replies(slugs: Sequence[str], latest_week: date, weeks: int) -> dict[An
     return replies
 
 
-async def seed(now: datetime) -> list[Outcome]:
+async def seed(now: datetime, settings: Settings) -> list[Outcome]:
     """Every configured chart: a backfill of the week one year before the latest, a backfill of the last
     `DEMO_WEEKS` weeks, then the latest crawl (which finds the latest week already held and stores nothing new)."""
     latest_week = newest_published(now.date())
     first = weeks_back(latest_week, DEMO_WEEKS - 1)
     year_ago = year_before(latest_week)
     outcomes: list[Outcome] = []
-    with replay_upstreams({billboard.UPSTREAM: demo_replies(configured(), latest_week, DEMO_WEEKS)}):
-        for slug in configured():
-            outcomes += await backfill(slug, year_ago, year_ago, now=fixed(now - timedelta(hours=2)))
-            outcomes += await backfill(slug, first, latest_week, now=fixed(now - timedelta(hours=1)))
-        outcomes += await crawl_group(GROUP, {}, now=fixed(now))
+    slugs = settings.get(CHARTS_SETTING)
+    with replay_upstreams({billboard.UPSTREAM: demo_replies(slugs, latest_week, DEMO_WEEKS)}) as servers:
+        served = servers.over(settings)
+        for slug in slugs:
+            outcomes += await backfill(slug, year_ago, year_ago, settings=served, now=fixed(now - timedelta(hours=2)))
+            outcomes += await backfill(slug, first, latest_week, settings=served, now=fixed(now - timedelta(hours=1)))
+        outcomes += await crawl_group(GROUP, {}, settings=served, now=fixed(now))
     return outcomes

@@ -16,8 +16,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 
-from chartgw.core.config import environment
-from chartgw.upstreams import UpstreamRequest, origin
+from chartgw.core.settings import Settings
+from chartgw.upstreams import ORIGINS, UpstreamRequest, origin
 
 ReplayKey = tuple[str, str, tuple[tuple[str, str], ...]]
 
@@ -56,15 +56,18 @@ def answer_key(method: str, target: str, content_type: str, body: bytes) -> Repl
 
 class ReplayTransport(httpx.MockTransport):
     """The same replies in process, for a crawl's httpx client (`crawl_group(..., transport=)`): no socket
-    and no setting changed. `tables` maps an upstream name to its replies; the request's host picks it."""
+    and no setting changed. `tables` maps an upstream name to its replies; the request's host (the upstream's
+    origin under `settings`, by default its real one) picks it."""
 
-    def __init__(self, tables: dict[str, dict[ReplayKey, Reply]]) -> None:
+    def __init__(self, tables: dict[str, dict[ReplayKey, Reply]], settings: Settings | None = None) -> None:
         self.tables = tables
+        self.settings = settings
         self.seen: list[tuple[ReplayKey, dict[str, str]]] = []
         super().__init__(self._answer)
 
     def _answer(self, request: httpx.Request) -> httpx.Response:
-        by_host = {urlsplit(origin(name)).netloc: table for name, table in self.tables.items()}
+        by_host = {urlsplit(origin(name, self.settings) if self.settings is not None else ORIGINS[name]).netloc: table
+                   for name, table in self.tables.items()}
         key = answer_key(request.method, str(request.url.raw_path, "ascii"), request.headers.get("content-type", ""),
                          request.content)
         self.seen.append((key, {k.lower(): v for k, v in request.headers.items()}))
@@ -139,18 +142,23 @@ def replaying(replies: dict[ReplayKey, Reply]) -> Iterator[ReplayServer]:
         server.stop()
 
 
-@contextmanager
-def replay_upstreams(replies: dict[str, dict[ReplayKey, Reply]]) -> Iterator[dict[str, ReplayServer]]:
-    """One replay server per upstream, with `CHARTGW_UPSTREAM_<NAME>` pointing at it meanwhile.
+class ReplayServers(dict[str, ReplayServer]):
+    """The replay servers of `replay_upstreams` by upstream name."""
 
-    The servers are local, so the crawl delay (politeness towards real upstreams) is 0 meanwhile too.
-    """
+    def over(self, settings: Settings) -> Settings:
+        """`settings` with each upstream's `CHARTGW_UPSTREAM_<NAME>` pointing at its replay server. The servers are
+        local, so the crawl delay (politeness towards real upstreams) is 0 too."""
+        return settings.with_values({**{f"CHARTGW_UPSTREAM_{n}": s.origin for n, s in self.items()},
+                                     "CHARTGW_CRAWL_DELAY_SECONDS": "0"})
+
+
+@contextmanager
+def replay_upstreams(replies: dict[str, dict[ReplayKey, Reply]]) -> Iterator[ReplayServers]:
+    """One replay server per upstream while the block runs; a crawl reaches them under `servers.over(settings)`."""
     with ExitStack() as stack:
-        servers = {}
+        servers = ReplayServers()
         for name, table in replies.items():
             server = ReplayServer(table).start()
             stack.callback(server.stop)
             servers[name] = server
-        settings: dict[str, str | None] = {f"CHARTGW_UPSTREAM_{n}": s.origin for n, s in servers.items()}
-        stack.enter_context(environment({**settings, "CHARTGW_CRAWL_DELAY_SECONDS": "0"}))
         yield servers

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from chartgw.core.settings import Settings
 from chartgw.crawl.runner import Outcome
 from chartgw.demo.replay import ReplayKey, Reply
 from chartgw.demo.retail import seed_days
@@ -13,9 +14,9 @@ from chartgw.groups.retail_digital import GROUP, GROUP_KIND, configured
 from chartgw.upstreams import amazon
 
 
-def replies(variant: int) -> dict[str, dict[ReplayKey, Reply]]:
+def replies(variant: int, settings: Settings) -> dict[str, dict[ReplayKey, Reply]]:
     tables: dict[str, dict[ReplayKey, Reply]] = {}
-    for market, source in configured():
+    for market, source in configured(settings):
         table = tables.setdefault(amazon.MARKETPLACES[market].upstream, {})
         if source == retail.LANDING:
             table.update(samples.landing_replies(market, variant))
@@ -24,6 +25,6 @@ def replies(variant: int) -> dict[str, dict[ReplayKey, Reply]]:
     return tables
 
 
-async def seed(now: datetime) -> list[Outcome]:
+async def seed(now: datetime, settings: Settings) -> list[Outcome]:
     """Five daily crawls of every configured source, the last at `now`."""
-    return await seed_days(GROUP, replies, now)
+    return await seed_days(GROUP, replies, now, settings)

@@ -17,16 +17,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from chartgw.api.access import KeyStore
+from chartgw.api.access import KeyStore, keys_db_path
 from chartgw.api.group import Group
 from chartgw.core import config
 from chartgw.core.clock import utc_now
+from chartgw.core.settings import Settings
 from chartgw.crawl.runner import Outcome
 from chartgw.groups import GROUPS, group_names, named
 from chartgw.store import group_db_path
 
-Seeder = Callable[[datetime], Coroutine[Any, Any, list[Outcome]]]
-"""Fills a group's file with demo data: its real crawl over bundled samples on replay servers, at a time."""
+Seeder = Callable[[datetime, Settings], Coroutine[Any, Any, list[Outcome]]]
+"""Fills a group's file with demo data: its real crawl over bundled samples on replay servers, at a time, under
+the command's settings (its data folder)."""
 
 DEMO_KEY_FILE = "demo-api-key.txt"
 DEMO_SETTINGS_FILE = "demo-settings.env"
@@ -63,9 +65,9 @@ def demo_settings() -> dict[str, str]:
     return merged
 
 
-def write_demo_settings() -> Path:
+def write_demo_settings(settings: Settings) -> Path:
     """`demo_settings()` as a settings file in the data folder (NAME=value lines), for `scripts/serve`."""
-    path = config.data_dir() / DEMO_SETTINGS_FILE
+    path = settings.get(config.DATA_DIR) / DEMO_SETTINGS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = ["# Written by `chartgw demo`: the settings its sample data is served with (scripts/serve reads this file)."]
     path.write_text("\n".join([*lines, *(f"{name}={value}" for name, value in demo_settings().items())]) + "\n")
@@ -73,35 +75,35 @@ def write_demo_settings() -> Path:
     return path
 
 
-def groups_without_data() -> list[str]:
-    return [group.name for group in seeded_groups() if not group_db_path(group.name).exists()]
+def groups_without_data(settings: Settings) -> list[str]:
+    return [group.name for group in seeded_groups() if not group_db_path(group.name, settings).exists()]
 
 
-def demo_key() -> str:
+def demo_key(settings: Settings) -> str:
     """The local demo key, created once and kept in the data folder so `scripts/serve` can show it again."""
-    path = config.data_dir() / DEMO_KEY_FILE
+    path = settings.get(config.DATA_DIR) / DEMO_KEY_FILE
     if path.exists():
         return path.read_text().strip()
-    _, key = KeyStore().create("demo")
+    _, key = KeyStore(keys_db_path(settings)).create("demo")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(key + "\n")
     path.chmod(0o600)
     return key
 
 
-async def seed_groups(names: Sequence[str], now: datetime) -> list[Outcome]:
+async def seed_groups(names: Sequence[str], now: datetime, settings: Settings) -> list[Outcome]:
     outcomes: list[Outcome] = []
     for name in names:
-        outcomes += await seeder(name)(now)
+        outcomes += await seeder(name)(now, settings)
     return outcomes
 
 
-def seed(names: Sequence[str] | None = None, now: datetime | None = None) -> list[Outcome]:
+def seed(settings: Settings, names: Sequence[str] | None = None, now: datetime | None = None) -> list[Outcome]:
     chosen = [g.name for g in seeded_groups()] if names is None else names
-    return asyncio.run(seed_groups(chosen, now or utc_now()))
+    return asyncio.run(seed_groups(chosen, now or utc_now(), settings))
 
 
-def keep_fresh(every_seconds: float) -> int:
+def keep_fresh(every_seconds: float, settings: Settings) -> int:
     """Seed every group again every `every_seconds` at the time of day, until SIGTERM or SIGINT: the demo's
     snapshots stay within their cadence while `scripts/serve` runs. One line per round on stderr, and one when it
     stops, with 0. A stop between rounds ends the wait; one within a round cancels the round at its next await
@@ -126,7 +128,7 @@ def keep_fresh(every_seconds: float) -> int:
             except TimeoutError:
                 pass
             names = [g.name for g in seeded_groups()]
-            crawl = asyncio.ensure_future(seed_groups(names, utc_now()))
+            crawl = asyncio.ensure_future(seed_groups(names, utc_now(), settings))
             stopping = asyncio.ensure_future(stop.wait())
             await asyncio.wait({crawl, stopping}, return_when=asyncio.FIRST_COMPLETED)
             stopping.cancel()
@@ -151,13 +153,13 @@ def keep_fresh(every_seconds: float) -> int:
     return 0
 
 
-def radio_monitor() -> int:
+def radio_monitor(settings: Settings) -> int:
     """`chartgw demo --radio-monitor`: the radio monitor on local sample streams until SIGINT/SIGTERM."""
     import sys
 
     from chartgw.demo import radio
 
-    report = asyncio.run(radio.run_live_demo())
+    report = asyncio.run(radio.run_live_demo(settings))
     print(f"demo radio monitor stopped: {report.plays} plays, {report.readings} readings, {report.failures} failures "
           f"{report.errors or ''}", file=sys.stderr)
     return 0

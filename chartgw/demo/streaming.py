@@ -7,9 +7,9 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 
 from chartgw.api.group import crawl_group
-from chartgw.core import config
 from chartgw.core.clock import fixed
 from chartgw.core.countries import GLOBAL
+from chartgw.core.settings import Settings
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import Outcome
 from chartgw.demo.replay import replay_upstreams
@@ -23,20 +23,20 @@ SETTINGS = {TOKEN_SETTING.variable: samples.DEMO_TOKEN, COUNTRIES_SETTING.variab
 sample token, and the 3 countries crawled (the default list names countries the demo has no chart of)."""
 
 
-async def seed(now: datetime) -> list[Outcome]:
+async def seed(now: datetime, settings: Settings) -> list[Outcome]:
     """Demo data: a legacy-layout CSV import of an older daily chart, then token crawls of every chart type of
     3 countries at two earlier days (the crawl clock set back, earlier chart dates; weekly charts a week
     apart each) and now."""
-    settings: dict[str, str | None] = {**SETTINGS}
     countries = tuple(samples.DEMO_COUNTRIES.split(","))
     outcomes: list[Outcome] = []
-    with config.environment(settings), replay_upstreams({spotify.UPSTREAM: {}}) as servers, TemporaryDirectory() as tmp:
+    with replay_upstreams({spotify.UPSTREAM: {}}) as servers, TemporaryDirectory() as tmp:
+        served = servers.over(settings.with_values(SETTINGS))
         two_days_ago = (now - timedelta(days=2)).date()
         older = date.fromisoformat(samples.chart_date("regional-daily", two_days_ago)) - timedelta(days=7)
         rows = global_rows("spotify/legacy/regional-daily/global", 0, 200)
         path = Path(tmp) / f"regional-global-daily-{older.isoformat()}.csv"
         path.write_bytes(samples.render_legacy_csv("regional-daily", GLOBAL, rows))
-        outcomes += import_csv(Context(clock=fixed(now - timedelta(days=3))), {"file": str(path)})
+        outcomes += import_csv(Context(served, clock=fixed(now - timedelta(days=3))), {"file": str(path)})
         server = servers[spotify.UPSTREAM]
         newest_week = date.fromisoformat(samples.chart_date("regional-weekly", now.date()))
         for variant, days_back in enumerate((2, 1, 0)):
@@ -45,5 +45,5 @@ async def seed(now: datetime) -> list[Outcome]:
             server.replies.clear()
             daily = samples.chart_date("regional-daily", moment.date())
             server.replies.update(samples.chart_replies(daily, weekly, variant, countries, samples.DEMO_TOKEN))
-            outcomes += await crawl_group(GROUP, {}, now=fixed(moment))
+            outcomes += await crawl_group(GROUP, {}, settings=served, now=fixed(moment))
     return outcomes

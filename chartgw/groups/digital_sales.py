@@ -32,6 +32,7 @@ from chartgw.api.responses import (
 )
 from chartgw.core import config
 from chartgw.core.countries import COUNTRIES, country_name, country_param
+from chartgw.core.settings import Settings
 from chartgw.crawl.runner import CrawlContext, CrawlTarget, Fetched
 from chartgw.store import NewSnapshot, StoredEntry
 from chartgw.store.records import stored_entry
@@ -76,16 +77,6 @@ MIN_FEED_ROWS = 25
 """The fewest rows a feed must give (or all asked, below that) to be committed."""
 
 
-def countries() -> tuple[str, ...]:
-    """The configured storefronts, read on each use so a changed setting needs no restart."""
-    return config.get(COUNTRIES_SETTING)
-
-
-def feed_limit() -> int:
-    """Rows asked of every feed (`CHARTGW_DIGITAL_SALES_FEED_LIMIT`, 1..200)."""
-    return config.get(FEED_LIMIT_SETTING)
-
-
 TARGET = TargetKey(("combo", "country"))
 CHARTS = tuple(Chart(combo.slug, TARGET, "3-hourly", {"combo": combo.slug}, market="country",
                      latest="/digital-sales/{combo}/{country}/latest", history="/digital-sales/snapshots")
@@ -96,9 +87,9 @@ def chart_cadence(target: str) -> int:
     return cadence_of(CHARTS, target)
 
 
-def configured_targets() -> list[tuple[Combo, str]]:
+def configured_targets(settings: Settings) -> list[tuple[Combo, str]]:
     """Every combo x configured country, combos in table order."""
-    return [(combo, country) for combo in COMBOS for country in countries()]
+    return [(combo, country) for combo in COMBOS for country in settings.get(COUNTRIES_SETTING)]
 
 
 # --- crawl --------------------------------------------------------------------------------------
@@ -123,12 +114,12 @@ def _target(combo: Combo, country: str, limit: int) -> CrawlTarget:
                        partial(_build, combo, country), None, min_rows=min(limit, MIN_FEED_ROWS))
 
 
-def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime, settings: Settings) -> list[CrawlTarget]:
     combo, country = selection.get("combo"), selection.get("country")
-    configured = countries()
+    configured = settings.get(COUNTRIES_SETTING)
     if country is not None and country not in configured:
         raise InvalidParams([literal_error(["query", "country"], country, configured)])
-    limit = feed_limit()
+    limit = settings.get(FEED_LIMIT_SETTING)
     return [_target(c, cc, limit) for c in COMBOS if combo in (None, c.slug)
             for cc in configured if country in (None, cc)]
 
@@ -170,14 +161,14 @@ class ComboChartResponse(msgspec.Struct):
 
 async def combos(call: Call) -> CombosResponse:
     newest = {row.target: row for row in await call.data.reader.latest_per_target()}
-    configured = countries()
+    configured = call.settings.get(COUNTRIES_SETTING)
     infos = []
     for combo in COMBOS:
         rows = [(cc, newest.get(TARGET.make(combo.slug, cc))) for cc in configured]
         infos.append(ComboInfo(combo.slug, combo.feed, combo.media, combo.description, [
             ComboCountry(cc, country_name(cc), row.chart_date if row else None, row.fetched_at if row else None)
             for cc, row in rows]))
-    return CombosResponse(CADENCE_SECONDS, feed_limit(), infos)
+    return CombosResponse(CADENCE_SECONDS, call.settings.get(FEED_LIMIT_SETTING), infos)
 
 
 class ComboLatestParams(TypedDict):
@@ -188,7 +179,7 @@ class ComboLatestParams(TypedDict):
 
 async def combo_latest(call: Call[ComboLatestParams]) -> ComboChartResponse:
     combo, country = call.params["combo"], call.params["country"]
-    configured = countries()
+    configured = call.settings.get(COUNTRIES_SETTING)
     if country not in configured:
         raise not_found(f"Country {country!r} is not crawled; configured countries: {', '.join(configured)}")
     row = await latest_or_404(call.data.reader, TARGET.make(combo, country), f"{combo} in {country}")
@@ -200,10 +191,10 @@ async def combo_latest(call: Call[ComboLatestParams]) -> ComboChartResponse:
 # --- the route table ----------------------------------------------------------------------------
 
 ROUTES: tuple[Route, ...] = (
-    health_route(NAME, lambda: cadences(CHARTS, [TARGET.make(c.slug, cc) for c, cc in configured_targets()]),
+    health_route(NAME, lambda settings: cadences(CHARTS, [TARGET.make(c.slug, cc) for c, cc in configured_targets(settings)]),
                  "Every configured combo x country's latest snapshot, with age and a stale flag"),
     snapshots_route(chart_cadence, "Stored snapshots of every combo and country, newest first"),
-    latest_pull_route(lambda: [TARGET.make(c.slug, cc) for c, cc in configured_targets()], chart_cadence,
+    latest_pull_route(lambda settings: [TARGET.make(c.slug, cc) for c, cc in configured_targets(settings)], chart_cadence,
                       "The latest pull: run outcome and every configured combo x country's latest chart (100 rows each)"),
     PULL_JSON_ROUTE,
     Route("/combos", combos, errors=(), rows="combos", response=CombosResponse,

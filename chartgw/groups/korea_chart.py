@@ -30,6 +30,7 @@ from chartgw.api.params import InvalidParams, Limited, Param, literal_error, sea
 from chartgw.api.refresh import admit_refresh, crawl_in_subprocess
 from chartgw.api.responses import HealthHead, SnapshotMeta, TargetStatus, health_route, records_array, snapshot_meta
 from chartgw.core import config
+from chartgw.core.settings import Settings
 from chartgw.core.text import ArtistAliases, artist_key, title_key
 from chartgw.crawl.runner import KST, CrawlContext, CrawlTarget, Fetched, PartialCrawl
 from chartgw.store import NewSnapshot, SnapshotRow, StoredEntry, iso, parse_iso
@@ -114,27 +115,24 @@ GENIE_FEED_SETTING = config.Setting("GENIE_FEED", "web", "`app` reads Genie's ap
                                     config.choice("web", "app"))
 
 
-def _genie_feed() -> str:
-    """`CHARTGW_GENIE_FEED=app` reads Genie's app JSON API instead of its web page."""
-    return config.get(GENIE_FEED_SETTING)
-
-
-def _requests(site: Site, chart_type: str) -> list[Any]:
-    if site.upstream is genie and _genie_feed() == "app":
+def _requests(site: Site, chart_type: str, app_feed: bool) -> list[Any]:
+    """`app_feed`: Genie's app JSON API instead of its web page (`CHARTGW_GENIE_FEED=app`)."""
+    if app_feed:
         return genie.requests_for_app(chart_type)
     requests: list[Any] = site.upstream.requests_for(chart_type)
     return requests
 
 
-def _parse(site: Site, chart_type: str, bodies: list[bytes]) -> ParsedChart:
-    if site.upstream is genie and _genie_feed() == "app":
+def _parse(site: Site, chart_type: str, bodies: list[bytes], app_feed: bool = False) -> ParsedChart:
+    if app_feed:
         return genie.parse_app(chart_type, bodies)
     parsed: ParsedChart = site.upstream.parse(chart_type, bodies)
     return parsed
 
 
-def _build_chart(site: Site, chart_type: str, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
-    parsed = _parse(site, chart_type, [f.body for f in fetched])
+def _build_chart(site: Site, chart_type: str, fetched: list[Fetched], ctx: CrawlContext, app_feed: bool = False,
+                 ) -> list[NewSnapshot]:
+    parsed = _parse(site, chart_type, [f.body for f in fetched], app_feed)
     return [_snapshot(TARGET.make(site.site, chart_type), parsed, chart_type in site.hourly, fetched[0].url, ctx)]
 
 
@@ -203,14 +201,16 @@ def _build_rising_hourly(fetched: list[Fetched], ctx: CrawlContext) -> list[NewS
                              (last.fetched_at, _observation(ctx, last)), ctx, start)]
 
 
-def _target(site: Site, chart_type: str) -> CrawlTarget:
+def _target(site: Site, chart_type: str, settings: Settings) -> CrawlTarget:
     key = TARGET.make(site.site, chart_type)
     if key == "portal-d/rising":
         return CrawlTarget(key, tuple(flo.requests_for("all_age")), _build_rising, None)
     if key == "portal-d/rising_hourly":
         return CrawlTarget(key, (), _build_rising_hourly, None)
     expected = None if site.site == "portal-e" and chart_type != "daily_top100" else EXPECTED_ROWS
-    return CrawlTarget(key, tuple(_requests(site, chart_type)), partial(_build_chart, site, chart_type), expected)
+    app_feed = site.upstream is genie and settings.get(GENIE_FEED_SETTING) == "app"
+    return CrawlTarget(key, tuple(_requests(site, chart_type, app_feed)), partial(_build_chart, site, chart_type,
+                                                                                  app_feed=app_feed), expected)
 
 
 def selection_errors(site: str | None, chart_type: str | None, where: str = "query") -> list[dict[str, Any]]:
@@ -220,12 +220,12 @@ def selection_errors(site: str | None, chart_type: str | None, where: str = "que
     return []
 
 
-def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime, settings: Settings) -> list[CrawlTarget]:
     site, chart_type = selection.get("site"), selection.get("chart_type")
     errors = selection_errors(site, chart_type)
     if errors:
         raise InvalidParams(errors)
-    return [_target(s, ct) for s in SITES.values() if site in (None, s.site)
+    return [_target(s, ct, settings) for s in SITES.values() if site in (None, s.site)
             for ct in s.chart_types if chart_type in (None, ct)]
 
 
@@ -318,7 +318,7 @@ def _site_infos() -> list[SiteInfo]:
             for s in SITES.values()]
 
 
-def expected_cadences() -> dict[str, int]:
+def expected_cadences(settings: Settings) -> dict[str, int]:
     return cadences(CHARTS, [TARGET.make(site.site, chart_type) for site in SITES.values() for chart_type in site.chart_types])
 
 

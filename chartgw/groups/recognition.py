@@ -37,6 +37,7 @@ from chartgw.api.responses import (
     stored_record,
 )
 from chartgw.core.countries import code_of_slug
+from chartgw.core.settings import Settings
 from chartgw.core.text import compact
 from chartgw.crawl.runner import KST, CrawlContext, CrawlError, CrawlTarget, Fetched
 from chartgw.store import (
@@ -122,7 +123,7 @@ def _build_chart(target: str, fetched: list[Fetched], ctx: CrawlContext) -> list
                         raw=found.body, raw_type="text/csv")]
 
 
-def discovery() -> list[CrawlTarget]:
+def discovery(settings: Settings) -> list[CrawlTarget]:
     return [CrawlTarget(CATALOGUE, (shazam.locations_request(),), _build_catalogue, None)]
 
 
@@ -141,17 +142,17 @@ def chart_target(entry: CatalogueEntry, track_list: TrackList | None = None) -> 
                        optional=(shazam.tracks_request(track_list),) if track_list else ())
 
 
-def stored_catalogue() -> tuple[list[CatalogueEntry], dict[str, TrackList]]:
+def stored_catalogue(settings: Settings) -> tuple[list[CatalogueEntry], dict[str, TrackList]]:
     """The latest catalogue and its charts' track JSON locations by path."""
-    with SnapshotWriter(group_db_path(NAME)) as store:
+    with SnapshotWriter(group_db_path(NAME, settings)) as store:
         lists = (_decode_track_list(record) for record in store.latest_records(TRACK_LISTS))
         return ([_decode_catalogue(record) for record in store.latest_records(CATALOGUE)],
                 {t.path: t for t in lists})
 
 
-def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime, settings: Settings) -> list[CrawlTarget]:
     """One target per chart of the latest stored catalogue (of `chart_kind` when selected)."""
-    catalogue, track_lists = stored_catalogue()
+    catalogue, track_lists = stored_catalogue(settings)
     if not catalogue:
         raise CrawlError(f"{NAME}: no chart catalogue stored yet; discovery ({shazam.LOCATIONS_PATH}) has not "
                          "succeeded once")
@@ -465,10 +466,12 @@ def slug_value(value: str) -> str:
     return value
 
 
-def discovered(field: str) -> list[str] | None:
+def discovered(field: str, settings: Settings | None) -> list[str] | None:
     """Every value of `field` (market, genre, city) the stored catalogue holds, for the OpenAPI enums (the
-    document is rebuilt when the data changes); None before the first discovery."""
-    records = read_latest_records(NAME, CATALOGUE)
+    document is rebuilt when the data changes); None before the first discovery or outside an app."""
+    if settings is None:
+        return None
+    records = read_latest_records(group_db_path(NAME, settings), CATALOGUE)
     if not records:
         return None
     entries = [_decode_catalogue(record) for record in records]

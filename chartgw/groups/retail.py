@@ -27,6 +27,7 @@ from chartgw.api.endpoints import ApiError, Call, not_found
 from chartgw.api.params import InvalidParams, Param, accepts, literal_error
 from chartgw.api.responses import Describe, HealthHead, SnapshotMeta, TargetStatus, records_array, snapshot_meta
 from chartgw.core import config
+from chartgw.core.settings import Settings
 from chartgw.core.text import artist_key, search_key, split_artists, title_key
 from chartgw.crawl.runner import CrawlContext, CrawlError, CrawlTarget, Fetched
 from chartgw.store import (
@@ -101,22 +102,15 @@ UPSTREAMS: tuple[str, ...] = tuple(m.upstream for m in amazon.MARKETPLACES.value
 MARKET_CODES: tuple[str, ...] = tuple(amazon.MARKETPLACES)
 
 
-def markets() -> tuple[str, ...]:
-    """The configured marketplaces, read on each use (a bad value is a SettingError: a 503 or a crawl exit 1)."""
-    return config.get(MARKETS_SETTING)
+def delay_seconds(settings: Settings) -> float:
+    """The retail groups' pause after each request (`Group.delay_seconds`)."""
+    return settings.get(DELAY_SETTING)
 
 
-def delay_seconds() -> float:
-    return config.get(DELAY_SETTING)
-
-
-def base_headers() -> tuple[tuple[str, str], ...]:
-    return config.get(HEADERS_SETTING)
-
-
-def check_market(market: str | None) -> None:
-    """A crawl selection naming a marketplace that is not configured is an error, as a 422 item."""
-    configured = markets()
+def check_market(market: str | None, settings: Settings) -> None:
+    """A crawl selection naming a marketplace that is not configured is an error, as a 422 item (a bad
+    CHARTGW_RETAIL_MARKETS is a SettingError: a 503 or a crawl exit 1)."""
+    configured = settings.get(MARKETS_SETTING)
     if market is not None and market not in configured:
         raise InvalidParams([literal_error(["query", "market"], market, configured)])
 
@@ -223,6 +217,8 @@ class MarketGate:
     """
 
     blocked: dict[str, str] = field(default_factory=dict)
+    headers: tuple[tuple[str, str], ...] = ()
+    """The crawl's base request headers (CHARTGW_RETAIL_HEADERS), under the browser's."""
 
     def block(self, market: str, why: str) -> None:
         self.blocked.setdefault(market, why)
@@ -273,7 +269,7 @@ class GatedHeaders(tuple[tuple[str, str], ...]):
 
 
 def request_headers(market: str, gate: MarketGate) -> GatedHeaders:
-    return GatedHeaders(amazon.browser_headers(market, base_headers()), gate, market)
+    return GatedHeaders(amazon.browser_headers(market, gate.headers), gate, market)
 
 
 def _snapshot(key: str, entries: list[RetailEntry], fetched: list[Fetched], ctx: CrawlContext,
@@ -421,21 +417,18 @@ def streaks(runs: Iterable[tuple[str, bytes]], wanted: Sequence[str]) -> dict[st
                       s.get("since"), s.get("last_failure"), s.get("last_ok")) for m, s in state.items()}
 
 
-def stored_streaks(group: str, wanted: Sequence[str]) -> dict[str, Streak]:
+def stored_streaks(group: str, wanted: Sequence[str], settings: Settings) -> dict[str, Streak]:
     """The streaks recorded in the group's file, read at crawl time (no file yet: no failures)."""
-    runs = [RunRow(*row) for row in read_once(group_db_path(group), tables.RUNS, ("crawl", RUNS_READ)) or []]
+    runs = [RunRow(*row) for row in read_once(group_db_path(group, settings), tables.RUNS, ("crawl", RUNS_READ)) or []]
     return streaks(((r.started_at, r.detail) for r in runs), wanted)
 
 
-def backoff_hours() -> tuple[int, int]:
-    return config.get(BACKOFF_SETTING), config.get(BACKOFF_MAX_SETTING)
-
-
-def open_gate(group: str, wanted: Sequence[str], now: datetime) -> MarketGate:
-    """A new crawl's gate: marketplaces still inside their backoff window are closed from the start."""
-    gate = MarketGate()
-    base, cap = backoff_hours()
-    for market, streak in stored_streaks(group, wanted).items():
+def open_gate(group: str, now: datetime, settings: Settings) -> MarketGate:
+    """A new crawl's gate over the configured marketplaces: those still inside their backoff window are closed
+    from the start."""
+    gate = MarketGate(headers=settings.get(HEADERS_SETTING))
+    base, cap = settings.get(BACKOFF_SETTING), settings.get(BACKOFF_MAX_SETTING)
+    for market, streak in stored_streaks(group, settings.get(MARKETS_SETTING), settings).items():
         until = streak.retry_after(base, cap)
         if until is not None and now < until:
             gate.block(market, f"amazon {market} is backing off after {streak.failures} failed crawl(s) in a row "
@@ -471,10 +464,10 @@ class RetailHealth(HealthHead):
     targets: list[TargetStatus]
 
 
-async def market_health(reader: SnapshotReader, now: datetime) -> list[MarketHealth]:
+async def market_health(reader: SnapshotReader, now: datetime, settings: Settings) -> list[MarketHealth]:
     runs = await reader.runs("crawl", RUNS_READ)
-    base, cap = backoff_hours()
-    found = streaks(((r.started_at, r.detail) for r in runs), markets())
+    base, cap = settings.get(BACKOFF_SETTING), settings.get(BACKOFF_MAX_SETTING)
+    found = streaks(((r.started_at, r.detail) for r in runs), settings.get(MARKETS_SETTING))
     answer = []
     for market, streak in found.items():
         until = streak.retry_after(base, cap)
@@ -487,7 +480,7 @@ async def market_health(reader: SnapshotReader, now: datetime) -> list[MarketHea
 
 def describe_health(service: str) -> Describe:
     async def describe(call: Call, status: str, statuses: list[TargetStatus]) -> HealthHead:
-        health = await market_health(call.data.reader, call.now)
+        health = await market_health(call.data.reader, call.now, call.settings)
         if any(m.state != "ok" for m in health):
             status = "degraded"
         return RetailHealth(status, service, health, statuses)

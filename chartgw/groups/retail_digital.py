@@ -30,6 +30,7 @@ from chartgw.api.responses import (
     snapshots_route,
 )
 from chartgw.core import config
+from chartgw.core.settings import Settings
 from chartgw.crawl.runner import CrawlTarget
 from chartgw.groups import retail
 from chartgw.store import SnapshotRow
@@ -51,23 +52,23 @@ SOURCES_SETTING = config.Setting(
     f"Music lists ({', '.join(CATEGORY_SLUGS)})", config.subset(SOURCES, "source", lower=True))
 
 
-def configured() -> list[tuple[str, str]]:
+def configured(settings: Settings) -> list[tuple[str, str]]:
     """(market, source) of every configured source in every configured marketplace that has it."""
-    chosen = config.get(SOURCES_SETTING)
-    return [(market, source) for market in retail.markets() for source in chosen
+    chosen = settings.get(SOURCES_SETTING)
+    return [(market, source) for market in settings.get(retail.MARKETS_SETTING) for source in chosen
             if source == retail.LANDING or market in amazon.category(GROUP_KIND, source).paths]
 
 
-def configured_lists() -> list[str]:
+def configured_lists(settings: Settings) -> list[str]:
     """The grid charts' targets (a landing page's charts are known only once crawled)."""
-    return [retail.target_of(m, s) for m, s in configured() if s != retail.LANDING]
+    return [retail.target_of(m, s) for m, s in configured(settings) if s != retail.LANDING]
 
 
-def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime, settings: Settings) -> list[CrawlTarget]:
     market, source = selection.get("market"), selection.get("source")
-    retail.check_market(market)
-    gate = retail.open_gate(NAME, retail.markets(), now)
-    chosen = [(m, s) for m, s in configured() if market in (None, m) and source in (None, s)]
+    retail.check_market(market, settings)
+    gate = retail.open_gate(NAME, now, settings)
+    chosen = [(m, s) for m, s in configured(settings) if market in (None, m) and source in (None, s)]
     return [retail.landing_target(m, gate) if s == retail.LANDING else retail.grid_target(GROUP_KIND, m, s, gate)
             for m, s in chosen]
 
@@ -77,8 +78,8 @@ CHARTS = (Chart("{chart}", retail.TARGET, "daily", market="market",
 """Every list of every marketplace: the Digital Music lists and the landing page's carousels."""
 
 
-def expected_cadences() -> dict[str, int]:
-    return cadences(CHARTS, configured_lists())
+def expected_cadences(settings: Settings) -> dict[str, int]:
+    return cadences(CHARTS, configured_lists(settings))
 
 
 # --- responses ----------------------------------------------------------------------------------------------
@@ -142,14 +143,14 @@ class FeedResponse(msgspec.Struct):
 
 # --- handlers -----------------------------------------------------------------------------------------------
 
-def _order(rows: list[SnapshotRow]) -> list[SnapshotRow]:
+def _order(rows: list[SnapshotRow], settings: Settings) -> list[SnapshotRow]:
     """Configured lists first in configuration order, then the rest (landing carousels) by target."""
-    wanted = {t: i for i, t in enumerate(configured_lists())}
+    wanted = {t: i for i, t in enumerate(configured_lists(settings))}
     return sorted(rows, key=lambda r: (wanted.get(r.target, len(wanted)), r.target))
 
 
 async def _latest_rows(call: Call) -> list[SnapshotRow]:
-    rows = _order(await call.data.reader.latest_per_target(retail.market_pattern()))
+    rows = _order(await call.data.reader.latest_per_target(retail.market_pattern()), call.settings)
     if not rows:
         raise not_found("No chart has been stored yet")
     return rows
@@ -196,8 +197,8 @@ async def charts(call: Call) -> ChartsResponse:
     reader = call.data.reader
     covered = await reader.coverage()
     newest = {row.target: row for row in await reader.latest_per_target(retail.market_pattern())}
-    wanted = configured_lists()
-    landing_markets = {m for m, s in configured() if s == retail.LANDING}
+    wanted = configured_lists(call.settings)
+    landing_markets = {m for m, s in configured(call.settings) if s == retail.LANDING}
     infos = []
     for target in [*wanted, *sorted(t for t in covered if t not in wanted)]:
         market, chart = retail.split_target(target)
@@ -222,7 +223,7 @@ async def chart_latest(call: Call[ChartLatestParams]) -> retail.ChartResponse:
     key = call.params["chart_key"]
     parts = retail.split_key(key)
     target = retail.target_of(*parts) if parts else None
-    if target is None or (target not in configured_lists() and await call.data.reader.latest(target) is None):
+    if target is None or (target not in configured_lists(call.settings) and await call.data.reader.latest(target) is None):
         raise retail.unknown("chart key", key, WHERE)
     return await retail.chart_response(call, target, WHERE, call.params["limit"], False)
 

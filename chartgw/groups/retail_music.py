@@ -15,6 +15,7 @@ from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.group import EntryMapping, Group, Schedule
 from chartgw.api.params import Param
 from chartgw.api.responses import health_route, snapshots_route
+from chartgw.core.settings import Settings
 from chartgw.crawl.runner import CrawlTarget
 from chartgw.groups import retail
 from chartgw.store import glob_escape
@@ -25,9 +26,9 @@ GROUP_KIND: amazon.Group = "retail-music"
 CHART = "top-songs"
 
 
-def configured() -> list[str]:
+def configured(settings: Settings) -> list[str]:
     """The configured marketplaces that have a songs list."""
-    return [m for m in retail.markets() if m in amazon.category(GROUP_KIND, CHART).paths]
+    return [m for m in settings.get(retail.MARKETS_SETTING) if m in amazon.category(GROUP_KIND, CHART).paths]
 
 
 CHARTS = (Chart("top-songs", retail.TARGET, "daily", {"chart": "top-songs"}, market="market",
@@ -36,15 +37,15 @@ CHARTS = (Chart("top-songs", retail.TARGET, "daily", {"chart": "top-songs"}, mar
 """The best-selling digital songs of every marketplace."""
 
 
-def configured_targets() -> list[str]:
-    return [retail.target_of(market, CHART) for market in configured()]
+def configured_targets(settings: Settings) -> list[str]:
+    return [retail.target_of(market, CHART) for market in configured(settings)]
 
 
-def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime, settings: Settings) -> list[CrawlTarget]:
     market = selection.get("market")
-    retail.check_market(market)
-    gate = retail.open_gate(NAME, retail.markets(), now)
-    return [retail.grid_target(GROUP_KIND, m, CHART, gate) for m in configured() if market in (None, m)]
+    retail.check_market(market, settings)
+    gate = retail.open_gate(NAME, now, settings)
+    return [retail.grid_target(GROUP_KIND, m, CHART, gate) for m in configured(settings) if market in (None, m)]
 
 
 class MarketParams(TypedDict):
@@ -53,7 +54,7 @@ class MarketParams(TypedDict):
 
 def _target(call: Call[MarketParams]) -> str:
     market = call.params["market"]
-    have = configured()
+    have = configured(call.settings)
     if market is None:
         if not have:
             raise not_found("No configured marketplace has a songs list; see /retail-music/health")
@@ -93,7 +94,7 @@ MARKET = Param("market", kind="choice", choices=retail.MARKET_CODES,
                description="Amazon marketplace (one of CHARTGW_RETAIL_MARKETS); default: the first configured")
 
 ROUTES: tuple[Route, ...] = (
-    health_route(NAME, lambda: cadences(CHARTS, configured_targets()),
+    health_route(NAME, lambda settings: cadences(CHARTS, configured_targets(settings)),
                  "Every configured marketplace's latest top songs, and its crawl state (refusals, backoff)",
                  describe=retail.describe_health(NAME), response=retail.RetailHealth),
     Route("/top-songs/latest", latest, (

@@ -20,6 +20,7 @@ from chartgw.api.group import EntryMapping, Group, Schedule
 from chartgw.api.params import Param
 from chartgw.api.responses import health_route, snapshots_route
 from chartgw.core import config
+from chartgw.core.settings import Settings
 from chartgw.crawl.runner import CrawlTarget
 from chartgw.groups import retail
 from chartgw.store import Query, Storage, glob_escape
@@ -38,10 +39,10 @@ CATEGORIES_SETTING = config.Setting(
     config.subset(CATEGORY_SLUGS, "category", lower=True))
 
 
-def configured() -> list[tuple[str, str]]:
+def configured(settings: Settings) -> list[tuple[str, str]]:
     """(market, category) of every configured category in every configured marketplace that has its path."""
-    chosen = config.get(CATEGORIES_SETTING)
-    return [(market, slug) for market in retail.markets() for slug in chosen
+    chosen = settings.get(CATEGORIES_SETTING)
+    return [(market, slug) for market in settings.get(retail.MARKETS_SETTING) for slug in chosen
             if market in amazon.category(GROUP_KIND, slug).paths]
 
 
@@ -51,23 +52,24 @@ CHARTS = (Chart("{chart}", retail.TARGET, "daily", market="market",
 """CDs & Vinyl and every configured category of every marketplace."""
 
 
-def configured_targets() -> list[str]:
-    return [retail.target_of(market, slug) for market, slug in configured()]
+def configured_targets(settings: Settings) -> list[str]:
+    return [retail.target_of(market, slug) for market, slug in configured(settings)]
 
 
 # --- crawl --------------------------------------------------------------------------------------------------
 
-def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime, settings: Settings) -> list[CrawlTarget]:
     market, slug = selection.get("market"), selection.get("category")
-    retail.check_market(market)
-    chosen = [(m, s) for m, s in configured() if market in (None, m) and slug in (None, s)]
+    retail.check_market(market, settings)
+    chosen = [(m, s) for m, s in configured(settings) if market in (None, m) and slug in (None, s)]
     if slug is not None and not chosen:
         # A category left out of the setting may still be crawled by name where its path is known.
-        chosen = [(m, slug) for m in retail.markets() if market in (None, m)
+        chosen = [(m, slug) for m in settings.get(retail.MARKETS_SETTING) if market in (None, m)
                   and m in amazon.category(GROUP_KIND, slug).paths]
         if not chosen:
-            raise ValueError(f"no known path for category {slug!r} in {market or ', '.join(retail.markets())}")
-    gate = retail.open_gate(NAME, retail.markets(), now)
+            markets = market or ", ".join(settings.get(retail.MARKETS_SETTING))
+            raise ValueError(f"no known path for category {slug!r} in {markets}")
+    gate = retail.open_gate(NAME, now, settings)
     return [retail.grid_target(GROUP_KIND, m, s, gate) for m, s in chosen]
 
 
@@ -150,10 +152,10 @@ _seen = msgspec.json.Decoder(_Seen)
 
 # --- handlers -----------------------------------------------------------------------------------------------
 
-def default_key() -> str:
-    chosen = configured()
+def default_key(settings: Settings) -> str:
+    chosen = configured(settings)
     preferred = [(m, s) for m, s in chosen if s == DEFAULT_CATEGORY] or chosen
-    market, slug = preferred[0] if preferred else (retail.markets()[0], DEFAULT_CATEGORY)
+    market, slug = preferred[0] if preferred else (settings.get(retail.MARKETS_SETTING)[0], DEFAULT_CATEGORY)
     return retail.key_of(retail.target_of(market, slug))
 
 
@@ -161,15 +163,15 @@ async def resolve(call: Call, key: str | None) -> str:
     """The target of a `category` value: a category key ("us-rock"), a bare category ("rock": the first
     configured marketplace that has it), or the default; 404 naming /categories for anything else."""
     if key is None:
-        key = default_key()
+        key = default_key(call.settings)
     parts = retail.split_key(key)
     if parts is None and key in CATEGORY_SLUGS:
-        market = next((m for m, s in configured() if s == key), None)
+        market = next((m for m, s in configured(call.settings) if s == key), None)
         if market is not None:
             parts = (market, key)
     if parts is not None and parts[1] in CATEGORY_SLUGS:
         target = retail.target_of(*parts)
-        if target in configured_targets() or await call.data.reader.latest(target) is not None:
+        if target in configured_targets(call.settings) or await call.data.reader.latest(target) is not None:
             return target
     raise retail.unknown("category", key, WHERE)
 
@@ -177,7 +179,7 @@ async def resolve(call: Call, key: str | None) -> str:
 async def categories(call: Call) -> CategoriesResponse:
     reader = call.data.reader
     coverage = await reader.coverage()
-    wanted = configured_targets()
+    wanted = configured_targets(call.settings)
     infos = []
     for target in [*wanted, *sorted(t for t in coverage if t not in wanted)]:
         market, slug = retail.split_target(target)
@@ -189,7 +191,7 @@ async def categories(call: Call) -> CategoriesResponse:
         infos.append(CategoryInfo(retail.key_of(target), market, slug, found.name,
                                   f"https://{amazon.MARKETPLACES[market].host}{amazon.grid_path(path)}" if path else "",
                                   market in found.guessed, target in wanted, count, first, last, fetched))
-    return CategoriesResponse(default_key(), retail.CADENCE_SECONDS, len(infos), infos)
+    return CategoriesResponse(default_key(call.settings), retail.CADENCE_SECONDS, len(infos), infos)
 
 
 class LatestParams(TypedDict):
@@ -272,7 +274,7 @@ CATEGORY = Param("category", description="Category key from /retail-physical/cat
                                          "CDs & Vinyl of the first configured marketplace")
 
 ROUTES: tuple[Route, ...] = (
-    health_route(NAME, lambda: cadences(CHARTS, configured_targets()),
+    health_route(NAME, lambda settings: cadences(CHARTS, configured_targets(settings)),
                  "Every configured category's latest snapshot, and each marketplace's crawl state (refusals, backoff)",
                  describe=retail.describe_health(NAME), response=retail.RetailHealth),
     Route("/categories", categories, errors=(), rows="categories", response=CategoriesResponse,

@@ -45,6 +45,7 @@ from chartgw.api.responses import (
 )
 from chartgw.core import config
 from chartgw.core.countries import COUNTRIES, GLOBAL, country_param
+from chartgw.core.settings import Settings
 from chartgw.crawl.runner import RETRY_STATUSES, CrawlContext, CrawlError, CrawlTarget, Fetched, Fetcher, request_url
 from chartgw.store import NewSnapshot, Query, SnapshotRow, Storage, StoredEntry, parse_iso
 from chartgw.store.records import stored_entry
@@ -86,25 +87,17 @@ CATALOG = tuple(Chart(f"tracks-{interval}", TARGET, interval, {"interval": inter
 """TikTok's popular tracks per country (or global), daily and weekly; only the latest is served by date."""
 
 
-def countries() -> tuple[str, ...]:
-    return config.get(COUNTRIES_SETTING)
-
-
-def intervals() -> tuple[str, ...]:
-    return config.get(INTERVALS_SETTING)
-
-
-def refresh_token() -> str:
+def refresh_token(settings: Settings) -> str:
     """The refresh token; a SettingError naming the variable when none is set."""
-    value = config.get(TOKEN_SETTING)
+    value: str = settings.get(TOKEN_SETTING)
     if not value:
         raise config.SettingError(f"{TOKEN_SETTING.variable}: not set; /short-video needs a Chartmetric API refresh "
                                   "token to crawl (stored charts are still served)")
     return value
 
 
-def configured_charts() -> list[tuple[str, str]]:
-    return [(code2, interval) for code2 in countries() for interval in intervals()]
+def configured_charts(settings: Settings) -> list[tuple[str, str]]:
+    return [(code2, interval) for code2 in settings.get(COUNTRIES_SETTING) for interval in settings.get(INTERVALS_SETTING)]
 
 
 # --- the Chartmetric session ------------------------------------------------------------------
@@ -115,10 +108,6 @@ class KeptToken(msgspec.Struct):
     expires_at: str | None
     refresh_hash: str
     """sha256 of the refresh token it was exchanged for: a changed setting never reuses it."""
-
-
-def token_path() -> Path:
-    return config.data_dir() / TOKEN_FILE
 
 
 def _hash(secret: str) -> str:
@@ -139,9 +128,11 @@ class ChartmetricSession:
     or a page is refused as unauthorized. One exchange at a time, so targets crawled together renew it once.
     Every request goes through the crawl's fetcher (retries, body cap, politeness, same-origin redirects)."""
 
-    def __init__(self, refresh: str, now: datetime) -> None:
+    def __init__(self, refresh: str, now: datetime, path: Path) -> None:
         self.refresh = refresh
         self.now = now
+        self.path = path
+        """Where the access token is kept between crawls (`TOKEN_FILE` in the data folder)."""
         self._token: str | None = None
         self._lock = asyncio.Lock()
 
@@ -159,7 +150,7 @@ class ChartmetricSession:
                 self._token = await self._exchange(fetcher)
 
     def _kept(self) -> KeptToken | None:
-        path = token_path()
+        path = self.path
         try:
             kept = msgspec.json.decode(path.read_bytes(), type=KeptToken)
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
@@ -183,7 +174,7 @@ class ChartmetricSession:
                              status) from None
         # Without a stated lifetime the token is used for this crawl only.
         kept = KeptToken(token.token, token.expires_at, _hash(self.refresh))
-        path = token_path()
+        path = self.path
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(".tmp")
         temporary.write_bytes(msgspec.json.encode(kept))
@@ -257,11 +248,11 @@ def stored(entry: ShortVideoEntry) -> StoredEntry:
                         item_id=entry.track_id)
 
 
-def _build(code2: str, interval: str, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
+def _build(code2: str, interval: str, settings: Settings, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
     date = chart_date_asked(ctx.now)
     upstream_code = None if code2 == GLOBAL else code2
     first = chartmetric.tracks_request("-", date, interval, upstream_code, PAGE_SIZE, 0)
-    url = f"{request_url(first)}?{urlencode(first.params)}"
+    url = f"{request_url(first, settings)}?{urlencode(first.params)}"
     stated, entries = read_chart(code2, interval, fetched)
     if stated is not None and stated > date:
         raise CrawlError(f"{TARGET.make(code2, interval)}: asked for {date}, rows are of {stated}")
@@ -271,13 +262,14 @@ def _build(code2: str, interval: str, fetched: list[Fetched], ctx: CrawlContext)
                         raw_type="application/json")]
 
 
-def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
-    session = ChartmetricSession(refresh_token(), now)  # no token: the crawl stops here with one line naming it
+def targets(selection: dict[str, str | None], now: datetime, settings: Settings) -> list[CrawlTarget]:
+    # no token: the crawl stops here with one line naming it
+    session = ChartmetricSession(refresh_token(settings), now, settings.get(config.DATA_DIR) / TOKEN_FILE)
     code2, interval = selection.get("code2"), selection.get("interval")
     # A chart named on the command line is crawled even when the settings do not list it.
-    codes = (code2,) if code2 else countries()
-    chosen = (interval,) if interval else intervals()
-    return [CrawlTarget(TARGET.make(c, i), (), partial(_build, c, i), None, fetch=partial(fetch_pages, session, c, i))
+    codes = (code2,) if code2 else settings.get(COUNTRIES_SETTING)
+    chosen = (interval,) if interval else settings.get(INTERVALS_SETTING)
+    return [CrawlTarget(TARGET.make(c, i), (), partial(_build, c, i, settings), None, fetch=partial(fetch_pages, session, c, i))
             for c in codes for i in chosen]
 
 
@@ -383,7 +375,7 @@ def _cadence(target: str) -> int:
 
 async def describe_health(call: Call, status: str, statuses: list[TargetStatus]) -> HealthResponse:
     latest = {row.target: row for row in await call.data.reader.latest_per_target()}
-    configured = {TARGET.make(c, i) for c, i in configured_charts()}
+    configured = {TARGET.make(c, i) for c, i in configured_charts(call.settings)}
     coverage = []
     by_target = {s.target: s for s in statuses}
     for target in [*by_target, *sorted(set(latest) - set(by_target))]:
@@ -397,7 +389,7 @@ async def describe_health(call: Call, status: str, statuses: list[TargetStatus])
         coverage.append(ChartCoverage(parts["code2"], parts["interval"], target in configured, row.id if row else None,
                                       row.chart_date if row else None, row.fetched_at if row else None,
                                       row.row_count if row else None, age, stale))
-    has_token = bool(config.get(TOKEN_SETTING))
+    has_token = bool(call.settings.get(TOKEN_SETTING))
     if has_token:
         detail = "crawling the configured TikTok charts through Chartmetric"
     else:
@@ -409,7 +401,7 @@ async def describe_health(call: Call, status: str, statuses: list[TargetStatus])
 async def _latest(call: Call, code2: str, interval: str) -> SnapshotRow:
     row = await call.data.reader.latest(TARGET.make(code2, interval))
     if row is None:
-        crawled = ", ".join(countries())
+        crawled = ", ".join(call.settings.get(COUNTRIES_SETTING))
         raise not_found(f"No {interval} TikTok chart of {code2} stored yet; crawled countries: {crawled} "
                         f"(see /{NAME}/health)")
     return row
@@ -533,7 +525,7 @@ def _digits(value: str) -> str:
 
 
 ROUTES: tuple[Route, ...] = (
-    health_route(NAME, lambda: cadences(CATALOG, [TARGET.make(c, i) for c, i in configured_charts()]),
+    health_route(NAME, lambda settings: cadences(CATALOG, [TARGET.make(c, i) for c, i in configured_charts(settings)]),
                  "Latest snapshot coverage by country and interval, and whether a Chartmetric token is configured",
                  describe=describe_health, response=HealthResponse),
     Route("/chart", chart, (
@@ -572,7 +564,7 @@ GROUP = Group(
     ),
     retention_days={},
     per_upstream=1,
-    delay_seconds=lambda: POLITE_DELAY_SECONDS,
+    delay_seconds=lambda settings: POLITE_DELAY_SECONDS,
     settings=(TOKEN_SETTING, COUNTRIES_SETTING, INTERVALS_SETTING),
     entries=EntryMapping(market="target:0", artist=("artist",), artists="artists", title=("name",),
                          ids={"isrc": "isrc", "analytics_track": "track_id"}),

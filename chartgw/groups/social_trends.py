@@ -39,6 +39,7 @@ from chartgw.api.responses import (
 )
 from chartgw.core import config
 from chartgw.core.clock import fixed
+from chartgw.core.settings import Settings
 from chartgw.core.text import compact, title_key
 from chartgw.crawl.runner import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, run_targets
 from chartgw.store import NewSnapshot, SnapshotRow, StoredEntry, parse_iso
@@ -86,25 +87,22 @@ CHARTS = (Chart("trends", TARGET, "half-hourly", market="location", latest="/soc
 Source = Literal["x-api", "trends24"]
 
 
-def source() -> Source:
-    """The trend source in force: the setting, or for `auto` the X API when a token is set."""
-    chosen = config.get(SOURCE_SETTING)
+def source(settings: Settings) -> Source:
+    """The trend source of `settings`: the setting, or for `auto` the X API when a token is set."""
+    chosen = settings.get(SOURCE_SETTING)
     if chosen == "auto":
-        return "x-api" if config.get(TOKEN_SETTING) else "trends24"
+        return "x-api" if settings.get(TOKEN_SETTING) else "trends24"
     return "x-api" if chosen == "x-api" else "trends24"
 
 
-def token() -> str:
+def token(settings: Settings) -> str:
     """The bearer token; a SettingError naming CHARTGW_X_BEARER_TOKEN when the X API is the source and none is set."""
-    value = config.get(TOKEN_SETTING)
+    value: str = settings.get(TOKEN_SETTING)
     if not value:
         raise config.SettingError(f"{TOKEN_SETTING.variable}: not set, and CHARTGW_TRENDS_SOURCE=x-api needs an X API "
                                   "bearer token (or set CHARTGW_TRENDS_SOURCE=trends24)")
     return value
 
-
-def crawled() -> tuple[str, ...]:
-    return config.get(LOCATIONS_SETTING)
 
 
 
@@ -162,12 +160,12 @@ def trends24_refusal(status: int, body: bytes) -> str | None:
     return "rate limited" if status == 429 else None
 
 
-def location_target(where: Location) -> CrawlTarget:
-    """The crawl of one location from the source in force (SettingError when the X API has no token)."""
-    if source() == "x-api":
-        secret = token()
+def location_target(where: Location, settings: Settings) -> CrawlTarget:
+    """The crawl of one location from the source of `settings` (SettingError when the X API has no token)."""
+    if source(settings) == "x-api":
+        secret = token(settings)
         kind: x_trends.Source
-        if config.get(API_VERSION_SETTING) == "1.1":
+        if settings.get(API_VERSION_SETTING) == "1.1":
             request, kind = x_trends.v1_request(where.woeid, secret), "x-api-v1.1"
         else:
             request, kind = x_trends.v2_request(where.woeid, secret), "x-api-v2"
@@ -176,10 +174,10 @@ def location_target(where: Location) -> CrawlTarget:
                        partial(_build, where, "trends24"), None, trends24_refusal)
 
 
-def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime, settings: Settings) -> list[CrawlTarget]:
     slug = selection.get("location")
-    slugs = (slug,) if slug else crawled()
-    return [location_target(LOCATIONS_BY_SLUG[s]) for s in slugs]
+    slugs = (slug,) if slug else settings.get(LOCATIONS_SETTING)
+    return [location_target(LOCATIONS_BY_SLUG[s], settings) for s in slugs]
 
 
 # --- responses ----------------------------------------------------------------------------------
@@ -261,19 +259,20 @@ def unknown_location(what: str) -> ApiError:
 
 async def locations(call: Call) -> LocationsResponse:
     latest = {row.target: row for row in await call.data.reader.latest_per_target(TARGET.pattern())}
-    configured = crawled()
+    configured = call.settings.get(LOCATIONS_SETTING)
     items = [_info(where, latest.get(TARGET.make(where.slug)), configured) for where in LOCATIONS]
-    return LocationsResponse(source(), CADENCE_SECONDS, len(items), items)
+    return LocationsResponse(source(call.settings), CADENCE_SECONDS, len(items), items)
 
 
 async def _trends(call: Call[Limited], where: Location) -> TrendsResponse:
     row = await call.data.reader.latest(TARGET.make(where.slug))
     if row is None:
-        hint = "" if where.slug in crawled() else " (it is not among CHARTGW_SOCIAL_TRENDS_LOCATIONS; POST /refresh fetches it)"
+        hint = ("" if where.slug in call.settings.get(LOCATIONS_SETTING)
+                else " (it is not among CHARTGW_SOCIAL_TRENDS_LOCATIONS; POST /refresh fetches it)")
         raise ApiError(404, f"No trends of {where.slug} stored yet{hint}; see {LOCATIONS_PATH}")
     records = await call.data.reader.records(row.id, call.params["limit"])
     info = _meta(row)
-    return TrendsResponse(_info(where, row, crawled()), info.source, info.as_of,
+    return TrendsResponse(_info(where, row, call.settings.get(LOCATIONS_SETTING)), info.source, info.as_of,
                           snapshot_meta(row, CADENCE_SECONDS, call.now), len(records), records_array(records))
 
 
@@ -303,8 +302,8 @@ async def trends_by_woeid(call: Call[TrendsByWoeidParams]) -> TrendsResponse:
     return await _trends(call, where)
 
 
-def expected_cadences() -> dict[str, int]:
-    return cadences(CHARTS, [TARGET.make(slug) for slug in crawled()])
+def expected_cadences(settings: Settings) -> dict[str, int]:
+    return cadences(CHARTS, [TARGET.make(slug) for slug in settings.get(LOCATIONS_SETTING)])
 
 
 async def describe_health(call: Call, status: str, statuses: list[TargetStatus]) -> HealthResponse:
@@ -312,7 +311,8 @@ async def describe_health(call: Call, status: str, statuses: list[TargetStatus])
     for s in statuses:
         where = LOCATIONS_BY_SLUG[(TARGET.parse(s.target) or {})["location"]]
         items.append(LocationStatus(where.slug, where.woeid, s.snapshot_id, s.fetched_at, s.age_seconds, s.stale))
-    return HealthResponse(status, NAME, source(), bool(config.get(TOKEN_SETTING)), CADENCE_SECONDS, items)
+    return HealthResponse(status, NAME, source(call.settings), bool(call.settings.get(TOKEN_SETTING)), CADENCE_SECONDS,
+                          items)
 
 
 # --- refresh ------------------------------------------------------------------------------------
@@ -389,9 +389,9 @@ async def _last_refresh(call: Call, slug: str) -> datetime | None:
     return None
 
 
-async def _crawl_one(where: Location, target: CrawlTarget, now: datetime) -> Outcome:
-    outcomes = await run_targets(NAME, [target], retention=retention(GROUP), now=fixed(now),
-                                 run_kind="refresh", run_options={"location": where.slug})
+async def _crawl_one(where: Location, target: CrawlTarget, now: datetime, settings: Settings) -> Outcome:
+    outcomes = await run_targets(NAME, [target], retention=retention(GROUP, settings), now=fixed(now),
+                                 run_kind="refresh", run_options={"location": where.slug}, settings=settings)
     return outcomes[0]
 
 
@@ -405,8 +405,8 @@ async def refresh(call: Call) -> RefreshResponse:
     task = _running.get(where.slug)
     joined = task is not None and not task.done()
     if not joined:
-        interval = config.get(REFRESH_INTERVAL_SETTING)
-        target = location_target(where)  # a SettingError (503 naming the setting) before anything else
+        interval = call.settings.get(REFRESH_INTERVAL_SETTING)
+        target = location_target(where, call.settings)  # a SettingError (503 naming the setting) before anything else
         last = await _last_refresh(call, where.slug)
         if last is not None and (waited := (call.now - last).total_seconds()) < interval:
             wait = max(1, int(interval - waited + 0.999))
@@ -416,7 +416,7 @@ async def refresh(call: Call) -> RefreshResponse:
         joined = task is not None and not task.done()
         if not joined:
             admit_key(call)  # only a refresh that starts a crawl counts against the key's budget
-            task = asyncio.ensure_future(_crawl_one(where, target, call.now))
+            task = asyncio.ensure_future(_crawl_one(where, target, call.now, call.settings))
             _running[where.slug] = task
             task.add_done_callback(partial(_forget, where.slug))
     assert task is not None
@@ -428,7 +428,7 @@ async def refresh(call: Call) -> RefreshResponse:
     rows = await call.data.reader.snapshots_with_ids([outcome.snapshot_id])
     row = rows[0]
     info = _meta(row)
-    return RefreshResponse(_info(where, row, crawled()), info.source, info.as_of, joined,
+    return RefreshResponse(_info(where, row, call.settings.get(LOCATIONS_SETTING)), info.source, info.as_of, joined,
                            snapshot_meta(row, CADENCE_SECONDS, call.now), row.row_count)
 
 

@@ -34,6 +34,7 @@ from chartgw.api.responses import (
 )
 from chartgw.core import config
 from chartgw.core.countries import COUNTRIES, GLOBAL, country_code, country_name, country_param
+from chartgw.core.settings import Settings
 from chartgw.core.text import compact, title_key
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
@@ -56,15 +57,6 @@ _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 # --- configuration and targets ------------------------------------------------------------------
 
-def crawled_countries() -> tuple[str, ...]:
-    """`CHARTGW_STREAMING_COUNTRIES` (ValueError on a bad code, so a typo fails the crawl)."""
-    return config.get(COUNTRIES_SETTING)
-
-
-def token() -> str:
-    return config.get(TOKEN_SETTING)
-
-
 TARGET = TargetKey(("chart_type", "country"))
 CHARTS = tuple(Chart(chart_type, TARGET, "weekly" if chart_type == "regional-weekly" else "daily",
                      {"chart_type": chart_type}, market="country",
@@ -79,11 +71,11 @@ def split_target(target: str) -> tuple[str, str]:
     return parts["chart_type"], parts["country"]
 
 
-def expected_cadences() -> dict[str, int]:
+def expected_cadences(settings: Settings) -> dict[str, int]:
     """Every chart the group serves, with its cadence: without a token only the overview's one is crawled,
     so the others are "never crawled" and health says `degraded` (and `token_mode: public` says why)."""
-    charts = cadences(CHARTS, [TARGET.make(ct, c) for ct in CHART_TYPES for c in crawled_countries()])
-    return charts if token() else {**cadences(CHARTS, [OVERVIEW_TARGET]), **charts}
+    charts = cadences(CHARTS, [TARGET.make(ct, c) for ct in CHART_TYPES for c in settings.get(COUNTRIES_SETTING)])
+    return charts if settings.get(TOKEN_SETTING) else {**cadences(CHARTS, [OVERVIEW_TARGET]), **charts}
 
 
 def stored(entry: StreamingEntry) -> StoredEntry:
@@ -116,21 +108,21 @@ def _public_only(name: str) -> dict[str, Any]:
                    "can be crawled"}
 
 
-def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime, settings: Settings) -> list[CrawlTarget]:
     """Every chart type x configured country with a token; only the public overview's chart without one."""
     chart_type, country = selection.get("chart_type"), selection.get("country")
     country = country_code(country) if country else None
-    if not token():
+    if not settings.get(TOKEN_SETTING):
         asked = (("chart_type", chart_type, "regional-weekly"), ("country", country, GLOBAL))
         errors = [_public_only(name) for name, value, allowed in asked if value not in (None, allowed)]
         if errors:
             raise InvalidParams(errors)
         return [CrawlTarget(OVERVIEW_TARGET, (spotify.overview_request(),), _build_overview, OVERVIEW_ROWS)]
-    secret = token()
+    secret = settings.get(TOKEN_SETTING)
     return [CrawlTarget(TARGET.make(ct, c), (spotify.chart_request(ct, c, secret),), partial(_build_chart, ct, c),
                         EXPECTED_ROWS[ct])
             for ct in CHART_TYPES if chart_type in (None, ct)
-            for c in ([country] if country else crawled_countries())]
+            for c in ([country] if country else settings.get(COUNTRIES_SETTING))]
 
 
 # --- CSV import ---------------------------------------------------------------------------------
@@ -192,7 +184,8 @@ def import_csv(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
 
     options = {"file": path.name, "chart_type": chart_type, "country": country, "date": chart_date,
                "layout": parsed.layout}
-    return import_builds(NAME, [(f"{target}@{chart_date}", build)], source, now=ctx.clock, options=options)
+    return import_builds(NAME, [(f"{target}@{chart_date}", build)], source, now=ctx.clock, options=options,
+                         settings=ctx.settings)
 
 
 # --- responses ----------------------------------------------------------------------------------
@@ -290,16 +283,16 @@ _decode_title_streams = msgspec.json.Decoder(_TitleStreams).decode
 
 # --- handlers -----------------------------------------------------------------------------------
 
-def _crawled() -> tuple[str, ...]:
+def _crawled(settings: Settings) -> tuple[str, ...]:
     """The countries the crawl covers in the present mode (a bad setting raises SettingError: a 503)."""
-    return crawled_countries() if token() else (GLOBAL,)
+    return settings.get(COUNTRIES_SETTING) if settings.get(TOKEN_SETTING) else (GLOBAL,)
 
 
-async def _no_chart(reader: SnapshotReader, country: str, chart_type: str) -> ApiError:
-    crawled = _crawled()
+async def _no_chart(reader: SnapshotReader, country: str, chart_type: str, settings: Settings) -> ApiError:
+    crawled = _crawled(settings)
     if country not in crawled and not await reader.latest_per_target(f"*/{glob_escape(country)}"):
         return not_found(f"No data for country '{country}': it is not crawled (countries: {', '.join(crawled)})")
-    hint = "" if token() else " (without CHARTGW_SPOTIFY_TOKEN only regional-weekly/global is crawled)"
+    hint = "" if settings.get(TOKEN_SETTING) else " (without CHARTGW_SPOTIFY_TOKEN only regional-weekly/global is crawled)"
     return not_found(f"No {chart_type} chart of '{country}' yet{hint}")
 
 
@@ -318,7 +311,7 @@ async def _chart_response(call: Call[ChartOfParams], chart_date: str | None) -> 
         if chart_date is not None and await reader.dates(target):
             raise not_found(f"No {chart_type} chart of '{country}' for {chart_date}; see /streaming/dates "
                             "for the dates there are")
-        raise await _no_chart(reader, country, chart_type)
+        raise await _no_chart(reader, country, chart_type, call.settings)
     records = await reader.records(row.id, limit)
     return ChartResponse(country, chart_type, row.chart_date, snapshot_meta(row, cadence_of(CHARTS, target), call.now),
                          len(records), records_array(records))
@@ -355,14 +348,14 @@ async def dates(call: Call[DatesParams]) -> DatesResponse:
     country, chart_type = call.params["country"], call.params["chart_type"]
     found = await call.data.reader.dates(TARGET.make(chart_type, country))
     if not found:
-        raise await _no_chart(call.data.reader, country, chart_type)
+        raise await _no_chart(call.data.reader, country, chart_type, call.settings)
     shown = found[:call.params["limit"]] if call.params["limit"] is not None else found
     return DatesResponse(country, chart_type, len(shown), shown)
 
 
 async def countries(call: Call) -> CountriesResponse:
     reader = call.data.reader
-    crawled = _crawled()
+    crawled = _crawled(call.settings)
     charts: dict[str, list[ChartTypeInfo]] = {}
     for row in await reader.latest_per_target("*/*"):
         chart_type, country = split_target(row.target)
@@ -448,7 +441,8 @@ async def history(call: Call[HistoryParams]) -> HistoryResponse:
 
 
 async def describe_health(call: Call, status: str, statuses: list[TargetStatus]) -> HealthResponse:
-    return HealthResponse(status, NAME, "token" if token() else "public", list(_crawled()), statuses)
+    return HealthResponse(status, NAME, "token" if call.settings.get(TOKEN_SETTING) else "public",
+                          list(_crawled(call.settings)), statuses)
 
 
 # --- the route table ----------------------------------------------------------------------------

@@ -41,6 +41,7 @@ from chartgw.api.responses import (
 from chartgw.core import config
 from chartgw.core.clock import Clock, utc_now
 from chartgw.core.countries import COUNTRIES, GLOBAL, country_name, country_param
+from chartgw.core.settings import Settings
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import CrawlContext, CrawlError, CrawlTarget, Fetched, Outcome, RetryPolicy, run_targets
 from chartgw.store import NewSnapshot, StoredEntry, glob_escape
@@ -109,13 +110,9 @@ class Chart:
         return EXPECTED_ROWS.get(self.chart_type)
 
 
-def countries() -> tuple[str, ...]:
-    """The configured countries (`CHARTGW_VIDEO_COUNTRIES`), "global" included by default."""
-    return config.get(COUNTRIES_SETTING)
-
-
-def catalogue() -> list[Chart]:
-    codes = countries()
+def catalogue(settings: Settings) -> list[Chart]:
+    """The crawled charts of the configured countries (`CHARTGW_VIDEO_COUNTRIES`, "global" included by default)."""
+    codes = settings.get(COUNTRIES_SETTING)
     charts = []
     for chart_type, period, scope in CATALOGUE:
         where = (GLOBAL,) if scope == "global" else tuple(c for c in codes if scope == "countries" or c != GLOBAL)
@@ -163,9 +160,9 @@ def _target(chart: Chart) -> CrawlTarget:
     return CrawlTarget(chart.target, (request,), partial(_build, chart, None), chart.expected_rows)
 
 
-def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime, settings: Settings) -> list[CrawlTarget]:
     chart_type, period, country = (selection.get(k) for k in ("chart_type", "period", "country"))
-    chosen = [c for c in catalogue() if chart_type in (None, c.chart_type) and period in (None, c.period)
+    chosen = [c for c in catalogue(settings) if chart_type in (None, c.chart_type) and period in (None, c.period)
               and country in (None, c.country)]
     if not chosen:
         wanted = "/".join(v or "*" for v in (chart_type, period, country))
@@ -183,7 +180,7 @@ def backfill_targets(weeks: int, today: date) -> list[CrawlTarget]:
             for end in past_week_ends(today, weeks)]
 
 
-async def backfill(weeks: int, period: str = "weekly", *, now: Clock = utc_now,
+async def backfill(weeks: int, period: str = "weekly", *, settings: Settings, now: Clock = utc_now,
                    transport: httpx.AsyncBaseTransport | None = None) -> list[Outcome]:
     """Fetch the past `weeks` weeks of the shorts chart as one recorded run of kind "backfill"; a week
     that fails is recorded failed and the others still commit."""
@@ -194,12 +191,14 @@ async def backfill(weeks: int, period: str = "weekly", *, now: Clock = utc_now,
     chosen = backfill_targets(weeks, now().date())
     options = {"chart": SHORTS_WEEKLY, "weeks": weeks, "period": period,
                "end_dates": [t.key.partition("@")[2] for t in chosen]}
-    return await run_targets(NAME, chosen, retention=retention(GROUP), now=now, transport=transport,
-                             policy=RetryPolicy(per_upstream=PER_UPSTREAM), run_kind="backfill", run_options=options)
+    return await run_targets(NAME, chosen, retention=retention(GROUP, settings), now=now, transport=transport,
+                             policy=RetryPolicy.of(settings, per_upstream=PER_UPSTREAM), run_kind="backfill",
+                             run_options=options, settings=settings)
 
 
 def _backfill_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
-    return asyncio.run(backfill(values["weeks"], values["period"], now=ctx.clock, transport=ctx.transport))
+    return asyncio.run(backfill(values["weeks"], values["period"], settings=ctx.settings, now=ctx.clock,
+                                transport=ctx.transport))
 
 
 # --- reads --------------------------------------------------------------------------------------
@@ -294,8 +293,8 @@ class BackfillsResponse(msgspec.Struct):
 # --- handlers -----------------------------------------------------------------------------------
 
 async def countries_list(call: Call) -> CountriesResponse:
-    configured = countries()
-    listed = {c.target: c for c in catalogue()}
+    configured = call.settings.get(COUNTRIES_SETTING)
+    listed = {c.target: c for c in catalogue(call.settings)}
     newest = {row.target: row for row in await call.data.reader.latest_per_target()}
     charts_by_country: dict[str, list[Chart]] = {}
     for chart in [*listed.values(), *(c for t in newest if t not in listed and (c := chart_of_target(t)))]:
@@ -322,7 +321,7 @@ async def country_latest(call: Call[CountryLatestParams]) -> CountryLatestRespon
     reader = call.data.reader
     rows = await reader.latest_per_target(f"*/*/{glob_escape(code)}")
     if not rows:
-        why = "yet" if code in countries() else f"({code} is not in CHARTGW_VIDEO_COUNTRIES)"
+        why = "yet" if code in call.settings.get(COUNTRIES_SETTING) else f"({code} is not in CHARTGW_VIDEO_COUNTRIES)"
         raise not_found(f"No video chart of {country_name(code)} {why}")
     charts = await chart_bundle(reader, rows, call.params["limit"], chart_cadence, call.now)
     return CountryLatestResponse(code, country_name(code), len(charts), charts)
@@ -331,7 +330,7 @@ async def country_latest(call: Call[CountryLatestParams]) -> CountryLatestRespon
 async def charts_catalogue(call: Call) -> ChartsResponse:
     reader = call.data.reader
     listed = []
-    for chart in catalogue():
+    for chart in catalogue(call.settings):
         dates = await reader.dates(chart.target)
         listed.append(CatalogueChart(chart.chart_type, chart.period, chart.country, chart.target, chart.upstream_type,
                                      chart.cadence_seconds, dates[0] if dates else None, len(dates)))
@@ -342,7 +341,7 @@ async def _dated_chart(call: Call[Limited], chart: Chart, chart_date: str) -> Ch
     reader = call.data.reader
     row = await reader.snapshot_on(chart.target, chart_date)
     if row is None:
-        if chart not in catalogue() and not await reader.dates(chart.target):
+        if chart not in catalogue(call.settings) and not await reader.dates(chart.target):
             raise not_found(f"{chart.target} is not in the catalogue (see /video/charts)")
         raise not_found(f"No snapshot of {chart.target} for {chart_date} (see /video/charts for its dates)")
     records = await reader.records(row.id, call.params["limit"])
@@ -399,7 +398,7 @@ COUNTRY = Param("country", "path", check=country_param, description='ISO 3166 al
 CHART_RESPONSES = (SongChartResponse, VideoChartResponse, ArtistChartResponse)
 
 ROUTES: tuple[Route, ...] = (
-    health_route(NAME, lambda: {c.target: c.cadence_seconds for c in catalogue()},
+    health_route(NAME, lambda settings: {c.target: c.cadence_seconds for c in catalogue(settings)},
                  "Every catalogue chart's latest snapshot, with age and a stale flag"),
     snapshots_route(chart_cadence, "Stored snapshots of every chart, newest first"),
     latest_pull_route(None, chart_cadence, "The latest pull: its run and every chart's newest snapshot "

@@ -15,9 +15,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
 from starlette.routing import Route as StarletteRoute
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
-from chartgw.api.access import AccessTable, ApiKeyMiddleware, Gate, KeyChecker, KeyLoad, KeyStore, RateLimiter
+from chartgw.api.access import (
+    AccessTable,
+    ApiKeyMiddleware,
+    Gate,
+    KeyChecker,
+    KeyLoad,
+    KeyStore,
+    RateLimiter,
+    keys_db_path,
+)
 from chartgw.api.cache import ResponseCache
 from chartgw.api.catalog import CatalogData, catalog_routes
 from chartgw.api.endpoints import Call, EndpointApp, GroupData, Route
@@ -28,7 +37,7 @@ from chartgw.api.refresh import on_replica
 from chartgw.api.responses import FETCH_LOGS_ROUTE
 from chartgw.core import config
 from chartgw.core.clock import Clock, utc_now
-from chartgw.core.settings import Settings, current, using
+from chartgw.core.settings import Settings
 from chartgw.groups import GROUPS
 from chartgw.http import apidocs, exports
 from chartgw.http.cors import CorsMiddleware, CorsPolicy
@@ -63,7 +72,7 @@ DocumentBuilder = Callable[[], dict[str, Any]]
 
 
 def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = None,
-                   identity: GroupData | None = None) -> list[Route]:
+                   identity: GroupData | None = None, settings: Settings | None = None) -> list[Route]:
     """The group's own routes plus what every group has: its public root, its OpenAPI document, the log of
     its crawl attempts, (when it crawls snapshots) the diff between two of them and its whole-history exports. The
     document is built anew for each data version (the route's cache keeps it), so what it declares from the data
@@ -78,7 +87,7 @@ def service_routes(group: Group, documents: dict[str, DocumentBuilder] | None = 
         return GroupRoot(group.name, group.title, group.description, f"/{group.name}/openapi.json", root_info)
 
     def document() -> dict[str, Any]:
-        return build_document(group.name, group.title, group.description, routes)
+        return build_document(group.name, group.title, group.description, routes, settings)
 
     async def openapi(call: Call) -> dict[str, Any]:
         # Built in a worker thread: a document declares what the data holds (a discovered catalogue's values,
@@ -179,9 +188,9 @@ async def _server_error(request: Request, exc: Exception) -> Response:
 
 
 def declared_routes(groups: Sequence[Group], documents: dict[str, DocumentBuilder] | None = None,
-                    identity: GroupData | None = None) -> list[tuple[Group, Route]]:
+                    identity: GroupData | None = None, settings: Settings | None = None) -> list[tuple[Group, Route]]:
     """Every group's routes, each group's built once (its OpenAPI document's builder kept in `documents`)."""
-    return [(group, route) for group in groups for route in service_routes(group, documents, identity)]
+    return [(group, route) for group in groups for route in service_routes(group, documents, identity, settings)]
 
 
 def access_table(declared: Sequence[tuple[Group, Route]], extra: Iterable[str] = ()) -> AccessTable:
@@ -196,32 +205,25 @@ def access_table(declared: Sequence[tuple[Group, Route]], extra: Iterable[str] =
     return AccessTable(public)
 
 
-class SettingsScope:
-    """Outermost ASGI layer: the app's own settings are in force while it answers (what `config.get` reads in
-    handlers), so apps built with different settings can share a process."""
-
-    def __init__(self, app: ASGIApp, settings: Settings) -> None:
-        self.app = app
-        self.settings = settings
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        with using(self.settings):
-            await self.app(scope, receive, send)
-
-
 def build_app(groups: Sequence[Group] | None = None, checker: KeyChecker | None = None,
-              clock: Clock = utc_now, limiter: RateLimiter | None = None, settings: Settings | None = None) -> Starlette:
-    """The gateway over `groups` (default: all) with `settings` (default: the process's, resolved at start-up);
-    `clock` is what responses take as now (ages, staleness)."""
-    settings = settings or current()
-    with using(settings):
-        return _build_app(list(groups if groups is not None else GROUPS), checker, clock, limiter, settings)
+              clock: Clock = utc_now, limiter: RateLimiter | None = None, *, settings: Settings) -> Starlette:
+    """The gateway over `groups` (default: all) with `settings`, which its handlers, workers and middleware read
+    (each app its own: two apps of two configurations share a process); `clock` is what responses take as now
+    (ages, staleness)."""
+    return _build_app(list(groups if groups is not None else GROUPS), checker, clock, limiter, settings)
 
 
-def build_replica_app() -> Starlette:
-    """`chartgw serve --read-only`'s factory (each worker process calls it): the gateway with CHARTGW_READ_ONLY in
-    force whatever the environment says."""
-    return build_app(settings=current().with_values({config.READ_ONLY.variable: "1"}))
+def build_served_app() -> Starlette:
+    """`chartgw serve --workers N`'s factory (each worker process calls it): the gateway with the settings of the
+    worker's environment, resolved once (the parent exported what it resolved)."""
+    return build_app(settings=Settings.from_environment())
+
+
+def build_replica_app(settings: Settings | None = None) -> Starlette:
+    """`chartgw serve --read-only`'s factory (each worker process calls it without `settings`: those of its
+    environment, resolved once): the gateway with CHARTGW_READ_ONLY in force whatever the settings say."""
+    settings = settings if settings is not None else Settings.from_environment()
+    return build_app(settings=settings.with_values({config.READ_ONLY.variable: "1"}))
 
 
 def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, limiter: RateLimiter | None,
@@ -232,7 +234,7 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     documents: dict[str, DocumentBuilder] = {}
     # recording identity's (docs/identity.md)
     indexed = datas.get(INDEX_NAME) or GroupData(INDEX_NAME, clock, read_only, settings=settings)
-    declared = declared_routes(groups, documents, indexed)
+    declared = declared_routes(groups, documents, indexed, settings)
     door = FrontDoor(groups, datas, documents)
     by_group: dict[str, list[StarletteRoute]] = {}
     for group, route in declared:
@@ -279,9 +281,10 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     labeled = front | {r.path for r in root_routes} | {"/replication"}  # every path of the app outside the groups
     labels = RouteLabels([g.name for g in groups], {path: path for path in labeled},
                          group_routes.route_for, GroupRoutes.ROUTE)
-    checker = checker or KeyChecker(plain_keys=[*settings.get(config.API_KEYS)], clock=clock)
+    checker = checker or KeyChecker(keys_db_path(settings), plain_keys=[*settings.get(config.API_KEYS)], clock=clock)
     # A replica counts its keys' requests in a node-local file: it never writes a replicated one.
-    limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE), KeyStore(usage_path=usage_path(settings)))
+    limiter = limiter or RateLimiter(settings.get(config.RATE_LIMIT_PER_MINUTE),
+                                     KeyStore(keys_db_path(settings), usage_path=usage_path(settings)))
     gate = Gate(access_table(declared, front), checker, limiter, load)  # one way in: the key middleware's and the fast lane's
     cors_origins = settings.get(config.CORS_ORIGINS)
     policy = CorsPolicy(cors_origins) if cors_origins else None
@@ -289,7 +292,6 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     app = Starlette(
         routes=routes,
         middleware=[
-            Middleware(SettingsScope, settings=settings),
             Middleware(ObserveMiddleware, observer=seen.observer, labels=labels),  # sees every answer
             *cors,  # before the key check: a preflight carries no key
             Middleware(LegacyPrefixMiddleware, prefixes=[g.name for g in groups]),

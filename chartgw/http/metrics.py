@@ -150,8 +150,9 @@ class StoreCollector:
     rows past the last one seen. Ages are worked out at each scrape from the fetch times read, by `clock`.
     """
 
-    def __init__(self, groups: Sequence[str], clock: Clock = utc_now, store_seconds: float = STORE_SECONDS) -> None:
-        self.paths = {group: group_db_path(group) for group in groups}  # the data folder in force when the app is built
+    def __init__(self, groups: Sequence[str], settings: Settings, clock: Clock = utc_now,
+                 store_seconds: float = STORE_SECONDS) -> None:
+        self.paths = {group: group_db_path(group, settings) for group in groups}  # the app's data folder
         self.clock = clock
         self.store_seconds = store_seconds
         self._lock = threading.Lock()

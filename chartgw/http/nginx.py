@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from chartgw.api.endpoints import MAX_BODY_BYTES
 from chartgw.core import config
+from chartgw.core.settings import Settings
 from chartgw.http.server import MAX_HEAD_BYTES, MAX_URL_BYTES
 
 __all__ = ["TEMPLATE", "Tier", "public_paths", "render"]
@@ -204,8 +205,9 @@ def _address(value: str) -> str:
     return f"{host}:{port}"
 
 
-def render(tier: Tier, public: Iterable[str] | None = None, arguments: str = "") -> str:
-    """The whole nginx.conf for `tier`; `public` defaults to the gateway's public paths."""
+def render(tier: Tier, public: Iterable[str] | None = None, arguments: str = "", *, settings: Settings) -> str:
+    """The whole nginx.conf for `tier` (its head timeout that of `settings`); `public` defaults to the gateway's
+    public paths."""
     readers = [_address(r) for r in tier.readers]
     if not readers:
         raise ValueError("name at least one reader")
@@ -223,7 +225,7 @@ def render(tier: Tier, public: Iterable[str] | None = None, arguments: str = "")
         "head_kb": MAX_HEAD_BYTES // 1024,
         "body_kb": MAX_BODY_BYTES // 1024,
         "body_bytes": MAX_BODY_BYTES,
-        "head_timeout": max(1, int(config.get(config.REQUEST_HEAD_TIMEOUT_SECONDS) + 0.5)),
+        "head_timeout": max(1, int(settings.get(config.REQUEST_HEAD_TIMEOUT_SECONDS) + 0.5)),
         "keepalive": KEEPALIVE_SECONDS,
         "upstream_keepalive": KEEPALIVE_SECONDS - 1,
         "state_dir": tier.state_dir,

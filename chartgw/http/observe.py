@@ -209,7 +209,7 @@ class Observability:
         if place != "off":
             registry = CollectorRegistry()
             metrics = request_metrics(registry)
-            self.endpoint = MetricsEndpoint(scrape_registry(registry, StoreCollector(groups, clock), settings))
+            self.endpoint = MetricsEndpoint(scrape_registry(registry, StoreCollector(groups, settings, clock), settings))
             if place == "public":
                 self.routes.append(Route(METRICS_PATH, self.endpoint.page, methods=["GET"]))
                 self.public.add(METRICS_PATH)

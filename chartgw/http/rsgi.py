@@ -31,8 +31,8 @@ from granian.rsgi import HTTPProtocol, ProtocolClosed, Scope  # type: ignore[att
 from starlette.types import ASGIApp, Message
 
 from chartgw.core import config
-from chartgw.core.settings import current
-from chartgw.http.app import build_app, build_replica_app
+from chartgw.core.settings import Settings
+from chartgw.http.app import build_replica_app, build_served_app
 from chartgw.http.fastlane import FastLane
 from chartgw.http.observe import Observability, request_id
 from chartgw.http.server import JOIN_MAX, MAX_URL_BYTES, app_state
@@ -54,7 +54,7 @@ class Gateway:
         self.app = app
         lane = app_state(app, "fast_lane")
         self.lane: FastLane | None = lane if isinstance(lane, FastLane) else None
-        settings = app_state(app, "settings") or current()
+        settings = app_state(app, "settings") or Settings()  # an app not the gateway's: the defaults
         self.body_timeout: float = settings.get(config.REQUEST_BODY_TIMEOUT_SECONDS)
         self.send_timeout: float = settings.get(config.SEND_TIMEOUT_SECONDS)
         seen = app_state(app, "observability")
@@ -276,7 +276,7 @@ class _Reply:
 
 def gateway() -> Gateway:
     """`chartgw serve --interface rsgi`'s factory (each granian worker calls it)."""
-    return Gateway(build_app())
+    return Gateway(build_served_app())
 
 
 def replica_gateway() -> Gateway:

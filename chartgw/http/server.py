@@ -43,7 +43,7 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from chartgw.api.access import Reply
 from chartgw.core import config
-from chartgw.core.settings import current
+from chartgw.core.settings import Settings
 from chartgw.http.fastlane import FastLane
 from chartgw.http.observe import REQUEST_ID_HEADER, Observability, request_id
 from chartgw.push.changes import ChangeHub
@@ -78,7 +78,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        settings = app_state(self.app, "settings") or current()  # the app's own, as its handlers read them
+        settings = app_state(self.app, "settings") or Settings()  # the app's own, as its handlers read them
         self._head_timeout = settings.get(config.REQUEST_HEAD_TIMEOUT_SECONDS)
         self._body_timeout = settings.get(config.REQUEST_BODY_TIMEOUT_SECONDS)
         self._send_timeout = settings.get(config.SEND_TIMEOUT_SECONDS)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from chartgw.core import config
+from chartgw.core.settings import Settings
 from chartgw.core.text import artist_aliases, artist_key, compact, split_artists, title_key
 
 __all__ = ["ALIASES_FILE_SETTING", "SHIPPED_ALIASES", "Credit", "alias_groups", "credit_keys", "credit_of", "credited_names",
@@ -129,10 +130,10 @@ ALIASES_FILE_SETTING = config.Setting(
     _alias_file)
 
 
-def alias_groups() -> list[set[str]]:
-    """The shipped alias table plus the configured file's lines, each a set of keys."""
+def alias_groups(settings: Settings) -> list[set[str]]:
+    """The shipped alias table plus the lines of the file `settings` name, each a set of keys."""
     groups = [{compact(n) for n in names} - {""} for names in SHIPPED_ALIASES]
-    path = config.get(ALIASES_FILE_SETTING)
+    path = settings.get(ALIASES_FILE_SETTING)
     if path is not None:
         try:
             lines = path.read_text(encoding="utf-8").splitlines()

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 
 from chartgw.core import progress as steps
 from chartgw.core.clock import Clock, utc_now
+from chartgw.core.settings import Settings
 from chartgw.index import tables as q
 from chartgw.index.credits import (
     ALIASES_FILE_SETTING,
@@ -102,8 +103,8 @@ BULK_BATCH_SNAPSHOTS = 2000
 
 # --- indexing -------------------------------------------------------------------------------------
 
-def index_path() -> Path:
-    return group_db_path(INDEX_NAME)
+def index_path(settings: Settings) -> Path:
+    return group_db_path(INDEX_NAME, settings)
 
 
 _REGISTRY: list[Iterable[Group]] = [()]
@@ -154,9 +155,8 @@ class IndexResult:
     """The time this source took, measured (not the run's clock, which may be a fixed one)."""
 
 
-def open_index(path: Path | None = None) -> sqlite3.Connection:
+def open_index(path: Path) -> sqlite3.Connection:
     """The writer's connection, schema in place, WAL and synchronous=FULL as the snapshot store."""
-    path = path or index_path()
     db = connect(path)
     migrated = db.execute(q.USER_VERSION.sql).fetchone()[0] != SCHEMA_VERSION
     if migrated:
@@ -216,9 +216,9 @@ def _sum_artist_tracks(db: sqlite3.Connection) -> None:
         db.execute(q.ARTIST_TRACKS_OK.sql)
 
 
-def _start_reader(db: sqlite3.Connection, run: Run, group: Group, batch: int) -> None:
+def _start_reader(db: sqlite3.Connection, run: Run, group: Group, batch: int, settings: Settings) -> None:
     """Start `group`'s reader process (when it has enough to read) before its turn."""
-    path = group_db_path(group.name)
+    path = group_db_path(group.name, settings)
     if group.entries is None or not path.exists():
         return
     row = db.execute(q.SOURCE_MARK.sql, (group.name,)).fetchone()
@@ -245,21 +245,22 @@ def _without_gc() -> Iterator[None]:
             gc.enable()
 
 
-def index_all(groups: Iterable[Group] | None = None, *, now: Clock = utc_now, path: Path | None = None,
-              batch: int = BATCH_SNAPSHOTS) -> list[IndexResult]:
-    """Catch every source group up from its last indexed snapshot. Idempotent: a second run indexes nothing."""
-    db = open_index(path)
+def index_all(groups: Iterable[Group] | None = None, *, settings: Settings, now: Clock = utc_now,
+              path: Path | None = None, batch: int = BATCH_SNAPSHOTS) -> list[IndexResult]:
+    """Catch every source group up from its last indexed snapshot (the group files of `settings`' data folder).
+    Idempotent: a second run indexes nothing."""
+    db = open_index(path or index_path(settings))
     try:
         run = _begin_run(db)
         try:
             with _without_gc():
                 sources = source_groups(groups)
-                steps.expect(sum(_pending_count(db, group) for group in sources), "snapshots")
+                steps.expect(sum(_pending_count(db, group, settings) for group in sources), "snapshots")
                 results = []
                 for n, group in enumerate(sources):
                     if n + 1 < len(sources):  # the next group's reader starts now, so its first batch is ready
-                        _start_reader(db, run, sources[n + 1], batch)
-                    results.append(_logged(db, group, now, batch, run))
+                        _start_reader(db, run, sources[n + 1], batch, settings)
+                    results.append(_logged(db, group, now, batch, run, settings))
         finally:
             for reader in run.readers.values():
                 reader.stop()
@@ -269,9 +270,9 @@ def index_all(groups: Iterable[Group] | None = None, *, now: Clock = utc_now, pa
         db.close()
 
 
-def _pending_count(db: sqlite3.Connection, group: Group) -> int:
+def _pending_count(db: sqlite3.Connection, group: Group, settings: Settings) -> int:
     """Snapshots of `group` not indexed yet (what a progress bar counts down); 0 for a missing or broken file."""
-    path = group_db_path(group.name)
+    path = group_db_path(group.name, settings)
     if not path.exists():
         return 0
     row = db.execute(q.SOURCE_MARK.sql, (group.name,)).fetchone()
@@ -285,12 +286,12 @@ def _pending_count(db: sqlite3.Connection, group: Group) -> int:
         return 0
 
 
-def _logged(db: sqlite3.Connection, group: Group, now: Clock, batch: int, run: Run) -> IndexResult:
+def _logged(db: sqlite3.Connection, group: Group, now: Clock, batch: int, run: Run, settings: Settings) -> IndexResult:
     """`index_group`, with a fetch-log row when it indexed something or failed; a failing source (a broken
     file) does not stop the others."""
     started, clock = now(), time.monotonic()
     try:
-        result = index_group(db, group, now=now, batch=batch, run=run)
+        result = index_group(db, group, settings=settings, now=now, batch=batch, run=run)
     except (sqlite3.Error, ValueError, OSError) as exc:
         row = db.execute(q.SOURCE_MARK.sql, (group.name,)).fetchone()
         result = IndexResult(group.name, 0, 0, int(row[0]) if row else 0, f"{type(exc).__name__}: {exc}")
@@ -302,28 +303,29 @@ def _logged(db: sqlite3.Connection, group: Group, now: Clock, batch: int, run: R
     return result
 
 
-def index_source(name: str, *, now: Clock = utc_now) -> IndexResult | None:
+def index_source(name: str, settings: Settings, *, now: Clock = utc_now) -> IndexResult | None:
     """Index one group's snapshots committed since the last run: the crawl runner's hook after a commit.
     None for a group the index does not read (no entry mapping)."""
     group = _source_group(name)
     if group is None:
         return None
-    db = open_index()
+    db = open_index(index_path(settings))
     try:
         run = _begin_run(db)
         with _without_gc():
-            result = _logged(db, group, now, BATCH_SNAPSHOTS, run)
+            result = _logged(db, group, now, BATCH_SNAPSHOTS, run, settings)
         _end_run(db, run)
         return result
     finally:
         db.close()
 
 
-def rebuild(groups: Iterable[Group] | None = None, *, now: Clock = utc_now, path: Path | None = None) -> list[IndexResult]:
+def rebuild(groups: Iterable[Group] | None = None, *, settings: Settings, now: Clock = utc_now,
+            path: Path | None = None) -> list[IndexResult]:
     """Drop the index and build it again from the groups' files; the Genius lookups and the MusicBrainz enrichment
     are kept (they came from an upstream, not from the groups' files; the enrichment goes back onto its recordings
     as the build links them)."""
-    path = path or index_path()
+    path = path or index_path(settings)
     lookups = read_once(path, q.LOOKUPS) or []
     enriched = {keep: read_once(path, kept) or [] for kept, keep in identity.KEPT_ENRICHMENT.values()}
     for suffix in ("", "-wal", "-shm"):
@@ -338,10 +340,11 @@ def rebuild(groups: Iterable[Group] | None = None, *, now: Clock = utc_now, path
                 db.executemany(keep.sql, rows)
         finally:
             db.close()
-    return index_all(groups, now=now, path=path)
+    return index_all(groups, settings=settings, now=now, path=path)
 
 
-def index_group(db: sqlite3.Connection, group: Group, *, now: Clock = utc_now, batch: int = BATCH_SNAPSHOTS,
+def index_group(db: sqlite3.Connection, group: Group, *, settings: Settings, now: Clock = utc_now,
+                batch: int = BATCH_SNAPSHOTS,
                 run: Run | None = None) -> IndexResult:
     """Index `group`'s snapshots after its last indexed one, `batch` snapshots per transaction."""
     assert group.entries is not None
@@ -350,7 +353,7 @@ def index_group(db: sqlite3.Connection, group: Group, *, now: Clock = utc_now, b
         batch = BULK_BATCH_SNAPSHOTS
     row = db.execute(q.SOURCE_MARK.sql, (group.name,)).fetchone()
     last = int(row[0]) if row else 0
-    source_path = group_db_path(group.name)
+    source_path = group_db_path(group.name, settings)
     if not source_path.exists():
         return IndexResult(group.name, 0, 0, last)
     src = connect(source_path, readonly=True)

@@ -22,6 +22,7 @@ import httpx
 
 from chartgw.core import config
 from chartgw.core.clock import Clock, utc_now
+from chartgw.core.settings import Settings
 from chartgw.core.text import artist_aliases
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import Outcome, crawl_lock, request_url, tls
@@ -45,21 +46,21 @@ class EnrichStopped(Exception):
     """Genius refused or failed: the run ends, what it resolved stays."""
 
 
-def artist_keys(name: str) -> set[str]:
+def artist_keys(name: str, settings: Settings) -> set[str]:
     """The keys a primary artist agrees on: the name's own (in and out of brackets) and its aliases in the
     shipped table and the configured file."""
     keys = artist_aliases(name)
-    for group in index.alias_groups():
+    for group in index.alias_groups(settings):
         if keys & group:
             keys |= group
     return keys
 
 
-def ask(client: httpx.Client, track: index.LyricsTrack, token: str) -> genius.SongHit | None:
+def ask(client: httpx.Client, track: index.LyricsTrack, token: str, settings: Settings) -> genius.SongHit | None:
     """Genius's search for one track, and the hit that is the track (None: no hit agrees)."""
     request = genius.search_request(track.title, track.artist, token)
     try:
-        response = client.request(request.method, request_url(request), params=request.params,
+        response = client.request(request.method, request_url(request, settings), params=request.params,
                                   headers=dict(request.headers))
     except httpx.HTTPError as exc:
         raise EnrichStopped(f"Genius could not be reached: {type(exc).__name__}: {exc}") from None
@@ -75,11 +76,11 @@ def ask(client: httpx.Client, track: index.LyricsTrack, token: str) -> genius.So
         hits = genius.parse_search(response.content)
     except UpstreamFormatError as exc:
         raise EnrichStopped(str(exc)) from None
-    return genius.pick(hits, track.title, artist_keys(track.artist))
+    return genius.pick(hits, track.title, artist_keys(track.artist, settings))
 
 
-def enrich(db: sqlite3.Connection, token: str, *, limit: int = DEFAULT_LIMIT, delay: float = 1.0, miss_days: int = 30,
-           now: Clock = utc_now, transport: httpx.BaseTransport | None = None,
+def enrich(db: sqlite3.Connection, token: str, *, settings: Settings, limit: int = DEFAULT_LIMIT, delay: float = 1.0,
+           miss_days: int = 30, now: Clock = utc_now, transport: httpx.BaseTransport | None = None,
            sleep: Callable[[float], object] = time.sleep) -> tuple[int, int, str | None]:
     """Ask Genius for up to `limit` tracks without ids, `delay` seconds apart: (matched, missed, why it stopped)."""
     started: datetime = now()
@@ -90,7 +91,7 @@ def enrich(db: sqlite3.Connection, token: str, *, limit: int = DEFAULT_LIMIT, de
             if n:
                 sleep(delay)
             try:
-                hit = ask(client, track, token)
+                hit = ask(client, track, token, settings)
             except EnrichStopped as exc:
                 return matched, missed, str(exc)
             if hit is None:
@@ -105,15 +106,17 @@ def enrich(db: sqlite3.Connection, token: str, *, limit: int = DEFAULT_LIMIT, de
 def run_enrich(ctx: Context, values: dict[str, Any], *, transport: httpx.BaseTransport | None = None,
                sleep: Callable[[float], object] = time.sleep) -> list[Outcome]:
     """`chartgw enrich artist-history-api lyrics [--limit N]`: exits 1 with one line when no token is set."""
-    token = config.get(TOKEN)
+    settings = ctx.settings
+    token = settings.get(TOKEN)
     if not token:
         raise SystemExit(f"chartgw enrich: set {TOKEN.variable} (a Genius API client access token) to resolve lyrics ids")
     clock = time.monotonic()
-    with crawl_lock(f"{index.INDEX_NAME}-lyrics"):  # one enrichment at a time; the index's own runs go on
-        db = index.open_index()
+    with crawl_lock(f"{index.INDEX_NAME}-lyrics", settings):  # one enrichment at a time; the index's own runs go on
+        db = index.open_index(index.index_path(settings))
         try:
             matched, missed, stopped = enrich(db, token, limit=values.get("limit") or DEFAULT_LIMIT,
-                                              delay=config.get(DELAY_SECONDS), miss_days=config.get(MISS_DAYS),
+                                              delay=settings.get(DELAY_SECONDS), miss_days=settings.get(MISS_DAYS),
+                                              settings=settings,
                                               now=ctx.clock, transport=transport, sleep=sleep)
         finally:
             db.close()

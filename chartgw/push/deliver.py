@@ -41,7 +41,7 @@ from chartgw.api.access import ENV_KEY_ID, KeyRoster, env_key_id, keys_db_path
 from chartgw.core import config
 from chartgw.core.clock import Clock, utc_now
 from chartgw.core.locks import file_lock
-from chartgw.core.settings import Settings, current
+from chartgw.core.settings import Settings
 from chartgw.crawl.runner import tls
 from chartgw.push.changes import change_of
 from chartgw.push.hooks import (
@@ -107,9 +107,8 @@ class Deliverer:
     def __init__(self, groups: Sequence[str], store: HookStore | None = None, clock: Clock = utc_now,
                  transport: httpx.AsyncBaseTransport | None = None, concurrency: int = CONCURRENCY,
                  log: Callable[[str], object] = lambda line: None, keys: KeyRoster | None = None,
-                 per_key: int = PER_KEY, env_keys: Sequence[str] | None = None, settings: Settings | None = None,
-                 ) -> None:
-        self.settings = settings if settings is not None else current()
+                 per_key: int = PER_KEY, env_keys: Sequence[str] | None = None, *, settings: Settings) -> None:
+        self.settings = settings
         """The worker's settings (the command's): the URL guard, timeouts, polling, the data folder."""
         self.groups = list(groups)
         self.store = store or HookStore(hooks_db_path(self.settings))
@@ -119,7 +118,7 @@ class Deliverer:
         self.per_key = per_key
         self.log = log
         plain: tuple[str, ...] = self.settings.get(config.API_KEYS) if env_keys is None else tuple(env_keys)  # the server's
-        self.keys = keys or KeyRoster(keys_db_path(), plain, clock)
+        self.keys = keys or KeyRoster(keys_db_path(self.settings), plain, clock)
         """Which keys are in force: a hook of any other key is disabled, and nothing more is sent to it."""
         self._in_force: frozenset[int] = frozenset()
         self._heir = env_key_id(plain[0]) if len(plain) == 1 else None
@@ -176,7 +175,7 @@ class Deliverer:
     def _feed(self, group: str) -> sqlite3.Connection | None:
         db = self._files.get(group)
         if db is None:
-            path = group_db_path(group)
+            path = group_db_path(group, self.settings)
             if not path.exists():
                 return None
             db = self._files[group] = connect(path, readonly=True, timeout=5)
@@ -360,21 +359,22 @@ async def pinned(url: str, settings: Settings) -> tuple[str, str, dict[str, Any]
 
 
 @contextlib.contextmanager
-def deliver_lock() -> Iterator[bool]:
+def deliver_lock(settings: Settings) -> Iterator[bool]:
     """One worker per data folder: yields False when another holds it."""
-    with file_lock(hooks_db_path(current()).with_name("hooks.deliver.lock")) as held:
+    with file_lock(hooks_db_path(settings).with_name("hooks.deliver.lock")) as held:
         yield held
 
 
-def main(groups: Sequence[str], once: bool, clock: Clock = utc_now) -> int:
-    """`chartgw deliver`: 0 when stopped (or after one round with `once`), 75 when another worker runs."""
-    with deliver_lock() as mine:
+def main(groups: Sequence[str], once: bool, settings: Settings, clock: Clock = utc_now) -> int:
+    """`chartgw deliver` under `settings`: 0 when stopped (or after one round with `once`), 75 when another worker
+    runs."""
+    with deliver_lock(settings) as mine:
         if not mine:
             print("chartgw deliver: another worker is running for this data folder", file=sys.stderr)
             return 75
 
         async def go() -> None:
-            deliverer = Deliverer(groups, clock=clock, log=lambda line: print(line, flush=True))
+            deliverer = Deliverer(groups, clock=clock, log=lambda line: print(line, flush=True), settings=settings)
             if once:
                 async with deliverer:  # leaving waits for the sends started
                     await deliverer.step()

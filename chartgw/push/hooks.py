@@ -36,7 +36,7 @@ import msgspec
 from chartgw.api.endpoints import ApiError, Call, Route, not_found
 from chartgw.api.params import InvalidParams, Param
 from chartgw.core import config
-from chartgw.core.settings import Settings, current
+from chartgw.core.settings import Settings
 from chartgw.store import Index, Query, Table, connect, iso, migrate, parse_iso, read_once, transaction
 from chartgw.store import tables as t
 
@@ -322,8 +322,8 @@ def newest_change_ids(groups: Sequence[str], folder: Path) -> dict[str, int]:
 class HookStore:
     """hooks.sqlite: each call a short transaction of its own (the web server's calls run off its event loop)."""
 
-    def __init__(self, path: Path | None = None) -> None:
-        self.path = path or hooks_db_path(current())
+    def __init__(self, path: Path) -> None:
+        self.path = path
 
     @contextlib.contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:

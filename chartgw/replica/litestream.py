@@ -37,7 +37,7 @@ from pathlib import Path
 
 from chartgw.api.access import keys_db_path
 from chartgw.core import config
-from chartgw.core.settings import current
+from chartgw.core.settings import Settings
 from chartgw.groups import GROUPS, group_names
 from chartgw.replica import walcheck
 from chartgw.replica.config import Replicated, litestream_config
@@ -62,11 +62,11 @@ SHARED_SIZE = 510
 _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
 
 
-def replicated_files() -> list[Replicated]:
+def replicated_files(settings: Settings) -> list[Replicated]:
     """Every group's file (the artist-history index is the artist-history-api group's), the key store, and the
-    writer's heartbeat."""
-    return [*(Replicated(name, group_db_path(name)) for name in group_names(GROUPS)), Replicated(KEYS, keys_db_path()),
-            Replicated(HEARTBEAT, heartbeat_path())]
+    writer's heartbeat, under `settings`."""
+    return [*(Replicated(name, group_db_path(name, settings)) for name in group_names(GROUPS)),
+            Replicated(KEYS, keys_db_path(settings)), Replicated(HEARTBEAT, heartbeat_path(settings))]
 
 
 HEARTBEAT = "heartbeat"
@@ -76,11 +76,11 @@ HEARTBEAT_SECONDS = 2.0
 """How often the writer's supervisor commits the time into the heartbeat file."""
 
 
-def heartbeat_path() -> Path:
+def heartbeat_path(settings: Settings) -> Path:
     """A node-local SQLite file of one row, the writer's clock: replicated like the others, so a reader that has
     applied it knows how far behind the writer it is whether or not Litestream reports an error (a poll that
     hangs on an unreachable store reports nothing)."""
-    return node_dir(current()) / f"{HEARTBEAT}.sqlite"
+    return node_dir(settings) / f"{HEARTBEAT}.sqlite"
 
 
 BEAT = Table("beat", ("id INTEGER PRIMARY KEY CHECK (id = 1)", "at REAL NOT NULL", "shipped TEXT", "positions TEXT"))
@@ -104,11 +104,11 @@ class Beat:
     follower stays behind it is stalled. Empty from a writer older than this map."""
 
 
-def beat(now: float, shipped: Collection[str], positions: Mapping[str, int] | None = None) -> None:
+def beat(now: float, shipped: Collection[str], settings: Settings, positions: Mapping[str, int] | None = None) -> None:
     """The writer's heartbeat: one small transaction of its own file (no group's data version moves), with the
     names of the files it ships, so that readers ask the replica only for those, and how far Litestream has got
     with each, so that a reader sees a follower that stopped applying (Litestream issue 1515)."""
-    path = heartbeat_path()
+    path = heartbeat_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.closing(connect(path, timeout=5)) as db:
         migrate(db, [BEAT])
@@ -173,16 +173,17 @@ def _die_with_parent() -> None:
 class Process:
     """One Litestream process: its output lines handed to `on_line` from a reader thread."""
 
-    def __init__(self, argv: Sequence[str], on_line: Callable[[str], None]) -> None:
+    def __init__(self, argv: Sequence[str], on_line: Callable[[str], None], settings: Settings) -> None:
         self.argv = list(argv)
         self.on_line = on_line
+        self.settings = settings
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
-        # The settings in force as its environment: the configuration names CHARTGW_REPLICA_S3_* for Litestream
+        # The command's settings as its environment: the configuration names CHARTGW_REPLICA_S3_* for Litestream
         # to expand, whether they came from the environment or a settings file.
         self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     preexec_fn=_die_with_parent, env=current().child_environment())
+                                     preexec_fn=_die_with_parent, env=self.settings.child_environment())
         threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
 
     def _read(self, proc: subprocess.Popen[str]) -> None:
@@ -230,14 +231,10 @@ class Supervised:
             self.state.error = None
 
 
-def _replica_label() -> str:
-    return config.get(config.REPLICA_URL)
-
-
-def _write_config(name: str, files: list[Replicated]) -> Path:
-    path = node_dir(current()) / name
+def _write_config(name: str, files: list[Replicated], settings: Settings) -> Path:
+    path = node_dir(settings) / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(litestream_config(files))
+    path.write_text(litestream_config(files, settings))
     return path
 
 
@@ -260,15 +257,15 @@ def fold(path: Path) -> bool:
         return False
 
 
-def replicate(stop: threading.Event, clock: Callable[[], float] = time.time) -> int:
+def replicate(stop: threading.Event, settings: Settings, clock: Callable[[], float] = time.time) -> int:
     """`chartgw replicate`: Litestream ships every existing replicated file until `stop` is set.
 
     A file of which Litestream shipped a transaction SQLite never committed (an orphaned commit: chartgw.replica.walcheck),
     found on two looks in a row, stops Litestream; the file is checkpointed whole and Litestream started again, which
     ships a snapshot of it."""
     program = binary()
-    every = replicated_files()
-    sync = config.get(config.REPLICA_SYNC_SECONDS)
+    every = replicated_files(settings)
+    sync = settings.get(config.REPLICA_SYNC_SECONDS)
     unit = Supervised("litestream")
     files: dict[str, int] = {}
     beaten = float("-inf")
@@ -286,7 +283,7 @@ def replicate(stop: threading.Event, clock: Callable[[], float] = time.time) -> 
             now = clock()
             if now - beaten >= HEARTBEAT_SECONDS:
                 with contextlib.suppress(sqlite3.Error):  # a busy disk delays a beat; the lag shows it
-                    beat(now, {*files, HEARTBEAT},  # what Litestream ships (a file that appeared: from the next beat)
+                    beat(now, {*files, HEARTBEAT}, settings,  # what Litestream ships (a file that appeared: from the next beat)
                          {f.name: at for f in every if f.name in files and (at := position(f.path)) is not None})
                     beaten = now
             present = _identities(every)
@@ -318,8 +315,8 @@ def replicate(stop: threading.Event, clock: Callable[[], float] = time.time) -> 
             if unit.process is None and refold:  # Litestream stays down until each such file is checkpointed whole
                 refold = {name for name in refold if not fold(next(f.path for f in every if f.name == name))}
             if unit.process is None and files and now >= unit.restart_at and not refold:
-                conf = _write_config("litestream-replicate.yml", [f for f in every if f.name in files])
-                unit.process = Process([program, "replicate", "-config", str(conf)], on_line)
+                conf = _write_config("litestream-replicate.yml", [f for f in every if f.name in files], settings)
+                unit.process = Process([program, "replicate", "-config", str(conf)], on_line, settings)
                 unit.process.start()
             running = unit.process is not None and unit.process.exited() is None
             with unit.lock:
@@ -330,8 +327,8 @@ def replicate(stop: threading.Event, clock: Callable[[], float] = time.time) -> 
                 states = {f.name: FileState(state="replicating" if running else "down", ok_at=unit.state.ok_at,
                                             restarts=unit.state.restarts, error=unit.state.error)
                           for f in every if f.name in files}
-            write_state(NodeState(role="writer", replica=_replica_label(), updated_at=now, pid=os.getpid(), files=states),
-                        current())
+            write_state(NodeState(role="writer", replica=settings.get(config.REPLICA_URL), updated_at=now,
+                                  pid=os.getpid(), files=states), settings)
             for _ in range(round(TICK_SECONDS / ORPHAN_LOOK_SECONDS)):
                 if stop.wait(ORPHAN_LOOK_SECONDS):
                     break
@@ -416,8 +413,8 @@ class Follower(Supervised):
                 f"applied for {int(waited)} s: restored afresh")
 
 
-def _clear_staging(name: str) -> Path:
-    staging = staging_path(name, current())
+def _clear_staging(name: str, settings: Settings) -> Path:
+    staging = staging_path(name, settings)
     staging.parent.mkdir(parents=True, exist_ok=True)
     staging.parent.chmod(0o700)  # the key store is restored here first, with the umask's mode
     for leftover in (staging, staging.with_name(staging.name + "-txid"), staging.with_name(staging.name + ".tmp")):
@@ -425,14 +422,15 @@ def _clear_staging(name: str) -> Path:
     return staging
 
 
-def follow(stop: threading.Event, clock: Callable[[], float] = time.time, program: str | None = None) -> int:
-    """`chartgw follow`: every replicated file restored from the replica and followed until `stop` is set (by
-    `program`, Litestream's binary unless given)."""
+def follow(stop: threading.Event, settings: Settings, clock: Callable[[], float] = time.time,
+           program: str | None = None) -> int:
+    """`chartgw follow` under `settings`: every replicated file restored from the replica and followed until `stop`
+    is set (by `program`, Litestream's binary unless given)."""
     program = program or binary()
-    every = replicated_files()
-    interval = config.get(config.REPLICA_FOLLOW_SECONDS)
-    stall_seconds = config.get(config.REPLICA_STALL_SECONDS)
-    conf = _write_config("litestream-follow.yml", every)
+    every = replicated_files(settings)
+    interval = settings.get(config.REPLICA_FOLLOW_SECONDS)
+    stall_seconds = settings.get(config.REPLICA_STALL_SECONDS)
+    conf = _write_config("litestream-follow.yml", every, settings)
     followers = {file.name: Follower(file.name) for file in every}
     paths = {file.name: file.path for file in every}
 
@@ -455,13 +453,13 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time, progra
         return on_line
 
     def start(unit: Follower, now: float) -> None:
-        staging = _clear_staging(unit.name)
+        staging = _clear_staging(unit.name, settings)
         unit.following = unit.published = False  # a file already in place stays served until the fresh copy replaces it
         unit.behind_since = None
         unit.state.state = "stalled" if unit.state.state == "stalled" else "restoring"  # "stalled" until it follows
         unit.process = Process([program, "restore", "-config", str(conf), "-if-replica-exists", "-f",
                                 "-follow-interval", f"{max(int(interval * 1000), 100)}ms", "-o", str(staging),
-                                str(paths[unit.name].resolve())], reader(unit))
+                                str(paths[unit.name].resolve())], reader(unit), settings)
         unit.process.start()
         unit.restart_at = now
 
@@ -498,7 +496,7 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time, progra
                         unit.process.stop()
                         start(unit, now)
                 if unit.process is not None and unit.following and not unit.published:
-                    publish(staging_path(unit.name, current()), paths[unit.name], 0o600 if unit.name == KEYS else None)
+                    publish(staging_path(unit.name, settings), paths[unit.name], 0o600 if unit.name == KEYS else None)
                     with unit.lock:
                         unit.published = True
                         unit.state.state = "following"
@@ -514,8 +512,9 @@ def follow(stop: threading.Event, clock: Callable[[], float] = time.time, progra
                         if unit.state.ok_at is not None:
                             unit.state.ok_at = min(unit.state.ok_at, heartbeat.at + HEARTBEAT_SECONDS,
                                                    unit.behind_since if unit.behind_since is not None else now)
-            write_state(NodeState(role="reader", replica=_replica_label(), updated_at=now, pid=os.getpid(),
-                                  files={name: unit.state for name, unit in followers.items()}), current())
+            write_state(NodeState(role="reader", replica=settings.get(config.REPLICA_URL), updated_at=now,
+                                  pid=os.getpid(), files={name: unit.state for name, unit in followers.items()}),
+                        settings)
             stop.wait(TICK_SECONDS)
     finally:
         for unit in followers.values():

@@ -25,6 +25,7 @@ import msgspec
 
 from chartgw.core import config
 from chartgw.core.clock import Clock, utc_now
+from chartgw.core.settings import Settings
 from chartgw.store import diff as changes
 from chartgw.store import tables as t
 from chartgw.store.connect import checkpoint, connect, connect_async, transaction
@@ -63,8 +64,9 @@ __all__ = [
 ]
 
 
-def group_db_path(group: str) -> Path:
-    return config.data_dir() / f"{group}.sqlite"
+def group_db_path(group: str, settings: Settings) -> Path:
+    """Where group `group`'s file lives under `settings` (CHARTGW_DATA_DIR)."""
+    return settings.get(config.DATA_DIR) / f"{group}.sqlite"
 
 
 def read_once(path: Path, query: Query, params: Sequence[Any] = (), timeout: float = 30.0) -> list[tuple[Any, ...]] | None:
@@ -82,11 +84,11 @@ def read_once(path: Path, query: Query, params: Sequence[Any] = (), timeout: flo
         raise
 
 
-def read_latest_records(group: str, target: str) -> list[bytes] | None:
-    """The entries of `target`'s newest fetch in `group`'s file, read-only and at once (for what a document
-    built now declares, e.g. a discovered catalogue); None when there is no file or snapshot."""
+def read_latest_records(path: Path, target: str) -> list[bytes] | None:
+    """The entries of `target`'s newest fetch in the group file at `path`, read-only and at once (for what a
+    document built now declares, e.g. a discovered catalogue); None when there is no file or snapshot."""
     try:
-        rows = read_once(group_db_path(group), t.LATEST_RECORDS, (target,), timeout=1)
+        rows = read_once(path, t.LATEST_RECORDS, (target,), timeout=1)
     except sqlite3.Error:
         return None
     return [r[0] for r in rows] or None if rows else None

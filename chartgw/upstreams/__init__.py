@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import NamedTuple
 
-from chartgw.core.config import Setting, get, upstream_setting
+from chartgw.core.config import Setting, upstream_setting
+from chartgw.core.settings import Settings
 
 ORIGINS: dict[str, str] = {}
 """Every declared upstream's real origin by name, filled as the upstream modules are imported."""
@@ -69,6 +70,6 @@ def origin_setting(name: str) -> Setting[str]:
     return upstream_setting(name, ORIGINS[name])
 
 
-def origin(name: str) -> str:
+def origin(name: str, settings: Settings) -> str:
     """The scheme://host[:port] to use for upstream `name`: `CHARTGW_UPSTREAM_<name>` when set, else the real one."""
-    return get(origin_setting(name))
+    return settings.get(origin_setting(name))

@@ -34,6 +34,7 @@ from urllib.parse import quote
 
 import msgspec
 
+from chartgw.core.settings import Settings
 from chartgw.upstreams import ORIGINS, UpstreamFormatError, UpstreamRequest, declare_upstream, origin
 from chartgw.upstreams.json_api import load_json, obj, opt_text, text
 
@@ -190,10 +191,10 @@ def server_origins(servers: Sequence[Server], override: str | None = None, seed:
     return origins + ([fallback] if fallback not in origins else [])
 
 
-def configured_origins(servers: Sequence[Server], seed: int | str | None = 0) -> list[str]:
-    """`server_origins` with `CHARTGW_UPSTREAM_RADIO_BROWSER` applied (read now): when it names another
+def configured_origins(servers: Sequence[Server], settings: Settings, seed: int | str | None = 0) -> list[str]:
+    """`server_origins` with `CHARTGW_UPSTREAM_RADIO_BROWSER` of `settings` applied: when it names another
     origin than the real one, that origin replaces every server."""
-    chosen = origin(UPSTREAM)
+    chosen = origin(UPSTREAM, settings)
     return server_origins(servers, override=chosen if chosen != ORIGINS[UPSTREAM] else None, seed=seed)
 
 

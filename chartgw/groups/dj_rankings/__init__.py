@@ -27,6 +27,7 @@ import httpx
 from chartgw.api.catalog import Chart
 from chartgw.api.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, group_policy, retention
 from chartgw.core.clock import Clock, utc_now
+from chartgw.core.settings import Settings
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import Outcome, run_targets
 from chartgw.groups.dj_rankings.crawl import discovery, list_target, targets
@@ -60,18 +61,20 @@ def _backfill_years(since: int, until: int | None, now: datetime) -> list[int]:
     return list(range(since, last + 1))
 
 
-async def backfill(since: int, until: int | None = None, *, now: Clock = utc_now,
+async def backfill(since: int, until: int | None = None, *, settings: Settings, now: Clock = utc_now,
                    transport: httpx.AsyncBaseTransport | None = None) -> list[Outcome]:
     """Past polls' lists (`/top100djs/{year}`, 100 DJs each), one target per year, recorded as a run of
     kind "backfill"; their DJs' details follow in the next `--part details` crawls."""
     years = _backfill_years(since, until, now())
     chosen = [list_target(year) for year in years]
-    return await run_targets(NAME, chosen, retention=retention(GROUP), now=now, transport=transport,
-                             policy=group_policy(GROUP), run_kind="backfill", run_options={"years": years})
+    return await run_targets(NAME, chosen, retention=retention(GROUP, settings), now=now, transport=transport,
+                             policy=group_policy(GROUP, settings), run_kind="backfill", run_options={"years": years},
+                             settings=settings)
 
 
 def _backfill_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
-    return asyncio.run(backfill(values["since"], values["until"], now=ctx.clock, transport=ctx.transport))
+    return asyncio.run(backfill(values["since"], values["until"], settings=ctx.settings, now=ctx.clock,
+                                transport=ctx.transport))
 
 
 RETENTION_DAYS = {PLAN: 14.0, "dj/": 90.0, "discography/": 90.0, "musicbrainz/": 400.0, "list/": 400.0}
@@ -104,7 +107,7 @@ GROUP = Group(
     retention_days=RETENTION_DAYS,
     discovery=discovery,
     per_upstream=1,
-    delay_seconds=lambda: musicbrainz.MIN_INTERVAL_SECONDS,
+    delay_seconds=lambda settings: musicbrainz.MIN_INTERVAL_SECONDS,
     commands=(GroupCommand("backfill", "fill past DJ Mag Top 100 polls (one list page per year)", (
         CommandArg("since", f"first poll year, from {djmag.FIRST_YEAR}", type=int, required=True),
         CommandArg("until", "last poll year (default: last year)", type=int),

@@ -11,6 +11,7 @@ from functools import partial
 import msgspec
 
 from chartgw.core import config
+from chartgw.core.settings import Settings
 from chartgw.crawl.runner import CrawlContext, CrawlError, CrawlTarget, Fetched
 from chartgw.groups.dj_rankings.records import (
     BUDGET_SETTING,
@@ -19,7 +20,9 @@ from chartgw.groups.dj_rankings.records import (
     NAME,
     PAGE,
     PLAN,
+    REFRESH_SETTING,
     SEARCH,
+    YEARS_SETTING,
     DiscographyMeta,
     DjPage,
     PlanItem,
@@ -32,9 +35,7 @@ from chartgw.groups.dj_rankings.records import (
     decode_plan,
     decode_search_meta,
     encode,
-    kept_years,
     keyable,
-    refresh_days,
     stored_list_entry,
 )
 from chartgw.groups.dj_rankings.storage import NEWEST_FETCHES
@@ -127,13 +128,14 @@ def list_target(year: int | None = None) -> CrawlTarget:
 # --- crawl: the plan (discovery) -------------------------------------------------------------------------
 
 
-def request_budget() -> int | None:
+def request_budget(settings: Settings) -> int | None:
     """Requests per upstream one crawl may plan (`CHARTGW_DJ_RANKINGS_REQUESTS_PER_CRAWL`): at one a second
     a daily details pass stays about a minute long and the weekly refresh spreads over the week. None when
     nothing is paced (replay servers set the platform delay to 0): the demo and tests fetch all that is due."""
-    if not config.get(config.CRAWL_DELAY_SECONDS):
+    if not settings.get(config.CRAWL_DELAY_SECONDS):
         return None
-    return config.get(BUDGET_SETTING)
+    budget: int = settings.get(BUDGET_SETTING)
+    return budget
 
 
 @dataclass
@@ -150,13 +152,13 @@ class _Budget:
         return True
 
 
-def plan_items(store: SnapshotWriter, now: datetime) -> list[PlanItem]:
+def plan_items(store: SnapshotWriter, now: datetime, settings: Settings) -> list[PlanItem]:
     """What is due now for the DJs of the newest `CHARTGW_DJ_RANKINGS_YEARS` lists held (newest list and
     best rank first): a page never fetched or older than the refresh age; a MusicBrainz search once the
     DJ's real name is known (again when the name changes, or after the refresh age when nothing matched);
     the matched artist's release groups when never fetched, incomplete or older than the refresh age."""
-    refresh = timedelta(days=refresh_days())
-    lists = dict(list(_stored_lists(store).items())[:kept_years()])
+    refresh = timedelta(days=settings.get(REFRESH_SETTING))
+    lists = dict(list(_stored_lists(store).items())[:settings.get(YEARS_SETTING)])
     pages = {_slug_of(t, PAGE): s for t, s in _stored(store, PAGE.pattern()).items()}
     searches = {_slug_of(t, SEARCH): s for t, s in _stored(store, SEARCH.pattern()).items()}
     discographies = {_slug_of(t, DISCOGRAPHY): s for t, s in _stored(store, DISCOGRAPHY.pattern(), False).items()}
@@ -164,7 +166,7 @@ def plan_items(store: SnapshotWriter, now: datetime) -> list[PlanItem]:
     for entries in lists.values():
         for entry in entries:
             djs.setdefault(entry.slug, entry)
-    budget = _Budget({djmag.UPSTREAM: request_budget(), musicbrainz.UPSTREAM: request_budget()})
+    budget = _Budget({djmag.UPSTREAM: request_budget(settings), musicbrainz.UPSTREAM: request_budget(settings)})
     items: list[PlanItem] = []
     for slug, entry in djs.items():
         page = pages.get(slug)
@@ -196,16 +198,16 @@ def plan_items(store: SnapshotWriter, now: datetime) -> list[PlanItem]:
     return items
 
 
-def _build_plan(fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
-    items = plan_items(ctx.store, ctx.now)
+def _build_plan(settings: Settings, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
+    items = plan_items(ctx.store, ctx.now, settings)
     entries = [StoredEntry(i, f"{item.kind}/{item.slug}", item.kind, item.slug, encode(item))
                for i, item in enumerate(items, start=1)]
     return [NewSnapshot(PLAN, ctx.now.date().isoformat(), None, ctx.now, "plan: what is due", entries)]
 
 
-def discovery() -> list[CrawlTarget]:
+def discovery(settings: Settings) -> list[CrawlTarget]:
     """The plan: no request, only the store read at the crawl's clock (so "due" means due at that time)."""
-    return [CrawlTarget(PLAN, (), _build_plan, None)]
+    return [CrawlTarget(PLAN, (), partial(_build_plan, settings), None)]
 
 
 # --- crawl: pages, searches, discographies ---------------------------------------------------------------
@@ -279,29 +281,29 @@ def _build_discography(item: PlanItem, fetched: list[Fetched], ctx: CrawlContext
                         entries, meta=meta)]
 
 
-def item_target(item: PlanItem) -> CrawlTarget:
+def item_target(item: PlanItem, settings: Settings) -> CrawlTarget:
     if item.kind == "page":
         assert item.entry is not None
         return CrawlTarget(PAGE.make(item.slug), (djmag.dj_request_for(item.entry),), partial(_build_page, item), 1,
                            refusal=djmag.refusal)
     if item.kind == "search":
-        return CrawlTarget(SEARCH.make(item.slug), (musicbrainz.artist_search_request(item.name, contact()),),
+        return CrawlTarget(SEARCH.make(item.slug), (musicbrainz.artist_search_request(item.name, contact(settings)),),
                            partial(_build_search, item), None)
     assert item.mbid is not None
     requests: tuple[UpstreamRequest, ...] = tuple(
-        musicbrainz.release_groups_request(item.mbid, offset, contact()) for offset in item.offsets)
+        musicbrainz.release_groups_request(item.mbid, offset, contact(settings)) for offset in item.offsets)
     return CrawlTarget(DISCOGRAPHY.make(item.slug), requests, partial(_build_discography, item), None)
 
 
-def stored_plan() -> list[PlanItem]:
-    with SnapshotWriter(group_db_path(NAME)) as store:
+def stored_plan(settings: Settings) -> list[PlanItem]:
+    with SnapshotWriter(group_db_path(NAME, settings)) as store:
         return [decode_plan(record) for record in store.latest_records(PLAN)]
 
 
-def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime, settings: Settings) -> list[CrawlTarget]:
     """`list`: the latest poll; `details`: the plan the discovery pass just stored; neither: both."""
     part = selection.get("part")
     chosen = [list_target()] if part in (None, "list") else []
     if part in (None, "details"):
-        chosen += [item_target(item) for item in stored_plan()]
+        chosen += [item_target(item, settings) for item in stored_plan(settings)]
     return chosen

@@ -9,6 +9,7 @@ from typing import Literal
 import msgspec
 
 from chartgw.core import config
+from chartgw.core.settings import Settings
 from chartgw.core.text import compact
 from chartgw.store import StoredEntry
 from chartgw.store.records import stored_entry
@@ -47,20 +48,13 @@ BUDGET_SETTING = config.Setting(
 MAX_BACKFILL_YEARS = 30
 
 
-def contact() -> str | None:
-    return config.get(CONTACT_SETTING) or None
+def contact(settings: Settings) -> str | None:
+    """The contact MusicBrainz asks of clients (`CHARTGW_DJ_RANKINGS_CONTACT`), None when not set."""
+    return settings.get(CONTACT_SETTING) or None
 
 
-def kept_years() -> int:
-    return config.get(YEARS_SETTING)
-
-
-def refresh_days() -> int:
-    return config.get(REFRESH_SETTING)
-
-
-def musicbrainz_user_agent() -> str:
-    return musicbrainz.user_agent(contact())
+def musicbrainz_user_agent(settings: Settings) -> str:
+    return musicbrainz.user_agent(contact(settings))
 
 
 # --- stored records -------------------------------------------------------------------------------------

@@ -18,9 +18,9 @@ from chartgw.groups.dj_rankings.records import (
     NAME,
     PAST_POLL_CADENCE_SECONDS,
     Q4_LIST_CADENCE_SECONDS,
-    kept_years,
+    REFRESH_SETTING,
+    YEARS_SETTING,
     musicbrainz_user_agent,
-    refresh_days,
 )
 from chartgw.groups.dj_rankings.storage import Dj, Index, RankingYear, YearList, load_index
 from chartgw.store import SnapshotRow, parse_iso
@@ -181,8 +181,8 @@ async def health(call: Call) -> HealthResponse:
     latest = next(iter(index.years.values()), None)
     age = _age(latest.row if latest else None, now)
     list_stale = age is None or age > 2 * cadence
-    kept = {e.slug for y in list(index.years.values())[:kept_years()] for e in y.entries}
-    refresh = refresh_days() * DAY
+    kept = {e.slug for y in list(index.years.values())[:call.settings.get(YEARS_SETTING)] for e in y.entries}
+    refresh = call.settings.get(REFRESH_SETTING) * DAY
     djs = [index.djs[slug] for slug in kept]
     fresh = [d for d in djs if (a := _age(d.page_row, now)) is not None and a <= 2 * refresh]
     searched = [d for d in djs if d.search is not None]
@@ -197,8 +197,8 @@ async def health(call: Call) -> HealthResponse:
         ListHealth(latest.year if latest else None, latest.row.fetched_at if latest else None,
                    int(age) if age is not None else None, cadence, list_stale),
         DetailsHealth(len(djs), sum(d.page is not None for d in djs), len(fresh), len(searched), len(matched),
-                      len(with_discography), len(fresh_discography), refresh_days()),
-        musicbrainz_user_agent())
+                      len(with_discography), len(fresh_discography), call.settings.get(REFRESH_SETTING)),
+        musicbrainz_user_agent(call.settings))
 
 
 async def years_list(call: Call) -> YearsResponse:

@@ -22,6 +22,7 @@ from typing import Any
 from chartgw.api.catalog import Chart
 from chartgw.api.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
 from chartgw.core.clock import Clock, utc_now
+from chartgw.core.settings import Settings
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import Outcome
 from chartgw.groups.radio import storage
@@ -40,12 +41,13 @@ def monitor_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     """`chartgw monitor radio`: runs until SIGINT/SIGTERM (or `--run-for` seconds), outside the group's
     crawl lock (`GroupCommand.lock=False`): a monitor that runs for months must not hold the lock the daily
     directory crawl takes. (`chartgw demo --radio-monitor` watches local sample streams instead.)"""
-    return asyncio.run(run_monitor(values.get("run_for"), clock=ctx.clock))
+    return asyncio.run(run_monitor(values.get("run_for"), settings=ctx.settings, clock=ctx.clock))
 
 
-async def run_monitor(run_for: float | None = None, *, clock: Clock = utc_now) -> list[Outcome]:
-    """The monitor in this process (tests, embedding): until SIGINT/SIGTERM or `run_for` seconds."""
-    report = await run_until_signalled(Monitor(clock=clock, retention=retention(GROUP)), run_for)
+async def run_monitor(run_for: float | None = None, *, settings: Settings, clock: Clock = utc_now) -> list[Outcome]:
+    """The monitor in this process (tests, embedding) under `settings`: until SIGINT/SIGTERM or `run_for` seconds."""
+    report = await run_until_signalled(Monitor(settings=settings, clock=clock, retention=retention(GROUP, settings)),
+                                       run_for)
     return [Outcome("monitor", "ok", report.plays, None, None, 0,
                     None if not report.errors else f"station errors: {report.errors}")]
 

@@ -11,7 +11,7 @@ from functools import partial
 
 import msgspec
 
-from chartgw.core import config
+from chartgw.core.settings import Settings
 from chartgw.core.text import compact, title_key
 from chartgw.crawl.runner import CrawlContext, CrawlTarget, Fetched, Fetcher
 from chartgw.groups.radio import storage
@@ -32,17 +32,14 @@ _encode = msgspec.json.Encoder().encode
 # --- the directory crawl -------------------------------------------------------------------------------
 
 
-def countries() -> tuple[str, ...]:
-    return config.get(COUNTRIES_SETTING)
+def tags(settings: Settings) -> tuple[str, ...]:
+    """The configured tags (`CHARTGW_RADIO_TAGS`), lowercased, each once."""
+    return tuple(dict.fromkeys(t.strip().lower() for t in settings.get(TAGS_SETTING) if t.strip()))
 
 
-def tags() -> tuple[str, ...]:
-    return tuple(dict.fromkeys(t.strip().lower() for t in config.get(TAGS_SETTING) if t.strip()))
-
-
-def directory_targets() -> list[str]:
+def directory_targets(settings: Settings) -> list[str]:
     """Every configured directory list's snapshot target, countries first."""
-    return [country_target(cc) for cc in countries()] + [tag_target(t) for t in tags()]
+    return [country_target(cc) for cc in settings.get(COUNTRIES_SETTING)] + [tag_target(t) for t in tags(settings)]
 
 
 def _build_servers(fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
@@ -58,10 +55,10 @@ def stored_servers(ctx: CrawlContext) -> list[Server]:
     return [msgspec.json.decode(r, type=Server) for r in ctx.store.latest_records(SERVERS_TARGET)]
 
 
-def directory_origins(ctx: CrawlContext) -> list[str]:
+def directory_origins(ctx: CrawlContext, settings: Settings) -> list[str]:
     """The origins to try, in order: the stored server list shuffled by the day (the API asks clients to
     spread their load), the list's own origin last; `CHARTGW_UPSTREAM_RADIO_BROWSER` replaces them all."""
-    return rb.configured_origins(stored_servers(ctx), seed=ctx.now.date().isoformat())
+    return rb.configured_origins(stored_servers(ctx), settings, seed=ctx.now.date().isoformat())
 
 
 def station_entry(station: Station, rank: int) -> StoredEntry:
@@ -71,21 +68,22 @@ def station_entry(station: Station, rank: int) -> StoredEntry:
 
 async def _fetch_directory(request: UpstreamRequest, fetcher: Fetcher, ctx: CrawlContext) -> list[Fetched]:
     """One directory list from the first server that answers it well (`directory_origins`, in turn)."""
-    _, fetched, _ = await fetcher.fetch_any(request, directory_origins(ctx), rb.parse_stations)
+    _, fetched, _ = await fetcher.fetch_any(request, directory_origins(ctx, fetcher.settings), rb.parse_stations)
     return [fetched]
 
 
-def _build_directory(target: str, fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
-    """Merge the list into `stations` and keep it as a snapshot (its source: the server that answered)."""
+def _build_directory(target: str, configured: list[str], fetched: list[Fetched], ctx: CrawlContext) -> list[NewSnapshot]:
+    """Merge the list into `stations` and keep it as a snapshot (its source: the server that answered);
+    `configured` are the crawl's directory targets."""
     stations = rb.parse_stations(fetched[0].body)
-    merge_stations(ctx, target, stations)
+    merge_stations(ctx, target, stations, configured)
     return [NewSnapshot(target, ctx.now.date().isoformat(), None, ctx.now, fetched[0].url,
                         [station_entry(s, i) for i, s in enumerate(stations, start=1)])]
 
 
-def merge_stations(ctx: CrawlContext, target: str, stations: Sequence[Station]) -> None:
+def merge_stations(ctx: CrawlContext, target: str, stations: Sequence[Station], targets: list[str]) -> None:
     """Upsert the listed stations, make `target`'s membership exactly these, and mark a station active
-    when some configured list names it, inactive (with since when) when none does any more."""
+    when some configured list (of `targets`) names it, inactive (with since when) when none does any more."""
     store = ctx.store
     now = iso(ctx.now)
     with store.transaction():
@@ -95,18 +93,19 @@ def merge_stations(ctx: CrawlContext, target: str, stations: Sequence[Station]) 
             for s in stations])
         store.execute(storage.CLEAR_SOURCES, (target,))
         store.executemany(storage.ADD_SOURCE, [(target, s.station_id, i) for i, s in enumerate(stations, start=1)])
-        configured = _encode(directory_targets()).decode()
+        configured = _encode(targets).decode()
         store.execute(storage.DEACTIVATE, (now, configured))
         store.execute(storage.REACTIVATE, (configured,))
 
 
-def discovery() -> list[CrawlTarget]:
+def discovery(settings: Settings) -> list[CrawlTarget]:
     return [CrawlTarget(SERVERS_TARGET, (rb.servers_request(),), _build_servers, None)]
 
 
-def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
-    limit = config.get(DIRECTORY_LIMIT_SETTING)
-    chosen = [(country_target(cc), rb.stations_by_country_request(cc, limit)) for cc in countries()]
-    chosen += [(tag_target(t), rb.stations_by_tag_request(t, limit)) for t in tags()]
-    return [CrawlTarget(target, (), partial(_build_directory, target), None, fetch=partial(_fetch_directory, request))
+def targets(selection: dict[str, str | None], now: datetime, settings: Settings) -> list[CrawlTarget]:
+    limit = settings.get(DIRECTORY_LIMIT_SETTING)
+    chosen = [(country_target(cc), rb.stations_by_country_request(cc, limit)) for cc in settings.get(COUNTRIES_SETTING)]
+    chosen += [(tag_target(t), rb.stations_by_tag_request(t, limit)) for t in tags(settings)]
+    configured = directory_targets(settings)
+    return [CrawlTarget(target, (), partial(_build_directory, target, configured), None, fetch=partial(_fetch_directory, request))
             for target, request in chosen]

@@ -42,6 +42,7 @@ import httpx
 
 from chartgw.core import config
 from chartgw.core.clock import Clock, utc_now
+from chartgw.core.settings import Settings
 from chartgw.crawl.runner import tls
 from chartgw.groups.radio import storage
 from chartgw.groups.radio.rollup import rollup
@@ -109,23 +110,26 @@ class Monitor:
     `run_for` seconds have passed. `clock` dates plays and states (a test or the demo can run it on a
     shifted or sped-up clock); waits are real seconds."""
 
-    def __init__(self, *, stations: Sequence[Watched] | None = None, path: Path | None = None, clock: Clock = utc_now,
+    def __init__(self, *, settings: Settings, stations: Sequence[Watched] | None = None, path: Path | None = None,
+                 clock: Clock = utc_now,
                  poll_seconds: float | None = None, read_timeout: float | None = None,
                  backoff_base: float | None = None, backoff_max: float | None = None, icy_mode: str | None = None,
                  silence_seconds: float | None = None, limit: int | None = None, flush_seconds: float = 0.5,
                  heartbeat_seconds: float = 30.0, rescan_seconds: float = 600.0,
                  transport: httpx.AsyncBaseTransport | None = None, retention: dict[str, float] | None = None) -> None:
-        self.path = path or group_db_path(NAME)
+        self.settings = settings
+        """Where the group file is and, for what is not given, the monitor's settings."""
+        self.path = path or group_db_path(NAME, settings)
         self.retention = retention
         self.clock = clock
         self.fixed_stations = list(stations) if stations is not None else None
-        self.poll = poll_seconds if poll_seconds is not None else config.get(POLL_SETTING)
-        self.read_timeout = read_timeout if read_timeout is not None else config.get(READ_TIMEOUT_SETTING)
+        self.poll = poll_seconds if poll_seconds is not None else settings.get(POLL_SETTING)
+        self.read_timeout = read_timeout if read_timeout is not None else settings.get(READ_TIMEOUT_SETTING)
         self.backoff_base = backoff_base if backoff_base is not None else max(self.poll, 5.0)
-        self.backoff_max = backoff_max if backoff_max is not None else config.get(BACKOFF_MAX_SETTING)
-        self.icy_mode = icy_mode or config.get(ICY_MODE_SETTING)
-        self.silence = silence_seconds if silence_seconds is not None else config.get(SILENCE_SETTING)
-        self.limit = limit if limit is not None else config.get(MONITOR_LIMIT_SETTING)
+        self.backoff_max = backoff_max if backoff_max is not None else settings.get(BACKOFF_MAX_SETTING)
+        self.icy_mode = icy_mode or settings.get(ICY_MODE_SETTING)
+        self.silence = silence_seconds if silence_seconds is not None else settings.get(SILENCE_SETTING)
+        self.limit = limit if limit is not None else settings.get(MONITOR_LIMIT_SETTING)
         self.flush_seconds = flush_seconds
         self.heartbeat_seconds = heartbeat_seconds
         self.rescan_seconds = rescan_seconds
@@ -203,7 +207,8 @@ class Monitor:
         if self.fixed_stations is not None:
             chosen = self.fixed_stations
         else:
-            chosen = select_stations(self.db, self.limit, config.get(COUNTRIES_SETTING), config.get(TAGS_SETTING))
+            chosen = select_stations(self.db, self.limit, self.settings.get(COUNTRIES_SETTING),
+                                     self.settings.get(TAGS_SETTING))
         now = iso(self.clock())
         wanted = {w.station_id: w for w in chosen}
         for station_id in list(self.tasks):
@@ -393,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-for", type=float, default=None, help="stop after this many seconds (default: never)")
     args = parser.parse_args(argv)
     try:
-        report = asyncio.run(run_until_signalled(Monitor(), args.run_for))
+        report = asyncio.run(run_until_signalled(Monitor(settings=Settings.from_environment()), args.run_for))
     except config.SettingError as exc:
         print(f"chartgw monitor: {exc}", file=sys.stderr)
         return 1

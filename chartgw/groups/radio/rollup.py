@@ -11,8 +11,7 @@ import msgspec
 
 from chartgw.core.text import split_artists
 from chartgw.groups.radio import storage
-from chartgw.groups.radio.settings import NAME
-from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry, group_db_path, iso, parse_iso
+from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry, iso, parse_iso
 from chartgw.store.records import stored_entry
 
 # --- hourly roll-up: plays as chart entries ------------------------------------------------------------
@@ -42,12 +41,12 @@ PLAYS_RETENTION = {"plays/": 400.0}
 """The radio group's own retention of hourly plays snapshots (the group passes the operator's, `retention`)."""
 
 
-def rollup(now: datetime, path: Path | None = None, retention: dict[str, float] | None = None) -> int:
+def rollup(now: datetime, path: Path, retention: dict[str, float] | None = None) -> int:
     """Commit a snapshot `plays/{cc}` (chart date and hour) per country for every completed hour since the
     last one rolled up (7 days at most): the hour's tracks, most played first. Returns snapshots committed."""
     end = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
     committed = 0
-    with SnapshotWriter(path or group_db_path(NAME), retention=PLAYS_RETENTION if retention is None else retention,
+    with SnapshotWriter(path, retention=PLAYS_RETENTION if retention is None else retention,
                          now=lambda: now, tables=storage.TABLES) as store:
         ((last,),) = store.rows(storage.LAST_ROLLED_HOUR)
         if last:

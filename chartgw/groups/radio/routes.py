@@ -11,7 +11,7 @@ import msgspec
 from chartgw.api.endpoints import Call, Route, not_found
 from chartgw.api.params import Param, search_param
 from chartgw.api.responses import HealthHead, TargetStatus, health_route
-from chartgw.core import config
+from chartgw.core.settings import Settings
 from chartgw.core.text import compact, split_artists
 from chartgw.groups.radio import storage
 from chartgw.groups.radio.directory import DIRECTORY_CADENCE, directory_targets
@@ -209,12 +209,12 @@ def _like(call: Call, name: str) -> str | None:
     return like_pattern(compact(value)) if value is not None else None
 
 
-def _silence() -> int:
-    return int(config.get(SILENCE_SETTING))
+def _silence(settings: Settings) -> int:
+    return int(settings.get(SILENCE_SETTING))
 
 
 def _heard_since(call: Call) -> str:
-    return iso(call.now - timedelta(seconds=_silence()))
+    return iso(call.now - timedelta(seconds=_silence(call.settings)))
 
 
 async def _station_or_404(call: Call, station_id: str) -> Sequence[Any]:
@@ -296,7 +296,7 @@ async def current_list(call: Call[CurrentListParams]) -> CurrentResponse:
     total, rows = await _page(call, storage.CURRENT_COUNT, storage.CURRENT_PAGE,
                               [_heard_since(call), iso(call.now), _like(call, "artist"), _like(call, "title")])
     plays = [_current(r) for r in rows]
-    return CurrentResponse(_silence(), total, len(plays), plays)
+    return CurrentResponse(_silence(call.settings), total, len(plays), plays)
 
 
 class CurrentStationParams(TypedDict):
@@ -407,7 +407,7 @@ OFFSET = Param("offset", kind="int", default=0, ge=0, le=1_000_000, description=
 STATION_ID = Param("station_id", "path", required=True, description="The directory's station uuid (see /radio/stations)")
 
 ROUTES: tuple[Route, ...] = (
-    health_route(NAME, lambda: {t: DIRECTORY_CADENCE for t in directory_targets()},
+    health_route(NAME, lambda settings: {t: DIRECTORY_CADENCE for t in directory_targets(settings)},
                  "Directory lists' freshness and the monitor's heartbeat and station states",
                  describe=describe_health, response=RadioHealth),
     Route("/stations", stations_list, (LIMIT, OFFSET, _text("q", "Station name contains"),

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from chartgw.core.text import compact
-from chartgw.groups.radio.settings import NAME
-from chartgw.store import Index, Query, Storage, Table, connect, group_db_path, iso, migrate, transaction
+from chartgw.store import Index, Query, Storage, Table, connect, iso, migrate, transaction
 
 STATIONS = Table("stations", (
     "station_id TEXT PRIMARY KEY",
@@ -240,9 +239,9 @@ BATCH_STATEMENTS = 200
 """At most this many statements per transaction: small batches, short write locks."""
 
 
-def open_db(path: Path | None = None, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
+def open_db(path: Path, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
     """The group file with the monitor's tables, opened by the store as a writer (usable from the writer thread)."""
-    db = connect(path or group_db_path(NAME), timeout=busy_timeout_ms / 1000, check_same_thread=False)
+    db = connect(path, timeout=busy_timeout_ms / 1000, check_same_thread=False)
     migrate(db, TABLES)
     return db
 

@@ -26,6 +26,7 @@ import httpx
 from chartgw.api.group import CommandArg, EntryMapping, Group, GroupCommand, Schedule, retention
 from chartgw.core import config
 from chartgw.core.clock import Clock, utc_now
+from chartgw.core.settings import Settings
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import Outcome, RetryPolicy, run_targets
 from chartgw.groups.ranking_charts.charts import BACKFILL_DELAY_SETTING, CHARTS, CHARTS_SETTING, NAME, newest_published
@@ -41,7 +42,7 @@ from chartgw.upstreams.billboard import (
 )
 
 
-async def backfill(slug: str, since: date, until: date | None = None, *, now: Clock = utc_now,
+async def backfill(slug: str, since: date, until: date | None = None, *, settings: Settings, now: Clock = utc_now,
                    transport: httpx.AsyncBaseTransport | None = None) -> list[Outcome]:
     """Fetch every week of `slug` from the week of `until` (default: the newest published) back to the week of
     `since` that is not held yet, one request at a time with the backfill delay, as one recorded "backfill" run.
@@ -54,16 +55,17 @@ async def backfill(slug: str, since: date, until: date | None = None, *, now: Cl
         raise ValueError(f"the week of {last} is not published yet (the newest chart is dated {newest})")
     if chart_date_for(since) > last:
         raise ValueError(f"--since {since} is after the week of {last}")
-    held = held_dates(slug)
+    held = held_dates(slug, settings)
     weeks = backfill_weeks(slug, since, last, held)
     if not weeks:
         return []
-    delay = config.get(BACKFILL_DELAY_SETTING) if config.get(config.CRAWL_DELAY_SECONDS) else 0.0
-    policy = RetryPolicy(per_upstream=1, delay_seconds=delay, jitter=0.5)
+    delay = settings.get(BACKFILL_DELAY_SETTING) if settings.get(config.CRAWL_DELAY_SECONDS) else 0.0
+    policy = RetryPolicy.of(settings, per_upstream=1, delay_seconds=delay, jitter=0.5)
     options = {"chart": slug, "since": chart_date_for(since).isoformat(), "until": last.isoformat(),
                "weeks": len(weeks), "held_skipped": len(backfill_weeks(slug, since, last, set())) - len(weeks)}
-    return await run_targets(NAME, [week_target(slug, week) for week in weeks], retention=retention(GROUP), now=now,
-                             transport=transport, policy=policy, run_kind="backfill", run_options=options)
+    return await run_targets(NAME, [week_target(slug, week) for week in weeks], retention=retention(GROUP, settings),
+                             now=now, transport=transport, policy=policy, run_kind="backfill", run_options=options,
+                             settings=settings)
 
 
 def iso_date(text: str) -> date:
@@ -74,8 +76,8 @@ def iso_date(text: str) -> date:
 def _backfill_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     """`chartgw backfill ranking-charts --chart SLUG --since DATE [--until DATE]` (the CLI shows its progress)."""
     try:
-        outcomes = asyncio.run(backfill(values["chart"], values["since"], values.get("until"), now=ctx.clock,
-                                        transport=ctx.transport))
+        outcomes = asyncio.run(backfill(values["chart"], values["since"], values.get("until"),
+                                        settings=ctx.settings, now=ctx.clock, transport=ctx.transport))
         if not outcomes and ctx.interactive:
             print(f"chartgw backfill: every week of {values['chart']} in that range is held already", file=sys.stderr)
         return outcomes

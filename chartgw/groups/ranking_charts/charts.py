@@ -37,10 +37,6 @@ BACKFILL_DELAY_SETTING = config.Setting("RANKING_CHARTS_BACKFILL_DELAY_SECONDS",
                                         "(politeness; up to 50% jitter added)", config.seconds)
 
 
-def configured() -> tuple[str, ...]:
-    return config.get(CHARTS_SETTING)
-
-
 TARGET = TargetKey(("chart_slug",))
 """A chart's snapshots are stored under its slug."""
 CHARTS = tuple(Chart(slug, TARGET, "weekly", {"chart_slug": slug}, market="=global" if "global" in slug else "=us",

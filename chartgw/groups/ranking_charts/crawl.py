@@ -9,10 +9,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from chartgw.core.settings import Settings
 from chartgw.core.text import split_artists
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import CrawlContext, CrawlTarget, Fetched, Outcome, import_builds
-from chartgw.groups.ranking_charts.charts import FEATURING, NAME, configured, required_size
+from chartgw.groups.ranking_charts.charts import CHARTS_SETTING, FEATURING, NAME, required_size
 from chartgw.store import NewSnapshot, SnapshotWriter, StoredEntry, group_db_path
 from chartgw.store.records import stored_entry
 from chartgw.upstreams import billboard
@@ -43,9 +44,9 @@ def _held_records(store: SnapshotWriter, slug: str, chart_date: str) -> list[byt
     return store.records(held.id) if held is not None else []
 
 
-def held_dates(slug: str) -> set[str]:
+def held_dates(slug: str, settings: Settings) -> set[str]:
     """The chart dates of `slug` already stored (what a backfill skips)."""
-    with SnapshotWriter(group_db_path(NAME)) as store:
+    with SnapshotWriter(group_db_path(NAME, settings)) as store:
         return set(store.dates(slug))
 
 
@@ -70,10 +71,10 @@ def week_target(slug: str, week: date | None = None) -> CrawlTarget:
                        billboard.refusal)
 
 
-def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
+def targets(selection: dict[str, str | None], now: datetime, settings: Settings) -> list[CrawlTarget]:
     """The latest week of the selected chart, or of every configured chart."""
     chart = selection.get("chart")
-    return [week_target(slug) for slug in ([chart] if chart else configured())]
+    return [week_target(slug) for slug in ([chart] if chart else settings.get(CHARTS_SETTING))]
 
 
 def backfill_weeks(slug: str, since: date, until: date, held: set[str]) -> list[date]:
@@ -113,4 +114,5 @@ def import_dump(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
                             entries=entries)]
 
     options = {"file": path.name, "chart": slug, "chart_date": week.chart_date, "layout": week.layout}
-    return import_builds(NAME, [(f"{slug}@{week.chart_date}", build)], source, now=ctx.clock, options=options)
+    return import_builds(NAME, [(f"{slug}@{week.chart_date}", build)], source, now=ctx.clock, options=options,
+                         settings=ctx.settings)

@@ -13,15 +13,16 @@ from chartgw.api.catalog import dated as with_neighbours
 from chartgw.api.endpoints import ApiError, Call, Route, not_found
 from chartgw.api.params import Param, accepts, search_term
 from chartgw.api.responses import SnapshotMeta, health_route, snapshot_meta
+from chartgw.core.settings import Settings
 from chartgw.core.text import compact
 from chartgw.groups.ranking_charts.charts import (
     CHARTS,
+    CHARTS_SETTING,
     DEFAULT_PRESET,
     NAME,
     PRESETS,
     SLUG_PATTERN,
     WEEK_SECONDS,
-    configured,
     weeks_back,
     weeks_between,
     year_before,
@@ -148,7 +149,7 @@ async def _coverage(reader: SnapshotReader, slug: str | None = None) -> dict[str
 
 
 async def charts(call: Call) -> ChartsResponse:
-    wanted = configured()
+    wanted = call.settings.get(CHARTS_SETTING)
     held = await _coverage(call.data.reader)
     listed = []
     for slug in [*wanted, *sorted(s for s in held if s not in wanted)]:
@@ -167,10 +168,10 @@ async def _chart_or_404(call: Call[SlugParams]) -> tuple[str, tuple[str, str, in
     slug = call.params["chart_slug"]
     coverage = (await _coverage(call.data.reader, slug)).get(slug)
     if coverage is None:
-        if slug in configured():
+        if slug in call.settings.get(CHARTS_SETTING):
             raise not_found(f"No week of {slug} is held yet (its first crawl has not run)")
         raise not_found(f"No chart '{slug}'; the charts are listed at /{NAME}/charts (configured: "
-                        f"{', '.join(configured())})")
+                        f"{', '.join(call.settings.get(CHARTS_SETTING))})")
     return slug, coverage
 
 
@@ -362,8 +363,8 @@ INCLUDE_RAW = Param("include_raw", kind="bool", default=False,
 CHART_RESPONSES = (ChartResponse, ChartResponseWithRaw)
 
 
-def _cadences() -> dict[str, int]:
-    return cadences(CHARTS, configured())
+def _cadences(settings: Settings) -> dict[str, int]:
+    return cadences(CHARTS, settings.get(CHARTS_SETTING))
 
 
 ROUTES: tuple[Route, ...] = (

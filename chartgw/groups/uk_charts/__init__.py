@@ -29,6 +29,7 @@ from chartgw.api.group import CommandArg, EntryMapping, Group, GroupCommand, Sch
 from chartgw.core import config
 from chartgw.core import progress as steps
 from chartgw.core.clock import Clock, utc_now
+from chartgw.core.settings import Settings
 from chartgw.crawl.context import Context
 from chartgw.crawl.runner import (
     Fetcher,
@@ -60,7 +61,8 @@ from chartgw.upstreams.officialcharts import (
 )
 
 
-async def backfill(chart: str, since: date = FIRST_CHART_WEEK, until: date | None = None, *, now: Clock = utc_now,
+async def backfill(chart: str, since: date = FIRST_CHART_WEEK, until: date | None = None, *, settings: Settings,
+                   now: Clock = utc_now,
                    transport: httpx.AsyncBaseTransport | None = None, progress: Progress | None = None) -> list[Outcome]:
     """Walk chart `chart` back from the week of `until` (at most and by default the latest published week) to the week of
     `since`, fetching every week not held, one page at a time with the backfill delay, as one recorded run.
@@ -76,8 +78,8 @@ async def backfill(chart: str, since: date = FIRST_CHART_WEEK, until: date | Non
     oldest = week_start_for(since)
     if oldest > newest:
         raise ValueError(f"--since {since.isoformat()} is after the newest week to fill ({newest.isoformat()})")
-    delay = config.get(BACKFILL_DELAY_SETTING) if config.get(config.CRAWL_DELAY_SECONDS) else 0.0
-    policy = RetryPolicy(per_upstream=1, delay_seconds=delay, jitter=0.2)
+    delay = settings.get(BACKFILL_DELAY_SETTING) if settings.get(config.CRAWL_DELAY_SECONDS) else 0.0
+    policy = RetryPolicy.of(settings, per_upstream=1, delay_seconds=delay, jitter=0.2)
     outcomes: list[Outcome] = []
     options: dict[str, Any] = {"chart": chart, "since": oldest.isoformat(), "until": newest.isoformat(),
                                "delay_seconds": delay}
@@ -87,8 +89,8 @@ async def backfill(chart: str, since: date = FIRST_CHART_WEEK, until: date | Non
     # Redirects are the Fetcher's to follow (same origin only), as in every crawl.
     async with httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=5.0), transport=transport,
                                  follow_redirects=False, verify=tls()) as client:
-        fetcher = Fetcher(client, policy)
-        with SnapshotWriter(group_db_path(NAME), retention=retention(GROUP), now=now) as store:
+        fetcher = Fetcher(client, policy, settings)
+        with SnapshotWriter(group_db_path(NAME, settings), retention=retention(GROUP, settings), now=now) as store:
             held = held_days(store, chart)
             stopped: str | None = None
             try:
@@ -149,8 +151,8 @@ def _date_arg(value: str) -> date:
 
 def _backfill_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     """`chartgw backfill uk-charts --chart KEY [--since D] [--until D]` (the CLI shows its progress)."""
-    return asyncio.run(backfill(values["chart"], values["since"] or FIRST_CHART_WEEK, values.get("until"), now=ctx.clock,
-                                transport=ctx.transport))
+    return asyncio.run(backfill(values["chart"], values["since"] or FIRST_CHART_WEEK, values.get("until"),
+                                settings=ctx.settings, now=ctx.clock, transport=ctx.transport))
 
 
 GROUP = Group(

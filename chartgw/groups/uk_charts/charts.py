@@ -42,11 +42,6 @@ CATALOG = tuple(Chart(key, TARGET, "weekly", {"chart_key": key}, market="=gb", l
                for key in DEFAULT_KEYS)
 
 
-def configured_charts() -> tuple[str, ...]:
-    """`CHARTGW_UK_CHARTS`, in the order given (a bad key raises SettingError: a 503 / a crawl exit 1)."""
-    return config.get(CHARTS_SETTING)
-
-
 def latest_published_week(moment: datetime) -> date:
     """The Friday starting the newest chart week published at `moment`: this Friday's week from 18:00 UK time on
     Friday, else the week before."""

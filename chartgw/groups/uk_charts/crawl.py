@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from chartgw.core.settings import Settings
 from chartgw.core.text import compact
 from chartgw.crawl.runner import (
     CrawlContext,
@@ -25,7 +26,7 @@ from chartgw.crawl.runner import (
     public_url,
     request_url,
 )
-from chartgw.groups.uk_charts.charts import TARGET, configured_charts, credited_artists
+from chartgw.groups.uk_charts.charts import CHARTS_SETTING, TARGET, credited_artists
 from chartgw.groups.uk_charts.storage import WEEKS
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from chartgw.store.records import stored_entry
@@ -110,10 +111,11 @@ def _target(key: str) -> CrawlTarget:
                        refusal=officialcharts.refusal)
 
 
-def targets(selection: dict[str, str | None], now: datetime) -> list[CrawlTarget]:
-    """The latest week of every configured chart, or of the one chart asked for (`--chart`, any known key)."""
+def targets(selection: dict[str, str | None], now: datetime, settings: Settings) -> list[CrawlTarget]:
+    """The latest week of every configured chart (`CHARTGW_UK_CHARTS`, in the order given; a bad key raises
+    SettingError: a crawl exit 1), or of the one chart asked for (`--chart`, any known key)."""
     chart = selection.get("chart")
-    return [_target(key) for key in ((chart,) if chart else configured_charts())]
+    return [_target(key) for key in ((chart,) if chart else settings.get(CHARTS_SETTING))]
 
 
 # --- backfill -------------------------------------------------------------------------------------
@@ -132,7 +134,7 @@ async def fetch_week(fetcher: Fetcher, store: SnapshotWriter, key: str, week: da
     """One backfilled week: fetched, parsed, checked and committed as a crawl commits it (crawl key `key@week`)."""
     (request,) = officialcharts.requests_for(key, week)
     crawl_key, clock = f"{TARGET.make(key)}@{week.isoformat()}", time.monotonic()
-    url = public_url(request_url(request), request.upstream)
+    url = public_url(request_url(request, fetcher.settings), request.upstream)
     http_status: int | None = None
     try:
         answer = await fetcher.fetch(request, officialcharts.refusal)

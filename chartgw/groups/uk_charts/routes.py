@@ -20,8 +20,9 @@ from chartgw.api.responses import (
     snapshots_route,
     stored_record,
 )
+from chartgw.core.settings import Settings
 from chartgw.core.text import compact
-from chartgw.groups.uk_charts.charts import CATALOG, NAME, TARGET, WEEK_SECONDS, configured_charts
+from chartgw.groups.uk_charts.charts import CATALOG, CHARTS_SETTING, NAME, TARGET, WEEK_SECONDS
 from chartgw.groups.uk_charts.crawl import week_end_of
 from chartgw.groups.uk_charts.storage import SEARCH, checked_chart_key, latest_rows
 from chartgw.store import SnapshotRow, like_pattern
@@ -133,14 +134,14 @@ _decode_rank = msgspec.json.Decoder(_Rank).decode
 
 # --- handlers -------------------------------------------------------------------------------------
 
-def _cadences() -> dict[str, int]:
-    return cadences(CATALOG, [TARGET.make(key) for key in configured_charts()])
+def _cadences(settings: Settings) -> dict[str, int]:
+    return cadences(CATALOG, [TARGET.make(key) for key in settings.get(CHARTS_SETTING)])
 
 
 async def describe_health(call: Call, status: str, statuses: list[TargetStatus]) -> HealthResponse:
     latest = await latest_rows(call.data.reader)
     charts = []
-    for key in configured_charts():
+    for key in call.settings.get(CHARTS_SETTING):
         found = latest.get(TARGET.make(key))
         charts.append(ChartHealth(key, found.chart_date if found else None,
                                   week_end_of(found.chart_date, found.meta) if found else None))
@@ -148,7 +149,7 @@ async def describe_health(call: Call, status: str, statuses: list[TargetStatus])
 
 
 async def charts(call: Call) -> ChartsResponse:
-    configured = configured_charts()
+    configured = call.settings.get(CHARTS_SETTING)
     coverage = await call.data.reader.coverage()
     latest = await latest_rows(call.data.reader)
     order = [*configured, *(chart.key for chart in CHARTS if chart.key not in configured)]

@@ -4,7 +4,7 @@ neighbouring weeks, a week's snapshot), and the checks of a chart key against wh
 from __future__ import annotations
 
 from chartgw.api.endpoints import Call, not_found
-from chartgw.groups.uk_charts.charts import TARGET, configured_charts
+from chartgw.groups.uk_charts.charts import CHARTS_SETTING, TARGET
 from chartgw.store import S_ROW, Query, SnapshotReader, SnapshotRow, Storage
 from chartgw.upstreams.officialcharts import CHARTS_BY_KEY
 
@@ -30,7 +30,7 @@ async def latest_rows(reader: SnapshotReader) -> dict[str, SnapshotRow]:
 
 async def checked_chart_key(call: Call, key: str | None) -> str | None:
     """`key` when it is a configured chart or one with stored weeks; a 404 naming /uk-charts/charts otherwise."""
-    if key is None or key in configured_charts():
+    if key is None or key in call.settings.get(CHARTS_SETTING):
         return key
     if key not in CHARTS_BY_KEY:
         raise not_found(f"Unknown chart key {key!r}; the chart keys are listed at /uk-charts/charts")

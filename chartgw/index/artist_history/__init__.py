@@ -43,7 +43,8 @@ def index_outcomes(results: list[index.IndexResult]) -> list[Outcome]:
 
 def run_index(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
     """`chartgw index artist-history-api [--rebuild yes]`."""
-    results = index.rebuild(now=ctx.clock) if values.get("rebuild") == "yes" else index.index_all(now=ctx.clock)
+    results = (index.rebuild(settings=ctx.settings, now=ctx.clock) if values.get("rebuild") == "yes"
+               else index.index_all(settings=ctx.settings, now=ctx.clock))
     return index_outcomes(results)
 
 

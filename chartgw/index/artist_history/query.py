@@ -48,7 +48,7 @@ def _values(raw: str) -> tuple[str, ...]:
     return values
 
 
-@accepts(pattern=lambda: comma_separated(f"(?:{one_of([g.name for g in index.source_groups()])})(?::[a-z0-9/_-]*)?",
+@accepts(pattern=lambda settings: comma_separated(f"(?:{one_of([g.name for g in index.source_groups()])})(?::[a-z0-9/_-]*)?",
                                           MAX_VALUES))
 def _sources(raw: str) -> tuple[tuple[str, str | None], ...]:
     known = [g.name for g in index.source_groups()]

@@ -37,7 +37,7 @@ from chartgw.index.artist_history.storage import (
     resolve,
     stream_where,
 )
-from chartgw.store import group_db_path, parse_iso, read_once, tables
+from chartgw.store import parse_iso, read_once, tables
 
 # --- handlers -------------------------------------------------------------------------------------
 
@@ -206,7 +206,7 @@ def _source_states(folder: Path, marks: dict[str, int]) -> dict[str, tuple[int |
     states: dict[str, tuple[int | None, int | None, str | None]] = {}
     for name, last in marks.items():
         try:
-            rows = read_once(folder / group_db_path(name).name, tables.PENDING_AFTER, (last,), timeout=5.0)
+            rows = read_once(folder / f"{name}.sqlite", tables.PENDING_AFTER, (last,), timeout=5.0)
         except sqlite3.Error:
             rows = None
         states[name] = rows[0] if rows else (None, None, None)

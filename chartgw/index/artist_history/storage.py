@@ -45,7 +45,7 @@ async def widen(call: Call, name: str) -> list[str]:
     """The artist keys `name` stands for: its own, the alias links charts print, the alias table, and the
     names single-artist entries sharing an id with it are printed under (one hop)."""
     keys = index.name_keys(name)
-    groups = index.alias_groups()
+    groups = index.alias_groups(call.settings)
 
     def with_table(found: set[str]) -> set[str]:
         for group in groups:

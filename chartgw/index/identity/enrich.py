@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from urllib.parse import urlencode
 
 import httpx
@@ -378,13 +379,14 @@ def run(db: sqlite3.Connection, *, contact: str, base_url: str, limit: int = DEF
         return enrich(db, asker, limit=limit, contact=contact, now=now), asker
 
 
-def run_command(*, contact: str, base_url: str, limit: int, now: Clock = utc_now,
+def run_command(*, index_path: Path, contact: str, base_url: str, limit: int, now: Clock = utc_now,
                 transport: httpx.BaseTransport | None = None, sleep: Callable[[float], object] = time.sleep) -> Outcome:
-    """`chartgw enrich musicbrainz`'s work over the index file, as one outcome (failed when the run was stopped)."""
+    """`chartgw enrich musicbrainz`'s work over the index file at `index_path`, as one outcome (failed when the run
+    was stopped)."""
     from chartgw.index import history as artist_history
 
     started = time.monotonic()
-    db = artist_history.open_index()
+    db = artist_history.open_index(index_path)
     try:
         done, asker = run(db, contact=contact, base_url=base_url, limit=limit, now=now, transport=transport, sleep=sleep)
     finally:
