@@ -111,47 +111,68 @@ class Artists:
     "화사 (HWASA)" makes "화사" and "hwasa" one artist. A join is refused when both sides already hold a
     different name in the same script: "원필 (DAY6)" does not make the member the band once "DAY6 (데이식스)"
     has named the band in Hangul. So that the answer does not depend on which row came first, the joins are
-    made again in one order (the pairs sorted) whenever a new pair of names is seen.
+    made again in one order (the pairs sorted) whenever a new pair of names is seen: only those of the names the
+    pairs connect to it (a join never reaches beyond them), so a new name costs the same however many are known.
     """
 
     def __init__(self) -> None:
         self._names: set[str] = set()
         self._pairs: set[tuple[str, str]] = set()
+        self._paired: defaultdict[str, set[str]] = defaultdict(set)  # name -> the names a pair joins it to
         self._parent: dict[str, str] = {}
         self._scripts: dict[str, dict[str, str]] = {}  # root -> script -> the name in it
         self._ids: dict[str, str] = {}
-        self._members: defaultdict[str, list[str]] = defaultdict(list)  # root -> every name of the artist
-        self._dirty = False
+        self._members: dict[str, list[str]] = {}  # root -> every name of the artist
+        self._stale: set[str] = set()  # names whose joins are to be made again (a new pair reached them)
 
     def add(self, credit: Credit) -> None:
         for name in credit.aliases:
-            if name not in self._names:
+            if name not in self._names:  # an artist of its own until a pair joins it
                 self._names.add(name)
-                self._dirty = True
+                self._parent[name] = name
+                self._scripts[name] = {script_of(name): name}
+                self._members[name] = [name]
         for alias in credit.aliases - {credit.main}:
             pair = (credit.main, alias)
             if pair not in self._pairs:
                 self._pairs.add(pair)
-                self._dirty = True
+                self._paired[credit.main].add(alias)
+                self._paired[alias].add(credit.main)
+                self._stale.add(credit.main)
 
     def _rebuild(self) -> None:
-        self._parent = {name: name for name in self._names}
-        self._scripts = {name: {script_of(name): name} for name in self._names}
-        for main, alias in sorted(self._pairs):
-            a, b = self._find(main), self._find(alias)
-            if a == b:
+        """The joins of every name connected to a stale one, made again in sorted order: the same sets a rebuild
+        of every pair gives, since a set never spans two groups of names no pair connects."""
+        done: set[str] = set()
+        for start in sorted(self._stale):
+            if start in done:
                 continue
-            sa, sb = self._scripts[a], self._scripts[b]
-            if any(sb.get(script, name) != name for script, name in sa.items()):
-                continue
-            self._parent[b] = a
-            sa.update(sb)
-            del self._scripts[b]
-        self._ids = {}
-        self._members = defaultdict(list)
-        for name in sorted(self._names):
-            self._members[self._find(name)].append(name)
-        self._dirty = False
+            group, todo = {start}, [start]
+            while todo:
+                for other in self._paired[todo.pop()]:
+                    if other not in group:
+                        group.add(other)
+                        todo.append(other)
+            done |= group
+            for name in group:
+                self._members.pop(self._find(name), None)
+            for name in group:
+                self._parent[name] = name
+                self._scripts[name] = {script_of(name): name}
+                self._ids.pop(name, None)
+            for main, alias in sorted((m, a) for m in group for a in self._paired[m] if (m, a) in self._pairs):
+                a, b = self._find(main), self._find(alias)
+                if a == b:
+                    continue
+                sa, sb = self._scripts[a], self._scripts[b]
+                if any(sb.get(script, name) != name for script, name in sa.items()):
+                    continue
+                self._parent[b] = a
+                sa.update(sb)
+                del self._scripts[b]
+            for name in sorted(group):
+                self._members.setdefault(self._find(name), []).append(name)
+        self._stale.clear()
 
     def _find(self, key: str) -> str:
         root = key
@@ -163,7 +184,7 @@ class Artists:
 
     def id_of(self, name: str) -> str:
         """The id of the artist printed under this compacted name (one `add`ed before)."""
-        if self._dirty:
+        if self._stale:
             self._rebuild()
         if (known := self._ids.get(name)) is not None:
             return known
@@ -177,7 +198,7 @@ class Artists:
 
     def names_of(self, name: str) -> list[str]:
         """Every compacted name of the artist printed under this one."""
-        if self._dirty:
+        if self._stale:
             self._rebuild()
         return self._members[self._find(name)]
 

@@ -40,7 +40,7 @@ KEPT_ENRICHMENT: dict[str, tuple[Query, Query]] = {
 """What `chartgw enrich musicbrainz` learnt (`chartgw/index/identity/enrich.py`): kept when the index is rebuilt or
 migrated, as the Genius lookups are, since it came from an upstream and not from the groups' files."""
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 """The pickled linker's layout; a state of another is rebuilt from the variants."""
 
 COLUMN_ID_TYPES: dict[str, str] = {
