@@ -54,6 +54,11 @@ class Row:
     ids: tuple[tuple[str, str], ...] = ()
     """(id type, value) pairs: ("spotify_track", "3rUGC1vUpkDG9CZFHMur1t")."""
 
+    def __reduce__(self) -> tuple[type[Row], tuple[str, str, str | None, tuple[tuple[str, str], ...]]]:
+        # Pickled by its fields: the kept state holds one per variant, and a slotted dataclass's own
+        # __getstate__ (dataclasses.fields() per object) was a third of linking 1M rows.
+        return Row, (self.title, self.artist, self.isrc, self.ids)
+
 
 @dataclass(frozen=True, slots=True)
 class Link:
@@ -65,6 +70,9 @@ class Link:
     tier: Tier
     confidence: float
     rule: str
+
+    def __reduce__(self) -> tuple[type[Link], tuple[Recording, tuple[str, ...], Tier, float, str]]:
+        return Link, (self.recording, self.artists, self.tier, self.confidence, self.rule)  # as Row's
 
 
 @dataclass(eq=False)
@@ -124,6 +132,8 @@ class Artists:
         self._ids: dict[str, str] = {}
         self._members: dict[str, list[str]] = {}  # root -> every name of the artist
         self._stale: set[str] = set()  # names whose joins are to be made again (a new pair reached them)
+        self.joins = 0
+        """How many times joins were made again (`settled`)."""
 
     def add(self, credit: Credit) -> None:
         for name in credit.aliases:
@@ -173,6 +183,7 @@ class Artists:
             for name in sorted(group):
                 self._members.setdefault(self._find(name), []).append(name)
         self._stale.clear()
+        self.joins += 1
 
     def _find(self, key: str) -> str:
         root = key
@@ -192,6 +203,12 @@ class Artists:
         canonical = min(self._scripts[root].items(), key=lambda kv: (kv[0] != "latin", kv[1]))[1]
         self._ids[name] = artist_id = _digest("art_", canonical)
         return artist_id
+
+    def settled(self) -> int:
+        """Joins due made; how many times joins were made (an id a caller keeps holds while this stands)."""
+        if self._stale:
+            self._rebuild()
+        return self.joins
 
     def all_names(self) -> list[str]:
         return sorted(self._names)
@@ -225,6 +242,8 @@ class Linker:
         self._by_artist: dict[str, list[Recording]] = defaultdict(list)
         self.changed: set[Recording] = set()
         """Recordings a link added to or marked since the caller last cleared this (what to write)."""
+        self._id_sets: dict[frozenset[str], frozenset[str]] = {}
+        self._ids_at = 0
         self._seen: dict[Row, Link] = {}
         """Each distinct row's link once it is in (a row that made its recording links to it `exact`): a chart's
         history prints the same rows snapshot after snapshot."""
@@ -240,8 +259,18 @@ class Linker:
         key = f"{title.name}|{','.join(sorted(title.versions))}|{printed}"
         return _Read(title, tuple(c.main for c in main), everyone, key)
 
-    def _ids(self, names: Iterable[str]) -> frozenset[str]:
-        return frozenset(map(self.artists.id_of, names))
+    def _ids(self, names: frozenset[str]) -> frozenset[str]:
+        """The artist ids of these names as they stand (kept until joins are made again: every candidate's credits
+        are compared for every new row)."""
+        if (joins := self.artists.settled()) != self._ids_at:
+            self._id_sets.clear()
+            self._ids_at = joins
+        if (found := self._id_sets.get(names)) is None:
+            found = self._id_sets[names] = frozenset(map(self.artists.id_of, names))
+        return found
+
+    def __getstate__(self) -> dict[str, object]:
+        return {**self.__dict__, "_id_sets": {}, "_ids_at": -1}  # the kept state without the cache
 
     def _text_match(self, row: _Read) -> tuple[Recording, Tier, str] | None:
         """The best recording by title and credit alone (`exact`, `high`, `low`), or None."""
@@ -343,7 +372,8 @@ class Linker:
 
     def _compatible(self, row: _Read, rec: Recording) -> bool:
         """Whether a row could be the recording its ISRC names: the same version, an artist in common."""
-        return row.title.versions == rec.versions and bool(self._ids(row.everyone) & self._ids(rec.artists))
+        theirs = frozenset(map(self.artists.id_of, rec.artists))
+        return row.title.versions == rec.versions and bool(self._ids(row.everyone) & theirs)
 
     def link_all(self, rows: Iterable[Row]) -> list[Link]:
         return [self.link(row) for row in rows]
