@@ -244,11 +244,20 @@ class Linker:
         """Recordings a link added to or marked since the caller last cleared this (what to write)."""
         self._id_sets: dict[frozenset[str], frozenset[str]] = {}
         self._ids_at = 0
+        self._reads: dict[tuple[str, str], _Read] = {}
         self._seen: dict[Row, Link] = {}
         """Each distinct row's link once it is in (a row that made its recording links to it `exact`): a chart's
         history prints the same rows snapshot after snapshot."""
 
     def _read(self, row: Row) -> _Read:
+        """The row's title and credit read (once per title and credit printed: the groups print one song's under
+        other ids, and its credits are added to the artists the first time)."""
+        if (known := self._reads.get((row.title, row.artist))) is not None:
+            return known
+        read = self._reads[row.title, row.artist] = self._read_anew(row)
+        return read
+
+    def _read_anew(self, row: Row) -> _Read:
         title = parse_title(row.title)
         main, featured = parse_credit(row.artist)
         in_title = tuple(c for name in title.featured for part in parse_credit(name) for c in part)
@@ -270,7 +279,7 @@ class Linker:
         return found
 
     def __getstate__(self) -> dict[str, object]:
-        return {**self.__dict__, "_id_sets": {}, "_ids_at": -1}  # the kept state without the cache
+        return {**self.__dict__, "_id_sets": {}, "_ids_at": -1, "_reads": {}}  # the kept state without the caches
 
     def _text_match(self, row: _Read) -> tuple[Recording, Tier, str] | None:
         """The best recording by title and credit alone (`exact`, `high`, `low`), or None."""
@@ -280,7 +289,7 @@ class Linker:
         everyone = self._ids(row.everyone)
         candidates = [r for name in row.main[:1] for alias in self.artists.names_of(name)
                       for r in self._by_artist.get(alias, ())
-                      if r.versions == row.title.versions and everyone in {self._ids(c) for c in r.credits}]
+                      if r.versions == row.title.versions and any(self._ids(c) == everyone for c in r.credits)]
         best: tuple[float, Recording, str] | None = None
         for rec in candidates:
             if row.title.name in rec.names:
