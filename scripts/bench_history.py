@@ -11,8 +11,12 @@
    popularity is Zipf-like (weight 1/(i+5)), so a few artists hold 100k+ rows of a 10M index. One track in
    ten credits a second artist ("A & B", "A feat. B" or "(feat. B)" in the title). Records have the
    groups' real stored shapes. Deterministic (a fixed seed).
-2. Builds the index with `chartgw index artist-history-api` (a fresh build, the real CLI) and reports its rate
-   (index rows per second of wall time), the file size and the rows of the heaviest artists.
+2. Builds the index with `chartgw index artist-history-api` (a fresh build, the real CLI's code path, run in a
+   child as `bench_history.py --timed-index OUT [PROFILE]`) and reports its rate (index rows per second of wall time
+   and of CPU time), the file size and the rows of the heaviest artists; and identity's linking, which the build
+   runs at its end (`chartgw.index.identity.links.link_new`, timed where the build calls it): the variants
+   linked, the recordings they make, its wall and CPU seconds, and the index rows and variants per second. With
+   PROFILE the child writes a cProfile of the whole build (read it with `python -m pstats PROFILE`).
 3. Starts `chartgw serve --workers 1` over that data folder and measures over HTTP, one request at a time
    on a kept-alive connection: the first page of the heaviest artist at limit=100 and at the default 5000,
    a deep cursor page (limit 100 after 100,000 rows), coverage, and the plot of a 5000-row page; p50 and p90
@@ -20,6 +24,10 @@
    a different `since` before the first chart date (the same rows, another cache key). Then the server's RSS
    (idle, after the pages, after the deep walks whose 50,000-row pages the response cache keeps), each split
    into anonymous memory (the heap) and file pages (from /proc/PID/smaps_rollup).
+   Then the /identity routes on the heaviest recording (the catalogue's first track, found by its Spotify id on
+   /streaming) and its first artist: /identity/lookup by its Spotify id and by its Apple id (/digital-sales),
+   its /identity/recordings page, /identity/search by its title and artist, /identity/artists; p50 and p90, each
+   request a cache miss (another `limit`, or the search's letters in another case).
    With --explain-memory, the same requests again in this process through the same app (Starlette's
    TestClient), with what a server cannot report from outside: the response cache's bytes, SQLite's own heap
    (sqlite3_status64) and the memory glibc's malloc holds freed (what `malloc_trim(0)` returns at the end).
@@ -28,6 +36,7 @@
 --smoke runs every step at 5,000 rows with 2 requests per figure (tests/test_bench.py: the script cannot rot).
 
 Goals (issue 14): first page < 20 ms at limit=100 and < 150 ms at 5000, coverage < 100 ms, build >= 100k rows/s.
+Issue 30: linking keeps the build at >= 100k rows/s; a lookup or a recording page < 5 ms p50 (docs/identity.md).
 """
 
 from __future__ import annotations
