@@ -17,6 +17,7 @@ enrichment kept for a recording's row forms back to it (`_apply_enrichment`), wh
 
 from __future__ import annotations
 
+import gc
 import json
 import pickle
 import sqlite3
@@ -178,7 +179,19 @@ def _load(db: sqlite3.Connection, linked: int) -> Linker:
 
 
 def link_new(db: sqlite3.Connection) -> int:
-    """Link every variant written since the last run (in one transaction); the number linked."""
+    """Link every variant written since the last run (in one transaction); the number linked. The cyclic garbage
+    collector is paused meanwhile: the linker makes hundreds of thousands of objects and no garbage cycles, and
+    the collector's passes over them were half of linking's time (1M rows: 4.0 CPU s with it, 2.0 without)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _link_new(db)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _link_new(db: sqlite3.Connection) -> int:
     linked = int(db.execute(_LINKED.sql).fetchone()[0])
     pending = _variants(db, linked)
     if not pending:
