@@ -11,8 +11,12 @@
    popularity is Zipf-like (weight 1/(i+5)), so a few artists hold 100k+ rows of a 10M index. One track in
    ten credits a second artist ("A & B", "A feat. B" or "(feat. B)" in the title). Records have the
    groups' real stored shapes. Deterministic (a fixed seed).
-2. Builds the index with `chartgw index artist-history-api` (a fresh build, the real CLI) and reports its rate
-   (index rows per second of wall time), the file size and the rows of the heaviest artists.
+2. Builds the index with `chartgw index artist-history-api` (a fresh build, the real CLI's code path, run in a
+   child as `bench_history.py --timed-index OUT [PROFILE]`) and reports its rate (index rows per second of wall time
+   and of CPU time), the file size and the rows of the heaviest artists; and identity's linking, which the build
+   runs at its end (`chartgw.index.identity.links.link_new`, timed where the build calls it): the variants
+   linked, the recordings they make, its wall and CPU seconds, and the index rows and variants per second. With
+   PROFILE the child writes a cProfile of the whole build (read it with `python -m pstats PROFILE`).
 3. Starts `chartgw serve --workers 1` over that data folder and measures over HTTP, one request at a time
    on a kept-alive connection: the first page of the heaviest artist at limit=100 and at the default 5000,
    a deep cursor page (limit 100 after 100,000 rows), coverage, and the plot of a 5000-row page; p50 and p90
@@ -20,6 +24,10 @@
    a different `since` before the first chart date (the same rows, another cache key). Then the server's RSS
    (idle, after the pages, after the deep walks whose 50,000-row pages the response cache keeps), each split
    into anonymous memory (the heap) and file pages (from /proc/PID/smaps_rollup).
+   Then the /identity routes on the heaviest recording (the catalogue's first track, found by its Spotify id on
+   /streaming) and its first artist: /identity/lookup by its Spotify id and by its Apple id (/digital-sales),
+   its /identity/recordings page, /identity/search by its title and artist, /identity/artists; p50 and p90, each
+   request a cache miss (another `limit`, or the search's letters in another case).
    With --explain-memory, the same requests again in this process through the same app (Starlette's
    TestClient), with what a server cannot report from outside: the response cache's bytes, SQLite's own heap
    (sqlite3_status64) and the memory glibc's malloc holds freed (what `malloc_trim(0)` returns at the end).
@@ -28,6 +36,7 @@
 --smoke runs every step at 5,000 rows with 2 requests per figure (tests/test_bench.py: the script cannot rot).
 
 Goals (issue 14): first page < 20 ms at limit=100 and < 150 ms at 5000, coverage < 100 ms, build >= 100k rows/s.
+Issue 30: linking keeps the build at >= 100k rows/s; a lookup or a recording page < 5 ms p50 (docs/identity.md).
 """
 
 from __future__ import annotations
@@ -285,11 +294,42 @@ def _python() -> str:
     return os.environ.get("CHARTGW_BENCH_PYTHON") or str(ROOT / ".venv" / "bin" / "python")
 
 
-def build_index(folder: Path) -> dict[str, object]:
+def timed_index(out: Path, profile: Path | None = None) -> int:
+    """`chartgw index artist-history-api --json` in this process (the real CLI's code path), with identity's
+    `link_new` timed where the build calls it: its wall and CPU seconds and the variants it linked go to `out`
+    (JSON). With `profile`, the whole build under cProfile (pstats file). Run by `build_index` as a child."""
+    import cProfile
+
+    from chartgw.cli import main as cli
+    from chartgw.index.identity import links
+
+    linked: list[dict[str, float]] = []
+    real = links.link_new
+
+    def link_new(db: sqlite3.Connection) -> int:
+        wall, cpu = time.perf_counter(), time.process_time()  # the reading processes have stopped by then
+        count = real(db)
+        linked.append({"variants": count, "seconds": time.perf_counter() - wall, "cpu_seconds": time.process_time() - cpu})
+        return count
+
+    links.link_new = link_new
+    profiler = cProfile.Profile() if profile else None
+    if profiler:
+        profiler.enable()
+    status = cli(["index", "artist-history-api", "--json"])
+    if profiler and profile:
+        profiler.disable()
+        profiler.dump_stats(profile)
+    out.write_text(json.dumps(linked))
+    return status
+
+
+def build_index(folder: Path, profile: Path | None = None) -> dict[str, object]:
     env = {**os.environ, "CHARTGW_DATA_DIR": str(folder)}
+    linking = folder.parent / "linking.json"
     started, before = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run([_python(), "-m", "chartgw", "index", "artist-history-api", "--json"], env=env,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run([_python(), str(Path(__file__).resolve()), "--timed-index", str(linking),
+                           *([str(profile)] if profile else [])], env=env, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the build and its reading process (it waits for it)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
@@ -299,12 +339,24 @@ def build_index(folder: Path) -> dict[str, object]:
     db = sqlite3.connect(path)
     rows = db.execute("SELECT count(*) FROM appearances").fetchone()[0]
     keys = db.execute("SELECT count(*) FROM appearance_artists").fetchone()[0]
+    try:
+        recordings = db.execute("SELECT count(*) FROM identity_recordings").fetchone()[0]
+    except sqlite3.OperationalError:  # identity's tables under other names: not counted
+        recordings = None
     db.close()
     size = sum(p.stat().st_size for p in folder.glob("artist-history-api.sqlite*"))
+    runs = json.loads(linking.read_text())
+    link_wall, link_cpu = sum(r["seconds"] for r in runs), sum(r["cpu_seconds"] for r in runs)
+    # Every index row's variant is linked: linking's rate in index rows is what it costs the build per row.
+    link = {"rows": rows, "variants": sum(int(r["variants"]) for r in runs), "recordings": recordings,
+            "seconds": round(link_wall, 2), "cpu_seconds": round(link_cpu, 2),
+            "rows_per_second": round(rows / link_wall) if link_wall else None,
+            "rows_per_cpu_second": round(rows / link_cpu) if link_cpu else None,
+            "variants_per_cpu_second": round(sum(int(r["variants"]) for r in runs) / link_cpu) if link_cpu else None}
     # On a shared box the wall-time rate falls with the load; the rate per CPU second is the build's own cost.
     return {"rows": rows, "artist_keys": keys, "seconds": round(seconds, 1), "rows_per_second": round(rows / seconds),
             "cpu_seconds": round(cpu, 1), "rows_per_cpu_second": round(rows / cpu) if cpu else None, "bytes": size,
-            "load_average": os.getloadavg()}
+            "linking": link, "load_average": os.getloadavg()}
 
 
 def heaviest(folder: Path, names: list[str]) -> list[tuple[str, int]]:
@@ -396,6 +448,47 @@ def walk(client: httpx.Client, artist: str, sizes: Sizes, memory: Callable[[], M
     return results
 
 
+def _cased(text: str, i: int) -> str:
+    """`text` with the case of its letters flipped by the bits of `i`: the same search, another cache key."""
+    letters = [n for n, c in enumerate(text) if c.isalpha()]
+    chars = list(text)
+    for bit, n in enumerate(letters[:20]):
+        if i >> bit & 1:
+            chars[n] = chars[n].swapcase()
+    return "".join(chars)
+
+
+def identity_walk(client: httpx.Client, sizes: Sizes) -> dict[str, object]:
+    """The /identity routes on the heaviest recording (the catalogue's first track: its Spotify id on /streaming,
+    its Apple id on /digital-sales) and its first artist: lookups by either id, the recording's first page, a search
+    by its title and artist, the artist's page. Each request a cache miss (another `limit`, or the search's letters
+    in another case: the same rows, another cache key)."""
+    tracks, _, _, _ = catalogue()
+    track = tracks[0]
+    spotify, apple = streaming_record(track)["track_id"], store_record(track)["store_id"]
+    found = _timed(client, "/identity/lookup", {"spotify_track": str(spotify)})[1].json()
+    recording, artist = found["id"], found["artists"][0]["id"]
+    counter = iter(range(1_000_000))
+    figures: dict[str, tuple[str, Callable[[int], dict[str, str | int]]]] = {
+        "lookup_spotify_track": ("/identity/lookup", lambda i: {"spotify_track": str(spotify), "limit": 100 + i % 400}),
+        "lookup_apple_track": ("/identity/lookup", lambda i: {"apple_track": str(apple), "limit": 100 + i % 400}),
+        "recording_first_page": (f"/identity/recordings/{recording}", lambda i: {"limit": 100 + i % 400}),
+        "search_title_and_artist": ("/identity/search", lambda i: {"title": _cased(track.title, i),
+                                                                   "artist": _cased(track.artists[0], i >> 10)}),
+        "artist_page": (f"/identity/artists/{artist}", lambda i: {"limit": 200 + i % 800}),
+    }
+    results: dict[str, object] = {"recording": recording, "title": track.title, "artist": artist,
+                                  "spotify_track": spotify, "apple_track": apple}
+    for label, (path, params) in figures.items():
+        for _ in range(sizes.warmup):
+            _timed(client, path, params(next(counter)))
+        results[label] = _summary([_timed(client, path, params(next(counter)))[0] for _ in range(sizes.requests)])
+    page = client.get(f"/identity/recordings/{recording}", params={"limit": 500}).json()
+    results["recording_appearances_first_page"] = page["count"]
+    results["artist_recordings"] = client.get(f"/identity/artists/{artist}", params={"limit": 1000}).json()["count"]
+    return results
+
+
 def measure(folder: Path, artist: str, sizes: Sizes, cache_mb: int | None = None) -> dict[str, object]:
     """`walk` against `chartgw serve --workers 1` over `folder`, and the server's memory."""
     port = _free_port()
@@ -421,6 +514,7 @@ def measure(folder: Path, artist: str, sizes: Sizes, cache_mb: int | None = None
                     raise SystemExit(f"bench_history: the server did not start:\n{log.read_text()[-2000:]}")
                 time.sleep(0.2)
             results = walk(client, artist, sizes, lambda: _memory(server.pid))
+            results["identity"] = identity_walk(client, sizes)
         results["cache_max_mb"] = cache_mb if cache_mb is not None else "default"
         return results
     finally:
@@ -534,4 +628,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--timed-index"]:  # build_index's child: the build, its linking timed
+        sys.exit(timed_index(Path(sys.argv[2]), Path(sys.argv[3]) if len(sys.argv) > 3 else None))
     sys.exit(main())

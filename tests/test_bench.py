@@ -115,9 +115,9 @@ def test_interfaces(korea_data: Path, tmp_path: Path) -> None:
 
 
 def test_history(tmp_path: Path) -> None:
-    """`scripts/bench --history --smoke`: generates the groups' files, builds the index with `chartgw index`, serves
-    it and measures every figure of the 10M-row run (on about 10,000 rows), memory included, then again in process
-    (--explain-memory)."""
+    """`scripts/bench --history --smoke`: generates the groups' files, builds the index with `chartgw index` (its
+    identity linking timed), serves it and measures every figure of the 10M-row run (on about 10,000 rows), the
+    /identity routes and memory included, then again in process (--explain-memory)."""
     report = json.loads(_run(["--history", "--smoke", "--explain-memory"], tmp_path))
     assert report["rows_asked"] == 5000
     assert report["index"]["rows"] > 5000 and report["index"]["rows_per_second"] > 0
@@ -126,6 +126,13 @@ def test_history(tmp_path: Path) -> None:
                    "deep_page_limit_100_after_200"):
         assert served[figure]["n"] >= 1 and served[figure]["p50_ms"] > 0, figure
     assert served["artist_rows"] > 200
+    linking = report["index"]["linking"]  # identity's linking, timed inside the build
+    assert linking["variants"] > 0 and linking["recordings"] > 0 and linking["cpu_seconds"] > 0, linking
+    identity = served["identity"]
+    for figure in ("lookup_spotify_track", "lookup_apple_track", "recording_first_page", "search_title_and_artist",
+                   "artist_page"):
+        assert identity[figure]["n"] >= 1 and identity[figure]["p50_ms"] > 0, figure
+    assert identity["recording_appearances_first_page"] > 0 and identity["artist_recordings"] > 0, identity
     for phase in ("memory_idle_mb", "memory_after_pages_mb", "memory_after_deep_pages_mb"):
         memory = served[phase]
         assert memory["rss"] > 0 and memory["anonymous"] + memory["file"] <= memory["rss"] + 1, (phase, memory)

@@ -54,6 +54,11 @@ class Row:
     ids: tuple[tuple[str, str], ...] = ()
     """(id type, value) pairs: ("spotify_track", "3rUGC1vUpkDG9CZFHMur1t")."""
 
+    def __reduce__(self) -> tuple[type[Row], tuple[str, str, str | None, tuple[tuple[str, str], ...]]]:
+        # Pickled by its fields: the kept state holds one per variant, and a slotted dataclass's own
+        # __getstate__ (dataclasses.fields() per object) was a third of linking 1M rows.
+        return Row, (self.title, self.artist, self.isrc, self.ids)
+
 
 @dataclass(frozen=True, slots=True)
 class Link:
@@ -65,6 +70,9 @@ class Link:
     tier: Tier
     confidence: float
     rule: str
+
+    def __reduce__(self) -> tuple[type[Link], tuple[Recording, tuple[str, ...], Tier, float, str]]:
+        return Link, (self.recording, self.artists, self.tier, self.confidence, self.rule)  # as Row's
 
 
 @dataclass(eq=False)
@@ -111,47 +119,71 @@ class Artists:
     "화사 (HWASA)" makes "화사" and "hwasa" one artist. A join is refused when both sides already hold a
     different name in the same script: "원필 (DAY6)" does not make the member the band once "DAY6 (데이식스)"
     has named the band in Hangul. So that the answer does not depend on which row came first, the joins are
-    made again in one order (the pairs sorted) whenever a new pair of names is seen.
+    made again in one order (the pairs sorted) whenever a new pair of names is seen: only those of the names the
+    pairs connect to it (a join never reaches beyond them), so a new name costs the same however many are known.
     """
 
     def __init__(self) -> None:
         self._names: set[str] = set()
         self._pairs: set[tuple[str, str]] = set()
+        self._paired: defaultdict[str, set[str]] = defaultdict(set)  # name -> the names a pair joins it to
         self._parent: dict[str, str] = {}
         self._scripts: dict[str, dict[str, str]] = {}  # root -> script -> the name in it
         self._ids: dict[str, str] = {}
-        self._members: defaultdict[str, list[str]] = defaultdict(list)  # root -> every name of the artist
-        self._dirty = False
+        self._members: dict[str, list[str]] = {}  # root -> every name of the artist
+        self._stale: set[str] = set()  # names whose joins are to be made again (a new pair reached them)
+        self.joins = 0
+        """How many times joins were made again (`settled`)."""
 
     def add(self, credit: Credit) -> None:
         for name in credit.aliases:
-            if name not in self._names:
+            if name not in self._names:  # an artist of its own until a pair joins it
                 self._names.add(name)
-                self._dirty = True
+                self._parent[name] = name
+                self._scripts[name] = {script_of(name): name}
+                self._members[name] = [name]
         for alias in credit.aliases - {credit.main}:
             pair = (credit.main, alias)
             if pair not in self._pairs:
                 self._pairs.add(pair)
-                self._dirty = True
+                self._paired[credit.main].add(alias)
+                self._paired[alias].add(credit.main)
+                self._stale.add(credit.main)
 
     def _rebuild(self) -> None:
-        self._parent = {name: name for name in self._names}
-        self._scripts = {name: {script_of(name): name} for name in self._names}
-        for main, alias in sorted(self._pairs):
-            a, b = self._find(main), self._find(alias)
-            if a == b:
+        """The joins of every name connected to a stale one, made again in sorted order: the same sets a rebuild
+        of every pair gives, since a set never spans two groups of names no pair connects."""
+        done: set[str] = set()
+        for start in sorted(self._stale):
+            if start in done:
                 continue
-            sa, sb = self._scripts[a], self._scripts[b]
-            if any(sb.get(script, name) != name for script, name in sa.items()):
-                continue
-            self._parent[b] = a
-            sa.update(sb)
-            del self._scripts[b]
-        self._ids = {}
-        self._members = defaultdict(list)
-        for name in sorted(self._names):
-            self._members[self._find(name)].append(name)
-        self._dirty = False
+            group, todo = {start}, [start]
+            while todo:
+                for other in self._paired[todo.pop()]:
+                    if other not in group:
+                        group.add(other)
+                        todo.append(other)
+            done |= group
+            for name in group:
+                self._members.pop(self._find(name), None)
+            for name in group:
+                self._parent[name] = name
+                self._scripts[name] = {script_of(name): name}
+                self._ids.pop(name, None)
+            for main, alias in sorted((m, a) for m in group for a in self._paired[m] if (m, a) in self._pairs):
+                a, b = self._find(main), self._find(alias)
+                if a == b:
+                    continue
+                sa, sb = self._scripts[a], self._scripts[b]
+                if any(sb.get(script, name) != name for script, name in sa.items()):
+                    continue
+                self._parent[b] = a
+                sa.update(sb)
+                del self._scripts[b]
+            for name in sorted(group):
+                self._members.setdefault(self._find(name), []).append(name)
+        self._stale.clear()
+        self.joins += 1
 
     def _find(self, key: str) -> str:
         root = key
@@ -163,7 +195,7 @@ class Artists:
 
     def id_of(self, name: str) -> str:
         """The id of the artist printed under this compacted name (one `add`ed before)."""
-        if self._dirty:
+        if self._stale:
             self._rebuild()
         if (known := self._ids.get(name)) is not None:
             return known
@@ -172,12 +204,18 @@ class Artists:
         self._ids[name] = artist_id = _digest("art_", canonical)
         return artist_id
 
+    def settled(self) -> int:
+        """Joins due made; how many times joins were made (an id a caller keeps holds while this stands)."""
+        if self._stale:
+            self._rebuild()
+        return self.joins
+
     def all_names(self) -> list[str]:
         return sorted(self._names)
 
     def names_of(self, name: str) -> list[str]:
         """Every compacted name of the artist printed under this one."""
-        if self._dirty:
+        if self._stale:
             self._rebuild()
         return self._members[self._find(name)]
 
@@ -204,11 +242,22 @@ class Linker:
         self._by_artist: dict[str, list[Recording]] = defaultdict(list)
         self.changed: set[Recording] = set()
         """Recordings a link added to or marked since the caller last cleared this (what to write)."""
+        self._id_sets: dict[frozenset[str], frozenset[str]] = {}
+        self._ids_at = 0
+        self._reads: dict[tuple[str, str], _Read] = {}
         self._seen: dict[Row, Link] = {}
         """Each distinct row's link once it is in (a row that made its recording links to it `exact`): a chart's
         history prints the same rows snapshot after snapshot."""
 
     def _read(self, row: Row) -> _Read:
+        """The row's title and credit read (once per title and credit printed: the groups print one song's under
+        other ids, and its credits are added to the artists the first time)."""
+        if (known := self._reads.get((row.title, row.artist))) is not None:
+            return known
+        read = self._reads[row.title, row.artist] = self._read_anew(row)
+        return read
+
+    def _read_anew(self, row: Row) -> _Read:
         title = parse_title(row.title)
         main, featured = parse_credit(row.artist)
         in_title = tuple(c for name in title.featured for part in parse_credit(name) for c in part)
@@ -219,8 +268,18 @@ class Linker:
         key = f"{title.name}|{','.join(sorted(title.versions))}|{printed}"
         return _Read(title, tuple(c.main for c in main), everyone, key)
 
-    def _ids(self, names: Iterable[str]) -> frozenset[str]:
-        return frozenset(map(self.artists.id_of, names))
+    def _ids(self, names: frozenset[str]) -> frozenset[str]:
+        """The artist ids of these names as they stand (kept until joins are made again: every candidate's credits
+        are compared for every new row)."""
+        if (joins := self.artists.settled()) != self._ids_at:
+            self._id_sets.clear()
+            self._ids_at = joins
+        if (found := self._id_sets.get(names)) is None:
+            found = self._id_sets[names] = frozenset(map(self.artists.id_of, names))
+        return found
+
+    def __getstate__(self) -> dict[str, object]:
+        return {**self.__dict__, "_id_sets": {}, "_ids_at": -1, "_reads": {}}  # the kept state without the caches
 
     def _text_match(self, row: _Read) -> tuple[Recording, Tier, str] | None:
         """The best recording by title and credit alone (`exact`, `high`, `low`), or None."""
@@ -230,7 +289,7 @@ class Linker:
         everyone = self._ids(row.everyone)
         candidates = [r for name in row.main[:1] for alias in self.artists.names_of(name)
                       for r in self._by_artist.get(alias, ())
-                      if r.versions == row.title.versions and everyone in {self._ids(c) for c in r.credits}]
+                      if r.versions == row.title.versions and any(self._ids(c) == everyone for c in r.credits)]
         best: tuple[float, Recording, str] | None = None
         for rec in candidates:
             if row.title.name in rec.names:
@@ -322,7 +381,8 @@ class Linker:
 
     def _compatible(self, row: _Read, rec: Recording) -> bool:
         """Whether a row could be the recording its ISRC names: the same version, an artist in common."""
-        return row.title.versions == rec.versions and bool(self._ids(row.everyone) & self._ids(rec.artists))
+        theirs = frozenset(map(self.artists.id_of, rec.artists))
+        return row.title.versions == rec.versions and bool(self._ids(row.everyone) & theirs)
 
     def link_all(self, rows: Iterable[Row]) -> list[Link]:
         return [self.link(row) for row in rows]

@@ -66,7 +66,7 @@ _APPEARANCES = Query(
     "identity_appearances",
     "SELECT k.chart_date, k.row_id, k.chart_id, k.track_id FROM appearance_artists k JOIN appearances a"
     " ON a.chart_id = k.chart_id AND a.chart_date = k.chart_date AND a.track_id = k.track_id"
-    " WHERE k.artist_id IN (SELECT value FROM json_each(?1)) AND k.track_id IN (SELECT value FROM json_each(?2))"
+    " WHERE k.artist_id = ?1 AND k.track_id IN (SELECT value FROM json_each(?2))"
     " AND a.variant_id IN (SELECT value FROM json_each(?3)) AND (?4 IS NULL OR (k.chart_date, k.row_id) < (?4, ?5))"
     " ORDER BY k.chart_date DESC, k.row_id DESC LIMIT ?6")
 _ROWS = Query("identity_rows", index.ROW_SELECT)
@@ -119,9 +119,15 @@ async def _page(call: Call, number: int) -> tuple[list[Any], str | None]:
     after = call.params.get("cursor")
     date, row = after.split(".") if after else (None, None)
     limit = call.params["limit"]
-    positions = await _fetch(call, _APPEARANCES, [json.dumps(artist_ids), json.dumps(tracks),
-                                                  json.dumps(sorted(v for v, _, _ in variants)), date,
-                                                  int(row) if row else None, limit + 1])
+    # One artist at a time: with one artist id the key's order is the page's, so a page reads its rows and
+    # stops (a list of ids made SQLite sort every row of the artist: 97 ms for the heaviest recording at 1M rows).
+    found: dict[tuple[str, int], Any] = {}
+    for artist_id in artist_ids:
+        for position in await _fetch(call, _APPEARANCES, [artist_id, json.dumps(tracks),
+                                                          json.dumps(sorted(v for v, _, _ in variants)), date,
+                                                          int(row) if row else None, limit + 1]):
+            found.setdefault((position[0], position[1]), position)
+    positions = [found[k] for k in sorted(found, reverse=True)[:limit + 1]]
     page = positions[:limit]
     rows = {r[0]: r for r in await _fetch(call, _ROWS, [json.dumps([[c, d, t] for d, _, c, t in page])])}
     next_cursor = f"{page[-1][0]}.{page[-1][1]}" if len(positions) > limit else None
