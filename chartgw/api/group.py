@@ -27,7 +27,7 @@ from chartgw.crawl.context import Context
 from chartgw.crawl.runner import CrawlTarget, Outcome, RetryPolicy, run_targets
 from chartgw.store import Storage
 
-__all__ = ["GROUP_NAMES", "CommandArg", "EntryMapping", "Group", "GroupCommand", "MappedEntry", "Schedule",
+__all__ = ["GROUP_NAMES", "PLATFORM_ID", "CommandArg", "EntryMapping", "Group", "GroupCommand", "MappedEntry", "Schedule",
            "after_crawl", "crawl_group", "retention"]
 
 _GROUP_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
@@ -79,6 +79,10 @@ class GroupCommand:
     """Run on this schedule too (`chartgw cron` prints its line): the artist-history index's catch-up."""
 
 
+PLATFORM_ID = "platform_id"
+"""The key of a platform's own song id in `MappedEntry.ids`, and the index's variant column holding it."""
+
+
 class MappedEntry(NamedTuple):
     """What the artist-history index takes from one stored entry."""
 
@@ -91,7 +95,8 @@ class MappedEntry(NamedTuple):
     market: str
     """An ISO alpha-2 code (lowercase) or "global"."""
     ids: dict[str, str]
-    """Id kind -> value, only the ids the entry has."""
+    """Id kind -> value, only the ids the entry has; `PLATFORM_ID` -> "<id type>:<value>" for a platform's song id
+    (`EntryMapping.platform_ids`)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,10 @@ class EntryMapping:
     """fnmatch patterns of the targets whose entries carry the `ids` (e.g. a store id is a track's only on song charts)."""
     sub_daily_targets: tuple[str, ...] = ()
     """fnmatch patterns of charts published several times a day (folded to one row per track and day)."""
+    platform_ids: tuple[tuple[str, str, str], ...] = ()
+    """(fnmatch pattern of targets, identity id type, record field): a platform's own id of the song on those targets
+    (a Korean site's song id: `melon_song` on Melon's charts). Kept with the variant for recording identity's
+    `platform_id` tier; not one of the spec's id columns, so no artist-history response shows it."""
     facts: dict[str, str] = field(default_factory=dict)
     """Chart facts the source prints on its entries (`previous_rank`, `peak_rank`, `periods_on_chart`, `re_entry`)
     -> the record field holding it: `include=facts` gives the source's value (`chartgw.index.identity.facts`)."""
@@ -137,6 +146,8 @@ class EntryMapping:
         if any(fnmatch(target, pattern) for pattern in self.skip_targets):
             return lambda record: None
         ids = tuple(self.ids.items()) if any(fnmatch(target, pattern) for pattern in self.ids_targets) else ()
+        platform = next(((f"{kind}:", name) for pattern, kind, name in self.platform_ids if fnmatch(target, pattern)),
+                        None)
         artist_of, title_of = _text_reader(self.artist), _text_reader(self.title)
         artists_field, market = self.artists, self.market
         fixed = None if callable(market) or not market.startswith(("=", "target:")) else self._market(target, {})
@@ -148,6 +159,8 @@ class EntryMapping:
             credited = record.get(artists_field) if artists_field else None
             artists = [a for a in credited if isinstance(a, str) and a] if isinstance(credited, list) else []
             found = {kind: str(value) for kind, name in ids if (value := record.get(name)) is not None and value != ""}
+            if platform is not None and (value := record.get(platform[1])) is not None and value != "":
+                found[PLATFORM_ID] = platform[0] + str(value)
             return MappedEntry(artist, artists or [artist], title_of(record),
                                fixed if fixed is not None else self._market(target, record), found)
 

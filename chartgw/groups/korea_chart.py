@@ -58,6 +58,9 @@ SITES: dict[str, Site] = {s.site: s for s in (
     Site("portal-d", "FLO", flo, ("all_age", "rising", "rising_hourly"), ("all_age", "rising", "rising_hourly")),
     Site("portal-e", "VIBE", vibe, ("daily_top100", "domestic_rising", "oversea_rising")),
 )}
+SONG_ID_TYPES = {"portal-a": "melon_song", "portal-b": "genie_song", "portal-c": "bugs_song", "portal-d": "flo_song",
+                 "portal-e": "vibe_song"}
+"""Each site's `song_id` as recording identity's id type (its `platform_id` tier, `/identity/lookup?melon_song=`)."""
 SITE_NAMES = tuple(SITES)
 ALL_CHART_TYPES = tuple(dict.fromkeys(ct for s in SITES.values() for ct in s.chart_types))
 TYPES_BY_SITE = ("site", {s.site: s.chart_types for s in SITES.values()})
@@ -512,7 +515,8 @@ GROUP = Group(
     retention_days={FLO_CHART: 3.0, "portal-d/rising": 3.0},
     settings=(GENIE_FEED_SETTING,),
     entries=EntryMapping(market="=kr", sub_daily_targets=tuple(TARGET.make(s.site, ct) for s in SITES.values()
-                                                              for ct in s.hourly)),
+                                                              for ct in s.hourly),
+                         platform_ids=tuple((f"{site}/*", kind, "song_id") for site, kind in SONG_ID_TYPES.items())),
 )
 
 

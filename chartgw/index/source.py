@@ -17,7 +17,7 @@ import msgspec
 
 from chartgw.api.group import EntryMapping
 from chartgw.index.credits import Credit, entry_credit, track_key
-from chartgw.index.tables import ID_COLUMNS
+from chartgw.index.tables import VARIANT_ID_COLUMNS
 from chartgw.store import connect
 from chartgw.store import tables as store_tables
 
@@ -25,7 +25,7 @@ __all__ = ["ARTISTS", "CREDIT", "KEY", "NOTED", "OWNER", "TRACK_ID", "TRACK_KEY"
            "VariantKey", "fold", "prefetch_main", "read_batch", "read_next", "slot_of", "unfolded"]
 
 VariantKey = tuple[str, str | None, tuple[str, ...], tuple[str, ...]]
-"""(artist as shown, title, credited list, ids: one per ID_COLUMNS, "" for none): what a variant is."""
+"""(artist as shown, title, credited list, ids: one per VARIANT_ID_COLUMNS, "" for none): what a variant is."""
 
 FIRST_BATCH_SNAPSHOTS = 100
 """The reader's first batch (then full ones)."""
@@ -156,7 +156,7 @@ def prefetch_main() -> None:
 
 
 _decode = msgspec.json.Decoder().decode
-_NO_IDS = ("",) * len(ID_COLUMNS)
+_NO_IDS = ("",) * len(VARIANT_ID_COLUMNS)
 _VARIANTS: dict[VariantKey, list[Any]] = {}
 """Variant key -> its slot: the same variants recur in every snapshot (any index file). A slot is a list:
 [key, track key, credit, the run its ids below belong to, variant id, track id, links and id keys taken, the
@@ -178,15 +178,15 @@ def unfolded(rows: Folded) -> list[Row]:
 
 
 def _ids_maker(mapping: EntryMapping) -> Any:
-    """A function of an entry's ids (kind -> value) to one value per ID_COLUMNS ("" for none); fast for the
-    usual one kind per group."""
-    if len(mapping.ids) == 1:
+    """A function of an entry's ids (kind -> value) to one value per VARIANT_ID_COLUMNS ("" for none); fast for
+    the usual one kind per group."""
+    if len(mapping.ids) == 1 and not mapping.platform_ids:
         (kind,) = mapping.ids
-        at = ID_COLUMNS.index(kind)
+        at = VARIANT_ID_COLUMNS.index(kind)
         before, after = _NO_IDS[:at], _NO_IDS[at + 1:]
         return lambda found: (*before, found[kind], *after) if len(found) == 1 else \
-            tuple(found.get(k, "") for k in ID_COLUMNS)
-    return lambda found: tuple(found.get(k, "") for k in ID_COLUMNS)
+            tuple(found.get(k, "") for k in VARIANT_ID_COLUMNS)
+    return lambda found: tuple(found.get(k, "") for k in VARIANT_ID_COLUMNS)
 
 
 def slot_of(key: VariantKey) -> list[Any]:

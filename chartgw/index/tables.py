@@ -8,14 +8,18 @@ against the tables before anything runs it. The /artist-history reads, composed 
 
 from __future__ import annotations
 
-from chartgw.api.group import EntryMapping
+from chartgw.api.group import PLATFORM_ID, EntryMapping
 from chartgw.index.identity import links as identity
 from chartgw.store import Query
 
-__all__ = ["CREATE", "DEFERRED", "DEFERRED_INDEXES", "ID_COLUMNS", "QUERIES", "ROW_SELECT", "SCHEMA", "SCHEMA_VERSION"]
+__all__ = ["CREATE", "DEFERRED", "DEFERRED_INDEXES", "ID_COLUMNS", "QUERIES", "ROW_SELECT", "SCHEMA", "SCHEMA_VERSION",
+           "VARIANT_ID_COLUMNS"]
 
 ID_COLUMNS: tuple[str, ...] = EntryMapping.ID_KINDS
 """Id columns of a variant, named as the spec's parameters (plus `asin`, which the retail groups carry)."""
+VARIANT_ID_COLUMNS: tuple[str, ...] = (*ID_COLUMNS, PLATFORM_ID)
+"""A variant's id columns: the spec's, then `platform_id` ("melon_song:38123338": a platform's own song id, what
+recording identity's `platform_id` tier links by; no /artist-history response shows it)."""
 LYRICS_SONG = ID_COLUMNS.index("lyrics_song_id")
 LYRICS_ARTIST = ID_COLUMNS.index("lyrics_artist_id")
 
@@ -27,9 +31,9 @@ every batch, are copied into the file a few times instead of after every commit.
 CACHE_KIB = 64 * 1024
 """SQLite page cache of an incremental run."""
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """`PRAGMA user_version` of the layout below; a file of an earlier one is dropped and built again (5: track keys
-fold version marks, `chartgw.core.text.title_key`)."""
+fold version marks, `chartgw.core.text.title_key`; 6: variants keep a platform's song id, `platform_id`)."""
 DEFERRED = (
     Query("tracks_by_key", "CREATE UNIQUE INDEX IF NOT EXISTS tracks_by_key ON tracks (track_key)"),
     Query("artists_by_key", "CREATE UNIQUE INDEX IF NOT EXISTS artists_by_key ON artists (key)"),
@@ -68,7 +72,7 @@ CREATE TABLE IF NOT EXISTS variants (
     title TEXT,
     artist TEXT NOT NULL,
     credits TEXT NOT NULL,
-    {", ".join(f"{c} TEXT" for c in ID_COLUMNS)}
+    {", ".join(f"{c} TEXT" for c in VARIANT_ID_COLUMNS)}
 );
 CREATE TABLE IF NOT EXISTS appearances (
     chart_id INTEGER NOT NULL,
@@ -201,8 +205,9 @@ UPDATE = Query("index update rows", "UPDATE appearances SET rank = ?, hours = NU
                " snapshot_id = ?, variant_id = ? WHERE chart_id = ? AND chart_date = ? AND track_id = ?")
 _NULLIF = "NULLIF(?, '')"
 INSERT_VARIANT = Query("index insert variants",
-                       f"INSERT INTO variants (id, variant_key, track_id, title, artist, credits, {', '.join(ID_COLUMNS)})"
-                       f" VALUES (?, ?, ?, {_NULLIF}, ?, ?, {', '.join([_NULLIF] * len(ID_COLUMNS))})")
+                       "INSERT INTO variants (id, variant_key, track_id, title, artist, credits,"
+                       f" {', '.join(VARIANT_ID_COLUMNS)})"
+                       f" VALUES (?, ?, ?, {_NULLIF}, ?, ?, {', '.join([_NULLIF] * len(VARIANT_ID_COLUMNS))})")
 INSERT_ARTISTS = Query("index insert artists", "INSERT INTO artists (id, key) VALUES (?, ?)")
 INSERT_TRACKS = Query("index insert tracks", "INSERT INTO tracks (id, track_key) VALUES (?, ?)")
 KEYS_IN = Query("index artist keys in", "INSERT OR REPLACE INTO appearance_artists VALUES (?, ?, ?, ?, ?, ?)")

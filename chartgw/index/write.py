@@ -31,6 +31,9 @@ from chartgw.index.tables import ID_COLUMNS, LYRICS_ARTIST, LYRICS_SONG
 
 __all__ = ["Run", "create_deferred", "write_batch"]
 
+_SPEC_IDS = len(ID_COLUMNS)
+"""A variant's ids that name its artist when it credits one alone (a platform's song id, after them, is identity's)."""
+
 
 @dataclass
 class Run:
@@ -186,8 +189,8 @@ def write_batch(db: sqlite3.Connection, run: Run, source: str, batch: list[Any],
             credit = slot[CREDIT]
             links.update(credit.links)
             if credit.single is not None:  # a single-artist entry: its ids are that artist's
-                id_keys.update((kind, value, credit.single) for kind, value in zip(ID_COLUMNS, slot[KEY][3], strict=True)
-                               if value)
+                id_keys.update((kind, value, credit.single)
+                               for kind, value in zip(ID_COLUMNS, slot[KEY][3][:_SPEC_IDS], strict=True) if value)
         track_id = slot[TRACK_ID]
         if day[0] != chart_id or day[1] is not chart_date:
             day = (chart_id, chart_date)

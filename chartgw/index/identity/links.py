@@ -124,7 +124,8 @@ CREATE TABLE IF NOT EXISTS identity_state (
 
 _COLUMNS = tuple(COLUMN_ID_TYPES)
 _VARIANTS = Query("identity_variants_after",
-                  f"SELECT id, title, artist, {', '.join(_COLUMNS)} FROM variants WHERE id > ?1 AND (?2 IS NULL OR id <= ?2)"
+                  f"SELECT id, title, artist, platform_id, {', '.join(_COLUMNS)} FROM variants"
+                  " WHERE id > ?1 AND (?2 IS NULL OR id <= ?2)"
                   " ORDER BY id")
 _LINKED = Query("identity_last_linked", "SELECT coalesce(max(variant_id), 0) FROM identity_links")
 _STATE = Query("identity_state", "SELECT version, last_variant, state FROM identity_state")
@@ -150,15 +151,19 @@ IDENTITY_INDEX_QUERIES = (_VARIANTS, _LINKED, _STATE, _SAVE_STATE, _SAVE_LINK, _
 """Every statement the index's identity step runs (compiled against the index's tables in tests)."""
 
 
-def row_of(title: str | None, artist: str, ids: dict[str, str]) -> Row:
-    """A variant's (or an entry's) title, artist and ids as identity reads them."""
+def row_of(title: str | None, artist: str, ids: dict[str, str], platform_id: str | None = None) -> Row:
+    """A variant's (or an entry's) title, artist and ids as identity reads them; `platform_id` is a platform's own
+    song id as the index keeps it ("melon_song:38123338", `EntryMapping.platform_ids`), tried first."""
     isrc = ids.get("isrc") or None
     pairs = tuple((COLUMN_ID_TYPES[c], v) for c, v in sorted(ids.items()) if v and c != "isrc" and c in COLUMN_ID_TYPES)
+    if platform_id:
+        kind, _, value = platform_id.partition(":")
+        pairs = ((kind, value), *pairs)
     return Row(title or "", artist, isrc, pairs)
 
 
 def _variants(db: sqlite3.Connection, after: int, upto: int | None = None) -> list[tuple[int, Row]]:
-    return [(int(r[0]), row_of(r[1], r[2], dict(zip(_COLUMNS, r[3:], strict=True))))
+    return [(int(r[0]), row_of(r[1], r[2], dict(zip(_COLUMNS, r[4:], strict=True)), r[3]))
             for r in db.execute(_VARIANTS.sql, (after, upto))]
 
 

@@ -45,6 +45,10 @@ ID_PATTERNS: dict[str, str] = {
     "chartmetric_track": r"^\d{1,15}$",
     "genius_song": r"^\d{1,15}$",
     "melon_song": r"^\d{1,15}$",
+    "genie_song": r"^\d{1,15}$",
+    "bugs_song": r"^\d{1,15}$",
+    "flo_song": r"^\d{1,15}$",
+    "vibe_song": r"^\d{1,15}$",
     "musicbrainz_recording": r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
 }
 """Every id type a lookup takes, with the form a well-formed value has (a malformed one is a 422)."""
