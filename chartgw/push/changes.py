@@ -27,7 +27,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 from urllib.parse import urlencode
 
 import anyio
@@ -112,7 +112,10 @@ async def _snapshot_of(reader: SnapshotReader, snapshot_id: int, target: str) ->
     return found[0]
 
 
-async def diff(call: Call) -> DiffResponse:
+DiffParams = TypedDict("DiffParams", {"target": str, "from": int | None, "to": int | None})  # "from": a keyword
+
+
+async def diff(call: Call[DiffParams]) -> DiffResponse:
     reader, target = call.data.reader, call.params["target"]
     if call.params["to"] is None:
         to = await reader.latest(target)

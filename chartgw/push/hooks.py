@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
 import msgspec
@@ -545,6 +545,14 @@ def read_request(body: bytes, groups: Sequence[str], settings: Settings) -> Hook
     return request
 
 
+class HookParams(TypedDict):
+    id: int
+
+
+class DeliveriesParams(HookParams):
+    limit: int
+
+
 def hooks_routes(groups: Sequence[str], store_of: Callable[[Settings], HookStore] | None = None) -> list[Route]:
     """`POST /hooks`, `GET /hooks`, `DELETE /hooks/{id}`, `GET /hooks/{id}/deliveries` (at the gateway's root,
     keyed: each key sees its own hooks). `store_of(settings)` opens the store (by default the one in the data
@@ -574,12 +582,12 @@ def hooks_routes(groups: Sequence[str], store_of: Callable[[Settings], HookStore
         hooks = await asyncio.to_thread(opened(call.settings).hooks, key_of(call))
         return HooksResponse(len(hooks), [hook_info(h) for h in hooks])
 
-    async def remove(call: Call) -> DeletedHook:
+    async def remove(call: Call[HookParams]) -> DeletedHook:
         if not await asyncio.to_thread(opened(call.settings).delete, call.params["id"], key_of(call)):
             raise not_found(f"No webhook {call.params['id']} of this key")
         return DeletedHook(call.params["id"], True)
 
-    async def deliveries(call: Call) -> DeliveriesResponse:
+    async def deliveries(call: Call[DeliveriesParams]) -> DeliveriesResponse:
         store = opened(call.settings)
         hook = await asyncio.to_thread(store.hook, call.params["id"], key_of(call))
         if hook is None:

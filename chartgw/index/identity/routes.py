@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from rapidfuzz import fuzz
 
@@ -112,7 +112,28 @@ async def _artists(call: Call, numbers: list[int]) -> dict[int, list[ArtistRef]]
     return {n: [ArtistRef(a, name) for a, name in by_id.items()] for n, by_id in found.items()}
 
 
-async def _page(call: Call, number: int) -> tuple[list[Any], str | None]:
+class Paged(TypedDict):
+    """What a recording's page reads (a helper's view of a route with these two)."""
+
+    limit: int
+    cursor: str | None
+
+
+class RecordingParams(Paged):
+    recording_id: str
+
+
+class SearchParams(TypedDict):
+    title: str | None
+    artist: str | None
+
+
+class ArtistParams(TypedDict):
+    artist_id: str
+    limit: int
+
+
+async def _page(call: Call[Paged], number: int) -> tuple[list[Any], str | None]:
     """One page of a recording's appearances, newest first, through the artist index's key ranges."""
     variants = await _fetch(call, _VARIANTS, [number])
     if not variants:
@@ -138,14 +159,14 @@ async def _page(call: Call, number: int) -> tuple[list[Any], str | None]:
     return [rows[r] for _, r, _, _ in page if r in rows], next_cursor
 
 
-async def _recording_row(call: Call) -> tuple[Any, ...]:
+async def _recording_row(call: Call[RecordingParams]) -> tuple[Any, ...]:
     found = await _fetch(call, _RECORDING, [call.params["recording_id"]])
     if not found:
         raise not_found(f"No recording {call.params['recording_id']}")
     return tuple(found[0])
 
 
-async def _recording_body(call: Call, row: tuple[Any, ...]) -> RecordingResponse:
+async def _recording_body(call: Call[Paged], row: tuple[Any, ...]) -> RecordingResponse:
     number, rec_id, title, _, ambiguous = row
     ids: dict[str, list[str]] = {}
     for kind, value in await _fetch(call, _IDS, [number]):
@@ -158,11 +179,11 @@ async def _recording_body(call: Call, row: tuple[Any, ...]) -> RecordingResponse
                              next_cursor, appearances)
 
 
-async def recording(call: Call) -> RecordingResponse:
+async def recording(call: Call[RecordingParams]) -> RecordingResponse:
     return await _recording_body(call, await _recording_row(call))
 
 
-async def plot(call: Call) -> str:
+async def plot(call: Call[RecordingParams]) -> str:
     number, rec_id, title, artist, _ = await _recording_row(call)
     page, next_cursor = await _page(call, number)
     rows: list[Appearance] = await asyncio.to_thread(to_appearances, page)
@@ -178,6 +199,7 @@ async def _candidates(call: Call, numbers: list[int], score: dict[int, float]) -
 
 
 async def lookup(call: Call) -> RecordingResponse:
+    """Reads its id by the names in ID_PATTERNS (one parameter per id type), so its parameters stay a Mapping."""
     given = [(kind, call.params[kind]) for kind in ID_PATTERNS if call.params.get(kind) is not None]
     if len(given) != 1:
         raise InvalidParams([{"type": "value_error", "loc": ["query"], "msg": "Value error, give exactly one id:"
@@ -193,10 +215,10 @@ async def lookup(call: Call) -> RecordingResponse:
                                  candidates)
         raise ApiError(409, body.detail, extra={"candidates": body.candidates})
     rows = await _fetch(call, _RECORDINGS, [json.dumps(numbers)])
-    return await _recording_body(call, tuple(rows[0]))
+    return await _recording_body(cast(Call[Paged], call), tuple(rows[0]))
 
 
-async def search(call: Call) -> SearchResponse:
+async def search(call: Call[SearchParams]) -> SearchResponse:
     title, artist = call.params.get("title"), call.params.get("artist")
     if title is None and artist is None:
         raise InvalidParams([{"type": "missing", "loc": ["query", "title"], "msg": "Field required: give a title, an"
@@ -219,7 +241,7 @@ async def search(call: Call) -> SearchResponse:
     return SearchResponse(title, artist, len(candidates), candidates)
 
 
-async def artist_page(call: Call) -> ArtistResponse:
+async def artist_page(call: Call[ArtistParams]) -> ArtistResponse:
     artist_id = call.params["artist_id"]
     names = await _fetch(call, _NAMES, [artist_id])
     if not names:
