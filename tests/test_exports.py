@@ -304,17 +304,25 @@ def test_an_export_opens_whole_and_holds_exactly_the_groups_snapshots(korea: Pat
 def test_an_export_built_while_a_crawl_commits_holds_whole_commits(korea: Path) -> None:
     source = group_db_path("korea-chart", settings=run_settings())
     stop = threading.Event()
+    commits = [0]
 
     def crawl() -> None:
         day = 0
         while not stop.is_set():
             _commit(source, f"2026-12-{day % 28 + 1:02d}", n=50)
+            commits[0] += 1
             day += 1
+
+    def build_after_a_commit() -> exports.ExportInfo | None:
+        seen, deadline = commits[0], time.monotonic() + 60
+        while commits[0] == seen and time.monotonic() < deadline:  # a loaded box may starve the crawl thread
+            time.sleep(0.01)
+        return exports.build("korea-chart", run_settings())  # while the crawl goes on committing
 
     thread = threading.Thread(target=crawl)
     thread.start()
     try:
-        built = [exports.build("korea-chart", run_settings()) for _ in range(4)]
+        built = [build_after_a_commit() for _ in range(4)]
     finally:
         stop.set()
         thread.join()
