@@ -110,6 +110,13 @@ def _open_here(shm: Path, mine: int | None) -> bool:
     return False
 
 
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
 def _frames_past(index: bytes, wal: Path) -> bool:
     """Whether the WAL file reaches past the frames the index counts (read without a lock: a first, cheap look)."""
     if len(index) < INDEX_HEADER.size:
@@ -143,6 +150,9 @@ def publish_orphan(path: Path, *, once: bool = True, alone: bool = False) -> int
                 return 0
             _checked.add(path)
         kept = _kept.get(path)
+        if kept is not None and _inode(shm) != os.fstat(kept).st_ino:
+            del _kept[path]  # the file was replaced (a restore, a rebuild): the kept descriptor holds the old one
+            kept = None  # still open, never closed: see above
         if kept is None and (not shm.exists() or (not alone and _open_here(shm, None))):
             return 0
         fd = kept
