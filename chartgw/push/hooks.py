@@ -24,6 +24,7 @@ import ipaddress
 import secrets
 import socket
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -319,6 +320,9 @@ def newest_change_ids(groups: Sequence[str], folder: Path) -> dict[str, int]:
     return {group: int(rows[0][0]) if rows else 0 for group, rows in found.items()}
 
 
+_OPENING = threading.Lock()
+
+
 class HookStore:
     """hooks.sqlite: each call a short transaction of its own (the web server's calls run off its event loop)."""
 
@@ -330,9 +334,15 @@ class HookStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if not self.path.exists():
             self.path.touch(mode=0o600)  # it holds the hooks' secrets: readable by the owner only
-        db = connect(self.path, foreign_keys=True, timeout=10)
+        with _OPENING:  # two first requests at once (POST /hooks twice on a new gateway) raced to migrate: a 503
+            db = connect(self.path, foreign_keys=True, timeout=10)
+            try:
+                with transaction(db):  # one write lock, waited for, across processes too (the deliver worker)
+                    migrate(db, HOOK_TABLES)
+            except BaseException:
+                db.close()
+                raise
         try:
-            migrate(db, HOOK_TABLES)
             yield db
         finally:
             db.close()
