@@ -105,16 +105,16 @@ class FollowedReader(SnapshotReader):
 
     async def fetchall(self, query: Query, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
         values = tuple(params)
-        for attempt in range(self.MALFORMED_RETRIES):
+        for _ in range(self.MALFORMED_RETRIES - 1):
             try:
                 return await super().fetchall(query, values)
             except sqlite3.DatabaseError as exc:
-                if "malformed" not in str(exc) or attempt == self.MALFORMED_RETRIES - 1:
+                if "malformed" not in str(exc):
                     raise
                 log.warning("%s: %s; read again on a fresh connection", self.path.name, exc)
             await self.reopen()  # a fresh connection keeps no page of the malformed state
             await asyncio.sleep(self.MALFORMED_WAIT_SECONDS)
-        raise AssertionError("unreachable")
+        return await super().fetchall(query, values)  # the last try: a file still malformed fails
 
     async def data_version(self) -> int | None:
         inode = self._identity(self.path)

@@ -30,10 +30,13 @@ from typing import BinaryIO
 
 import lz4.block
 
+from chartgw.store.orphan import FRAME_HEADER as WAL_FRAME_HEADER
+from chartgw.store.orphan import WAL_HEADER, WRITE_LOCK_BYTE
+
 __all__ = ["Shipped", "Watch", "last_shipped", "ltx_pages", "published"]
 
-WAL_HEADER_SIZE = 32
-FRAME_HEADER_SIZE = 24
+WAL_HEADER_SIZE = WAL_HEADER.size
+FRAME_HEADER_SIZE = WAL_FRAME_HEADER.size
 LTX_HEADER = struct.Struct(">4sIIIQQqQqqII")
 """An LTX file's header as far as needed: magic, flags, page size, commit (database size in pages), min and max
 transaction ids, timestamp, pre-apply checksum, WAL offset, WAL size, WAL salts (superfly/ltx's Header)."""
@@ -126,9 +129,6 @@ def _same_pages(wal: BinaryIO, frame_size: int, made: tuple[int, int, bytes, dic
     return all(frames.get(pgno, page) == page for pgno, page in pages.items())
 
 
-WRITE_LOCK_BYTE = 120
-"""SQLite's WAL write lock: a POSIX lock on this byte of the -shm file, held from a write transaction's start until
-its commit is published (and released by the kernel when its process dies)."""
 FLOCK = struct.Struct("hhqqi4x")
 """Linux's `struct flock` (type, whence, start, length, pid), for F_GETLK."""
 REMEMBERED = 64
