@@ -221,6 +221,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     # --access-log is the gateway's JSON log (chartgw.http.accesslog); uvicorn's own text access log stays off.
     logged = {config.ACCESS_LOG.variable: "on"} if args.access_log else {}
+    if args.limit_concurrency is not None:
+        logged[config.LIMIT_CONCURRENCY.variable] = str(args.limit_concurrency)
     settings: Settings = args.settings.with_values(logged)
     if refuse_bad_settings("serve", settings):
         return 2
@@ -244,7 +246,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     with exported({**logged, **arenas}), worker_files(args.workers), contextlib.suppress(KeyboardInterrupt):
         uvicorn.run(factory, factory=True, host=args.host, port=args.port, workers=args.workers,
                     access_log=False, log_level="info", http=LimitedHttpToolsProtocol,
-                    limit_concurrency=args.limit_concurrency, timeout_keep_alive=settings.get(config.IDLE_TIMEOUT_SECONDS),
+                    limit_concurrency=settings.get(config.LIMIT_CONCURRENCY),
+                    timeout_keep_alive=settings.get(config.IDLE_TIMEOUT_SECONDS),
                     timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)
     return 0
 
@@ -260,13 +263,17 @@ def serve_rsgi(args: argparse.Namespace, settings: Settings) -> None:
     from chartgw.http.server import MAX_HEAD_BYTES
 
     target = "chartgw.http.rsgi:replica_gateway" if args.read_only else "chartgw.http.rsgi:gateway"
+    # The workers answer 503 past CHARTGW_LIMIT_CONCURRENCY requests in progress in the app (long polls and streams,
+    # capped on their own, not counted); granian's backpressure, which makes requests wait unanswered, is set past
+    # everything a worker may hold at once, so it never acts before them.
+    held = settings.get(config.CHANGES_MAX_WAITERS) + settings.get(config.CHANGES_MAX_STREAMS)
     # granian has one timer for both: from the previous answer (or the connection) to a whole head. It is the
     # shorter of the two, as uvicorn's server closes a connection idle for that long (docs/hardening.md).
     head_wait = min(settings.get(config.REQUEST_HEAD_TIMEOUT_SECONDS), settings.get(config.IDLE_TIMEOUT_SECONDS))
     server = Granian(
         target, address=args.host, port=args.port, interface=Interfaces.RSGI, factory=True, workers=args.workers,
         loop=Loops.auto, http=HTTPModes.http1, websockets=False, log_access=False, log_level="info",  # type: ignore[arg-type]
-        backpressure=args.limit_concurrency, workers_kill_timeout=SHUTDOWN_GRACE_SECONDS,
+        backpressure=2 * settings.get(config.LIMIT_CONCURRENCY) + held, workers_kill_timeout=SHUTDOWN_GRACE_SECONDS,
         http1_settings=HTTP1Settings(header_read_timeout=int(head_wait * 1000), keep_alive=True,
                                      max_buffer_size=MAX_HEAD_BYTES))
     server.serve()
@@ -703,9 +710,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, default=1)
     serve.add_argument("--access-log", action="store_true",
                        help="log every answer as one JSON line on standard output (CHARTGW_ACCESS_LOG=on)")
-    serve.add_argument("--limit-concurrency", type=int, default=1000, metavar="N",
-                       help="requests in progress in the app per worker before a 503 (default 1000); connections "
-                            "do not count (docs/hardening.md)")
+    serve.add_argument("--limit-concurrency", type=int, default=None, metavar="N",
+                       help="requests in progress in the app per worker before a 503 (default CHARTGW_LIMIT_CONCURRENCY, "
+                            "1000); connections do not count (docs/hardening.md)")
     serve.add_argument("--interface", choices=["uvicorn", "rsgi"], default="uvicorn",
                        help="the HTTP server: uvicorn (default) or granian's RSGI (chartgw.http.rsgi, docs/hardening.md)")
     serve.add_argument("--read-only", action="store_true",

@@ -39,6 +39,7 @@ __all__ = [
     "HOOKS_PRIVATE_ADDRESSES",
     "HOOKS_TIMEOUT_SECONDS",
     "IDLE_TIMEOUT_SECONDS",
+    "LIMIT_CONCURRENCY",
     "METRICS",
     "RATE_LIMIT_PER_MINUTE",
     "READ_ONLY",
@@ -293,6 +294,10 @@ CHANGES_MAX_STREAMS = Setting(
     "CHANGES_MAX_STREAMS", "5000", "GET /changes/stream connections one server process holds at once; past it a 503 "
     "with Retry-After (streams, like long polls, are not counted by `chartgw serve --limit-concurrency`)",
     bounded_int(1, 1_000_000))
+LIMIT_CONCURRENCY = Setting(
+    "LIMIT_CONCURRENCY", "1000", "requests in progress in the app one server process works on at once (long polls "
+    "and change streams not counted: they have their own caps); past it a 503, connection closed; `chartgw serve "
+    "--limit-concurrency N` sets it", bounded_int(1, 1_000_000))
 REQUESTS_IN_PROGRESS_PER_KEY = Setting(
     "REQUESTS_IN_PROGRESS_PER_KEY", "100", "requests of one key the app works on at once per server process (its long "
     "polls and streams not counted: they have their own caps); past it a 429 with Retry-After, so one key cannot take "
@@ -379,7 +384,8 @@ SETTINGS: tuple[Setting[Any], ...] = (DATA_DIR, API_KEYS, CRAWL_DELAY_SECONDS, R
                                       IDLE_TIMEOUT_SECONDS, SEND_TIMEOUT_SECONDS, REFRESH_INTERVAL_SECONDS,
                                       REFRESHES_PER_KEY_PER_HOUR, RETENTION_DAYS, CHANGES_POLL_SECONDS,
                                       CHANGES_MAX_WAITERS, CHANGES_MAX_STREAMS, CHANGES_HEARTBEAT_SECONDS, CORS_ORIGINS,
-                                      REQUESTS_IN_PROGRESS_PER_KEY, CHANGES_WAITERS_PER_KEY, CHANGES_STREAMS_PER_KEY,
+                                      LIMIT_CONCURRENCY, REQUESTS_IN_PROGRESS_PER_KEY, CHANGES_WAITERS_PER_KEY,
+                                      CHANGES_STREAMS_PER_KEY,
                                       METRICS, ACCESS_LOG, HOOKS_HTTP_HOSTS, HOOKS_PRIVATE_ADDRESSES, HOOKS_TIMEOUT_SECONDS,
                                       HOOKS_PER_KEY, EXPORTS_KEEP, EXPORTS_INTERVAL_SECONDS, *REPLICATION_SETTINGS)
 

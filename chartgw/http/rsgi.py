@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -36,11 +36,14 @@ from chartgw.http.app import build_replica_app, build_served_app
 from chartgw.http.fastlane import FastLane
 from chartgw.http.observe import Observability, request_id
 from chartgw.http.server import JOIN_MAX, MAX_URL_BYTES, app_state
+from chartgw.http.spill import Spill
 from chartgw.push.changes import ChangeHub
 
 __all__ = ["Gateway", "gateway", "replica_gateway"]
 
 ASGI_VERSIONS = {"version": "3.0", "spec_version": "2.3"}
+EXTENSIONS: dict[str, dict[str, Any]] = {"http.response.pathsend": {}}
+"""A file answered whole (Starlette's FileResponse: an export without Range) is granian's `response_file`."""
 PATH_SAFE = "/:@!$&'()*+,;=-._~"
 """What a path may hold unquoted (RFC 3986's pchar and "/")."""
 CHUNK = 64 * 1024
@@ -50,13 +53,19 @@ CHUNK = 64 * 1024
 class Gateway:
     """The RSGI application granian runs: the fast lane first, the ASGI app for the rest."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, spill: Spill | None = None) -> None:
         self.app = app
+        self.in_progress = 0
+        hub = app_state(app, "change_hub")
+        self.hub: ChangeHub | None = hub if isinstance(hub, ChangeHub) else None
         lane = app_state(app, "fast_lane")
         self.lane: FastLane | None = lane if isinstance(lane, FastLane) else None
         settings = app_state(app, "settings") or Settings()  # an app not the gateway's: the defaults
+        self.spill = spill if spill is not None else Spill(max_bytes=settings.get(config.CACHE_MAX_MB) * 1024 * 1024)
         self.body_timeout: float = settings.get(config.REQUEST_BODY_TIMEOUT_SECONDS)
         self.send_timeout: float = settings.get(config.SEND_TIMEOUT_SECONDS)
+        self.limit_concurrency: int = settings.get(config.LIMIT_CONCURRENCY)
+        """Requests in progress in the app (long polls waiting and streams open not counted) past which a 503."""
         seen = app_state(app, "observability")
         self.observability: Observability | None = seen if isinstance(seen, Observability) else None
         self._lifespan: LifespanProtocol | None = None
@@ -75,8 +84,8 @@ class Gateway:
         # long polls answer and its streams end at once, as under uvicorn, instead of holding the stop for up to a
         # minute. granian's own handling stays: the loop learns of the signal through its wakeup fd whatever
         # Python-level handler is installed, and this one only asks the loop to stop the hub.
-        hub = app_state(self.app, "change_hub")
-        if isinstance(hub, ChangeHub):
+        hub = self.hub
+        if hub is not None:
             def stop_hub(signum: int, frame: Any) -> None:
                 loop.call_soon_threadsafe(hub.stop)
 
@@ -87,6 +96,7 @@ class Gateway:
         """The app's lifespan shutdown: the change hub ends its long polls and streams, the readers close."""
         if self._lifespan is not None:
             loop.run_until_complete(self._lifespan.shutdown())  # type: ignore[no-untyped-call]
+        self.spill.close()
 
     # Requests.
 
@@ -94,7 +104,12 @@ class Gateway:
         if scope.proto != "http":
             return  # websockets: the gateway has none (granian runs with them off)
         if len(scope.path) + len(scope.query_string) >= MAX_URL_BYTES:
-            _Reply(protocol, self._refused(scope), self.send_timeout).refuse(414, "The request URL is too long")
+            _Reply(protocol, self._refused(scope), self.send_timeout, self._large).refuse(414, "The request URL is too long")
+            return
+        limit = self.limit_concurrency
+        if self.in_progress >= limit and self.in_progress - self._parked() >= limit:
+            _Reply(protocol, self._refused(scope), self.send_timeout, self._large).refuse(
+                503, "Service Unavailable: too many requests in progress, retry shortly")
             return
         lane = self.lane
         if lane is not None and scope.method == "GET":
@@ -109,7 +124,7 @@ class Gateway:
                         if len(body) <= JOIN_MAX:
                             protocol.response_bytes(status, answer, body)
                         else:
-                            await send_large(protocol, status, answer, body, self.send_timeout)
+                            await self._large(protocol, status, answer, body)
                         return
                 await self._asgi(scope, protocol, headers)
                 return
@@ -128,18 +143,43 @@ class Gateway:
             "scheme": scope.scheme, "path": path, "raw_path": quote(path, safe=PATH_SAFE).encode("ascii"),
             "query_string": scope.query_string.encode("latin-1"), "root_path": "", "headers": headers,
             "client": (client_host, int(client_port or 0)), "server": (server_host, int(server_port or 0)),
-            "state": self._state.copy(),
+            "state": self._state.copy(), "extensions": EXTENSIONS,
         }
-        reply = _Reply(protocol, self._refused(scope), self.send_timeout)
+        reply = _Reply(protocol, self._refused(scope), self.send_timeout, self._large)
         body = _Body(protocol, reply, self.body_timeout, _framed(headers))
+        self.in_progress += 1
         try:
             await self.app(asgi_scope, body.receive, reply.send)
         except ProtocolClosed:
             return  # the client left while its answer was streamed
         finally:
+            self.in_progress -= 1
             if body.left is not None:  # the wait for the client to leave holds the request open
                 body.left.cancel()
         reply.finish()
+
+    def _parked(self) -> int:
+        """Requests in progress parked on the change hub (long polls, streams): they have caps of their own."""
+        return self.hub.parked if self.hub is not None else 0
+
+    async def _large(self, protocol: HTTPProtocol, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        """A whole body past JOIN_MAX: from a file (`chartgw.http.spill`) when it has an ETag, as every cached body
+        has, so a client that does not read it holds granian's read buffer, not a copy; else streamed in slices."""
+        etag = coding = None
+        for name, value in headers:
+            if name == "etag":
+                etag = value
+            elif name == "content-encoding":
+                coding = value
+        if etag is not None:
+            try:
+                path = await self.spill.path(etag, coding, body)
+            except OSError:
+                pass  # a full disk: memory it is
+            else:
+                protocol.response_file(status, headers, path)
+                return
+        await send_large(protocol, status, headers, body, self.send_timeout)
 
 
     def _refused(self, scope: Scope) -> Callable[[int, int], bytes]:
@@ -217,9 +257,11 @@ class _Body:
 class _Reply:
     """The ASGI `send` of one request: a body sent whole is one `response_bytes`; one in parts is streamed."""
 
-    def __init__(self, protocol: HTTPProtocol, refused: Callable[[int, int], bytes], send_timeout: float) -> None:
+    def __init__(self, protocol: HTTPProtocol, refused: Callable[[int, int], bytes], send_timeout: float,
+                 large: Callable[[HTTPProtocol, int, list[tuple[str, str]], bytes], Awaitable[None]]) -> None:
         self.protocol = protocol
         self.send_timeout = send_timeout
+        self.large = large
         self.refused = refused
         self.status = 500
         self.headers: list[tuple[str, str]] = []
@@ -241,7 +283,7 @@ class _Reply:
                 if len(body) <= JOIN_MAX:
                     self.protocol.response_bytes(self.status, self.headers, body)
                 else:
-                    await send_large(self.protocol, self.status, self.headers, body, self.send_timeout)
+                    await self.large(self.protocol, self.status, self.headers, body)
                 return
             if self.stream is None:
                 self.stream = self.protocol.response_stream(self.status, self.headers)
@@ -249,6 +291,9 @@ class _Reply:
                 await asyncio.wait_for(self.stream.send_bytes(body), self.send_timeout)
             if not more:
                 self.complete = True
+        elif kind == "http.response.pathsend" and not self.complete and self.stream is None:
+            self.complete = True  # a file (an export): granian reads it as the client takes it
+            self.protocol.response_file(self.status, self.headers, message["path"])
 
     def refuse(self, status: int, detail: str) -> None:
         """Answers `status` with a JSON body and closes the connection, unless an answer has begun; the app's
