@@ -169,7 +169,7 @@ def measure(args: argparse.Namespace, work: Path, servers: Servers, py: str, ngi
         done = subprocess.run([py, "-m", "chartgw", "demo"], capture_output=True, text=True, env={**os.environ, **env},
                               check=True)
         key = os.environ.get("CHARTGW_BENCH_KEY") or done.stdout.strip()
-    ports = {name: free_port() for name in ("rsgi", "uvicorn", "rsgi2", "trivial", "nginx")}
+    ports = {name: free_port() for name in ("rsgi", "uvicorn", "rsgi2", "trivial", "nginx", "nginx2")}
     serve = [py, "-m", "chartgw", "serve", "--host", "127.0.0.1"]
     pids = {
         "gateway rsgi": servers.start("rsgi", [*serve, "--interface", "rsgi", "--port", str(ports["rsgi"])], env),
@@ -196,12 +196,22 @@ def measure(args: argparse.Namespace, work: Path, servers: Servers, py: str, ngi
         f"  server {{ listen 127.0.0.1:{ports['nginx']}; root {work}/www;"
         "    location / { default_type application/json; try_files /body.json =404; } } }\n")
     pids["nginx"] = servers.start("nginx", [nginx, "-p", str(work), "-c", str(work / "nginx.conf")])
+    # The control of --workers 2: nginx with two workers, on a port of its own. wrk shares the box's cores with
+    # the servers, so a second worker can only take what wrk leaves; nginx's own ratio shows that ceiling.
+    (work / "nginx2").mkdir()
+    conf2 = (work / "nginx.conf").read_text().replace("worker_processes 1;", "worker_processes 2;").replace(
+        f"{work}/nginx.pid", f"{work}/nginx2/nginx.pid").replace(f"listen 127.0.0.1:{ports['nginx']};",
+                                                                  f"listen 127.0.0.1:{ports['nginx2']};")
+    (work / "nginx2.conf").write_text(conf2)
+    servers.start("nginx2", [nginx, "-p", str(work / "nginx2"), "-c", str(work / "nginx2.conf")])
     pids["trivial rsgi"] = servers.start(
         "trivial", [py, "-m", "granian", "--interface", "rsgi", "--host", "127.0.0.1", "--port", str(ports["trivial"]),
                     "--workers", "1", "--http", "1", "--no-ws", "--log-level", "warning", "bench_interfaces:app"],
         {"BENCH_BODY_FILE": str(work / "www" / "body.json"), "BENCH_ETAG": headers["etag"]}, cwd=ROOT / "scripts")
     for name in ("nginx", "trivial rsgi"):
         wait_for(bases[name] + args.path)
+    nginx2 = f"http://127.0.0.1:{ports['nginx2']}{args.path}"
+    wait_for(nginx2)
     for name, base in bases.items():  # every server: a 200 of the same bytes, and its 304
         got_status, got_headers, got = fetch(base + args.path, key)
         if got_status != 200 or got != body:
@@ -229,6 +239,10 @@ def measure(args: argparse.Namespace, work: Path, servers: Servers, py: str, ngi
                                                          args.duration, args.connections * 2, len(body)))
         rates.setdefault("workers 2", []).append(run_wrk(two, [f"X-API-Key: {key}"], args.duration,
                                                          args.connections * 2, len(body)))
+        rates.setdefault("nginx workers 1", []).append(run_wrk(bases["nginx"] + args.path, [], args.duration,
+                                                               args.connections * 2, len(body)))
+        rates.setdefault("nginx workers 2", []).append(run_wrk(nginx2, [], args.duration, args.connections * 2,
+                                                               len(body)))
     print(f"\n{'server':<22} {'200 req/s':>10} {'of nginx':>9} {'of trivial':>11} {'304 req/s':>10} {'of nginx':>9}"
           f" {'of trivial':>11}")
     ratios: dict[str, float] = {}
@@ -249,6 +263,12 @@ def measure(args: argparse.Namespace, work: Path, servers: Servers, py: str, ngi
     ratios["workers 2 / workers 1"] = scale
     print(f"\ngateway rsgi at -c{args.connections * 2}: 1 worker {statistics.median(rates['workers 1']):.0f} req/s,"
           f" --workers 2 {statistics.median(rates['workers 2']):.0f} req/s: {scale:.2f}x")
+    control = statistics.median(a / b for a, b in zip(rates["nginx workers 2"], rates["nginx workers 1"], strict=True))
+    print(f"nginx at -c{args.connections * 2} (the control): 1 worker {statistics.median(rates['nginx workers 1']):.0f}"
+          f" req/s, 2 workers {statistics.median(rates['nginx workers 2']):.0f} req/s: {control:.2f}x")
+    trivial_us = 1e6 / statistics.median(rates["trivial rsgi 200"])
+    print("\n" + profile(Path(env.get("CHARTGW_DATA_DIR") or os.environ["CHARTGW_DATA_DIR"]), key, args.path,
+                         trivial_us, env))
     print("rounds (req/s): " + json.dumps({k: [round(v) for v in vs] for k, vs in rates.items()}))
     if not args.smoke:
         print()
@@ -256,6 +276,90 @@ def measure(args: argparse.Namespace, work: Path, servers: Servers, py: str, ngi
             verdict = "met" if ratios[label] >= target else "NOT met"
             print(f"target {label} >= {target}: {ratios[label]:.2f} ({verdict})")
     return 0
+
+
+PROFILE_CALLS = 20_000
+
+
+def profile(data: Path, key: str, path: str, trivial_us: float, env: dict[str, str]) -> str:
+    """Where a cached 200 of `path` goes, in microseconds of CPU per request: the gateway's RSGI handler run in this
+    process (a stub protocol; the app built over `data` as a worker builds it) split into its parts, beside granian's
+    own share (parse, the call into Python, the write), which is the trivial app's whole time per request in the run
+    above. CPU time (process_time), not wall time: a loaded box stretches both alike."""
+    import asyncio
+
+    import httpx
+
+    sys.path.insert(0, str(ROOT))
+    from chartgw.api.endpoints import request_fields
+    from chartgw.core.settings import Settings
+    from chartgw.http.app import build_app
+    from chartgw.http.observe import request_id
+    from chartgw.http.rsgi import Gateway
+
+    raw_path, _, query = path.partition("?")
+
+    class Scope:
+        proto, method, http_version, scheme = "http", "GET", "1.1", "http"
+        client, server = "127.0.0.1:40000", "127.0.0.1:8000"
+
+        def __init__(self) -> None:
+            self.path, self.query_string = raw_path, query
+            self.headers = {"host": "127.0.0.1:8000", "x-api-key": key}
+
+    class Protocol:
+        def response_bytes(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+            assert status == 200, status
+
+    def per_call(run: Any) -> float:
+        started = time.process_time()
+        for _ in range(PROFILE_CALLS):
+            run()
+        return (time.process_time() - started) / PROFILE_CALLS * 1e6
+
+    async def measure() -> str:
+        app = build_app(settings=Settings.from_environment({**os.environ, **env, "CHARTGW_DATA_DIR": str(data)}))
+        gateway = Gateway(app)
+        async with app.router.lifespan_context(app):
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench") as client:
+                assert (await client.get(path, headers={"X-API-Key": key})).status_code == 200  # cached from now on
+            scope, protocol = Scope(), Protocol()
+            headers = [(n.encode(), v.encode()) for n, v in scope.headers.items()]
+            lane = gateway.lane
+            assert lane is not None
+            known = lane.cache.canonical((raw_path, query.encode()))
+            assert known is not None
+            endpoint = known.owner
+            version = endpoint.data.settled_version()
+            hit = lane.cache.get(known.key, version)
+            parts: dict[str, float] = {}
+            started = time.process_time()
+            for _ in range(PROFILE_CALLS):
+                await gateway.__rsgi__(scope, protocol)  # type: ignore[arg-type]
+            parts["the whole RSGI handler"] = (time.process_time() - started) / PROFILE_CALLS * 1e6
+            parts["  the lane (FastLane.reply)"] = per_call(lambda: lane.reply(raw_path, query.encode(), headers))
+            parts["    lookup (alias, data version, cached body)"] = per_call(lambda: (
+                lane.cache.canonical((raw_path, query.encode())), endpoint.data.settled_version(),
+                lane.cache.get(known.key, version)))
+            parts["    request fields"] = per_call(lambda: request_fields(headers))
+            parts["    admit (key, rate limit)"] = per_call(lambda: lane.gate.admit(raw_path, key.encode()))
+            parts["    answer (ETag, headers)"] = per_call(lambda: endpoint.reply(hit, None, None, known.variant))
+            observer = lane.observer
+
+            def observed() -> None:
+                request_id(None)
+                if observer is not None:
+                    observer.lane_answered(endpoint, 200, 1, 1e-5, 1, b"x", "hit")
+
+            parts["    request id, metrics, log"] = per_call(observed)
+            parts["  RSGI's str headers (both ways)"] = parts["the whole RSGI handler"] - parts["  the lane (FastLane.reply)"]
+        lines = [f"where a cached 200 goes, us per request: the gateway's handler in process ({PROFILE_CALLS} calls, CPU"
+                 " time), granian's share (parse, the call into Python, write) from the trivial app's rate above:",
+                 f"  {'granian and the kernel, a whole request of the trivial app':<58} {trivial_us:6.1f}"]
+        lines += [f"  {name:<58} {value:6.1f}" for name, value in parts.items()]
+        return "\n".join(lines)
+
+    return asyncio.run(measure())
 
 
 def granian_version(py: str) -> str:

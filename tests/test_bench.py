@@ -98,7 +98,8 @@ def test_cached_paths_and_access_log(korea_data: Path, tmp_path: Path) -> None:
 
 def test_interfaces(korea_data: Path, tmp_path: Path) -> None:
     """`scripts/bench --interfaces --smoke`: the RSGI and uvicorn gateways, nginx and the trivial RSGI app on the same
-    bytes (each checked to answer a 200 of them and a 304), their rates and ratios, and --workers 2 against one."""
+    bytes (each checked to answer a 200 of them and a 304), their rates and ratios, --workers 2 against one beside
+    nginx's own two workers, and where a cached 200's time goes."""
     _wrk()
     nginx_binary()
     data = copy_data(korea_data, tmp_path / "data")
@@ -111,6 +112,10 @@ def test_interfaces(korea_data: Path, tmp_path: Path) -> None:
         assert float(figures[0]) > 0 and float(figures[3]) > 0, (name, out)
     assert float(rows["nginx"][1]) == 1.0 and float(rows["trivial rsgi"][2]) == 1.0
     assert re.search(r"^gateway rsgi at -c8: 1 worker \d+ req/s, --workers 2 \d+ req/s", out, re.M), out
+    assert re.search(r"^nginx at -c8 \(the control\): 1 worker \d+ req/s, 2 workers \d+ req/s", out, re.M), out
+    profile = dict(re.findall(r"^ {2,}(\S.*?)\s+([\d.]+)$", out, re.M))  # where a cached 200 goes, us per part
+    assert float(profile["the whole RSGI handler"]) >= float(profile["the lane (FastLane.reply)"]) > 0, out
+    assert float(profile["admit (key, rate limit)"]) > 0 and float(profile["request id, metrics, log"]) > 0, out
     assert "target" not in out
 
 
