@@ -79,3 +79,28 @@ def test_song_ids_are_kept_and_link_a_row_no_text_tier_could(shared_upstream: Pa
         assert found["ids"]["melon_song"] == [top["song_id"]]
         get(api, "/identity/lookup", status=404, genie_song=top["song_id"])  # another site's id of the same value
         assert get(api, "/identity/lookup", status=422, melon_song="x1")["detail"][0]["loc"] == ["query", "melon_song"]
+
+
+def test_include_identity_takes_the_row_form_of_the_entrys_own_site(shared_upstream: Path, tmp_path: Path) -> None:
+    """Melon's and Genie's rows of one song print the same title and artist under their own song ids: two row forms
+    of one recording (Genie's linked to Melon's). `include=identity` on Genie's chart gives each entry the link of
+    Genie's row form (its song id), not the first row form of that text (Melon's, which made the recording)."""
+    records = _records(shared_upstream)[:5]
+    path = tmp_path / "data"
+    path.mkdir()
+    add_snapshot(path, "korea-chart", TARGET, "2018-01-25", 14, records)
+    genie = [{**r, "song_id": str(90_000_000 + i)} for i, r in enumerate(records)]
+    add_snapshot(path, "korea-chart", "portal-b/realtime", "2018-01-25", 14, genie)
+    build_index(path)
+    with sqlite3.connect(path / f"{index.INDEX_NAME}.sqlite") as db:
+        tiers = dict(db.execute("SELECT v.platform_id, l.tier FROM variants v JOIN identity_links l ON l.variant_id = v.id"))
+    with client(path) as api:
+        for site, kind, shown in (("portal-a", "melon_song", records), ("portal-b", "genie_song", genie)):
+            entries = get(api, f"/korea-chart/{site}/charts/realtime", include="identity")["entries"]
+            assert len(entries) == len(shown)
+            for entry, record in zip(entries, shown, strict=True):
+                assert entry["identity"]["match"] == tiers[f"{kind}:{record['song_id']}"], (site, entry)
+        melon = get(api, "/korea-chart/portal-a/charts/realtime", include="identity")["entries"]
+        genie_entries = get(api, "/korea-chart/portal-b/charts/realtime", include="identity")["entries"]
+        assert [e["identity"]["recording_id"] for e in melon] == [e["identity"]["recording_id"] for e in genie_entries]
+        assert {e["identity"]["match"] for e in melon} != {e["identity"]["match"] for e in genie_entries}

@@ -146,8 +146,7 @@ class EntryMapping:
         if any(fnmatch(target, pattern) for pattern in self.skip_targets):
             return lambda record: None
         ids = tuple(self.ids.items()) if any(fnmatch(target, pattern) for pattern in self.ids_targets) else ()
-        platform = next(((f"{kind}:", name) for pattern, kind, name in self.platform_ids if fnmatch(target, pattern)),
-                        None)
+        platform = self._platform(target)
         artist_of, title_of = _text_reader(self.artist), _text_reader(self.title)
         artists_field, market = self.artists, self.market
         fixed = None if callable(market) or not market.startswith(("=", "target:")) else self._market(target, {})
@@ -166,14 +165,22 @@ class EntryMapping:
 
         return read
 
-    def identity_fields(self, record: dict[str, Any]) -> tuple[str, str, dict[str, str]] | None:
-        """An entry's title ("" for none), artist as shown and every id it carries (whatever its target): what
-        recording identity looks it up by (`chartgw.index.identity.include`); None without an artist."""
+    def identity_fields(self, record: dict[str, Any], target: str | None = None) -> tuple[str, str, dict[str, str]] | None:
+        """An entry's title ("" for none), artist as shown and every id it carries (whatever its target), with its
+        platform's song id when the entry is of `target`: what recording identity looks it up by
+        (`chartgw.index.identity.include`); None without an artist."""
         artist = _first_text(record, self.artist)
         if artist is None:
             return None
         ids = {kind: str(value) for kind, name in self.ids.items() if (value := record.get(name)) is not None and value != ""}
+        platform = self._platform(target) if target is not None else None
+        if platform is not None and (value := record.get(platform[1])) is not None and value != "":
+            ids[PLATFORM_ID] = platform[0] + str(value)
         return _first_text(record, self.title) or "", artist, ids
+
+    def _platform(self, target: str) -> tuple[str, str] | None:
+        """("<id type>:", the record field) of the platform song id `target`'s entries carry, if any."""
+        return next(((f"{kind}:", name) for pattern, kind, name in self.platform_ids if fnmatch(target, pattern)), None)
 
     def is_sub_daily(self, target: str) -> bool:
         return any(fnmatch(target, pattern) for pattern in self.sub_daily_targets)

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from chartgw.api.endpoints import Call, GroupData, Route
-from chartgw.api.group import EntryMapping
+from chartgw.api.group import PLATFORM_ID, EntryMapping
 from chartgw.api.params import Param
 from chartgw.index.identity.facts import FACT_NAMES, chart_facts, source_facts
 from chartgw.index.identity.names import parse_credit
@@ -31,13 +31,14 @@ INCLUDE = Param("include", kind="choice", choices=("identity", "facts"), array=T
 _LINKS = Query(
     "identity_entry_links",
     "SELECT l.artist, l.title, r.id, l.tier, l.variant_id, v.isrc, v.streaming_track_id, v.download_store_track_id,"
-    " v.recognition_track_id, v.video_id, v.asin FROM json_each(?) p JOIN identity_links l"
+    " v.recognition_track_id, v.video_id, v.asin, v.platform_id FROM json_each(?) p JOIN identity_links l"
     " ON l.artist = p.value ->> 0 AND l.title = p.value ->> 1 JOIN identity_recordings r ON r.number = l.recording"
     " JOIN variants v ON v.id = l.variant_id ORDER BY l.variant_id")
 _NAMES = Query("identity_entry_artists",
                "SELECT name, artist_id FROM identity_artist_names WHERE name IN (SELECT value FROM json_each(?))")
 INCLUDE_QUERIES = (_LINKS, _NAMES)
-_ID_COLUMNS = ("isrc", "streaming_track_id", "download_store_track_id", "recognition_track_id", "video_id", "asin")
+_ID_COLUMNS = ("isrc", "streaming_track_id", "download_store_track_id", "recognition_track_id", "video_id", "asin",
+               PLATFORM_ID)
 _encode, _decode = msgspec.json.Encoder().encode, msgspec.json.decode
 
 
@@ -79,7 +80,10 @@ def with_includes(route: Route, mapping: EntryMapping, index: GroupData) -> Rout
         entries = [e for e in _decode(_encode(_rows(payload, field))) if isinstance(e, dict)]
         extra: dict[str, Any] = {field: entries}
         if "identity" in include:
-            for entry, identity in zip(entries, await _identities(index, mapping, entries), strict=True):
+            snapshot = _rows(payload, "snapshot")
+            target = _rows(snapshot, "target") if snapshot is not None else None
+            identities = await _identities(index, mapping, entries, target if isinstance(target, str) else None)
+            for entry, identity in zip(entries, identities, strict=True):
                 entry["identity"] = identity
         if "facts" in include:
             extra["facts_disagreements"] = await _facts(call, mapping, payload, entries)
@@ -128,10 +132,12 @@ async def _fetch(index: GroupData, query: Query, args: list[Any]) -> list[Any]:
         return []
 
 
-async def _identities(index: GroupData, mapping: EntryMapping, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each entry's identity: the link of its row form (the one whose ids agree, when several), its main artists'
+async def _identities(index: GroupData, mapping: EntryMapping, entries: list[dict[str, Any]],
+                      target: str | None) -> list[dict[str, Any]]:
+    """Each entry's identity: the link of its row form (the one whose ids agree, when several: two sites' rows of
+    one text differ by their song ids, the snapshot's `target` telling which site's an entry is), its main artists'
     ids; a recording id of null and `none` for an entry not indexed yet."""
-    read = [mapping.identity_fields(e) for e in entries]
+    read = [mapping.identity_fields(e, target) for e in entries]
     pairs = sorted({(artist, title) for r in read if r is not None for title, artist, _ in [r]})
     links: dict[tuple[str, str], list[Any]] = {}
     for row in await _fetch(index, _LINKS, [json.dumps(pairs, ensure_ascii=False)]):
