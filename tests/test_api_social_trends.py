@@ -373,10 +373,19 @@ def test_a_refresh_already_running_is_joined_not_started_twice(refreshing: tuple
             # The second asks once the first's crawl is running (started together, the second's own reads could
             # outlast the whole crawl on a loaded box: it would then find the crawl done and refresh again).
             for _ in range(10_000):
-                if "mx" in st._running:
+                if "mx" in st._running.get(data, {}):
                     break
                 await asyncio.sleep(0.001)
             second = await refresh(Call({}, data, NOW, b'{"woeid": 23424900}'))
+            # Another app's data (another app in this process): never joined to this app's crawl, which writes
+            # into this app's file; here both have one file, so it finds the refresh just made (429).
+            other = GroupData(st.NAME, fixed(NOW), settings=run_settings())
+            try:
+                with pytest.raises(ApiError) as refused:
+                    await refresh(Call({}, other, NOW, b'{"location": "mx"}'))
+                assert refused.value.status == 429
+            finally:
+                await other.reader.close()
             return await first, second
         finally:
             await data.reader.close()

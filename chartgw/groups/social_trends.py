@@ -16,6 +16,7 @@ Trends name no artists, so the group declares no entry mapping for the artist-hi
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from functools import partial
@@ -24,7 +25,7 @@ from typing import Any, Literal, TypedDict
 import msgspec
 
 from chartgw.api.catalog import CADENCES, Chart, cadence_of, cadences
-from chartgw.api.endpoints import ApiError, Call, Route
+from chartgw.api.endpoints import ApiError, Call, GroupData, Route
 from chartgw.api.group import Group, Schedule, retention
 from chartgw.api.params import InvalidParams, Limited, Param
 from chartgw.api.refresh import admit_key
@@ -376,8 +377,9 @@ def parse_refresh_body(body: bytes) -> Location:
     return found
 
 
-_running: dict[str, asyncio.Task[Outcome]] = {}
-"""The refresh in flight per location (this process); a second request joins it."""
+_running: weakref.WeakKeyDictionary[GroupData, dict[str, asyncio.Task[Outcome]]] = weakref.WeakKeyDictionary()
+"""The refresh in flight per location, per app (its group data: two apps in one process crawl into their own files,
+so one's refresh is never another's); a second request joins it."""
 
 
 async def _last_refresh(call: Call, slug: str) -> datetime | None:
@@ -395,14 +397,15 @@ async def _crawl_one(where: Location, target: CrawlTarget, now: datetime, settin
     return outcomes[0]
 
 
-def _forget(slug: str, task: asyncio.Task[Outcome]) -> None:
-    if _running.get(slug) is task:
-        del _running[slug]
+def _forget(running: dict[str, asyncio.Task[Outcome]], slug: str, task: asyncio.Task[Outcome]) -> None:
+    if running.get(slug) is task:
+        del running[slug]
 
 
 async def refresh(call: Call) -> RefreshResponse:
     where = parse_refresh_body(call.body)
-    task = _running.get(where.slug)
+    running = _running.setdefault(call.data, {})
+    task = running.get(where.slug)
     joined = task is not None and not task.done()
     if not joined:
         interval = call.settings.get(REFRESH_INTERVAL_SETTING)
@@ -412,13 +415,13 @@ async def refresh(call: Call) -> RefreshResponse:
             wait = max(1, int(interval - waited + 0.999))
             raise ApiError(429, f"{where.slug} was refreshed {int(waited)} s ago; one refresh per location every "
                                 f"{interval} s (try again in {wait} s)", {"Retry-After": str(wait)})
-        task = _running.get(where.slug)
+        task = running.get(where.slug)
         joined = task is not None and not task.done()
         if not joined:
             admit_key(call)  # only a refresh that starts a crawl counts against the key's budget
             task = asyncio.ensure_future(_crawl_one(where, target, call.now, call.settings))
-            _running[where.slug] = task
-            task.add_done_callback(partial(_forget, where.slug))
+            running[where.slug] = task
+            task.add_done_callback(partial(_forget, running, where.slug))
     assert task is not None
     outcome = await asyncio.shield(task)
     call.data.expire()
