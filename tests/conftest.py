@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from chartgw.core.config import DEFAULT_DATA_DIR
 from tests.fixtures import TEST_SETTINGS, use
 
 # The caller's CHARTGW_* variables are not the tests' settings: a command run in process (`cli.main`, which resolves
@@ -20,6 +21,10 @@ for _name in [name for name in os.environ if name.startswith("CHARTGW_")]:
 use(TEST_SETTINGS)  # before any fixture: session data is seeded with the tests' settings too
 
 SHARED_UPSTREAM = Path(__file__).resolve().parents[1].parent / "shared" / "upstream"
+USER_DATA = Path(DEFAULT_DATA_DIR).expanduser()
+USER_DATA_BEFORE = USER_DATA.exists()
+"""Whether the user's own data folder existed before the run: a test that resolves the settings from the (cleared)
+environment, `cli.main` without `settings=`, would write there; `pytest_sessionfinish` fails the run if it did."""
 
 
 LONG_MARKS = ("slow", "install", "heavy")
@@ -70,6 +75,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not USER_DATA_BEFORE and USER_DATA.exists():
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print(f"\nFAILED: a test wrote into the user's own data folder {USER_DATA} (give the command settings=)")
 
 
 @pytest.fixture
