@@ -4,11 +4,13 @@ and the RSGI adapter's use of them (`chartgw.http.rsgi`), with a stub protocol i
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 from chartgw.http.rsgi import _Reply
-from chartgw.http.spill import GRACE_SECONDS, Spill
+from chartgw.http.spill import GRACE_SECONDS, PREFIX, Spill
 
 
 class Clock:
@@ -85,3 +87,21 @@ def test_the_apps_file_answers_and_large_bodies_are_handed_over_as_files(tmp_pat
     asyncio.run(run())
     assert protocol.calls == [("file", 200, [("etag", '"e"')], "/exports/x.sqlite")]
     assert handed == [(200, b"z" * 200_000)]
+
+
+def test_a_killed_workers_folder_is_removed_by_the_next(tmp_path: Path) -> None:
+    """A worker killed before `close` leaves its folder; the next worker to start removes it (its pid is gone),
+    never a running worker's."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    orphan = tmp_path / f"{PREFIX}{dead.pid}-abc"
+    orphan.mkdir()
+    (orphan / "x").write_bytes(b"1")
+    alive = tmp_path / f"{PREFIX}{os.getpid()}-def"
+    alive.mkdir()
+    spill = Spill(parent=tmp_path)
+    try:
+        assert not orphan.exists() and alive.exists() and spill.folder.parent == tmp_path
+        assert spill.folder.name.startswith(f"{PREFIX}{os.getpid()}-")
+    finally:
+        spill.close()

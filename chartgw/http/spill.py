@@ -28,6 +28,9 @@ from pathlib import Path
 
 __all__ = ["Spill"]
 
+PREFIX = "chartgw-answers-"
+"""A worker's folder is PREFIX + its pid + a random part, in the temporary folder: a worker that died without
+`close` (killed) leaves one, which the next worker to start removes."""
 GRACE_SECONDS = 60.0
 """How long a file stays after its last answer, whatever the cap: an answer handed to granian opens it within this."""
 
@@ -36,8 +39,12 @@ class Spill:
     """Files of the large bodies answered lately, by ETag and content coding."""
 
     def __init__(self, folder: Path | None = None, max_files: int = 64, max_bytes: int = 256 * 1024 * 1024,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.folder = folder if folder is not None else Path(tempfile.mkdtemp(prefix="chartgw-answers-"))
+                 clock: Callable[[], float] = time.monotonic, parent: Path | None = None) -> None:
+        if folder is None:  # a new folder of this worker's in `parent` (the temporary folder)
+            parent = parent if parent is not None else Path(tempfile.gettempdir())
+            _remove_orphans(parent)
+            folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=parent))
+        self.folder = folder
         self.folder.mkdir(parents=True, exist_ok=True)
         self.max_files = max_files
         self.max_bytes = max_bytes
@@ -98,3 +105,21 @@ def _write(path: str, body: bytes) -> str:
 def _remove(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
+
+
+def _remove_orphans(parent: Path) -> None:
+    """The folders of workers no longer running (killed before `close`)."""
+    for folder in parent.glob(PREFIX + "*"):
+        pid = folder.name.removeprefix(PREFIX).partition("-")[0]
+        if pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
