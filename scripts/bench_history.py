@@ -31,7 +31,8 @@
    With --explain-memory, the same requests again in this process through the same app (Starlette's
    TestClient), with what a server cannot report from outside: the response cache's bytes, SQLite's own heap
    (sqlite3_status64) and the memory glibc's malloc holds freed (what `malloc_trim(0)` returns at the end).
-4. Deletes the work folder (under $TMPDIR) unless --keep.
+4. Deletes the work folder (under $TMPDIR) unless --keep, or --skip-generate or --serve-only (which reuse files
+   made before: never deleted).
 
 --smoke runs every step at 5,000 rows with 2 requests per figure (tests/test_bench.py: the script cannot rot).
 
@@ -620,7 +621,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.explain_memory:
             report["in_process"] = explain_memory(folder, heavy[0][0], sizes, args.cache_mb)
     finally:
-        if not args.keep:
+        if not (args.keep or args.skip_generate or args.serve_only):  # files made before are the caller's
             shutil.rmtree(work, ignore_errors=True)
     report["load_average_after"] = os.getloadavg()
     print(json.dumps(report, ensure_ascii=False, indent=2))

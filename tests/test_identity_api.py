@@ -8,16 +8,20 @@ import sqlite3
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from starlette.applications import Starlette
+from starlette.routing import Route
 from starlette.testclient import TestClient
 
+from chartgw.api.endpoints import EndpointApp
 from chartgw.groups import GROUPS
 from chartgw.http.app import declared_routes
 from chartgw.index import artist_history as ah
 from chartgw.index import history as index
 from chartgw.index.identity.include import INCLUDE, ranked
+from chartgw.store import Query, SnapshotReader
 from tests import fixtures
 from tests.fixtures import KEY_HEADERS, client, copy_data
 from tests.test_artist_history import add_snapshot, build_index
@@ -169,6 +173,52 @@ def test_search_and_artists(api: TestClient) -> None:
     artist = get(api, f"/identity/artists/{entry['identity']['artist_ids'][0]}")
     assert artist["names"] and entry["identity"]["recording_id"] in {r["id"] for r in artist["recordings"]}
     get(api, "/identity/artists/art_0000000000000000", status=404)
+
+
+def _index_reader(api: TestClient) -> SnapshotReader:
+    """The reader the app's /identity routes read the index through."""
+    app = cast(Starlette, api.app)
+    return next(cast(EndpointApp, r.app).data.reader for r in app.routes
+                if isinstance(r, Route) and r.path == "/identity/lookup")
+
+
+def test_an_identity_answer_is_one_read_of_the_index_then_the_response_caches(
+        api: TestClient, indexed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each /identity answer reads the index in one run on its reader's thread (`SnapshotReader.read`: one hop off
+    the event loop, where each statement read apart cost three: 27 for a lookup), and the same request again is
+    the response cache's: no read at all."""
+    reader = _index_reader(api)
+    reads: list[str] = []
+    real_read, real_fetchall = reader.read, reader.fetchall
+
+    async def read(work: Any) -> Any:
+        reads.append("read")
+        return await real_read(work)
+
+    async def fetchall(query: Query, params: Any = ()) -> list[tuple[Any, ...]]:
+        if query.name != "data_version":  # the response cache's version check, at most once a second
+            reads.append(query.name)
+        return await real_fetchall(query, params)
+
+    monkeypatch.setattr(reader, "read", read)
+    monkeypatch.setattr(reader, "fetchall", fetchall)
+    entry = entries_of(get(api, CHART_LISTS[1] + "&include=identity"))[0]
+    recording, artist = entry["identity"]["recording_id"], entry["identity"]["artist_ids"][0]
+    with sqlite3.connect(indexed / f"{index.INDEX_NAME}.sqlite") as db:
+        kind, value = db.execute("SELECT i.kind, i.value FROM identity_ids i JOIN identity_recordings r"
+                                 " ON r.number = i.recording WHERE r.id = ? ORDER BY 1, 2 LIMIT 1", [recording]).fetchone()
+    reads.clear()
+    for url, params in [(f"/identity/recordings/{recording}", {"limit": 37}), ("/identity/lookup", {kind: value, "limit": 37}),
+                        ("/identity/search", {"title": entry["title"].swapcase(), "artist": entry["artist"].swapcase()}),
+                        (f"/identity/artists/{artist}", {"limit": 37})]:
+        first = api.get(url, params=params, headers=KEY_HEADERS)
+        assert first.status_code == 200 and (url, reads) == (url, ["read"])
+        reads.clear()
+        again = api.get(url, params=params, headers=KEY_HEADERS)
+        assert again.content == first.content and (url, reads) == (url, [])
+    for url in ("/identity/recordings/rec_0000000000000000", "/identity/artists/art_0000000000000000"):
+        assert api.get(url, headers=KEY_HEADERS).status_code == 404 and (url, reads) == (url, ["read"])
+        reads.clear()
 
 
 def test_keyed_and_in_the_joined_document(api: TestClient) -> None:

@@ -675,6 +675,10 @@ def test_the_followed_reader_reads_a_malformed_file_again_until_it_heals(folder:
         healing = asyncio.get_running_loop().call_later(0.12, damage, last)
         assert await followed.fetchall(query) == expected
         healing.cancel()
+        damage(b"\xff" * 4096)  # a page's statements run in one go (`read`) are read again alike
+        healing = asyncio.get_running_loop().call_later(0.12, damage, last)
+        assert await followed.read(lambda db: db.execute(query.sql).fetchall()) == expected
+        healing.cancel()
         damage(b"\xff" * 4096)
         with pytest.raises(sqlite3.DatabaseError, match="malformed"):  # one that does not heal fails in the end
             await followed.fetchall(query)

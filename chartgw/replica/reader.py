@@ -21,9 +21,9 @@ import asyncio
 import logging
 import os
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -34,6 +34,8 @@ from chartgw.store import Query, SnapshotReader
 __all__ = ["MMAP_BYTES", "FollowedReader"]
 
 log = logging.getLogger("chartgw.replica.reader")
+
+R = TypeVar("R")
 
 MMAP_BYTES = 2147418112
 """SQLite's default SQLITE_MAX_MMAP_SIZE (0x7fff0000): larger files are read through the page cache past it."""
@@ -105,16 +107,23 @@ class FollowedReader(SnapshotReader):
 
     async def fetchall(self, query: Query, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
         values = tuple(params)
+        return await self._retried(lambda: super(FollowedReader, self).fetchall(query, values))
+
+    async def read(self, work: Callable[[sqlite3.Connection], R]) -> R | None:
+        return await self._retried(lambda: super(FollowedReader, self).read(work))
+
+    async def _retried(self, attempt: Callable[[], Awaitable[R]]) -> R:
+        """`attempt` again on a fresh connection while it finds the file malformed (MALFORMED_RETRIES)."""
         for _ in range(self.MALFORMED_RETRIES - 1):
             try:
-                return await super().fetchall(query, values)
+                return await attempt()
             except sqlite3.DatabaseError as exc:
                 if "malformed" not in str(exc):
                     raise
                 log.warning("%s: %s; read again on a fresh connection", self.path.name, exc)
             await self.reopen()  # a fresh connection keeps no page of the malformed state
             await asyncio.sleep(self.MALFORMED_WAIT_SECONDS)
-        return await super().fetchall(query, values)  # the last try: a file still malformed fails
+        return await attempt()  # the last try: a file still malformed fails
 
     async def data_version(self) -> int | None:
         inode = self._identity(self.path)
