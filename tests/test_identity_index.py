@@ -176,4 +176,48 @@ def test_row_forms_of_one_recording_in_one_snapshot_keep_the_best_rank(tmp_path:
     add_snapshot(path, "korea-chart", "portal-a/daily", "2026-06-02", None, [{**first[1], "rank": 7}])
     build_index(path)
     assert [r[:3] for r in _day(path, "portal-a/daily", "2026-06-02")] == [("Love poem (러브 포엠)", 7, None)]
+    # On a realtime chart too: the form listed higher is the row's, whichever comes first.
+    add_snapshot(path, "korea-chart", "portal-a/realtime", "2026-06-03", 9, [{**first[1], "rank": 2}, {**first[0], "rank": 6}])
+    add_snapshot(path, "korea-chart", "portal-a/realtime", "2026-06-04", 9, [{**first[1], "rank": 8}, {**first[0], "rank": 3}])
+    build_index(path)
+    assert [r[:3] for r in _day(path, "portal-a/realtime", "2026-06-03")] == [("Love poem (러브 포엠)", 2, 1)]
+    assert [r[:3] for r in _day(path, "portal-a/realtime", "2026-06-04")] == [("Love Poem", 3, 1)]
     assert rows(path, ONE_LAYER) == [(0,)]
+
+
+def test_two_indexers_at_once_keep_tracks_and_links_one(all_groups_data: Path, tmp_path: Path) -> None:
+    """Two index runs interleaved (cron beside a crawl's hook): one writes a group's batches and links its variants
+    in memory, the other indexes another group and keeps the links of both, then the first goes on (its variant
+    numbers taken: the batch is written again) and keeps its links. Every variant's track is still its recording,
+    and the recordings are those a linking of the variants in id order from scratch gives."""
+    from chartgw.core.clock import fixed
+    from tests.fixtures import FIXED_NOW, data_dir
+
+    path = copy_data(all_groups_data, tmp_path / "data")
+    now, file = fixed(FIXED_NOW), path / f"{index.INDEX_NAME}.sqlite"
+    with data_dir(path):
+        settings = run_settings()
+        first, second = index.open_index(file), index.open_index(file)
+        try:
+            run = index._begin_run(first)
+            index.index_group(first, GROUPS.named("uk-charts"), settings=settings, now=now, run=run)
+            assert run.linking is not None and run.linking.pending  # linked, not kept yet
+            other = index._begin_run(second)
+            index.index_group(second, GROUPS.named("korea-chart"), settings=settings, now=now, run=other)
+            index._end_run(second, other)
+            index.index_group(first, GROUPS.named("ranking-charts"), settings=settings, now=now, run=run)
+            index._end_run(first, run)
+        finally:
+            first.close()
+            second.close()
+    assert rows(path, ONE_LAYER) == [(0,)]
+    assert rows(path, "SELECT count(*) FROM variants")[0][0] > 100
+    assert rows(path, "SELECT count(*) FROM tracks") == rows(path, "SELECT count(*) FROM identity_recordings")
+    linked = rows(path, "SELECT variant_id, recording FROM identity_links ORDER BY variant_id")
+    with sqlite3.connect(file) as db:
+        db.execute("DELETE FROM identity_links")
+        db.execute("DELETE FROM identity_state")
+    with sqlite3.connect(file) as db:
+        from chartgw.index.identity.links import link_new
+        assert link_new(db) == len(linked)
+    assert rows(path, "SELECT variant_id, recording FROM identity_links ORDER BY variant_id") == linked

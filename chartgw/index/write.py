@@ -232,8 +232,10 @@ def write_batch(db: sqlite3.Connection, run: Run, source: str, batch: list[Any],
             next_id += 1
             continue
         _, _, _, row_id, was, was_hours, was_mask, was_snapshot, variant_id = held
-        if not mask and (snapshot_id < was_snapshot or (snapshot_id == was_snapshot and rank >= was)):
-            continue  # another row form of the recording from an older snapshot, or lower on the same one
+        if snapshot_id == was_snapshot and rank >= was:
+            continue  # one snapshot listing the recording twice (two row forms): the better rank's row stands
+        if not mask and snapshot_id < was_snapshot:
+            continue  # an older snapshot's rank (another row form of the recording met first in this batch)
         before = _stored_variant(db, run, variant_id)
         merged = [was, was_hours or 0, was_mask or 0, 0, slot_of(before[0])]
         if snapshot_id >= was_snapshot:
