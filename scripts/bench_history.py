@@ -14,7 +14,9 @@
 2. Builds the index with `chartgw index artist-history-api` (a fresh build, the real CLI's code path, run in a
    child as `bench_history.py --timed-index OUT [PROFILE]`) and reports its rate (index rows per second of wall time
    and of CPU time), the file size and the rows of the heaviest artists; and identity's linking, which the build
-   runs at its end (`chartgw.index.identity.links.link_new`, timed where the build calls it): the variants
+   runs as it writes each new variant (`chartgw.index.identity.links.Linking.link`: a variant's recording is the
+   track its rows are kept under) and whose links it keeps at its end (`links.link_new`), both timed where the build
+   calls them: the variants
    linked, the recordings they make, its wall and CPU seconds, and the index rows and variants per second. With
    PROFILE the child writes a cProfile of the whole build (read it with `python -m pstats PROFILE`).
 3. Starts `chartgw serve --workers 1` over that data folder and measures over HTTP, one request at a time
@@ -297,23 +299,36 @@ def _python() -> str:
 
 def timed_index(out: Path, profile: Path | None = None) -> int:
     """`chartgw index artist-history-api --json` in this process (the real CLI's code path), with identity's
-    `link_new` timed where the build calls it: its wall and CPU seconds and the variants it linked go to `out`
-    (JSON). With `profile`, the whole build under cProfile (pstats file). Run by `build_index` as a child."""
+    linking (`Linking.link`, each variant as the build writes it) and `link_new` (the links kept at the end) timed
+    where the build calls them: their wall and CPU seconds and the variants linked go to `out` (JSON). With
+    `profile`, the whole build under cProfile (pstats file). Run by `build_index` as a child."""
     import cProfile
 
     from chartgw.cli import main as cli
     from chartgw.index.identity import links
+    from chartgw.index.identity.linker import Link, Row
 
     linked: list[dict[str, float]] = []
-    real = links.link_new
+    real, real_link = links.link_new, links.Linking.link
+    spent = {"seconds": 0.0, "cpu_seconds": 0.0}
 
-    def link_new(db: sqlite3.Connection) -> int:
-        wall, cpu = time.perf_counter(), time.process_time()  # the reading processes have stopped by then
-        count = real(db)
-        linked.append({"variants": count, "seconds": time.perf_counter() - wall, "cpu_seconds": time.process_time() - cpu})
+    def link(self: links.Linking, variant_id: int, row: Row) -> Link:
+        wall, cpu = time.perf_counter(), time.process_time()  # this process's CPU only (not its reading process's)
+        found = real_link(self, variant_id, row)
+        spent["seconds"] += time.perf_counter() - wall
+        spent["cpu_seconds"] += time.process_time() - cpu
+        return found
+
+    def link_new(db: sqlite3.Connection, linking: links.Linking | None = None) -> int:
+        wall, cpu = time.perf_counter(), time.process_time()
+        count = real(db, linking)
+        linked.append({"variants": count, "seconds": time.perf_counter() - wall + spent["seconds"],
+                       "cpu_seconds": time.process_time() - cpu + spent["cpu_seconds"]})
+        spent.update(seconds=0.0, cpu_seconds=0.0)
         return count
 
     links.link_new = link_new
+    links.Linking.link = link  # type: ignore[method-assign]
     profiler = cProfile.Profile() if profile else None
     if profiler:
         profiler.enable()

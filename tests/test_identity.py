@@ -72,6 +72,18 @@ def test_tiers_strongest_first() -> None:
     assert linker.link(Row("Seven (feat. Latto) (From the Film)", "Jung Kook")).tier == "low"
 
 
+def test_titles_whose_numbers_differ_are_two_songs() -> None:
+    """A small edit apart but numbered otherwise: never `high` (the artist-history index keeps a recording's rows as
+    one track, so such a link would join two songs' chart runs)."""
+    linker = Linker()
+    first = linker.link(Row("Symphony No. 5", "Berlin Phil"))
+    assert linker.link(Row("Symphony No. 9", "Berlin Phil")).recording is not first.recording
+    assert linker.link(Row("Rolling in the Deep 12", "Adele")).tier == "none"
+    assert linker.link(Row("Rolling in the Deep 57", "Adele")).tier == "none"
+    assert linker.link(Row("Symphony No. 5", "베를린 필 (Berlin Phil)")).recording is first.recording
+    assert linker.link(Row("Symphonyy No. 5", "Berlin Phil")).tier == "high"  # the same number, a small edit away
+
+
 def test_one_isrc_on_two_recordings_is_ambiguous_never_merged() -> None:
     linker = Linker()
     a = linker.link(Row("Dynamite", "BTS", "USA2P2000001"))

@@ -12,6 +12,7 @@ import pytest
 from chartgw.groups import GROUPS
 from chartgw.index import artist_history as ah
 from chartgw.index import history as index
+from chartgw.index.credits import track_key
 from tests.fixtures import copy_data
 from tests.fixtures import settings as run_settings
 from tests.test_artist_history import add_snapshot, build_index
@@ -111,3 +112,114 @@ def test_every_identity_statement_compiles(tmp_path: Path) -> None:
     finally:
         db.close()
     assert compile_check(tables.TABLES, FACTS_QUERIES) == {}
+
+
+ONE_LAYER = ("SELECT (SELECT count(*) FROM variants v LEFT JOIN identity_links l ON l.variant_id = v.id"
+             " WHERE l.recording IS NOT v.track_id) + (SELECT count(*) FROM appearances a JOIN variants v"
+             " ON v.id = a.variant_id WHERE v.track_id != a.track_id)")
+"""Variants whose track is not their recording, and rows whose variant (the form they show) is another track's."""
+
+
+def _day(path: Path, chart: str, day: str) -> list[tuple[Any, ...]]:
+    return rows(path, "SELECT v.title, a.rank, a.hours, l.recording, a.track_id FROM appearances a"
+                      " JOIN charts c ON c.id = a.chart_id JOIN variants v ON v.id = a.variant_id"
+                      " JOIN identity_links l ON l.variant_id = a.variant_id"
+                      f" WHERE c.chart = '{chart}' AND a.chart_date = '{day}' ORDER BY a.rank")
+
+
+def test_a_track_is_the_recording_and_its_row_forms_one_row(tmp_path: Path) -> None:
+    """The index's tracks are identity's recordings (one layer): a song retitled within a day (another name key, the
+    same Melon song id) is one row of that day, hours counted once; a live take printed under the same name key is
+    a row of its own (the name keys folded it into the studio recording's row)."""
+    path = tmp_path / "data"
+    path.mkdir()
+    song, live = "30851703", "40000000"
+    add_snapshot(path, "korea-chart", "portal-a/realtime", "2026-06-02", 10, [
+        {"rank": 1, "title": "그날처럼", "artist": "장덕철", "artists": ["장덕철"], "song_id": song},
+        {"rank": 2, "title": "Spring Day", "artist": "BTS", "artists": ["BTS"], "song_id": "30313408"}])
+    add_snapshot(path, "korea-chart", "portal-a/realtime", "2026-06-02", 11, [
+        {"rank": 3, "title": "그날처럼 (Like That Day)", "artist": "장덕철", "artists": ["장덕철"], "song_id": song},
+        {"rank": 2, "title": "Spring Day - Live", "artist": "BTS", "artists": ["BTS"], "song_id": live}])
+    assert track_key("그날처럼", "장덕철") != track_key("그날처럼 (Like That Day)", "장덕철")
+    assert track_key("Spring Day", "BTS") == track_key("Spring Day - Live", "BTS")
+    build_index(path)
+    day = _day(path, "portal-a/realtime", "2026-06-02")
+    # (title of the newest row form, the day's best rank, hours on chart, its variant's recording, the row's track)
+    assert [r[:3] for r in day] == [("그날처럼 (Like That Day)", 1, 2), ("Spring Day", 2, 1), ("Spring Day - Live", 2, 1)]
+    assert all(recording == track for *_, recording, track in day)
+    assert len({track for *_, track in day}) == 3
+    assert rows(path, ONE_LAYER) == [(0,)]
+    assert rows(path, "SELECT count(*) FROM tracks") == rows(path, "SELECT count(*) FROM identity_recordings") == [(3,)]
+
+    # A later run (not a bulk build) folds a row form of a recording into the day's stored row the same way, and a
+    # rebuild from scratch gives the same rows.
+    add_snapshot(path, "korea-chart", "portal-a/realtime", "2026-06-02", 12, [
+        {"rank": 5, "title": "그날처럼", "artist": "장덕철", "artists": ["장덕철"], "song_id": song}])
+    build_index(path)
+    day = _day(path, "portal-a/realtime", "2026-06-02")
+    assert [r[:3] for r in day] == [("그날처럼", 1, 3), ("Spring Day", 2, 1), ("Spring Day - Live", 2, 1)]
+    (path / f"{index.INDEX_NAME}.sqlite").unlink()
+    build_index(path)
+    assert _day(path, "portal-a/realtime", "2026-06-02") == day
+    assert rows(path, ONE_LAYER) == [(0,)]
+
+
+def test_row_forms_of_one_recording_in_one_snapshot_keep_the_best_rank(tmp_path: Path) -> None:
+    """A daily chart listing one recording under two row forms (the same Melon song id): one row, the better rank, as
+    a chart listing a track twice always was; the next snapshot of that day (a re-crawl) gives the day its rank."""
+    path = tmp_path / "data"
+    path.mkdir()
+    song = "32183386"
+    first = [{"rank": 4, "title": "Love Poem", "artist": "IU", "artists": ["IU"], "song_id": song},
+             {"rank": 9, "title": "Love poem (러브 포엠)", "artist": "아이유", "artists": ["아이유"], "song_id": song}]
+    add_snapshot(path, "korea-chart", "portal-a/daily", "2026-06-02", None, first)
+    build_index(path)
+    assert [r[:3] for r in _day(path, "portal-a/daily", "2026-06-02")] == [("Love Poem", 4, None)]
+    add_snapshot(path, "korea-chart", "portal-a/daily", "2026-06-02", None, [{**first[1], "rank": 7}])
+    build_index(path)
+    assert [r[:3] for r in _day(path, "portal-a/daily", "2026-06-02")] == [("Love poem (러브 포엠)", 7, None)]
+    # On a realtime chart too: the form listed higher is the row's, whichever comes first.
+    add_snapshot(path, "korea-chart", "portal-a/realtime", "2026-06-03", 9, [{**first[1], "rank": 2}, {**first[0], "rank": 6}])
+    add_snapshot(path, "korea-chart", "portal-a/realtime", "2026-06-04", 9, [{**first[1], "rank": 8}, {**first[0], "rank": 3}])
+    build_index(path)
+    assert [r[:3] for r in _day(path, "portal-a/realtime", "2026-06-03")] == [("Love poem (러브 포엠)", 2, 1)]
+    assert [r[:3] for r in _day(path, "portal-a/realtime", "2026-06-04")] == [("Love Poem", 3, 1)]
+    assert rows(path, ONE_LAYER) == [(0,)]
+
+
+def test_two_indexers_at_once_keep_tracks_and_links_one(all_groups_data: Path, tmp_path: Path) -> None:
+    """Two index runs interleaved (cron beside a crawl's hook): one writes a group's batches and links its variants
+    in memory, the other indexes another group and keeps the links of both, then the first goes on (its variant
+    numbers taken: the batch is written again) and keeps its links. Every variant's track is still its recording,
+    and the recordings are those a linking of the variants in id order from scratch gives."""
+    from chartgw.core.clock import fixed
+    from tests.fixtures import FIXED_NOW, data_dir
+
+    path = copy_data(all_groups_data, tmp_path / "data")
+    now, file = fixed(FIXED_NOW), path / f"{index.INDEX_NAME}.sqlite"
+    with data_dir(path):
+        settings = run_settings()
+        first, second = index.open_index(file), index.open_index(file)
+        try:
+            run = index._begin_run(first)
+            index.index_group(first, GROUPS.named("uk-charts"), settings=settings, now=now, run=run)
+            assert run.linking is not None and run.linking.pending  # linked, not kept yet
+            other = index._begin_run(second)
+            index.index_group(second, GROUPS.named("korea-chart"), settings=settings, now=now, run=other)
+            index._end_run(second, other)
+            index.index_group(first, GROUPS.named("ranking-charts"), settings=settings, now=now, run=run)
+            index._end_run(first, run)
+        finally:
+            first.close()
+            second.close()
+    assert rows(path, ONE_LAYER) == [(0,)]
+    assert rows(path, "SELECT count(*) FROM variants")[0][0] > 100
+    assert rows(path, "SELECT count(*) FROM tracks") == rows(path, "SELECT count(*) FROM identity_recordings")
+    linked = rows(path, "SELECT variant_id, recording FROM identity_links ORDER BY variant_id")
+    with sqlite3.connect(file) as db:
+        db.execute("DELETE FROM identity_links")
+        db.execute("DELETE FROM identity_state")
+    with sqlite3.connect(file) as db:
+        from chartgw.index.identity.links import link_new
+        assert link_new(db) == len(linked)
+    assert rows(path, "SELECT variant_id, recording FROM identity_links ORDER BY variant_id") == linked

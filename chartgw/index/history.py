@@ -3,7 +3,8 @@
 The index (`<data>/artist-history-api.sqlite`, named after the group that serves it so the platform's reader
 opens it) is built from the groups' snapshot files through the `EntryMapping` each group declares; a group
 without one is not indexed. A row is one appearance: its chart (`charts`: source group, chart = the snapshot
-target without its `@date` suffix, market), chart date, track, rank, and its variant (`variants`: the title,
+target without its `@date` suffix, market), chart date, track (recording identity's recording: the variant is
+linked to it as it is written, `chartgw.index.write`), rank, and its variant (`variants`: the title,
 the artist as shown, the credited artists and the ids the entry carries, in columns named as the spec's
 parameters; a track on a chart shows the same variant day after day, so a row holds integers). Charts
 published several times a day (`EntryMapping.sub_daily_targets`) are folded to one row per track, chart and
@@ -192,7 +193,7 @@ def _begin_run(db: sqlite3.Connection) -> Run:
 
 
 def _end_run(db: sqlite3.Connection, run: Run) -> None:
-    identity.link_new(db)  # the recordings of the variants this run wrote (docs/identity.md)
+    identity.link_new(db, run.linking)  # keeps the links of the variants this run wrote (docs/identity.md)
     if not run.summing:
         _sum_artist_tracks(db)
     if run.bulk:

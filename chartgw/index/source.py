@@ -164,9 +164,10 @@ ids of its credit's artist keys]."""
 _VARIANTS_MAX = 500_000
 KEY, TRACK_KEY, CREDIT, OWNER, VARIANT_ID, TRACK_ID, NOTED, ARTISTS = range(8)
 
-Folded = dict[tuple[str, str, str, str], list[Any]]
-"""A batch's entries folded into rows: (chart, market, chart date, track key) -> [rank, hours (0 for none),
-hour mask (0 unless sub-daily), newest snapshot id, variant slot], in the order the rows were first met."""
+Folded = dict[tuple[str, str, str, int], list[Any]]
+"""A batch's entries folded into rows: (chart, market, chart date, the row form's slot) -> [rank, hours (0 for none),
+hour mask (0 unless sub-daily), newest snapshot id, variant slot], in the order the rows were first met. Row forms
+are folded into their recording's row as the batch is written (`chartgw.index.write`), where identity links them."""
 _R, _H, _M, _S, _V = range(5)
 
 Row = tuple[str, str, str, int, int, int, int, list[Any]]
@@ -225,7 +226,7 @@ def read_batch(src: sqlite3.Connection, mapping: EntryMapping, snapshots: list[t
             continue
         key = (entry.artist, entry.title, tuple(entry.artists), ids_of(entry.ids) if entry.ids else no_ids)
         slot = known.get(key) or slot_of(key)
-        at = (step[0], entry.market or "global", step[3], slot[TRACK_KEY])
+        at = (step[0], entry.market or "global", step[3], id(slot))
         row = rows.get(at)
         mask = step[1]
         if row is None:

@@ -31,11 +31,12 @@ every batch, are copied into the file a few times instead of after every commit.
 CACHE_KIB = 64 * 1024
 """SQLite page cache of an incremental run."""
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """`PRAGMA user_version` of the layout below; a file of an earlier one is dropped and built again (5: track keys
-fold version marks, `chartgw.core.text.title_key`; 6: variants keep a platform's song id, `platform_id`)."""
+fold version marks, `chartgw.core.text.title_key`; 6: variants keep a platform's song id, `platform_id`; 7: a track
+is recording identity's recording, its id the recording's number)."""
 DEFERRED = (
-    Query("tracks_by_key", "CREATE UNIQUE INDEX IF NOT EXISTS tracks_by_key ON tracks (track_key)"),
+    Query("tracks_by_key", "CREATE INDEX IF NOT EXISTS tracks_by_key ON tracks (track_key)"),
     Query("artists_by_key", "CREATE UNIQUE INDEX IF NOT EXISTS artists_by_key ON artists (key)"),
     Query("variants_by_key", "CREATE UNIQUE INDEX IF NOT EXISTS variants_by_key ON variants (variant_key)"),
     Query("variants_by_track", "CREATE INDEX IF NOT EXISTS variants_by_track ON variants (track_id)"),
@@ -130,6 +131,9 @@ CREATE TABLE IF NOT EXISTS lyrics_lookups (
     asked_at TEXT NOT NULL
 ) WITHOUT ROWID;
 """
+# `tracks`: recording identity's recordings (`id` = `identity_links.recording`, the number of the recording a variant
+# is linked to as it is written), each with the track key (`chartgw.index.credits.track_key`) of the row form that
+# made it, what the Genius lookups are keyed by; `variants.track_id` is the variant's recording.
 # `artists`: the artist keys (`appearance_artists` holds their ids). `artist_tracks`: `appearance_artists` summed
 # by artist, chart and track (what a coverage without dates reads).
 # `fetch_log` (migrated in beside these) has the snapshot store's layout: one row per group an index run read
@@ -152,7 +156,6 @@ KEPT_TABLES = ("lyrics_lookups", "sqlite_sequence")
 # --- a run: its start and end ---------------------------------------------------------------------
 
 CHARTS = Query("index charts", "SELECT id, source, chart, market FROM charts")
-NEXT_TRACK = Query("index next track id", "SELECT coalesce(max(id), 0) + 1 FROM tracks")
 NEXT_VARIANT = Query("index next variant id", "SELECT coalesce(max(id), 0) + 1 FROM variants")
 NEXT_ARTIST = Query("index next artist id", "SELECT coalesce(max(id), 0) + 1 FROM artists")
 SOURCES_COUNT = Query("index sources", "SELECT count(*) FROM sources")
@@ -190,7 +193,6 @@ RELEASE_SAVEPOINT = Query("index batch release", "RELEASE batch")
 
 # --- writing a batch ------------------------------------------------------------------------------
 
-TRACK_BY_KEY = Query("index track by key", "SELECT id FROM tracks WHERE track_key = ?")
 VARIANT_BY_KEY = Query("index variant by key", "SELECT id, track_id FROM variants WHERE variant_key = ?")
 ARTIST_BY_KEY = Query("index artist by key", "SELECT id FROM artists WHERE key = ?")
 VARIANT_TEXT = Query("index variant text", "SELECT variant_key, credits FROM variants WHERE id = ?")
@@ -249,7 +251,7 @@ LYRICS_CANDIDATES = Query("index lyrics candidates",
     " ORDER BY n.rows DESC, t.track_key LIMIT ?")
 LYRICS_TO_VARIANTS = Query("index lyrics to variants",
                            "UPDATE variants SET lyrics_song_id = ?, lyrics_artist_id = ? WHERE lyrics_song_id IS NULL"
-                           " AND track_id = (SELECT id FROM tracks WHERE track_key = ?)")
+                           " AND track_id IN (SELECT id FROM tracks WHERE track_key = ?)")
 
 # --- reading ----------------------------------------------------------------------------------------
 

@@ -1,6 +1,8 @@
 """Writing a batch into the index: each folded row into the row already stored for its chart, day and track, its
 variant, track and artists given ids (new ones written with the batch), the artist keys and their sums kept.
-`Run` is what one indexing run keeps across its groups and batches.
+A track is a recording of recording identity (`chartgw.index.identity`): a new variant is linked as it is written,
+and its rows are kept under its recording's number, so two row forms of one recording on one chart and day are
+one row. `Run` is what one indexing run keeps across its groups and batches.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from chartgw.index import tables as q
 from chartgw.index.credits import credit_keys
+from chartgw.index.identity import links as identity
 from chartgw.index.source import (
     ARTISTS,
     CREDIT,
@@ -27,7 +30,7 @@ from chartgw.index.source import (
     fold,
     slot_of,
 )
-from chartgw.index.tables import ID_COLUMNS, LYRICS_ARTIST, LYRICS_SONG
+from chartgw.index.tables import ID_COLUMNS, LYRICS_ARTIST, LYRICS_SONG, VARIANT_ID_COLUMNS
 
 __all__ = ["Run", "create_deferred", "write_batch"]
 
@@ -48,7 +51,6 @@ class Run:
     summing: bool = True
     """`artist_tracks` is kept as rows are written (False: it is summed again at the end of the run)."""
     charts: dict[tuple[str, str, str], int] = field(default_factory=dict)
-    tracks: dict[str, int] = field(default_factory=dict)
     variants: dict[VariantKey, tuple[int, int]] = field(default_factory=dict)
     """Variant key -> (variant id, track id)."""
     variant_keys: dict[int, tuple[VariantKey, tuple[str, ...]]] = field(default_factory=dict)
@@ -62,10 +64,12 @@ class Run:
     readers: dict[str, Prefetch] = field(default_factory=dict)
     """Reader processes started ahead of their group's turn."""
     artists: dict[str, int] = field(default_factory=dict)
-    next_track: int = 1
+    linking: identity.Linking | None = None
+    """Recording identity as it stands after every variant written (loaded when a new variant is first met)."""
     next_variant: int = 1
     next_artist: int = 1
     new_tracks: list[tuple[int, str]] = field(default_factory=list)
+    """New recordings (their number, the track key of the row form that made them)."""
     new_artists: list[tuple[int, str]] = field(default_factory=list)
     new_variants: list[tuple[Any, ...]] = field(default_factory=list)
     """Tracks and variants met in the batch being written, written before its rows."""
@@ -78,10 +82,9 @@ class Run:
         self.fresh = False
         self.token = object()
         self.charts = {(s, c, m): i for i, s, c, m in db.execute(q.CHARTS.sql)}
-        self.tracks.clear()
         self.variants.clear()
         self.variant_keys.clear()
-        self.next_track = db.execute(q.NEXT_TRACK.sql).fetchone()[0]
+        self.linking = None  # linked again from the file: what a rolled-back batch linked is gone, another's is in
         self.next_variant = db.execute(q.NEXT_VARIANT.sql).fetchone()[0]
         self.next_artist = db.execute(q.NEXT_ARTIST.sql).fetchone()[0]
         self.artists.clear()
@@ -96,35 +99,37 @@ def create_deferred(db: sqlite3.Connection) -> None:
         db.execute(statement.sql)
 
 
-def _track_id(db: sqlite3.Connection, run: Run, track_key: str) -> int:
-    found = None if run.fresh else db.execute(q.TRACK_BY_KEY.sql, (track_key,)).fetchone()
-    if found is None:
-        found = (run.next_track,)
-        run.next_track += 1
-        run.new_tracks.append((found[0], track_key))
-    track_id = run.tracks[track_key] = int(found[0])
-    return track_id
+def _recording(db: sqlite3.Connection, run: Run, variant_id: int, key: VariantKey, ids: list[str], track_key: str) -> int:
+    """The recording a new variant (its ids as written) is linked to: the track its rows are kept under."""
+    linking = run.linking
+    if linking is None:
+        linking = run.linking = identity.Linking.load(db)
+    link = linking.link(variant_id, identity.row_of(key[1], key[0], dict(zip(VARIANT_ID_COLUMNS, ids, strict=True)),
+                                                    ids[-1] or None))
+    number = link.recording.number
+    if link.tier == "none":  # the variant made it
+        run.new_tracks.append((number, track_key))
+    return number
 
 
 def _variant(db: sqlite3.Connection, run: Run, slot: list[Any]) -> None:
     """Give `slot` its variant and track ids in this run's index, a new variant (with the track's Genius ids
-    when the entry has none) being written with the batch."""
+    when the entry has none) being linked to its recording and written with the batch."""
     key, track_key, credit = slot[KEY], slot[TRACK_KEY], slot[CREDIT]
     found = run.variants.get(key)
     if found is None:
         text = json.dumps(key, ensure_ascii=False, separators=(",", ":"))
         row = None if run.fresh else db.execute(q.VARIANT_BY_KEY.sql, (text,)).fetchone()
         if row is None:
-            track_id = run.tracks.get(track_key) or _track_id(db, run, track_key)
             ids = list(key[3])
             lyrics = run.lyrics.get(track_key)
             if lyrics is not None and not ids[LYRICS_SONG]:
                 ids[LYRICS_SONG], ids[LYRICS_ARTIST] = lyrics[0] or "", lyrics[1] or ""
+            track_id = _recording(db, run, run.next_variant, key, ids, track_key)
             row = (run.next_variant, track_id)
             run.next_variant += 1
             run.new_variants.append((row[0], text, track_id, key[1] or "", key[0], credit.names_json, *ids))
         found = run.variants[key] = (int(row[0]), int(row[1]))
-        run.tracks[track_key] = found[1]
         run.variant_keys[found[0]] = (key, credit.keys)
     slot[OWNER], slot[VARIANT_ID], slot[TRACK_ID] = run.token, found[0], found[1]
     slot[ARTISTS] = _artist_ids(db, run, credit.keys)
@@ -159,16 +164,18 @@ def _stored_variant(db: sqlite3.Connection, run: Run, variant_id: int) -> tuple[
 def write_batch(db: sqlite3.Connection, run: Run, source: str, batch: list[Any],
                  slots: list[list[Any]] | None = None) -> int:
     """Write a batch's rows (`Row`s; or, with `slots`, rows whose last field is a number in `slots`), each folded
-    into the row already stored for its chart, day and track (`fold`); returns the rows added."""
-    loaded: set[tuple[int, str]] = set()
-    stored: dict[tuple[int, str, int], tuple[Any, ...]] = {}
+    into the row already stored (or written by this batch) for its chart, day and track (`fold`: another row form
+    of the same recording is the same row); returns the rows added."""
+    days: dict[tuple[int, str], dict[int, tuple[Any, ...]]] = {}
+    """Chart day -> track -> its row as stored or written by this batch (an `INSERT` row's fields)."""
+    day_rows: dict[int, tuple[Any, ...]] = {}
     links: set[tuple[str, str]] = set()
     id_keys: set[tuple[str, str, str]] = set()
     inserts: list[tuple[Any, ...]] = []
     updates: list[tuple[Any, ...]] = []
     keys_in: list[tuple[Any, ...]] = []
     keys_set: list[tuple[Any, ...]] = []
-    keys_out: list[tuple[Any, ...]] = []
+    keys_out: dict[tuple[Any, ...], None] = {}
     tally: dict[tuple[int, int, int], list[Any]] = {}
     recount: set[tuple[int, int, int]] = set()
     add_row, add_key = inserts.append, keys_in.append
@@ -194,15 +201,19 @@ def write_batch(db: sqlite3.Connection, run: Run, source: str, batch: list[Any],
         track_id = slot[TRACK_ID]
         if day[0] != chart_id or day[1] is not chart_date:
             day = (chart_id, chart_date)
-            if day not in loaded:
-                loaded.add(day)
+            found = days.get(day)
+            if found is None:
+                found = days[day] = {}
                 if not fresh or day in written:
                     for track, *values in db.execute(q.SELECT_DAY.sql, day):
-                        stored[(chart_id, chart_date, track)] = tuple(values)
+                        found[track] = (chart_id, chart_date, track, *values)
                 written.add(day)
-        held = stored.get((chart_id, chart_date, track_id)) if stored else None
+            day_rows = found
+        held = day_rows.get(track_id)
         if held is None:
-            add_row((chart_id, chart_date, track_id, next_id, rank, hours, mask, snapshot_id, slot[VARIANT_ID]))
+            day_rows[track_id] = row = (chart_id, chart_date, track_id, next_id, rank, hours, mask, snapshot_id,
+                                        slot[VARIANT_ID])
+            add_row(row)
             for key in slot[ARTISTS]:
                 add_key((key, chart_date, next_id, chart_id, track_id, rank))
                 if not summing:
@@ -220,18 +231,29 @@ def write_batch(db: sqlite3.Connection, run: Run, source: str, batch: list[Any],
                         sums[3] = rank
             next_id += 1
             continue
-        row_id, was, was_hours, was_mask, _, variant_id = held
+        _, _, _, row_id, was, was_hours, was_mask, was_snapshot, variant_id = held
+        if snapshot_id == was_snapshot and rank >= was:
+            continue  # one snapshot listing the recording twice (two row forms): the better rank's row stands
+        if not mask and snapshot_id < was_snapshot:
+            continue  # an older snapshot's rank (another row form of the recording met first in this batch)
         before = _stored_variant(db, run, variant_id)
         merged = [was, was_hours or 0, was_mask or 0, 0, slot_of(before[0])]
-        fold(merged, rank, mask, snapshot_id, slot)
+        if snapshot_id >= was_snapshot:
+            fold(merged, rank, mask, snapshot_id, slot)
+        else:  # a sub-daily day's earlier hours in another row form of the recording: its hours and best rank
+            fold(merged, rank, mask, was_snapshot, merged[4])
         rank, hours, mask, snapshot_id, slot = merged
         if slot[OWNER] is not token:
             _variant(db, run, slot)
         updates.append((rank, hours, mask, snapshot_id, slot[VARIANT_ID], chart_id, chart_date, track_id))
+        day_rows[track_id] = (chart_id, chart_date, track_id, row_id, rank, hours, mask, snapshot_id, slot[VARIANT_ID])
         keys, old_keys = slot[ARTISTS], _artist_ids(db, run, before[1])
         keys_set += [(rank, k, chart_date, row_id) for k in keys if k in old_keys]
-        keys_in += [(k, chart_date, row_id, chart_id, track_id, rank) for k in keys if k not in old_keys]
-        keys_out += [(k, chart_date, row_id) for k in old_keys if k not in keys]
+        for k in keys:
+            if k not in old_keys:
+                keys_in.append((k, chart_date, row_id, chart_id, track_id, rank))
+                keys_out.pop((k, chart_date, row_id), None)  # dropped by an earlier row form in this batch
+        keys_out.update(((k, chart_date, row_id), None) for k in old_keys if k not in keys)
         # A better rank or a new key adds to the sums; a worse rank or a key gone recounts them.
         for key in keys if summing else ():
             if key not in old_keys:

@@ -16,6 +16,7 @@ smallest alias (Latin first).
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -38,6 +39,9 @@ _HIGH_TITLE = 90.0
 """The least rapidfuzz ratio (0-100) of two compacted titles the `high` tier links, artists being the same."""
 _FUZZY_LENGTH = 8
 """Titles shorter than this are compared whole: "03" and "06" are a small edit apart and two songs."""
+_DIGITS = re.compile(r"\d+")
+"""Titles a small edit apart whose numbers differ are compared whole too: "Symphony No. 5" and "No. 9", "Song 21"
+and "Song 57" are two songs (the artist-history index keeps each recording's rows, so such a merge joins them)."""
 
 
 def _digest(prefix: str, text: str) -> str:
@@ -297,8 +301,9 @@ class Linker:
                                       if row.everyone in rec.credits else
                                       "high: the same artists under another spelling or script")
             elif len(row.title.name) >= _FUZZY_LENGTH:
-                score = max((fuzz.ratio(row.title.name, name) for name in rec.names if len(name) >= _FUZZY_LENGTH),
-                            default=0.0)
+                digits = _DIGITS.findall(row.title.name)
+                score = max((fuzz.ratio(row.title.name, name) for name in rec.names
+                             if len(name) >= _FUZZY_LENGTH and _DIGITS.findall(name) == digits), default=0.0)
                 rule = f"high: title within edit distance (ratio {score:.0f})"
             else:
                 continue

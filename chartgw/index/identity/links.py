@@ -22,12 +22,12 @@ import json
 import pickle
 import sqlite3
 
-from chartgw.index.identity.linker import Linker, Recording, Row
+from chartgw.index.identity.linker import Link, Linker, Recording, Row
 from chartgw.index.identity.names import parse_credit, parse_title, split_printed
 from chartgw.store import Query, transaction
 
 __all__ = ["COLUMN_ID_TYPES", "ENRICHMENT_TABLES", "IDENTITY_INDEX_QUERIES", "KEPT_ENRICHMENT", "SCHEMA", "STATE_VERSION",
-           "add_enrichment", "link_new", "row_of"]
+           "Linking", "add_enrichment", "link_new", "row_of"]
 
 ENRICHMENT_TABLES = ("identity_enrichment", "musicbrainz_replies")
 KEPT_ENRICHMENT: dict[str, tuple[Query, Query]] = {
@@ -128,6 +128,7 @@ _VARIANTS = Query("identity_variants_after",
                   " WHERE id > ?1 AND (?2 IS NULL OR id <= ?2)"
                   " ORDER BY id")
 _LINKED = Query("identity_last_linked", "SELECT coalesce(max(variant_id), 0) FROM identity_links")
+_LAST_VARIANT = Query("identity_last_variant", "SELECT coalesce(max(id), 0) FROM variants")
 _STATE = Query("identity_state", "SELECT version, last_variant, state FROM identity_state")
 _SAVE_STATE = Query("identity_save_state", "INSERT OR REPLACE INTO identity_state VALUES (1, ?1, ?2, ?3)")
 _SAVE_LINK = Query("identity_save_link", "INSERT OR REPLACE INTO identity_links VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
@@ -145,7 +146,7 @@ _ISRC_ELSEWHERE = Query("identity_isrc_elsewhere",
 _HAS_ISRC = Query("identity_has_isrc", "SELECT 1 FROM identity_ids WHERE kind = 'isrc' AND recording = ? LIMIT 1")
 _PRINTED = Query("identity_printed_names", "SELECT name, printed FROM identity_artist_names")
 _SAVE_NAME = Query("identity_save_artist_name", "INSERT OR REPLACE INTO identity_artist_names VALUES (?1, ?2, ?3)")
-IDENTITY_INDEX_QUERIES = (_VARIANTS, _LINKED, _STATE, _SAVE_STATE, _SAVE_LINK, _IDS_TAKEN, _SAVE_ID, _SAVE_MAIN,
+IDENTITY_INDEX_QUERIES = (_VARIANTS, _LINKED, _LAST_VARIANT, _STATE, _SAVE_STATE, _SAVE_LINK, _IDS_TAKEN, _SAVE_ID, _SAVE_MAIN,
                           _SAVE_RECORDING, _PRINTED, _SAVE_NAME, _ANY_ENRICHED, _ENRICHED, _ISRC_ELSEWHERE,
                           _HAS_ISRC, *(query for pair in KEPT_ENRICHMENT.values() for query in pair))
 """Every statement the index's identity step runs (compiled against the index's tables in tests)."""
@@ -183,35 +184,80 @@ def _load(db: sqlite3.Connection, linked: int) -> Linker:
     return linker
 
 
-def link_new(db: sqlite3.Connection) -> int:
-    """Link every variant written since the last run (in one transaction); the number linked. The cyclic garbage
-    collector is paused meanwhile: the linker makes hundreds of thousands of objects and no garbage cycles, and
-    the collector's passes over them were half of linking's time (1M rows: 4.0 CPU s with it, 2.0 without)."""
+class Linking:
+    """The linker as it stands after every variant of the index file, linking the variants an index run writes as
+    it writes them (their recording is the track their rows are kept under: `chartgw.index.write`), and what it
+    linked since the links last kept, until `save` keeps them. Loaded from the kept state, then every variant after
+    it linked in id order, so a run that links variants in the order it numbers them gives the links a rebuild
+    from the variants gives."""
+
+    def __init__(self, linker: Linker, kept: int) -> None:
+        self.linker = linker
+        self.kept = kept
+        """The last variant whose link is kept (`identity_links`)."""
+        self.pending: list[tuple[int, Row, Link]] = []
+        """Variants linked since, in id order."""
+
+    @classmethod
+    def load(cls, db: sqlite3.Connection) -> Linking:
+        kept = int(db.execute(_LINKED.sql).fetchone()[0])
+        linking = cls(_load(db, kept), kept)
+        linking.linker.changed.clear()
+        for variant_id, row in _variants(db, kept):
+            linking.link(variant_id, row)
+        return linking
+
+    @property
+    def upto(self) -> int:
+        """The last variant linked."""
+        return self.pending[-1][0] if self.pending else self.kept
+
+    def link(self, variant_id: int, row: Row) -> Link:
+        """Link the next variant (ids in order: `variant_id` is after `upto`)."""
+        link = self.linker.link(row)
+        self.pending.append((variant_id, row, link))
+        return link
+
+    def save(self, db: sqlite3.Connection) -> int:
+        """Keep the links made since the last kept, with the linker's state, in one transaction; the number kept.
+        Another indexer may have kept links or written variants meanwhile: then the links are made again from the
+        file (the same ones, the variants being linked in id order either way)."""
+        with transaction(db):
+            if int(db.execute(_LINKED.sql).fetchone()[0]) != self.kept or \
+                    int(db.execute(_LAST_VARIANT.sql).fetchone()[0]) != self.upto:
+                fresh = Linking.load(db)
+                self.linker, self.kept, self.pending = fresh.linker, fresh.kept, fresh.pending
+            if not self.pending:
+                return 0
+            pending, linker = self.pending, self.linker
+            db.executemany(_SAVE_LINK.sql, [(v, link.recording.number, link.tier, link.confidence, link.rule, row.artist,
+                                             row.title) for v, row, link in pending])
+            _write_recordings(db, linker.changed)
+            _apply_enrichment(db, linker.changed)
+            _write_artists(db, linker, [row for _, row, _ in pending])
+            db.execute(_SAVE_STATE.sql, (STATE_VERSION, pending[-1][0],
+                                         pickle.dumps(linker, protocol=pickle.HIGHEST_PROTOCOL)))
+        linker.changed.clear()
+        self.kept, self.pending = pending[-1][0], []
+        return len(pending)
+
+
+def link_new(db: sqlite3.Connection, linking: Linking | None = None) -> int:
+    """Keep the links of every variant written since the last run (in one transaction): `linking`'s, the run's that
+    linked them as it wrote them, else linked now; the number kept. The cyclic garbage collector is paused
+    meanwhile: the linker makes hundreds of thousands of objects and no garbage cycles, and the collector's passes
+    over them were half of linking's time (1M rows: 4.0 CPU s with it, 2.0 without)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _link_new(db)
+        if linking is None:
+            if int(db.execute(_LINKED.sql).fetchone()[0]) == int(db.execute(_LAST_VARIANT.sql).fetchone()[0]):
+                return 0
+            linking = Linking.load(db)
+        return linking.save(db)
     finally:
         if enabled:
             gc.enable()
-
-
-def _link_new(db: sqlite3.Connection) -> int:
-    linked = int(db.execute(_LINKED.sql).fetchone()[0])
-    pending = _variants(db, linked)
-    if not pending:
-        return 0
-    linker = _load(db, linked)
-    linker.changed.clear()
-    links = [(variant_id, linker.link(row)) for variant_id, row in pending]
-    with transaction(db):
-        db.executemany(_SAVE_LINK.sql, [(v, link.recording.number, link.tier, link.confidence, link.rule, row.artist,
-                                         row.title) for (v, row), (_, link) in zip(pending, links, strict=True)])
-        _write_recordings(db, linker.changed)
-        _apply_enrichment(db, linker.changed)
-        _write_artists(db, linker, [row for _, row in pending])
-        db.execute(_SAVE_STATE.sql, (STATE_VERSION, pending[-1][0], pickle.dumps(linker, protocol=pickle.HIGHEST_PROTOCOL)))
-    return len(links)
 
 
 def _write_recordings(db: sqlite3.Connection, changed: set[Recording]) -> None:
