@@ -371,6 +371,17 @@ def test_no_test_patches_a_module_clock_and_no_module_keeps_a_clock_hook() -> No
         assert not hook.findall(path.read_text()), f"{path} keeps a module-level clock"
 
 
+def test_the_private_aiosqlite_calls_the_store_makes_are_there() -> None:
+    """`SnapshotReader.read` runs a page's statements in one hop through aiosqlite's own queue (`Connection._execute`
+    with `Connection._conn`): no public call runs a function on the connection's thread. requirements.lock pins
+    0.22.x; an upgrade that moves either fails here, naming them, before any /identity page does."""
+    import aiosqlite
+
+    assert aiosqlite.__version__.startswith("0.22."), f"re-read aiosqlite {aiosqlite.__version__}'s _execute and _conn"
+    assert callable(getattr(aiosqlite.Connection, "_execute", None))
+    assert isinstance(getattr(aiosqlite.Connection, "_conn", None), property)
+
+
 def test_the_lock_file_pins_every_dependency_within_its_range() -> None:
     """requirements.lock (scripts/lock) holds an exact version of each runtime and test dependency that
     pyproject.toml's range admits; the scripts and CI install from it."""
