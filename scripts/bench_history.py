@@ -312,9 +312,9 @@ def timed_index(out: Path, profile: Path | None = None) -> int:
     real, real_link = links.link_new, links.Linking.link
     spent = {"seconds": 0.0, "cpu_seconds": 0.0}
 
-    def link(self: links.Linking, variant_id: int, row: Row) -> Link:
+    def link(self: links.Linking, variant_id: int, row: Row, credits: str) -> Link:
         wall, cpu = time.perf_counter(), time.process_time()  # this process's CPU only (not its reading process's)
-        found = real_link(self, variant_id, row)
+        found = real_link(self, variant_id, row, credits)
         spent["seconds"] += time.perf_counter() - wall
         spent["cpu_seconds"] += time.process_time() - cpu
         return found

@@ -20,6 +20,7 @@ from chartgw.groups import GROUPS
 from chartgw.http.app import declared_routes
 from chartgw.index import artist_history as ah
 from chartgw.index import history as index
+from chartgw.index.credits import credit_keys
 from chartgw.index.identity.include import INCLUDE, ranked
 from chartgw.store import Query, SnapshotReader
 from tests import fixtures
@@ -88,6 +89,24 @@ def test_include_identity_adds_one_object_per_entry_and_changes_nothing_else(api
         assert isinstance(identity["recording_id"], str) and identity["recording_id"].startswith("rec_")
         assert identity["artist_ids"] and all(a.startswith("art_") for a in identity["artist_ids"])
     assert api.get(url, headers=KEY_HEADERS).content == api.get(url, headers=KEY_HEADERS).content  # cached alike
+
+
+def test_an_entrys_artist_ids_are_those_of_the_keys_its_rows_are_indexed_under(api: TestClient, indexed: Path) -> None:
+    """One artist layer: an entry's `artist_ids` are identity's ids of the artist keys the index keeps its row
+    form's rows under (its credits as the index split them, featured artists included)."""
+    with sqlite3.connect(indexed / f"{index.INDEX_NAME}.sqlite") as db:
+        names = dict(db.execute("SELECT name, artist_id FROM identity_artist_names").fetchall())
+        forms = {(artist, title): credits for artist, title, credits in db.execute(
+            "SELECT v.artist, coalesce(v.title, ''), v.credits FROM variants v")}
+    checked = 0
+    for url in CHART_LISTS:
+        for entry in entries_of(get(api, url + "&include=identity")):
+            credits = forms.get((entry["artist"], entry.get("title") or ""))
+            if credits is None:
+                continue
+            assert entry["identity"]["artist_ids"] == list(dict.fromkeys(names[k] for k in credit_keys(credits)))
+            checked += 1
+    assert checked >= 20
 
 
 def test_every_route_whose_entries_carry_a_rank_takes_include() -> None:

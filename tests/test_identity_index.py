@@ -223,3 +223,47 @@ def test_two_indexers_at_once_keep_tracks_and_links_one(all_groups_data: Path, t
         from chartgw.index.identity.links import link_new
         assert link_new(db) == len(linked)
     assert rows(path, "SELECT variant_id, recording FROM identity_links ORDER BY variant_id") == linked
+
+
+ARTISTS_OF_ROWS = ("SELECT DISTINCT k.track_id, r.key FROM appearance_artists k JOIN artists r ON r.id = k.artist_id"
+                   " ORDER BY 1, 2")
+"""Every (track, artist key) a row is indexed under: what /artist-history finds rows by."""
+ARTIST_NAMES = "SELECT name, artist_id FROM identity_artist_names ORDER BY name"
+ARTIST_SNAPSHOTS = [
+    ("2026-06-02", [{"rank": 1, "title": "Love wins all", "artist": "아이유(IU)", "artists": ["아이유(IU)"]},
+                    {"rank": 2, "title": "Golden", "artist": "HUNTR/X", "artists": ["HUNTR/X"]},
+                    {"rank": 3, "title": "Seven (feat. Latto)", "artist": "Jung Kook", "artists": ["Jung Kook"]}]),
+    ("2026-06-03", [{"rank": 1, "title": "Love wins all", "artist": "IU", "artists": ["IU"]},
+                    {"rank": 2, "title": "Welcome to the Show", "artist": "DAY6 (데이식스)", "artists": ["DAY6 (데이식스)"]},
+                    {"rank": 3, "title": "Letter", "artist": "원필 (DAY6)", "artists": ["원필 (DAY6)"]}]),
+]
+
+
+def _artist_index(path: Path, snapshots: list[tuple[str, list[dict[str, Any]]]]) -> Path:
+    path.mkdir()
+    for hour, (day, records) in enumerate(snapshots):
+        add_snapshot(path, "korea-chart", "portal-a/realtime", day, 10 + hour, records)
+    build_index(path)
+    return path
+
+
+def test_the_index_artists_are_identity_artists(tmp_path: Path) -> None:
+    """One artist layer: identity's artist names are the artist keys the index's rows are found by (one credits
+    parser, `chartgw.index.credits`': "HUNTR/X" is two keys, a featured artist in the title is credited), a
+    recording's artists are the keys its rows are indexed under, names printed in two scripts are one artist and a
+    member is not its band; the same ids from a rebuild and from the rows in another order."""
+    path = _artist_index(tmp_path / "data", ARTIST_SNAPSHOTS)
+    keyed = rows(path, ARTISTS_OF_ROWS)
+    ids = dict(rows(path, ARTIST_NAMES))
+    assert {key for _, key in keyed} >= {"아이유", "iu", "huntr", "x", "jungkook", "latto", "day6", "원필"}
+    assert {key for _, key in keyed} <= set(ids)  # every key a row is found by is an artist of identity's
+    by_recording = rows(path, "SELECT recording, name FROM identity_recording_artists ORDER BY 1, 2")
+    assert set(keyed) <= set(by_recording) and {r for r, _ in by_recording} == {t for t, _ in keyed}
+    assert ids["아이유"] == ids["iu"] != ids["huntr"] != ids["x"]
+    assert ids["day6"] == ids["데이식스"] != ids["원필"]  # the member's credit does not make it the band
+    assert ("원필", "day6") in rows(path, "SELECT a, b FROM artist_links")  # /artist-history's name widening (its spec)
+    (path / f"{index.INDEX_NAME}.sqlite").unlink()
+    build_index(path)
+    assert dict(rows(path, ARTIST_NAMES)) == ids
+    reordered = _artist_index(tmp_path / "reordered", [(day, records[::-1]) for day, records in ARTIST_SNAPSHOTS[::-1]])
+    assert dict(rows(reordered, ARTIST_NAMES)) == ids

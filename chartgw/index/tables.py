@@ -31,10 +31,11 @@ every batch, are copied into the file a few times instead of after every commit.
 CACHE_KIB = 64 * 1024
 """SQLite page cache of an incremental run."""
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """`PRAGMA user_version` of the layout below; a file of an earlier one is dropped and built again (5: track keys
 fold version marks, `chartgw.core.text.title_key`; 6: variants keep a platform's song id, `platform_id`; 7: a track
-is recording identity's recording, its id the recording's number)."""
+is recording identity's recording, its id the recording's number; 8: identity's artists are the index's artist
+keys, `identity_artist_names` and `identity_recording_artists` keyed by them)."""
 DEFERRED = (
     Query("tracks_by_key", "CREATE INDEX IF NOT EXISTS tracks_by_key ON tracks (track_key)"),
     Query("artists_by_key", "CREATE UNIQUE INDEX IF NOT EXISTS artists_by_key ON artists (key)"),

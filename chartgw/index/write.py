@@ -99,13 +99,15 @@ def create_deferred(db: sqlite3.Connection) -> None:
         db.execute(statement.sql)
 
 
-def _recording(db: sqlite3.Connection, run: Run, variant_id: int, key: VariantKey, ids: list[str], track_key: str) -> int:
-    """The recording a new variant (its ids as written) is linked to: the track its rows are kept under."""
+def _recording(db: sqlite3.Connection, run: Run, variant_id: int, key: VariantKey, ids: list[str], track_key: str,
+               credits: str) -> int:
+    """The recording a new variant (its ids as written) is linked to: the track its rows are kept under; its credits
+    are identity's artists' names (one artist layer: `identity.credited`)."""
     linking = run.linking
     if linking is None:
         linking = run.linking = identity.Linking.load(db)
     link = linking.link(variant_id, identity.row_of(key[1], key[0], dict(zip(VARIANT_ID_COLUMNS, ids, strict=True)),
-                                                    ids[-1] or None))
+                                                    ids[-1] or None), credits)
     number = link.recording.number
     if link.tier == "none":  # the variant made it
         run.new_tracks.append((number, track_key))
@@ -125,7 +127,7 @@ def _variant(db: sqlite3.Connection, run: Run, slot: list[Any]) -> None:
             lyrics = run.lyrics.get(track_key)
             if lyrics is not None and not ids[LYRICS_SONG]:
                 ids[LYRICS_SONG], ids[LYRICS_ARTIST] = lyrics[0] or "", lyrics[1] or ""
-            track_id = _recording(db, run, run.next_variant, key, ids, track_key)
+            track_id = _recording(db, run, run.next_variant, key, ids, track_key, credit.names_json)
             row = (run.next_variant, track_id)
             run.next_variant += 1
             run.new_variants.append((row[0], text, track_id, key[1] or "", key[0], credit.names_json, *ids))

@@ -18,8 +18,8 @@ import msgspec
 from chartgw.api.endpoints import Call, GroupData, Route
 from chartgw.api.group import PLATFORM_ID, EntryMapping
 from chartgw.api.params import Param
+from chartgw.index.credits import credit_keys, entry_credit
 from chartgw.index.identity.facts import FACT_NAMES, chart_facts, source_facts
-from chartgw.index.identity.names import parse_credit
 from chartgw.store import Query
 
 __all__ = ["INCLUDE", "INCLUDE_QUERIES", "ranked", "with_includes"]
@@ -31,7 +31,7 @@ INCLUDE = Param("include", kind="choice", choices=("identity", "facts"), array=T
 _LINKS = Query(
     "identity_entry_links",
     "SELECT l.artist, l.title, r.id, l.tier, l.variant_id, v.isrc, v.streaming_track_id, v.download_store_track_id,"
-    " v.recognition_track_id, v.video_id, v.asin, v.platform_id FROM json_each(?) p JOIN identity_links l"
+    " v.recognition_track_id, v.video_id, v.asin, v.platform_id, v.credits FROM json_each(?) p JOIN identity_links l"
     " ON l.artist = p.value ->> 0 AND l.title = p.value ->> 1 JOIN identity_recordings r ON r.number = l.recording"
     " JOIN variants v ON v.id = l.variant_id ORDER BY l.variant_id")
 _NAMES = Query("identity_entry_artists",
@@ -135,25 +135,31 @@ async def _fetch(index: GroupData, query: Query, args: list[Any]) -> list[Any]:
 async def _identities(index: GroupData, mapping: EntryMapping, entries: list[dict[str, Any]],
                       target: str | None) -> list[dict[str, Any]]:
     """Each entry's identity: the link of its row form (the one whose ids agree, when several: two sites' rows of
-    one text differ by their song ids, the snapshot's `target` telling which site's an entry is), its main artists'
-    ids; a recording id of null and `none` for an entry not indexed yet."""
+    one text differ by their song ids, the snapshot's `target` telling which site's an entry is), the ids of the
+    artists its row form is indexed under (`appearance_artists`' keys: one artist layer; an entry not indexed yet,
+    the keys its credit would have); a recording id of null and `none` for an entry not indexed yet."""
     read = [mapping.identity_fields(e, target) for e in entries]
     pairs = sorted({(artist, title) for r in read if r is not None for title, artist, _ in [r]})
     links: dict[tuple[str, str], list[Any]] = {}
     for row in await _fetch(index, _LINKS, [json.dumps(pairs, ensure_ascii=False)]):
         links.setdefault((row[0], row[1]), []).append(row)
-    mains = {r[1]: [c.main for c in parse_credit(r[1])[0]] for r in read if r is not None}
-    names = sorted({n for keys in mains.values() for n in keys})
-    artist_ids = dict(await _fetch(index, _NAMES, [json.dumps(names, ensure_ascii=False)]))
-    out: list[dict[str, Any]] = []
+    chosen: list[tuple[list[Any] | None, tuple[str, ...]]] = []
     for fields in read:
         if fields is None:
-            out.append({"recording_id": None, "artist_ids": [], "match": "none"})
+            chosen.append((None, ()))
             continue
         title, artist, ids = fields
         options = links.get((artist, title), [])
         best = next((o for o in options if _agrees(o, ids)), options[0] if options else None)
-        ids_of = list(dict.fromkeys(artist_ids[n] for n in mains[artist] if n in artist_ids))
+        chosen.append((best, credit_keys(best[12]) if best else entry_credit(artist, (), title or None).keys))
+    names = sorted({n for _, keys in chosen for n in keys})
+    artist_ids = dict(await _fetch(index, _NAMES, [json.dumps(names, ensure_ascii=False)]))
+    out: list[dict[str, Any]] = []
+    for fields, (best, keys) in zip(read, chosen, strict=True):
+        if fields is None:
+            out.append({"recording_id": None, "artist_ids": [], "match": "none"})
+            continue
+        ids_of = list(dict.fromkeys(artist_ids[n] for n in keys if n in artist_ids))
         out.append({"recording_id": best[2] if best else None, "artist_ids": ids_of,
                     "match": best[3] if best else "none"})
     return out
@@ -161,5 +167,5 @@ async def _identities(index: GroupData, mapping: EntryMapping, entries: list[dic
 
 def _agrees(link: list[Any], ids: dict[str, str]) -> bool:
     """Whether a linked row form carries the entry's ids (every id both have is the same)."""
-    held = dict(zip(_ID_COLUMNS, link[5:], strict=True))
+    held = dict(zip(_ID_COLUMNS, link[5:12], strict=True))
     return all(held.get(kind) in (None, value) for kind, value in ids.items() if kind in held)

@@ -9,8 +9,12 @@ rebuilt from the variants already linked, in id order, which gives the same link
 Tables: `identity_links` (a variant's recording, tier, confidence and rule: its provenance; its title and artist as
 printed, what a chart entry is looked up by), `identity_recordings` (id, the first title and artist printed, ambiguous,
 the title's compacted name for search), `identity_ids` (every id type and
-value a recording carries), `identity_artist_names` (every compacted artist name with its artist id and a name as
-printed) and `identity_recording_artists` (a recording's main artists by compacted name). `identity_enrichment` and
+value a recording carries), `identity_artist_names` (every artist name the index knows, by its key, with its artist
+id and a name as printed) and `identity_recording_artists` (the artist keys a recording's rows are indexed under).
+The artists are the index's: the names its credits parser (`chartgw.index.credits`) splits a variant's credit into,
+keyed as `artists.key` and `appearance_artists` key them, joined into artists by identity's rules (`Artists`: a
+name printed in two scripts is one artist; a member's bracketed band is not, once the band is named in the member's
+script); the linker's own reading of a credit is evidence for linking only. `identity_enrichment` and
 `musicbrainz_replies` are `chartgw enrich musicbrainz`'s (`chartgw/index/identity/enrich.py`): each index run gives the
 enrichment kept for a recording's row forms back to it (`_apply_enrichment`), which is how a rebuild keeps it.
 """
@@ -21,13 +25,15 @@ import gc
 import json
 import pickle
 import sqlite3
+from functools import lru_cache
 
-from chartgw.index.identity.linker import Link, Linker, Recording, Row
-from chartgw.index.identity.names import parse_credit, parse_title, split_printed
+from chartgw.core.text import artist_aliases, artist_key
+from chartgw.index.identity.linker import Artists, Link, Linker, Recording, Row
+from chartgw.index.identity.names import Credit, parse_title
 from chartgw.store import Query, transaction
 
 __all__ = ["COLUMN_ID_TYPES", "ENRICHMENT_TABLES", "IDENTITY_INDEX_QUERIES", "KEPT_ENRICHMENT", "SCHEMA", "STATE_VERSION",
-           "Linking", "add_enrichment", "link_new", "row_of"]
+           "Linking", "add_enrichment", "credited", "link_new", "row_of"]
 
 ENRICHMENT_TABLES = ("identity_enrichment", "musicbrainz_replies")
 KEPT_ENRICHMENT: dict[str, tuple[Query, Query]] = {
@@ -41,8 +47,9 @@ KEPT_ENRICHMENT: dict[str, tuple[Query, Query]] = {
 """What `chartgw enrich musicbrainz` learnt (`chartgw/index/identity/enrich.py`): kept when the index is rebuilt or
 migrated, as the Genius lookups are, since it came from an upstream and not from the groups' files."""
 
-STATE_VERSION = 2
-"""The pickled linker's layout; a state of another is rebuilt from the variants."""
+STATE_VERSION = 3
+"""The pickled linker's layout (3: the linker and the index's artists); a state of another is rebuilt from the
+variants."""
 
 COLUMN_ID_TYPES: dict[str, str] = {
     "isrc": "isrc",
@@ -124,7 +131,7 @@ CREATE TABLE IF NOT EXISTS identity_state (
 
 _COLUMNS = tuple(COLUMN_ID_TYPES)
 _VARIANTS = Query("identity_variants_after",
-                  f"SELECT id, title, artist, platform_id, {', '.join(_COLUMNS)} FROM variants"
+                  f"SELECT id, title, artist, platform_id, {', '.join(_COLUMNS)}, credits FROM variants"
                   " WHERE id > ?1 AND (?2 IS NULL OR id <= ?2)"
                   " ORDER BY id")
 _LINKED = Query("identity_last_linked", "SELECT coalesce(max(variant_id), 0) FROM identity_links")
@@ -163,25 +170,41 @@ def row_of(title: str | None, artist: str, ids: dict[str, str], platform_id: str
     return Row(title or "", artist, isrc, pairs)
 
 
-def _variants(db: sqlite3.Connection, after: int, upto: int | None = None) -> list[tuple[int, Row]]:
-    return [(int(r[0]), row_of(r[1], r[2], dict(zip(_COLUMNS, r[4:], strict=True)), r[3]))
+@lru_cache(maxsize=50_000)
+def credited(credits: str) -> tuple[tuple[Credit, str], ...]:
+    """A variant's credited artists as the index split them (its `credits`, `chartgw.index.credits`), each as an
+    artist credit of identity's: its index key (what `artists.key` and `appearance_artists` hold) the main name,
+    the names outside and inside its brackets the aliases; with the name as printed."""
+    out = []
+    for name in json.loads(credits):
+        key = artist_key(name)
+        out.append((Credit(key, frozenset(artist_aliases(name)) | {key}), name.strip()))
+    return tuple(out)
+
+
+def _variants(db: sqlite3.Connection, after: int, upto: int | None = None) -> list[tuple[int, Row, str]]:
+    return [(int(r[0]), row_of(r[1], r[2], dict(zip(_COLUMNS, r[4:-1], strict=True)), r[3]), r[-1])
             for r in db.execute(_VARIANTS.sql, (after, upto))]
 
 
-def _load(db: sqlite3.Connection, linked: int) -> Linker:
-    """The linker as it stood after variant `linked`: the kept state, else rebuilt from the variants."""
+def _load(db: sqlite3.Connection, linked: int) -> tuple[Linker, Artists]:
+    """The linker and the index's artists as they stood after variant `linked`: the kept state, else rebuilt from
+    the variants."""
     found = db.execute(_STATE.sql).fetchone()
     if found is not None and found[0] == STATE_VERSION and found[1] == linked:
         try:
-            linker = pickle.loads(found[2])
+            state = pickle.loads(found[2])
         except Exception:  # a state this code cannot read: rebuilt below
-            linker = None
-        if isinstance(linker, Linker):
-            return linker
-    linker = Linker()
-    for _, row in _variants(db, 0, linked):
+            state = None
+        if isinstance(state, tuple) and len(state) == 2 and isinstance(state[0], Linker) \
+                and isinstance(state[1], Artists):
+            return state[0], state[1]
+    linker, artists = Linker(), Artists()
+    for _, row, credits in _variants(db, 0, linked):
         linker.link(row)
-    return linker
+        for credit, _ in credited(credits):
+            artists.add(credit)
+    return linker, artists
 
 
 class Linking:
@@ -191,20 +214,22 @@ class Linking:
     it linked in id order, so a run that links variants in the order it numbers them gives the links a rebuild
     from the variants gives."""
 
-    def __init__(self, linker: Linker, kept: int) -> None:
+    def __init__(self, linker: Linker, artists: Artists, kept: int) -> None:
         self.linker = linker
+        self.artists = artists
+        """The index's artists: every credited name of the variants linked, joined by identity's rules."""
         self.kept = kept
         """The last variant whose link is kept (`identity_links`)."""
-        self.pending: list[tuple[int, Row, Link]] = []
-        """Variants linked since, in id order."""
+        self.pending: list[tuple[int, Row, Link, str]] = []
+        """Variants linked since, in id order (with their credits as the index stores them)."""
 
     @classmethod
     def load(cls, db: sqlite3.Connection) -> Linking:
         kept = int(db.execute(_LINKED.sql).fetchone()[0])
-        linking = cls(_load(db, kept), kept)
+        linking = cls(*_load(db, kept), kept)
         linking.linker.changed.clear()
-        for variant_id, row in _variants(db, kept):
-            linking.link(variant_id, row)
+        for variant_id, row, credits in _variants(db, kept):
+            linking.link(variant_id, row, credits)
         return linking
 
     @property
@@ -212,10 +237,13 @@ class Linking:
         """The last variant linked."""
         return self.pending[-1][0] if self.pending else self.kept
 
-    def link(self, variant_id: int, row: Row) -> Link:
-        """Link the next variant (ids in order: `variant_id` is after `upto`)."""
+    def link(self, variant_id: int, row: Row, credits: str) -> Link:
+        """Link the next variant (ids in order: `variant_id` is after `upto`), its credits (the index's `credits`
+        JSON) adding to the artists."""
         link = self.linker.link(row)
-        self.pending.append((variant_id, row, link))
+        for credit, _ in credited(credits):
+            self.artists.add(credit)
+        self.pending.append((variant_id, row, link, credits))
         return link
 
     def save(self, db: sqlite3.Connection) -> int:
@@ -226,17 +254,18 @@ class Linking:
             if int(db.execute(_LINKED.sql).fetchone()[0]) != self.kept or \
                     int(db.execute(_LAST_VARIANT.sql).fetchone()[0]) != self.upto:
                 fresh = Linking.load(db)
-                self.linker, self.kept, self.pending = fresh.linker, fresh.kept, fresh.pending
+                self.linker, self.artists, self.kept, self.pending = fresh.linker, fresh.artists, fresh.kept, \
+                    fresh.pending
             if not self.pending:
                 return 0
             pending, linker = self.pending, self.linker
             db.executemany(_SAVE_LINK.sql, [(v, link.recording.number, link.tier, link.confidence, link.rule, row.artist,
-                                             row.title) for v, row, link in pending])
+                                             row.title) for v, row, link, _ in pending])
             _write_recordings(db, linker.changed)
             _apply_enrichment(db, linker.changed)
-            _write_artists(db, linker, [row for _, row, _ in pending])
+            _write_artists(db, self.artists, pending)
             db.execute(_SAVE_STATE.sql, (STATE_VERSION, pending[-1][0],
-                                         pickle.dumps(linker, protocol=pickle.HIGHEST_PROTOCOL)))
+                                         pickle.dumps((linker, self.artists), protocol=pickle.HIGHEST_PROTOCOL)))
         linker.changed.clear()
         self.kept, self.pending = pending[-1][0], []
         return len(pending)
@@ -261,39 +290,37 @@ def link_new(db: sqlite3.Connection, linking: Linking | None = None) -> int:
 
 
 def _write_recordings(db: sqlite3.Connection, changed: set[Recording]) -> None:
-    """Each changed recording's row, ids and main artists. An id two recordings would share (one ISRC on both)
-    goes to the lower-numbered; the other takes its exact key's."""
+    """Each changed recording's row and ids. An id two recordings would share (one ISRC on both) goes to the
+    lower-numbered; the other takes its exact key's."""
     ordered = sorted(changed, key=lambda r: r.number)
     wanted = [rec.id for rec in ordered]
     first: dict[str, int] = {}  # each id's lowest-numbered holder already written
     distinct = sorted(set(wanted))
     for start in range(0, len(distinct), 5000):
         first.update(db.execute(_IDS_TAKEN.sql, (json.dumps(distinct[start:start + 5000]),)).fetchall())
-    rows, ids, mains = [], [], []
+    rows, ids = [], []
     for rec, rec_id in zip(ordered, wanted, strict=True):
         if first.get(rec_id, rec.number) < rec.number:
             rec_id = rec.key_id
         rows.append((rec.number, rec_id, rec.title, rec.artist, int(rec.ambiguous), parse_title(rec.title).name))
         ids += [("isrc", isrc, rec.number) for isrc in rec.isrcs] + [(k, v, rec.number) for k, v in rec.ids]
-        mains += [(rec.number, name) for name in rec.main_artists]
     db.executemany(_SAVE_ID.sql, ids)
-    db.executemany(_SAVE_MAIN.sql, mains)
     db.executemany(_SAVE_RECORDING.sql, rows)
 
 
-def _write_artists(db: sqlite3.Connection, linker: Linker, rows: list[Row]) -> None:
-    """Every artist name's id as it stands (a new alias can join two artists: all are written again), with a name
-    as printed."""
+def _write_artists(db: sqlite3.Connection, artists: Artists, pending: list[tuple[int, Row, Link, str]]) -> None:
+    """Each new variant's recording's artists (the index keys its rows are indexed under), and every artist name's
+    id as it stands (a new alias can join two artists: all are written again), with a name as printed."""
     printed: dict[str, str] = {}
-    for row in rows:
-        main, featured = parse_credit(row.artist)
-        for credit, shown in zip(main, split_printed(row.artist), strict=False):
+    keys: set[tuple[int, str]] = set()
+    for _, _, link, credits in pending:
+        for credit, shown in credited(credits):
             printed.setdefault(credit.main, shown)
-        for credit in featured:
-            printed.setdefault(credit.main, credit.main)
+            keys.add((link.recording.number, credit.main))
+    db.executemany(_SAVE_MAIN.sql, sorted(keys))
     known = dict(db.execute(_PRINTED.sql).fetchall())
-    db.executemany(_SAVE_NAME.sql, [(name, linker.artists.id_of(name), known.get(name) or printed.get(name) or name)
-                                    for name in linker.artists.all_names()])
+    db.executemany(_SAVE_NAME.sql, [(name, artists.id_of(name), known.get(name) or printed.get(name) or name)
+                                    for name in artists.all_names()])
 
 
 def add_enrichment(db: sqlite3.Connection, recording: int, mbid: str, isrc: str | None) -> bool:

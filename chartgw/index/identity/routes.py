@@ -14,10 +14,12 @@ from rapidfuzz import fuzz
 
 from chartgw.api.endpoints import ApiError, Call, Route, not_found
 from chartgw.api.params import InvalidParams, Param, limit_param, search_param
+from chartgw.core.text import artist_key
 from chartgw.index import history as index
 from chartgw.index.artist_history.plot import SVG, render_plot
 from chartgw.index.artist_history.responses import Appearance, to_appearances
-from chartgw.index.identity.names import name_key, parse_credit, parse_title
+from chartgw.index.credits import credit_keys, name_keys
+from chartgw.index.identity.names import parse_title
 from chartgw.index.identity.responses import (
     AmbiguousResponse,
     ArtistRef,
@@ -93,7 +95,7 @@ _BY_NAMES = Query("identity_by_names", "SELECT DISTINCT recording FROM identity_
                                        " WHERE name IN (SELECT value FROM json_each(?)) ORDER BY recording LIMIT ?")
 _ARTIST_IDS = Query(
     "identity_artist_platform_ids",
-    "SELECT DISTINCT v.artist, v.analytics_artist, v.lyrics_artist_id FROM identity_recording_artists a"
+    "SELECT DISTINCT v.credits, v.analytics_artist, v.lyrics_artist_id FROM identity_recording_artists a"
     " JOIN identity_links l ON l.recording = a.recording JOIN variants v ON v.id = l.variant_id"
     " WHERE a.name IN (SELECT value FROM json_each(?))"
     " AND (v.analytics_artist IS NOT NULL OR v.lyrics_artist_id IS NOT NULL)")
@@ -124,7 +126,8 @@ async def _read(call: Call, work: Callable[[sqlite3.Connection], T]) -> T | None
 
 
 def _artists(db: sqlite3.Connection, numbers: list[int]) -> dict[int, list[ArtistRef]]:
-    """Each recording's main artists, one per artist id (the first name printed)."""
+    """Each recording's artists (every artist its rows are indexed under), one per artist id (the first name
+    printed)."""
     found: dict[int, dict[str, str]] = {}
     for number, artist_id, printed in _rows(db, _ARTISTS, [json.dumps(numbers)]):
         found.setdefault(number, {}).setdefault(artist_id, printed)
@@ -265,7 +268,7 @@ def _searched(db: sqlite3.Connection, title: str | None, artist: str | None) -> 
     numbers: list[int] = []
     names: list[str] = []
     if artist is not None:
-        keys = {c.main for part in parse_credit(artist) for c in part} | {name_key(artist)}
+        keys = name_keys(artist) | {artist_key(artist)}
         ids = {r[0] for key in sorted(keys) for r in _rows(db, _NAME, [key])}
         names = sorted({n for a in sorted(ids) for n, _ in _rows(db, _NAMES, [a])})
         numbers = [r[0] for r in _rows(db, _BY_NAMES, [json.dumps(names), _ARTIST_RECORDINGS_MOST])]
@@ -294,9 +297,9 @@ def _artist(db: sqlite3.Connection, artist_id: str, limit: int) -> ArtistRespons
         return None
     keys = [n for n, _ in names]
     ids: dict[str, set[str]] = {}
-    for shown, chartmetric, genius in _rows(db, _ARTIST_IDS, [json.dumps(keys)]):
-        main, featured = parse_credit(shown)
-        if len(main) == 1 and not featured and main[0].main in keys:  # a row crediting this artist alone
+    for credits, chartmetric, genius in _rows(db, _ARTIST_IDS, [json.dumps(keys)]):
+        credited = credit_keys(credits)
+        if len(credited) == 1 and credited[0] in keys:  # a row crediting this artist alone
             for kind, value in (("chartmetric_artist", chartmetric), ("genius_artist", genius)):
                 if value:
                     ids.setdefault(kind, set()).add(value)
