@@ -489,8 +489,10 @@ def test_the_real_command_killed_mid_run_resumes_without_asking_twice(
     requests = [(p, q) for _, p, q, _ in asked]
     assert len(requests) == len(set(requests)) == 8  # each asked once over the two runs (the kill lost none)
     assert {agent for *_, agent in asked} == {f"chartgw/0.1 ( {CONTACT} )"}
+    # Paced at 1/s: the 5 requests span about 4 s as sent. Timed where they are received, one held up by load makes
+    # the next look early, so the span is what is asked (an unpaced run sends all 5 within milliseconds).
     resumed_times = [t for t, *_ in asked[killed_after:]]
-    assert all(b - a >= 0.9 for a, b in itertools.pairwise(resumed_times))  # paced: ~1/s at most
+    assert resumed_times[-1] - resumed_times[0] >= 0.75 * (len(resumed_times) - 1), resumed_times
     assert "; 5 requests sent, " in err.decode()  # the 5 it had not asked: its outcome line says so too
 
 
