@@ -218,3 +218,15 @@ def api_fixture(group: Group, data: str, settings: Mapping[str, str | None] | No
             yield test_client
 
     return api
+
+
+def held_in_app(port: int, count: int = 2) -> list[socket.socket]:
+    """`count` keyed POSTs to 127.0.0.1:`port` whose bodies never come: requests in progress in the app (which waits
+    on their bodies until the body timeout), what `--limit-concurrency` counts. The caller closes the sockets."""
+    held = []
+    for _ in range(count):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(f"POST /korea-chart/refresh?site=portal-a&chart_type=realtime HTTP/1.1\r\nHost: x\r\n"
+                  f"X-API-Key: {TEST_KEY}\r\nContent-Length: 10\r\n\r\n".encode())
+        held.append(s)
+    return held

@@ -25,7 +25,7 @@ from chartgw.groups import korea_chart
 from chartgw.http.app import build_app
 from chartgw.http.fastlane import FastLane, Reply
 from chartgw.http.server import LimitedHttpToolsProtocol
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, data_dir, environment, serving
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, data_dir, environment, held_in_app, serving
 from tests.fixtures import settings as run_settings
 
 pytestmark = pytest.mark.waits
@@ -343,12 +343,7 @@ def test_past_the_concurrency_limit_the_lane_answers_the_apps_503(korea_data: Pa
             port = int(base.rpartition(":")[2])
             idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
             assert _lane_and_app(port, lane, PATH)[1].status == 200  # with the lane off: the app's own 200
-            held = []
-            for _ in range(2):  # keyed POSTs whose bodies never come: the app waits on them
-                s = socket.create_connection(("127.0.0.1", port), timeout=10)
-                s.sendall(f"POST /korea-chart/refresh?site=portal-a&chart_type=realtime HTTP/1.1\r\nHost: x\r\n"
-                          f"X-API-Key: {TEST_KEY}\r\nContent-Length: 10\r\n\r\n".encode())
-                held.append(s)
+            held = held_in_app(port)  # the app waits on their bodies
             time.sleep(0.3)
             by_lane = _get(http.client.HTTPConnection("127.0.0.1", port, timeout=10), PATH)
             lane.enabled = False
@@ -387,12 +382,7 @@ def test_long_polls_and_change_streams_are_left_out_of_the_concurrency_limit(kor
             fast, slow = _lane_and_app(port, lane, PATH)
             assert fast.status == slow.status == 200 and fast.body == slow.body
             assert all(s.recv(65536).startswith(b"HTTP/1.1 200") for s in parked[:3])  # the streams are open
-            held = []
-            for _ in range(2):  # keyed POSTs whose bodies never come: requests in progress, counted
-                s = socket.create_connection(("127.0.0.1", port), timeout=10)
-                s.sendall(f"POST /korea-chart/refresh?site=portal-a&chart_type=realtime HTTP/1.1\r\nHost: x\r\n"
-                          f"X-API-Key: {TEST_KEY}\r\nContent-Length: 10\r\n\r\n".encode())
-                held.append(s)
+            held = held_in_app(port)  # requests in progress, counted
             time.sleep(0.3)
             assert _get(http.client.HTTPConnection("127.0.0.1", port, timeout=10), PATH).status == 503
             for s in parked + held:

@@ -23,7 +23,7 @@ import pytest
 
 from chartgw.cli import SHUTDOWN_GRACE_SECONDS
 from chartgw.http.server import MAX_HEAD_BYTES, MAX_URL_BYTES
-from tests.fixtures import TEST_KEY, copy_data, group_data
+from tests.fixtures import TEST_KEY, copy_data, group_data, held_in_app
 from tests.test_server import LATE, _exchange, _port, _read_all, chartgw_serve
 
 pytestmark = pytest.mark.waits
@@ -243,11 +243,7 @@ def test_past_the_concurrency_limit_a_json_503_long_polls_not_counted(rsgi_data:
         time.sleep(0.5)
         for path in (PATH, PATH + "?limit=7"):
             assert _get(http.client.HTTPConnection("127.0.0.1", port, timeout=10), path).status == 200
-        for _ in range(2):  # keyed POSTs whose bodies never come: the app waits on them
-            s = socket.create_connection(("127.0.0.1", port), timeout=10)
-            s.sendall(f"POST /korea-chart/refresh?site=portal-a&chart_type=realtime HTTP/1.1\r\nHost: x\r\n"
-                      f"X-API-Key: {TEST_KEY}\r\nContent-Length: 10\r\n\r\n".encode())
-            opened.append(s)
+        opened += held_in_app(port)  # the app waits on their bodies
         time.sleep(0.5)
         for path in (PATH, PATH + "?limit=8"):
             refused = _get(http.client.HTTPConnection("127.0.0.1", port, timeout=10), path)
