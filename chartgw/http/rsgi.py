@@ -183,7 +183,7 @@ class Gateway:
 
 
     def _refused(self, scope: Scope) -> Callable[[int, int], bytes]:
-        """What a refusal of this module (414, 408) does besides answering, as the uvicorn server's do: it gets a
+        """What a refusal of this module (414, 408, 503) does besides answering, as the uvicorn server's do: it gets a
         request id (the client's, when sane) and is counted and logged by the app's observer. Returns the id."""
         def refused(status: int, size: int) -> bytes:
             rid = request_id(_sent_id(scope))
