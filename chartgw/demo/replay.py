@@ -105,11 +105,14 @@ class ReplayServer:
                 key = answer_key(self.command, self.path, self.headers.get("content-type") or "", body)
                 server.seen.append((key, {k.lower(): v for k, v in self.headers.items()}))
                 reply = server.replies.get(key, Reply(b"<html><body>no such page</body></html>", 404))
-                self.send_response(reply.status)
-                self.send_header("Content-Type", reply.content_type)
-                self.send_header("Content-Length", str(len(reply.body)))
-                self.end_headers()
-                self.wfile.write(reply.body)
+                # A crawl stopped mid-request (`chartgw demo --keep-fresh` stopped within a round) closes its
+                # connection: nobody is left to answer, and socketserver would print the broken pipe's traceback.
+                with suppress(ConnectionError):
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", reply.content_type)
+                    self.send_header("Content-Length", str(len(reply.body)))
+                    self.end_headers()
+                    self.wfile.write(reply.body)
 
             do_GET = do_POST = _answer
 
