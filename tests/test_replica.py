@@ -427,9 +427,14 @@ def test_two_readers_behind_nginx_follow_a_writer_through_s3(tools: None, store:
             poller.stopped.set()
         for node in readers:
             node.stop()
-        for proc in writer_procs:
+        for proc in writer_procs:  # all asked to stop, then each given its time (a loaded box: killed past it)
             proc.terminate()
-            proc.wait(10)
+        for proc in writer_procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def check_keys_follow(env: dict[str, str], readers: list[Node]) -> None:
