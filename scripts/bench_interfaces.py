@@ -353,6 +353,7 @@ def profile(data: Path, key: str, path: str, trivial_us: float, env: dict[str, s
 
             parts["    request id, metrics, log"] = per_call(observed)
             parts["  RSGI's str headers (both ways)"] = parts["the whole RSGI handler"] - parts["  the lane (FastLane.reply)"]
+        gateway.spill.close()  # its folder for large answers (none here), as a granian worker's ends
         lines = [f"where a cached 200 goes, us per request: the gateway's handler in process ({PROFILE_CALLS} calls, CPU"
                  " time), granian's share (parse, the call into Python, write) from the trivial app's rate above:",
                  f"  {'granian and the kernel, a whole request of the trivial app':<58} {trivial_us:6.1f}"]
