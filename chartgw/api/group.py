@@ -158,8 +158,7 @@ class EntryMapping:
             credited = record.get(artists_field) if artists_field else None
             artists = [a for a in credited if isinstance(a, str) and a] if isinstance(credited, list) else []
             found = {kind: str(value) for kind, name in ids if (value := record.get(name)) is not None and value != ""}
-            if platform is not None and (value := record.get(platform[1])) is not None and value != "":
-                found[PLATFORM_ID] = platform[0] + str(value)
+            _add_platform_id(found, platform, record)
             return MappedEntry(artist, artists or [artist], title_of(record),
                                fixed if fixed is not None else self._market(target, record), found)
 
@@ -173,9 +172,7 @@ class EntryMapping:
         if artist is None:
             return None
         ids = {kind: str(value) for kind, name in self.ids.items() if (value := record.get(name)) is not None and value != ""}
-        platform = self._platform(target) if target is not None else None
-        if platform is not None and (value := record.get(platform[1])) is not None and value != "":
-            ids[PLATFORM_ID] = platform[0] + str(value)
+        _add_platform_id(ids, self._platform(target) if target is not None else None, record)
         return _first_text(record, self.title) or "", artist, ids
 
     def _platform(self, target: str) -> tuple[str, str] | None:
@@ -193,6 +190,12 @@ class EntryMapping:
         if self.market.startswith("target:"):
             return target.partition("@")[0].split("/")[int(self.market.partition(":")[2])]
         return str(record.get(self.market) or "")
+
+
+def _add_platform_id(ids: dict[str, str], platform: tuple[str, str] | None, record: dict[str, Any]) -> None:
+    """`PLATFORM_ID` -> "<id type>:<value>" in `ids` when the record carries its platform's song id (`_platform`)."""
+    if platform is not None and (value := record.get(platform[1])) is not None and value != "":
+        ids[PLATFORM_ID] = platform[0] + str(value)
 
 
 def _first_text(record: dict[str, Any], names: tuple[str, ...]) -> str | None:

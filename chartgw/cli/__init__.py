@@ -220,10 +220,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from chartgw.api.access import keys_db_path, secure_key_files
 
     # --access-log is the gateway's JSON log (chartgw.http.accesslog); uvicorn's own text access log stays off.
-    logged = {config.ACCESS_LOG.variable: "on"} if args.access_log else {}
+    # The flags are settings: in force here and exported to the workers (--access-log: CHARTGW_ACCESS_LOG=on).
+    flagged = {config.ACCESS_LOG.variable: "on"} if args.access_log else {}
     if args.limit_concurrency is not None:
-        logged[config.LIMIT_CONCURRENCY.variable] = str(args.limit_concurrency)
-    settings: Settings = args.settings.with_values(logged)
+        flagged[config.LIMIT_CONCURRENCY.variable] = str(args.limit_concurrency)
+    settings: Settings = args.settings.with_values(flagged)
     if refuse_bad_settings("serve", settings):
         return 2
     from chartgw.http.metrics import worker_files
@@ -240,10 +241,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # Each worker resolves its settings from the environment exported to it (the one place besides `main`).
     factory = "chartgw.http.app:build_replica_app" if args.read_only else "chartgw.http.app:build_served_app"
     if args.interface == "rsgi":
-        with exported({**logged, **arenas}), worker_files(args.workers):
+        with exported({**flagged, **arenas}), worker_files(args.workers):
             serve_rsgi(args, settings)
         return 0
-    with exported({**logged, **arenas}), worker_files(args.workers), contextlib.suppress(KeyboardInterrupt):
+    with exported({**flagged, **arenas}), worker_files(args.workers), contextlib.suppress(KeyboardInterrupt):
         uvicorn.run(factory, factory=True, host=args.host, port=args.port, workers=args.workers,
                     access_log=False, log_level="info", http=LimitedHttpToolsProtocol,
                     limit_concurrency=settings.get(config.LIMIT_CONCURRENCY),
