@@ -190,8 +190,8 @@ def test_a_second_reader_process_builds_the_same_rows(all_groups_data: Path, tmp
     started: list[str] = []
     real = index.Prefetch.start
 
-    def counted(*args: Any) -> Any:
-        reader = real(*args)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        reader = real(*args, **kwargs)
         if reader is not None:
             started.append(str(args[1]))
         return reader

@@ -536,7 +536,7 @@ ROUTES: tuple[Route, ...] = (
         summary="Artist or title search over the latest snapshot of every chart"),
 )
 
-def market_code(target: str, record: dict[str, Any]) -> str:
+def market_code(target: str) -> str:
     """The ISO code (or "global") of the market a chart target names in words ("south-korea", "world")."""
     market = target_parts(target)[1]
     return code_of_slug(market) or market

@@ -217,20 +217,22 @@ def _sum_artist_tracks(db: sqlite3.Connection) -> None:
         db.execute(q.ARTIST_TRACKS_OK.sql)
 
 
-def _start_reader(db: sqlite3.Connection, run: Run, group: Group, batch: int, settings: Settings) -> None:
-    """Start `group`'s reader process (when it has enough to read) before its turn."""
+def _start_reader(db: sqlite3.Connection, run: Run, group: Group, batch: int, settings: Settings) -> bool:
+    """Start `group`'s reader processes (when it has enough to read) before its turn; whether they started."""
     path = group_db_path(group.name, settings)
     if group.entries is None or not path.exists():
-        return
+        return False
     row = db.execute(q.SOURCE_MARK.sql, (group.name,)).fetchone()
     src = connect(path, readonly=True)
     try:
         reader = Prefetch.start(src, path, group.entries, int(row[0]) if row else 0,
-                                 BULK_BATCH_SNAPSHOTS if run.bulk and batch == BATCH_SNAPSHOTS else batch)
+                                 BULK_BATCH_SNAPSHOTS if run.bulk and batch == BATCH_SNAPSHOTS else batch, ahead=True)
     finally:
         src.close()
-    if reader is not None:
-        run.readers[group.name] = reader
+    if reader is None:
+        return False
+    run.readers[group.name] = reader
+    return True
 
 
 @contextmanager
@@ -259,8 +261,10 @@ def index_all(groups: Iterable[Group] | None = None, *, settings: Settings, now:
                 steps.expect(sum(_pending_count(db, group, settings) for group in sources), "snapshots")
                 results = []
                 for n, group in enumerate(sources):
-                    if n + 1 < len(sources):  # the next group's reader starts now, so its first batch is ready
-                        _start_reader(db, run, sources[n + 1], batch, settings)
+                    # The readers of the next group with enough to read start now, so its first batches are ready.
+                    for later in sources[n + 1:]:
+                        if later.name in run.readers or _start_reader(db, run, later, batch, settings):
+                            break
                     results.append(_logged(db, group, now, batch, run, settings))
         finally:
             for reader in run.readers.values():

@@ -6,10 +6,13 @@ row per chart, day and track (`read_batch`, `fold`), in this process or in a sec
 from __future__ import annotations
 
 import gc
+import os
 import pickle
+import queue
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +31,23 @@ VariantKey = tuple[str, str | None, tuple[str, ...], tuple[str, ...]]
 """(artist as shown, title, credited list, ids: one per VARIANT_ID_COLUMNS, "" for none): what a variant is."""
 
 FIRST_BATCH_SNAPSHOTS = 100
-"""The reader's first batch (then full ones)."""
+"""The readers' first batch, each next one twice the last until full ones: the writer starts soon and the readers
+get ahead of it."""
+READER_NICENESS = 10
+"""Readers yield the CPU to the writer, whose time is the build's: with more readers than spare cores, a writer at
+the same priority waited for a core (the 10M-row benchmark's writer took 16 s for 9.5 CPU s on one group)."""
+AHEAD_NICENESS = 15
+"""Readers started before their group's turn yield the CPU to the readers of the group being written, too."""
+AHEAD_BATCHES = 1
+"""Batches a reader keeps encoded, besides the one its pipe is taking: the next group's readers are that much
+further ahead when the writer comes to it."""
 PREFETCH_BATCHES = 4
-"""A run with at least this many batches of one group pending reads them in a second process while it writes
+"""A run with at least this many batches of one group pending reads them in other processes while it writes
 (the reading, mostly JSON decoding and name normalisation, is half the work of a bulk build)."""
+READERS = 2
+"""Reader processes per group, taking its batches in turn. With one, the writer of the 10M-row benchmark waited 10 of
+the 18 s it spent on the Korean group, whose hourly chart is 24 snapshots read for each day's rows; where the writer
+is the slower, the second reader waits on its pipe."""
 
 
 def _pending(src: sqlite3.Connection, after: int, batch: int) -> list[tuple[Any, ...]]:
@@ -57,38 +73,47 @@ _decode_packed = msgspec.msgpack.Decoder(Packed).decode
 
 
 class Prefetch:
-    """Reads a group's batches in a second Python process, ahead of the writer (the pipe's buffer holds it back):
-    each batch's rows are sent as (chart, market, chart date, rank, hours, hour mask, snapshot id, variant number)
-    with the batch's variant keys (MessagePack frames), and get their variant slots back on this side."""
+    """Reads a group's batches in `READERS` other Python processes, batch n in reader n % READERS, ahead of the
+    writer (each pipe's buffer holds its reader back): each batch's rows are sent as (chart, market, chart date, rank,
+    hours, hour mask, snapshot id, variant number) with the batch's variant keys (MessagePack frames), and get their
+    variant slots back on this side."""
 
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
-        self.process = process
-        self.slots: list[list[Any]] = []
-        """Variant slots by the reader's numbers."""
+    def __init__(self, processes: list[subprocess.Popen[bytes]]) -> None:
+        self.processes = processes
+        self.slots: list[list[list[Any]]] = [[] for _ in processes]
+        """Variant slots by each reader's numbers."""
+        self.turn = 0
 
     @classmethod
-    def start(cls, src: sqlite3.Connection, path: Path, mapping: EntryMapping, after: int, batch: int) -> Prefetch | None:
-        """A reader process for a run with PREFETCH_BATCHES batches or more pending (None: read in this one)."""
+    def start(cls, src: sqlite3.Connection, path: Path, mapping: EntryMapping, after: int, batch: int, *,
+              ahead: bool = False) -> Prefetch | None:
+        """Reader processes for a run with PREFETCH_BATCHES batches or more pending (None: read in this one)."""
         try:
             pending = src.execute(store_tables.PENDING_AFTER.sql, (after,)).fetchone()[1]
-            job = pickle.dumps((str(path), mapping, after, batch))
+            niceness = AHEAD_NICENESS if ahead else READER_NICENESS
+            jobs = [pickle.dumps((str(path), mapping, after, batch, n, READERS, niceness)) for n in range(READERS)]
         except (sqlite3.OperationalError, pickle.PicklingError, AttributeError, TypeError):
             return None  # no snapshots table yet, or a mapping that cannot cross to another process
         if pending < PREFETCH_BATCHES * batch:
             return None
-        process = subprocess.Popen([sys.executable, "-c", "from chartgw.index.source import prefetch_main;"
-                                    " prefetch_main()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert process.stdin is not None
-        process.stdin.write(job)
-        process.stdin.close()
-        return cls(process)
+        processes = []
+        for job in jobs:
+            process = subprocess.Popen([sys.executable, "-c", "from chartgw.index.source import prefetch_main;"
+                                        " prefetch_main()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            assert process.stdin is not None
+            process.stdin.write(job)
+            process.stdin.close()
+            processes.append(process)
+        return cls(processes)
 
     def next(self) -> tuple[list[tuple[Any, ...]], list[Any], list[list[Any]] | None]:
-        assert self.process.stdout is not None
-        head = self.process.stdout.read(4)
-        body = self.process.stdout.read(int.from_bytes(head, "big")) if len(head) == 4 else b""
+        reader, slots = self.processes[self.turn], self.slots[self.turn]
+        self.turn = (self.turn + 1) % len(self.processes)
+        assert reader.stdout is not None
+        head = reader.stdout.read(4)
+        body = reader.stdout.read(int.from_bytes(head, "big")) if len(head) == 4 else b""
         if not body:
-            raise OSError(f"the index's reader process ended (exit status {self.process.wait()})")
+            raise OSError(f"the index's reader process ended (exit status {reader.wait()})")
         pending, variants, packed, error = _decode_packed(body)
         if error is not None:
             raise sqlite3.OperationalError(error)
@@ -99,45 +124,67 @@ class Prefetch:
                     _VARIANTS.clear()
                 credit = Credit(names, tuple(keys), tuple((a, b) for a, b in links), single)
                 slot = _VARIANTS[key] = [key, key_of_track, credit, None, 0, 0, None, ()]
-            if number == len(self.slots):
-                self.slots.append(slot)
+            if number == len(slots):
+                slots.append(slot)
             else:
-                self.slots[number] = slot
-        return list(pending), packed, self.slots
+                slots[number] = slot
+        return list(pending), packed, slots
 
     def stop(self) -> None:
-        self.process.kill()
-        self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
+        for process in self.processes:
+            process.kill()
+            process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
 
 
 def prefetch_main() -> None:
-    """The reader process (`Prefetch`): its job pickled on stdin, every batch after the job's mark on stdout
-    as a length-prefixed MessagePack frame, then an empty batch."""
+    """A reader process (`Prefetch`): its job pickled on stdin, every `readers`th batch after the job's mark from its
+    `turn`th on stdout as a length-prefixed MessagePack frame, then an empty batch."""
     gc.disable()
-    path, mapping, after, full = pickle.load(sys.stdin.buffer)
-    batch = min(full, FIRST_BATCH_SNAPSHOTS)  # a small first batch, so the writer starts soon
+    path, mapping, after, full, turn, readers, niceness = pickle.load(sys.stdin.buffer)
+    os.nice(niceness)
     out = sys.stdout.buffer
+    frames: queue.Queue[bytes | None] = queue.Queue(maxsize=AHEAD_BATCHES)
+    closed = threading.Event()
+
+    def write() -> None:
+        try:
+            while (frame := frames.get()) is not None:
+                out.write(frame)
+                out.flush()
+        except OSError:  # the writer stopped reading
+            closed.set()
 
     def send(message: Packed) -> None:
         body = _encode_packed(message)
-        out.write(len(body).to_bytes(4, "big") + body)
-        out.flush()
+        frame = len(body).to_bytes(4, "big") + body
+        while not closed.is_set():
+            try:
+                return frames.put(frame, timeout=1.0)
+            except queue.Full:
+                continue
+        raise BrokenPipeError
 
+    writing = threading.Thread(target=write, daemon=True)
+    writing.start()
     src = connect(Path(path), readonly=True)
-    sent, numbers = object(), 0
+    sent, numbers, counted = object(), 0, 0
     try:
         while True:
+            batch = min(full, FIRST_BATCH_SNAPSHOTS << min(counted, 30))
             pending = _pending(src, after, batch)
             if not pending:
                 send(([], [], [], None))
                 return
+            counted += 1
+            if (counted - 1) % readers != turn:  # another reader's
+                after = pending[-1][0]
+                continue
             variants: list[NewVariant] = []
             packed: list[tuple[Any, ...]] = []
             add = packed.append
-            for (chart, market, chart_date, _), (rank, hours, mask, snapshot_id, slot) in read_batch(
-                    src, mapping, pending).items():
+            for chart, market, chart_date, (rank, hours, mask, snapshot_id, slot) in read_batch(src, mapping, pending):
                 if slot[OWNER] is not sent:  # numbered and sent once (again if the slot cache was cleared)
                     slot[OWNER], slot[VARIANT_ID] = sent, numbers
                     credit = slot[CREDIT]
@@ -146,16 +193,18 @@ def prefetch_main() -> None:
                     numbers += 1
                 add((chart, market, chart_date, rank, hours, mask, snapshot_id, slot[VARIANT_ID]))
             send((pending, variants, packed, None))
-            after, batch = pending[-1][0], full
+            after = pending[-1][0]
     except BrokenPipeError:
         pass  # the writer stopped reading
     except (sqlite3.Error, ValueError, OSError) as exc:
         send(([], [], [], f"{type(exc).__name__}: {exc}"))
     finally:
         src.close()
+        if not closed.is_set():
+            frames.put(None)
+            writing.join()
 
 
-_decode = msgspec.json.Decoder().decode
 _NO_IDS = ("",) * len(VARIANT_ID_COLUMNS)
 _VARIANTS: dict[VariantKey, list[Any]] = {}
 """Variant key -> its slot: the same variants recur in every snapshot (any index file). A slot is a list:
@@ -164,10 +213,11 @@ ids of its credit's artist keys]."""
 _VARIANTS_MAX = 500_000
 KEY, TRACK_KEY, CREDIT, OWNER, VARIANT_ID, TRACK_ID, NOTED, ARTISTS = range(8)
 
-Folded = dict[tuple[str, str, str, int], list[Any]]
-"""A batch's entries folded into rows: (chart, market, chart date, the row form's slot) -> [rank, hours (0 for none),
-hour mask (0 unless sub-daily), newest snapshot id, variant slot], in the order the rows were first met. Row forms
-are folded into their recording's row as the batch is written (`chartgw.index.write`), where identity links them."""
+Folded = list[tuple[str, str, str, list[Any]]]
+"""A batch's entries folded into rows, one per chart, market, day and row form (its variant slot), in the order the rows
+were first met: (chart, market, chart date, [rank, hours (0 for none), hour mask (0 unless sub-daily), newest
+snapshot id, variant slot]). Row forms are folded into their recording's row as the batch is written
+(`chartgw.index.write`), where identity links them."""
 _R, _H, _M, _S, _V = range(5)
 
 Row = tuple[str, str, str, int, int, int, int, list[Any]]
@@ -175,7 +225,7 @@ Row = tuple[str, str, str, int, int, int, int, list[Any]]
 
 
 def unfolded(rows: Folded) -> list[Row]:
-    return [(chart, market, chart_date, *values) for (chart, market, chart_date, _), values in rows.items()]
+    return [(chart, market, chart_date, *values) for chart, market, chart_date, values in rows]
 
 
 def _ids_maker(mapping: EntryMapping) -> Any:
@@ -209,28 +259,34 @@ def read_batch(src: sqlite3.Connection, mapping: EntryMapping, snapshots: list[t
             hour = chart_hour if chart_hour is not None else int(str(fetched_at)[11:13])
             hour_mask = 1 << int(hour)
         plan[snapshot_id] = (str(target).partition("@")[0], hour_mask, mapping.reader(target), chart_date)
-    decode, ids_of, known, no_ids = _decode, _ids_maker(mapping), _VARIANTS, _NO_IDS
-    rows: Folded = {}
-    current, step = None, None
+    decode, ids_of, known, no_ids = mapping.decode, _ids_maker(mapping), _VARIANTS, _NO_IDS
+    rows: Folded = []
+    days: dict[tuple[str, str, str], dict[int, list[Any]]] = {}
+    """(chart, market, chart date) -> the day's rows by the id of their slot: a small dict per day, keyed by an int,
+    is a third cheaper per entry than one dict keyed by all four."""
+    current, step, day, where = None, None, {}, ("", "", "")
     for snapshot_id, rank, record in src.execute(store_tables.ENTRIES_BETWEEN.sql, (snapshots[0][0], snapshots[-1][0])):
         if snapshot_id != current:
-            current, step = snapshot_id, plan.get(snapshot_id)
+            current, step, where = snapshot_id, plan.get(snapshot_id), ("", "", "")
         if step is None:
             continue
         try:
-            data = decode(record)
-        except (msgspec.DecodeError, UnicodeDecodeError):
+            entry = step[2](decode(record))
+        except (msgspec.DecodeError, UnicodeDecodeError):  # not a JSON object (a ValidationError is a DecodeError)
             continue
-        entry = step[2](data) if isinstance(data, dict) else None
         if entry is None:
             continue
         key = (entry.artist, entry.title, tuple(entry.artists), ids_of(entry.ids) if entry.ids else no_ids)
         slot = known.get(key) or slot_of(key)
-        at = (step[0], entry.market or "global", step[3], id(slot))
-        row = rows.get(at)
+        market = entry.market or "global"
+        if market != where[1]:
+            where = (step[0], market, step[3])
+            day = days.get(where) or days.setdefault(where, {})
+        row = day.get(id(slot))
         mask = step[1]
         if row is None:
-            rows[at] = [rank, 1 if mask else 0, mask, snapshot_id, slot]
+            day[id(slot)] = row = [rank, 1 if mask else 0, mask, snapshot_id, slot]
+            rows.append((*where, row))
         elif row[_S] != snapshot_id or rank < row[_R]:  # a chart listing a track twice counts its best rank
             fold(row, rank, mask, snapshot_id, slot)
     return rows

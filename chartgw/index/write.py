@@ -11,6 +11,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from chartgw.index import tables as q
@@ -33,6 +34,11 @@ from chartgw.index.source import (
 from chartgw.index.tables import ID_COLUMNS, LYRICS_ARTIST, LYRICS_SONG, VARIANT_ID_COLUMNS
 
 __all__ = ["Run", "create_deferred", "write_batch"]
+
+_BY_ARTIST = itemgetter(0)
+"""A batch's artist key rows are written in artist order (stable: a row's own keys keep their order), so each insert
+lands near the last in `appearance_artists` (keyed by artist first) rather than anywhere in it. The 10M-row build's
+11.8M key inserts took 35.5 CPU s in row order, 29.1 s sorted plus 2.4 s sorting."""
 
 _SPEC_IDS = len(ID_COLUMNS)
 """A variant's ids that name its artist when it credits one alone (a platform's song id, after them, is identity's)."""
@@ -276,6 +282,7 @@ def write_batch(db: sqlite3.Connection, run: Run, source: str, batch: list[Any],
     db.execute(q.SET_NEXT_ROW_ID.sql, (str(next_id),))
     db.executemany(q.UPDATE.sql, updates)
 
+    keys_in.sort(key=_BY_ARTIST)
     db.executemany(q.KEYS_IN.sql, keys_in)
     db.executemany(q.KEYS_SET.sql, keys_set)
     db.executemany(q.KEYS_OUT.sql, keys_out)

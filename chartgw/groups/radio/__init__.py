@@ -52,7 +52,7 @@ async def run_monitor(run_for: float | None = None, *, settings: Settings, clock
                     None if not report.errors else f"station errors: {report.errors}")]
 
 
-def _market(target: str, record: dict[str, Any]) -> str:
+def _market(target: str) -> str:
     return target.partition("@")[0].split("/")[1] if target.startswith("plays/") else ""
 
 

@@ -86,7 +86,7 @@ def _backfill_command(ctx: Context, values: dict[str, Any]) -> list[Outcome]:
         raise SystemExit(130) from None
 
 
-def market_of(target: str, record: dict[str, Any]) -> str:
+def market_of(target: str) -> str:
     """The Billboard Global 200 and Global Excl. US are global charts; every other chart is the US's."""
     return "global" if target.startswith("billboard-global") else "us"
 
