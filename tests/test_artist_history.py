@@ -184,16 +184,19 @@ def test_incremental_rebuild_and_sub_daily_folding(all_groups_data: Path, tmp_pa
 
 def test_a_second_reader_process_builds_the_same_rows(all_groups_data: Path, tmp_path: Path, indexed_rows: Any,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """A large catch-up reads its batches in a second process (`Prefetch`); forced here on small batches, it
-    gives the rows the in-process reading gives (`indexed`, the same data built in this process)."""
+    """A large catch-up reads its batches in other processes (`Prefetch`: two taking turns for a group with
+    sub-daily charts); forced here on small batches, it gives the rows the in-process reading gives (`indexed`, the
+    same data built in this process)."""
     path = copy_data(all_groups_data, tmp_path / "data")
     started: list[str] = []
+    readers: dict[str, int] = {}
     real = index.Prefetch.start
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         reader = real(*args, **kwargs)
         if reader is not None:
             started.append(str(args[1]))
+            readers[Path(args[1]).stem] = len(reader.processes)
         return reader
 
     monkeypatch.setattr(index.Prefetch, "start", counted)
@@ -201,6 +204,7 @@ def test_a_second_reader_process_builds_the_same_rows(all_groups_data: Path, tmp
     with data_dir(path):
         results = index.index_all(now=fixed(FIXED_NOW), batch=10, settings=run_settings())
     assert all(r.error is None for r in results) and len(started) >= 3  # several groups read by a second process
+    assert readers["korea-chart"] == source.SUB_DAILY_READERS == 2 and readers["streaming"] == 1
     assert table_rows(path) == indexed_rows
 
 

@@ -44,10 +44,11 @@ further ahead when the writer comes to it."""
 PREFETCH_BATCHES = 4
 """A run with at least this many batches of one group pending reads them in other processes while it writes
 (the reading, mostly JSON decoding and name normalisation, is half the work of a bulk build)."""
-READERS = 2
-"""Reader processes per group, taking its batches in turn. With one, the writer of the 10M-row benchmark waited 10 of
-the 18 s it spent on the Korean group, whose hourly chart is 24 snapshots read for each day's rows; where the writer
-is the slower, the second reader waits on its pipe."""
+SUB_DAILY_READERS = 2
+"""Reader processes of a group with sub-daily charts, taking its batches in turn: it reads many entries per row
+written (the 10M-row benchmark's Korean group, 24 hourly snapshots a day, kept its writer waiting 10 of 18 s with
+one). Other groups have one: a second reader normalises every variant's names again, for no time won where the
+writer is the slower."""
 
 
 def _pending(src: sqlite3.Connection, after: int, batch: int) -> list[tuple[Any, ...]]:
@@ -73,7 +74,7 @@ _decode_packed = msgspec.msgpack.Decoder(Packed).decode
 
 
 class Prefetch:
-    """Reads a group's batches in `READERS` other Python processes, batch n in reader n % READERS, ahead of the
+    """Reads a group's batches in other Python processes (batch n in reader n % readers), ahead of the
     writer (each pipe's buffer holds its reader back): each batch's rows are sent as (chart, market, chart date, rank,
     hours, hour mask, snapshot id, variant number) with the batch's variant keys (MessagePack frames), and get their
     variant slots back on this side."""
@@ -91,7 +92,8 @@ class Prefetch:
         try:
             pending = src.execute(store_tables.PENDING_AFTER.sql, (after,)).fetchone()[1]
             niceness = AHEAD_NICENESS if ahead else READER_NICENESS
-            jobs = [pickle.dumps((str(path), mapping, after, batch, n, READERS, niceness)) for n in range(READERS)]
+            readers = SUB_DAILY_READERS if mapping.sub_daily_targets else 1
+            jobs = [pickle.dumps((str(path), mapping, after, batch, n, readers, niceness)) for n in range(readers)]
         except (sqlite3.OperationalError, pickle.PicklingError, AttributeError, TypeError):
             return None  # no snapshots table yet, or a mapping that cannot cross to another process
         if pending < PREFETCH_BATCHES * batch:
