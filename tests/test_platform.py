@@ -15,13 +15,14 @@ import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 
 from chartgw import demo as demo_package
 from chartgw.api.endpoints import Call, Route
-from chartgw.api.group import EntryMapping, Group
+from chartgw.api.group import PLATFORM_ID, EntryMapping, Group
 from chartgw.api.params import Param
 from chartgw.cli import all_settings
 from chartgw.core import config
@@ -267,6 +268,34 @@ def test_a_mapping_reads_what_it_declares() -> None:
     assert mapping.read("catalogue", record) is None
     assert mapping.read("songs/kr", {"title": "no artist"}) is None
     assert msgspec.json.decode(msgspec.json.encode(entry.ids))  # type: ignore[attr-defined]  # (mypy narrowed it to the tuple compared above) == {"isrc": "KRA382400001"}
+
+
+def test_a_mapping_reads_a_records_json_as_it_reads_the_record() -> None:
+    """The index decodes a record's JSON into only the fields a mapping reads (`EntryMapping.decode`); what it reads
+    from them is what `read` takes from the record as a dict, odd values included."""
+    mapping = EntryMapping(market="country", ids={"isrc": "isrc", "video_id": "vid"},
+                           platform_ids=(("portal-a/*", "melon_song", "song_id"),))
+    records: list[dict[str, Any]] = [
+        {"artist": "IU", "title": "Love wins all", "artists": ["IU", "", 7, None, "V"], "isrc": 123, "vid": "",
+         "country": "kr", "song_id": 37145732, "rank": 1, "extra": {"nested": [1, 2]}},
+        {"artist": "", "title": "no artist"},
+        {"artist": ["not", "text"], "title": "a list"},
+        {"artist": "NewJeans", "title": None, "artists": "not a list", "country": None, "song_id": ""},
+        {"artist": "태연", "title": "", "isrc": None},
+    ]
+    reader = mapping.reader("portal-a/realtime")
+    for record in records:
+        decoded = reader(mapping.decode(json.dumps(record, ensure_ascii=False)))
+        assert decoded == mapping.read("portal-a/realtime", record), record
+    first = mapping.read("portal-a/realtime", records[0])
+    assert first is not None
+    assert first.artists == ["IU", "V"] and first.market == "kr"
+    assert first.ids == {"isrc": "123", PLATFORM_ID: "melon_song:37145732"}
+    fourth = mapping.read("portal-a/realtime", records[3])
+    assert fourth is not None and fourth.artists == ["NewJeans"] and fourth.market == "" and fourth.ids == {}
+    assert mapping.read("portal-a/realtime", records[1]) is None and mapping.read("portal-a/realtime", records[2]) is None
+    with pytest.raises(msgspec.DecodeError):  # not an object: the index skips it
+        mapping.decode("[1, 2]")
 
 
 def test_every_group_has_the_platform_routes_first() -> None:

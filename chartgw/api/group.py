@@ -202,7 +202,7 @@ class EntryMapping:
 
     def _field(self, name: str) -> Callable[[Any], Any]:
         """The value of the record field `name` (None when absent) in a `record_type`."""
-        return attrgetter(f"f{self._fields.index(name)}")
+        return _attribute(self._fields, name)
 
     def _text(self, names: tuple[str, ...]) -> Callable[[Any], str | None]:
         """The first of the fields `names` that holds a non-empty string, without a generator for one name (the
@@ -247,6 +247,11 @@ def _record_type(fields: tuple[str, ...]) -> type[msgspec.Struct]:
 @cache
 def _decoder(fields: tuple[str, ...]) -> Callable[[str | bytes], msgspec.Struct]:
     return msgspec.json.Decoder(_record_type(fields)).decode
+
+
+@cache
+def _attribute(fields: tuple[str, ...], name: str) -> Callable[[Any], Any]:
+    return attrgetter(f"f{fields.index(name)}")
 
 
 def _add_platform_id(ids: dict[str, str], platform: tuple[str, Callable[[Any], Any]] | None, record: Any) -> None:

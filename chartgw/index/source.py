@@ -5,6 +5,7 @@ row per chart, day and track (`read_batch`, `fold`), in this process or in a sec
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import pickle
@@ -158,15 +159,17 @@ def prefetch_main() -> None:
         except OSError:  # the writer stopped reading
             closed.set()
 
-    def send(message: Packed) -> None:
-        body = _encode_packed(message)
-        frame = len(body).to_bytes(4, "big") + body
-        while not closed.is_set():
+    def put(frame: bytes | None) -> None:
+        while not closed.is_set():  # the writer may stop reading while the queue is full
             try:
                 return frames.put(frame, timeout=1.0)
             except queue.Full:
                 continue
         raise BrokenPipeError
+
+    def send(message: Packed) -> None:
+        body = _encode_packed(message)
+        put(len(body).to_bytes(4, "big") + body)
 
     writing = threading.Thread(target=write, daemon=True)
     writing.start()
@@ -202,8 +205,8 @@ def prefetch_main() -> None:
         send(([], [], [], f"{type(exc).__name__}: {exc}"))
     finally:
         src.close()
-        if not closed.is_set():
-            frames.put(None)
+        with contextlib.suppress(BrokenPipeError):
+            put(None)
             writing.join()
 
 
