@@ -283,9 +283,9 @@ PROFILE_CALLS = 20_000
 
 def profile(data: Path, key: str, path: str, trivial_us: float, env: dict[str, str]) -> str:
     """Where a cached 200 of `path` goes, in microseconds of CPU per request: the gateway's RSGI handler run in this
-    process (a stub protocol; the app built over `data` as a worker builds it) split into its parts, beside granian's
-    own share (parse, the call into Python, the write), which is the trivial app's whole time per request in the run
-    above. CPU time (process_time), not wall time: a loaded box stretches both alike."""
+    process (with a stand-in for granian's protocol object; the app built over `data` as a worker builds it) split
+    into its parts, beside granian's own share (parse, the call into Python, the write), which is the trivial app's
+    whole time per request in the run above. CPU time (process_time), not wall time: a loaded box stretches both alike."""
     import asyncio
 
     import httpx

@@ -1,5 +1,5 @@
 """`chartgw.http.spill`: large answers handed to granian as files (bounded memory for unread answers under RSGI),
-and the RSGI adapter's use of them (`chartgw.http.rsgi`), with a stub protocol in process."""
+and the RSGI adapter's use of them (`chartgw.http.rsgi`), with an in-process stand-in for granian's protocol object."""
 
 from __future__ import annotations
 
