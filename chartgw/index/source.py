@@ -286,7 +286,7 @@ def read_batch(src: sqlite3.Connection, mapping: EntryMapping, snapshots: list[t
         market = entry.market or "global"
         if market != where[1]:
             where = (step[0], market, step[3])
-            day = days.get(where) or days.setdefault(where, {})
+            day = days.setdefault(where, {})
         row = day.get(id(slot))
         mask = step[1]
         if row is None:
