@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from contextlib import closing
 from datetime import timedelta
 from functools import partial
 from itertools import pairwise
@@ -24,6 +27,7 @@ from chartgw.index import history as index
 from chartgw.index import source
 from chartgw.index.artist_history import query
 from chartgw.index.artist_history.plot import PLOT_MAX_LINES
+from chartgw.index.sums import ArtistSums
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
 from tests import fixtures
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir, environment
@@ -208,6 +212,24 @@ def test_a_second_reader_process_builds_the_same_rows(all_groups_data: Path, tmp
     assert table_rows(path) == indexed_rows
 
 
+def test_a_readers_backlog_is_bounded_in_bytes() -> None:
+    """A reader keeps encoded batches for the writer up to a number of bytes (one at least, however large); past it,
+    it waits for the writer to take one; once the writer stopped reading, it stops. (No timed wait: a test must
+    pass under faketime, where a timed wait on a lock may never end.)"""
+    outbox = source._Outbox(10)
+    outbox.put(b"x" * 8)
+    assert outbox.full(8) and not outbox.full(2)  # over the budget: a put waits
+    waiting = threading.Thread(target=outbox.put, args=(b"y" * 8,))
+    waiting.start()
+    assert outbox.get() == b"x" * 8  # room: the waiting put goes on
+    assert outbox.get() == b"y" * 8
+    waiting.join()
+    assert not outbox.full(50)  # nothing waits: a frame of any size is taken
+    outbox.close()
+    with pytest.raises(BrokenPipeError):
+        outbox.put(b"z")
+
+
 def test_a_killed_batch_leaves_the_index_as_it_was(all_groups_data: Path, tmp_path: Path, indexed_rows: Any,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     path = copy_data(all_groups_data, tmp_path / "data")
@@ -238,6 +260,48 @@ def test_a_killed_batch_leaves_the_index_as_it_was(all_groups_data: Path, tmp_pa
     monkeypatch.setattr(index, "write_batch", real)
     build_index(path)  # resumes
     assert table_rows(path) == indexed_rows  # as if never killed: the rows of a build in one go
+
+
+SUMMED = ("SELECT artist_id, chart_id, track_id, count(*), min(chart_date), max(chart_date), min(rank)"
+          " FROM appearance_artists GROUP BY artist_id, chart_id, track_id")
+SUMS_STATE = "SELECT value FROM meta WHERE name = 'artist_tracks'"
+
+
+def test_artist_sums_made_aside_are_the_sums(indexed: Path, tmp_path: Path) -> None:
+    """A large run sums `artist_tracks` in another process, into a scratch file copied in at its end: the sums are
+    those of the rows; a process that fails raises its error and leaves the sums stale; the scratch files of killed
+    indexers go, another's running one stays."""
+    file = tmp_path / f"{index.INDEX_NAME}.sqlite"
+    with closing(sqlite3.connect(indexed / file.name)) as built, closing(sqlite3.connect(file)) as copy:
+        built.backup(copy)
+    dead, alive = (tmp_path / f"{file.name}.sums-{pid}" for pid in (2**22 + 1, os.getppid()))  # past any pid; a live one
+    dead.write_bytes(b"")
+    alive.write_bytes(b"")
+    db = index.open_index(file)
+    try:
+        db.execute("DELETE FROM artist_tracks")
+        db.execute("UPDATE meta SET value = 'stale' WHERE name = 'artist_tracks'")
+        sums = ArtistSums(file, aside=True)
+        try:
+            sums.write(db)
+        finally:
+            sums.close()
+        assert sorted(db.execute("SELECT * FROM artist_tracks").fetchall()) == sorted(db.execute(SUMMED).fetchall())
+        assert db.execute(SUMS_STATE).fetchone() == ("ok",) and db.execute("SELECT count(*) FROM artist_tracks").fetchone()[0]
+        assert not dead.exists() and alive.exists() and not sums.path.exists()
+
+        db.execute("UPDATE meta SET value = 'stale' WHERE name = 'artist_tracks'")
+        broken = tmp_path / "not-an-index.sqlite"
+        sqlite3.connect(broken).close()
+        sums = ArtistSums(broken, aside=True)
+        try:
+            with pytest.raises(sqlite3.OperationalError, match=r"artist sums process failed \(1\): .*no such table"):
+                sums.write(db)
+        finally:
+            sums.close()
+        assert db.execute(SUMS_STATE).fetchone() == ("stale",) and not sums.path.exists()
+    finally:
+        db.close()
 
 
 def test_index_command_and_seeder(all_groups_data: Path, tmp_path: Path) -> None:

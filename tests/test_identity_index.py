@@ -206,9 +206,9 @@ def test_two_indexers_at_once_keep_tracks_and_links_one(all_groups_data: Path, t
             assert run.linking is not None and run.linking.pending  # linked, not kept yet
             other = index._begin_run(second)
             index.index_group(second, GROUPS.named("korea-chart"), settings=settings, now=now, run=other)
-            index._end_run(second, other)
+            index._end_run(second, other, file)
             index.index_group(first, GROUPS.named("ranking-charts"), settings=settings, now=now, run=run)
-            index._end_run(first, run)
+            index._end_run(first, run, file)
         finally:
             first.close()
             second.close()

@@ -57,6 +57,7 @@ from chartgw.index.credits import (
 from chartgw.index.identity import links as identity
 from chartgw.index.lookups import LyricsTrack, lyrics_candidates, record_lyrics, rekey_lookups
 from chartgw.index.source import Prefetch, read_batch, read_next, unfolded
+from chartgw.index.sums import SUMS_ASIDE_SNAPSHOTS, ArtistSums
 from chartgw.index.tables import ID_COLUMNS, ROW_SELECT, SCHEMA_VERSION
 from chartgw.index.write import Run, create_deferred, write_batch
 from chartgw.store import FETCH_LOG, checkpoint, connect, drop_tables, group_db_path, iso, migrate, read_once, transaction
@@ -192,10 +193,17 @@ def _begin_run(db: sqlite3.Connection) -> Run:
     return run
 
 
-def _end_run(db: sqlite3.Connection, run: Run) -> None:
-    identity.link_new(db, run.linking)  # keeps the links of the variants this run wrote (docs/identity.md)
-    if not run.summing:
-        _sum_artist_tracks(db)
+def _end_run(db: sqlite3.Connection, run: Run, path: Path, *, aside: bool = False) -> None:
+    """Keep the links and sum `artist_tracks` again if the run did not keep it (`aside`: in another process,
+    meanwhile), make the deferred indexes and checkpoint."""
+    sums = None if run.summing else ArtistSums(path, aside=aside)
+    try:
+        identity.link_new(db, run.linking)  # keeps the links of the variants this run wrote (docs/identity.md)
+        if sums is not None:
+            sums.write(db)
+    finally:
+        if sums is not None:
+            sums.close()
     if run.bulk:
         create_deferred(db)
         db.execute(q.SYNCED.sql)
@@ -205,23 +213,11 @@ def _end_run(db: sqlite3.Connection, run: Run) -> None:
         db.execute(q.PASSIVE_CHECKPOINT.sql)
 
 
-def _sum_artist_tracks(db: sqlite3.Connection) -> None:
-    """`artist_tracks` summed again from `appearance_artists`, one artist at a time (a bulk build sums at its
-    end rather than as it goes: one sort per artist's rows instead of an upsert per artist, chart, track and
-    batch). Until then `meta.artist_tracks` is 'stale' and coverage counts the rows themselves."""
-    artists = [k for (k,) in db.execute(q.ARTIST_IDS.sql)]
-    with transaction(db):
-        db.execute(q.CLEAR_ARTIST_TRACKS.sql)
-        for artist_id in artists:
-            db.execute(q.SUM_ARTIST_TRACKS.sql, (artist_id,))
-        db.execute(q.ARTIST_TRACKS_OK.sql)
-
-
-def _start_reader(db: sqlite3.Connection, run: Run, group: Group, batch: int, settings: Settings) -> bool:
-    """Start `group`'s reader processes (when it has enough to read) before its turn; whether they started."""
+def _start_reader(db: sqlite3.Connection, run: Run, group: Group, batch: int, settings: Settings) -> None:
+    """Start `group`'s reader processes (when it has enough to read) before its turn."""
     path = group_db_path(group.name, settings)
     if group.entries is None or not path.exists():
-        return False
+        return
     row = db.execute(q.SOURCE_MARK.sql, (group.name,)).fetchone()
     src = connect(path, readonly=True)
     try:
@@ -229,10 +225,8 @@ def _start_reader(db: sqlite3.Connection, run: Run, group: Group, batch: int, se
                                  BULK_BATCH_SNAPSHOTS if run.bulk and batch == BATCH_SNAPSHOTS else batch, ahead=True)
     finally:
         src.close()
-    if reader is None:
-        return False
-    run.readers[group.name] = reader
-    return True
+    if reader is not None:
+        run.readers[group.name] = reader
 
 
 @contextmanager
@@ -252,24 +246,25 @@ def index_all(groups: Iterable[Group] | None = None, *, settings: Settings, now:
               path: Path | None = None, batch: int = BATCH_SNAPSHOTS) -> list[IndexResult]:
     """Catch every source group up from its last indexed snapshot (the group files of `settings`' data folder).
     Idempotent: a second run indexes nothing."""
-    db = open_index(path or index_path(settings))
+    path = path or index_path(settings)
+    db = open_index(path)
     try:
         run = _begin_run(db)
         try:
             with _without_gc():
                 sources = source_groups(groups)
-                steps.expect(sum(_pending_count(db, group, settings) for group in sources), "snapshots")
-                results = []
-                for n, group in enumerate(sources):
-                    # The readers of the next group with enough to read start now, so its first batches are ready.
-                    for later in sources[n + 1:]:
-                        if later.name in run.readers or _start_reader(db, run, later, batch, settings):
-                            break
-                    results.append(_logged(db, group, now, batch, run, settings))
+                pending = sum(_pending_count(db, group, settings) for group in sources)
+                steps.expect(pending, "snapshots")
+                # Every later group with enough to read has its readers started now: they read it in the CPU time
+                # the group being written leaves over, so its batches are ready when its turn comes.
+                for later in sources[1:]:
+                    _start_reader(db, run, later, batch, settings)
+                results = [_logged(db, group, now, batch, run, settings) for group in sources]
         finally:
             for reader in run.readers.values():
                 reader.stop()
-        _end_run(db, run)  # not after an interruption: the next run finishes what this one left
+        # Not after an interruption: the next run finishes what this one left.
+        _end_run(db, run, path, aside=pending >= SUMS_ASIDE_SNAPSHOTS)
         return results
     finally:
         db.close()
@@ -314,12 +309,13 @@ def index_source(name: str, settings: Settings, *, now: Clock = utc_now) -> Inde
     group = _source_group(name)
     if group is None:
         return None
-    db = open_index(index_path(settings))
+    path = index_path(settings)
+    db = open_index(path)
     try:
         run = _begin_run(db)
         with _without_gc():
             result = _logged(db, group, now, BATCH_SNAPSHOTS, run, settings)
-        _end_run(db, run)
+        _end_run(db, run, path)
         return result
     finally:
         db.close()

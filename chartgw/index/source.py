@@ -5,11 +5,11 @@ row per chart, day and track (`read_batch`, `fold`), in this process or in a sec
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import gc
 import os
 import pickle
-import queue
 import sqlite3
 import subprocess
 import sys
@@ -34,14 +34,19 @@ VariantKey = tuple[str, str | None, tuple[str, ...], tuple[str, ...]]
 FIRST_BATCH_SNAPSHOTS = 100
 """The readers' first batch, each next one twice the last until full ones: the writer starts soon and the readers
 get ahead of it."""
-READER_NICENESS = 10
+READER_NICENESS = 5
 """Readers yield the CPU to the writer, whose time is the build's: with more readers than spare cores, a writer at
 the same priority waited for a core (the 10M-row benchmark's writer took 16 s for 9.5 CPU s on one group)."""
-AHEAD_NICENESS = 15
-"""Readers started before their group's turn yield the CPU to the readers of the group being written, too."""
-AHEAD_BATCHES = 1
-"""Batches a reader keeps encoded, besides the one its pipe is taking: the next group's readers are that much
-further ahead when the writer comes to it."""
+AHEAD_NICENESS = 19
+"""Readers started before their group's turn yield the CPU to the readers of the group being written, too (at 19
+against 5, three of them leave those readers nine tenths of a core; at 19 against 10, or 15 against 5, the
+benchmark's writer waited 11 to 14 s for /streaming's reader, against 3 to 5 s)."""
+READ_AHEAD_BYTES = 64 << 20
+"""Encoded batches a reader keeps waiting for the writer, in bytes (one batch at least): readers started at the run's
+start read their groups whole, in the CPU time the readers of the group being written leave over, so the writer
+never waits for them when it comes to them (the 10M-row benchmark's Korean readers kept it waiting 10 s and more
+when they could be one batch ahead; its whole /digital-sales is 35 MB encoded, its /korea-chart 17.5). Bounded, so
+that a run's readers hold at most this much each, whatever the backlog."""
 PREFETCH_BATCHES = 4
 """A run with at least this many batches of one group pending reads them in other processes while it writes
 (the reading, mostly JSON decoding and name normalisation, is half the work of a bulk build)."""
@@ -148,28 +153,19 @@ def prefetch_main() -> None:
     path, mapping, after, full, turn, readers, niceness = pickle.load(sys.stdin.buffer)
     os.nice(niceness)
     out = sys.stdout.buffer
-    frames: queue.Queue[bytes | None] = queue.Queue(maxsize=AHEAD_BATCHES)
-    closed = threading.Event()
+    outbox = _Outbox(READ_AHEAD_BYTES)
 
     def write() -> None:
         try:
-            while (frame := frames.get()) is not None:
+            while (frame := outbox.get()) is not None:
                 out.write(frame)
                 out.flush()
         except OSError:  # the writer stopped reading
-            closed.set()
-
-    def put(frame: bytes | None) -> None:
-        while not closed.is_set():  # the writer may stop reading while the queue is full
-            try:
-                return frames.put(frame, timeout=1.0)
-            except queue.Full:
-                continue
-        raise BrokenPipeError
+            outbox.close()
 
     def send(message: Packed) -> None:
         body = _encode_packed(message)
-        put(len(body).to_bytes(4, "big") + body)
+        outbox.put(len(body).to_bytes(4, "big") + body)
 
     writing = threading.Thread(target=write, daemon=True)
     writing.start()
@@ -206,8 +202,48 @@ def prefetch_main() -> None:
     finally:
         src.close()
         with contextlib.suppress(BrokenPipeError):
-            put(None)
+            outbox.put(None)
             writing.join()
+
+
+class _Outbox:
+    """A reader's encoded frames waiting for its pipe, in order, up to a number of bytes (a frame is always taken
+    when none waits); None ends them."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget, self.size, self.closed = budget, 0, False
+        self.frames: collections.deque[bytes | None] = collections.deque()
+        self.changed = threading.Condition()
+
+    def full(self, size: int) -> bool:
+        """Whether a frame of `size` bytes must wait for the writer to take one."""
+        return bool(self.frames) and self.size + size > self.budget
+
+    def put(self, frame: bytes | None) -> None:
+        """Wait for room; BrokenPipeError once the writer stopped reading."""
+        size = len(frame or b"")
+        with self.changed:
+            while self.full(size) and not self.closed:
+                self.changed.wait()
+            if self.closed:
+                raise BrokenPipeError
+            self.frames.append(frame)
+            self.size += size
+            self.changed.notify_all()
+
+    def get(self) -> bytes | None:
+        with self.changed:
+            while not self.frames:
+                self.changed.wait()
+            frame = self.frames.popleft()
+            self.size -= len(frame or b"")
+            self.changed.notify_all()
+            return frame
+
+    def close(self) -> None:
+        with self.changed:
+            self.closed = True
+            self.changed.notify_all()
 
 
 _NO_IDS = ("",) * len(VARIANT_ID_COLUMNS)

@@ -176,9 +176,19 @@ AUTOCHECKPOINT = Query("index autocheckpoint", "PRAGMA wal_autocheckpoint=1000")
 PASSIVE_CHECKPOINT = Query("index passive checkpoint", "PRAGMA wal_checkpoint(PASSIVE)")
 ARTIST_IDS = Query("index artist ids", "SELECT id FROM artists")
 CLEAR_ARTIST_TRACKS = Query("index clear artist sums", "DELETE FROM artist_tracks")
-SUM_ARTIST_TRACKS = Query("index sum one artist", "INSERT INTO artist_tracks SELECT artist_id, chart_id, track_id, count(*),"
-                          " min(chart_date), max(chart_date), min(rank) FROM appearance_artists WHERE artist_id = ?"
-                          " GROUP BY chart_id, track_id")
+ARTIST_SUMS_SCRIPT = """PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;
+CREATE TABLE IF NOT EXISTS artist_sums (artist_id INTEGER NOT NULL, chart_id INTEGER NOT NULL, track_id INTEGER NOT NULL,
+    rows INTEGER NOT NULL, first_date TEXT NOT NULL, last_date TEXT NOT NULL, best_rank INTEGER NOT NULL,
+    PRIMARY KEY (artist_id, chart_id, track_id)) WITHOUT ROWID;"""
+"""The scratch file `artist_tracks` is summed into (`chartgw.index.sums`): a name of its own, so that a statement on
+a connection with both files finds each table by its name alone."""
+ATTACH_INDEX = Query("index attach to the sums", "ATTACH DATABASE ? AS ix")
+SUM_ARTIST_ASIDE = Query("index sum one artist", "INSERT INTO artist_sums SELECT artist_id, chart_id, track_id, count(*),"
+                         " min(chart_date), max(chart_date), min(rank) FROM appearance_artists WHERE artist_id = ?"
+                         " GROUP BY chart_id, track_id")
+ATTACH_SUMS = Query("index attach the sums", "ATTACH DATABASE ? AS sums")
+COPY_ARTIST_SUMS = Query("index copy artist sums", "INSERT INTO artist_tracks SELECT * FROM artist_sums")
+DETACH_SUMS = Query("index detach the sums", "DETACH DATABASE sums")
 
 # --- a group's batches ----------------------------------------------------------------------------
 

@@ -93,10 +93,12 @@ def checkpoint(db: sqlite3.Connection, wait_ms: int = 0) -> tuple[int, int, int]
 
 
 @contextmanager
-def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def transaction(db: sqlite3.Connection, *, immediate: bool = True) -> Iterator[sqlite3.Connection]:
     """`BEGIN IMMEDIATE ... COMMIT` around the block (the write lock taken at once, so a busy file waits at
-    the start, not halfway); ROLLBACK when the block raises anything, even a KeyboardInterrupt."""
-    db.execute("BEGIN IMMEDIATE")
+    the start, not halfway); ROLLBACK when the block raises anything, even a KeyboardInterrupt. Not `immediate`:
+    each file's lock is taken as the block first reads or writes it (IMMEDIATE would take every attached file's
+    write lock, and wait for their writers)."""
+    db.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
     try:
         yield db
         db.execute("COMMIT")
