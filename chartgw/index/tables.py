@@ -48,6 +48,18 @@ DEFERRED_INDEXES = "".join(f"{q.sql};" for q in DEFERRED)
 DROP_DEFERRED = tuple(Query(f"drop {q.name}", f"DROP INDEX IF EXISTS {q.name}") for q in DEFERRED)
 """What a bulk build drops at its start (a killed one may have left them)."""
 
+_ARTIST_SUMS = """
+    artist_id INTEGER NOT NULL,
+    chart_id INTEGER NOT NULL,
+    track_id INTEGER NOT NULL,
+    rows INTEGER NOT NULL,
+    first_date TEXT NOT NULL,
+    last_date TEXT NOT NULL,
+    best_rank INTEGER NOT NULL,
+    PRIMARY KEY (artist_id, chart_id, track_id)
+"""
+"""The columns of `artist_tracks` and of the scratch table it is summed into (`ARTIST_SUMS_SCRIPT`)."""
+
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sources (
@@ -101,16 +113,7 @@ CREATE TABLE IF NOT EXISTS appearance_artists (
     rank INTEGER NOT NULL,
     PRIMARY KEY (artist_id, chart_date, row_id)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS artist_tracks (
-    artist_id INTEGER NOT NULL,
-    chart_id INTEGER NOT NULL,
-    track_id INTEGER NOT NULL,
-    rows INTEGER NOT NULL,
-    first_date TEXT NOT NULL,
-    last_date TEXT NOT NULL,
-    best_rank INTEGER NOT NULL,
-    PRIMARY KEY (artist_id, chart_id, track_id)
-) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS artist_tracks ({_ARTIST_SUMS}) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS artist_links (
     a TEXT NOT NULL,
     b TEXT NOT NULL,
@@ -176,10 +179,8 @@ AUTOCHECKPOINT = Query("index autocheckpoint", "PRAGMA wal_autocheckpoint=1000")
 PASSIVE_CHECKPOINT = Query("index passive checkpoint", "PRAGMA wal_checkpoint(PASSIVE)")
 ARTIST_IDS = Query("index artist ids", "SELECT id FROM artists")
 CLEAR_ARTIST_TRACKS = Query("index clear artist sums", "DELETE FROM artist_tracks")
-ARTIST_SUMS_SCRIPT = """PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;
-CREATE TABLE IF NOT EXISTS artist_sums (artist_id INTEGER NOT NULL, chart_id INTEGER NOT NULL, track_id INTEGER NOT NULL,
-    rows INTEGER NOT NULL, first_date TEXT NOT NULL, last_date TEXT NOT NULL, best_rank INTEGER NOT NULL,
-    PRIMARY KEY (artist_id, chart_id, track_id)) WITHOUT ROWID;"""
+ARTIST_SUMS_SCRIPT = ("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+                      f" CREATE TABLE IF NOT EXISTS artist_sums ({_ARTIST_SUMS}) WITHOUT ROWID;")
 """The scratch file `artist_tracks` is summed into (`chartgw.index.sums`): a name of its own, so that a statement on
 a connection with both files finds each table by its name alone."""
 ATTACH_INDEX = Query("index attach to the sums", "ATTACH DATABASE ? AS ix")
