@@ -7,9 +7,11 @@ payloads on a local replay server (no network).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -154,6 +156,12 @@ def group_data(source: Path, dest: Path, group: str) -> Path:
     for file in source.glob(f"{group}.*"):
         shutil.copy2(file, dest / file.name)
     return dest
+
+
+def read_shared(path: Path) -> contextlib.closing[sqlite3.Connection]:
+    """A connection reading a SQLite file of a shared, read-only data folder, closed after the block: immutable, so
+    it makes no -wal or -shm file there (another worker copying the folder meanwhile would miss them as they go)."""
+    return contextlib.closing(sqlite3.connect(f"{path.absolute().as_uri()}?immutable=1", uri=True))
 
 
 def copy_data(source: Path, dest: Path) -> Path:

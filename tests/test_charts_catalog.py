@@ -23,7 +23,7 @@ from chartgw.api.endpoints import FRESHNESS_SECONDS
 from chartgw.groups import GROUPS
 from chartgw.store import tables
 from chartgw.store.targets import TargetKey
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, group_data
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, group_data, read_shared
 from tests.test_server import _port, chartgw_serve
 
 ANSWERED_AT = FIXED_NOW + timedelta(days=1)
@@ -67,7 +67,7 @@ def test_every_group_is_listed_and_every_group_with_charts_has_stored_ones(catal
 
 def test_the_catalog_counts_what_the_store_holds(catalog: dict[str, Any], all_groups_data: Path) -> None:
     rows = {(row["group"], row["target"]): row for row in catalog["charts"]}
-    with sqlite3.connect(all_groups_data / "uk-charts.sqlite") as db:
+    with read_shared(all_groups_data / "uk-charts.sqlite") as db:
         first, last, dates, count = db.execute("SELECT min(chart_date), max(chart_date), count(DISTINCT chart_date),"
                                                " count(*) FROM snapshots WHERE target = 'singles'").fetchone()
     row = rows[("uk-charts", "singles")]
@@ -194,7 +194,7 @@ def test_the_catalog_is_cached_per_data_version(tmp_path: Path, all_groups_data:
 
 
 def test_neighbour_dates_and_the_catalog_are_one_indexed_query_each(all_groups_data: Path) -> None:
-    with sqlite3.connect(all_groups_data / "ranking-charts.sqlite") as db:
+    with read_shared(all_groups_data / "ranking-charts.sqlite") as db:
         plan = " ".join(row[-1] for row in db.execute(f"EXPLAIN QUERY PLAN {tables.NEIGHBOURS.sql}",
                                                       ("hot-100", "2026-06-01")))
         assert plan.count("SEARCH snapshots USING COVERING INDEX snapshots_by_chart_time") == 2, plan
