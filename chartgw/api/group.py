@@ -205,18 +205,8 @@ class EntryMapping:
         return _attribute(self._fields, name)
 
     def _text(self, names: tuple[str, ...]) -> Callable[[Any], str | None]:
-        """The first of the fields `names` that holds a non-empty string, without a generator for one name (the
-        common case)."""
-        fields = tuple(self._field(name) for name in names)
-        if len(fields) != 1:
-            return lambda record: next((v for of in fields if isinstance(v := of(record), str) and v), None)
-        (of,) = fields
-
-        def first(record: Any) -> str | None:
-            value = of(record)
-            return value if isinstance(value, str) and value else None
-
-        return first
+        """The first of the fields `names` that holds a non-empty string (made once per mapping and names)."""
+        return _text_reader(self._fields, names)
 
     def _platform(self, target: str) -> tuple[str, Callable[[Any], Any]] | None:
         """("<id type>:", the record field's value) of the platform song id `target`'s entries carry, if any."""
@@ -252,6 +242,21 @@ def _decoder(fields: tuple[str, ...]) -> Callable[[str | bytes], msgspec.Struct]
 @cache
 def _attribute(fields: tuple[str, ...], name: str) -> Callable[[Any], Any]:
     return attrgetter(f"f{fields.index(name)}")
+
+
+@cache
+def _text_reader(fields: tuple[str, ...], names: tuple[str, ...]) -> Callable[[Any], str | None]:
+    """`EntryMapping._text`, without a generator for one name (the common case)."""
+    readers = tuple(_attribute(fields, name) for name in names)
+    if len(readers) != 1:
+        return lambda record: next((v for of in readers if isinstance(v := of(record), str) and v), None)
+    (of,) = readers
+
+    def first(record: Any) -> str | None:
+        value = of(record)
+        return value if isinstance(value, str) and value else None
+
+    return first
 
 
 def _add_platform_id(ids: dict[str, str], platform: tuple[str, Callable[[Any], Any]] | None, record: Any) -> None:

@@ -36,7 +36,8 @@ FIRST_BATCH_SNAPSHOTS = 100
 get ahead of it."""
 READER_NICENESS = 5
 """Readers yield the CPU to the writer, whose time is the build's: with more readers than spare cores, a writer at
-the same priority waited for a core (the 10M-row benchmark's writer took 16 s for 9.5 CPU s on one group)."""
+the same priority waited for a core (the 10M-row benchmark's writer took 16 s for 9.5 CPU s on one group). The
+readers of the group being written come before those started ahead (`AHEAD_NICENESS`)."""
 AHEAD_NICENESS = 19
 """Readers started before their group's turn yield the CPU to the readers of the group being written, too (at 19
 against 5, three of them leave those readers nine tenths of a core; at 19 against 10, or 15 against 5, the

@@ -50,14 +50,14 @@ class ArtistSums:
                 lines = error.decode(errors="replace").strip().splitlines()
                 raise sqlite3.OperationalError(f"the artist sums process failed ({self.process.returncode}): "
                                                f"{lines[-1] if lines else 'no message'}")
-        db.execute(q.ATTACH_SUMS.sql, (str(self.path),))
+        db.execute(q.ATTACH_ASIDE.sql, (str(self.path),))
         try:
             with transaction(db):
                 db.execute(q.CLEAR_ARTIST_TRACKS.sql)
                 db.execute(q.COPY_ARTIST_SUMS.sql)
                 db.execute(q.ARTIST_TRACKS_OK.sql)
         finally:
-            db.execute(q.DETACH_SUMS.sql)
+            db.execute(q.DETACH_ASIDE.sql)
 
     def close(self) -> None:
         """Stop the process if it still runs (the run failed first) and remove the scratch file."""
@@ -81,7 +81,7 @@ def _sum(index: Path, path: Path) -> None:
     out = connect(path, synchronous="OFF", wal=False)
     try:
         out.executescript(q.ARTIST_SUMS_SCRIPT)
-        out.execute(q.ATTACH_INDEX.sql, (str(index),))
+        out.execute(q.ATTACH_ASIDE.sql, (str(index),))
         with transaction(out, immediate=False):  # IMMEDIATE would wait for the index's writer
             for (artist_id,) in out.execute(q.ARTIST_IDS.sql).fetchall():
                 out.execute(q.SUM_ARTIST_ASIDE.sql, (artist_id,))

@@ -183,13 +183,13 @@ ARTIST_SUMS_SCRIPT = ("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                       f" CREATE TABLE IF NOT EXISTS artist_sums ({_ARTIST_SUMS}) WITHOUT ROWID;")
 """The scratch file `artist_tracks` is summed into (`chartgw.index.sums`): a name of its own, so that a statement on
 a connection with both files finds each table by its name alone."""
-ATTACH_INDEX = Query("index attach to the sums", "ATTACH DATABASE ? AS ix")
+ATTACH_ASIDE = Query("index attach the other file", "ATTACH DATABASE ? AS aside")
+"""The sums' connection attaches the index, the index's writer the sums: each then names the other's tables alone."""
+DETACH_ASIDE = Query("index detach the other file", "DETACH DATABASE aside")
 SUM_ARTIST_ASIDE = Query("index sum one artist", "INSERT INTO artist_sums SELECT artist_id, chart_id, track_id, count(*),"
                          " min(chart_date), max(chart_date), min(rank) FROM appearance_artists WHERE artist_id = ?"
                          " GROUP BY chart_id, track_id")
-ATTACH_SUMS = Query("index attach the sums", "ATTACH DATABASE ? AS sums")
 COPY_ARTIST_SUMS = Query("index copy artist sums", "INSERT INTO artist_tracks SELECT * FROM artist_sums")
-DETACH_SUMS = Query("index detach the sums", "DETACH DATABASE sums")
 
 # --- a group's batches ----------------------------------------------------------------------------
 
