@@ -708,3 +708,65 @@ def test_a_commit_orphaned_by_a_killed_crawler_does_not_stop_replication(tools: 
     finally:
         replicate.terminate()
         replicate.wait(15)
+
+
+def children_named(parent: int, name: str) -> list[int]:
+    """The pids of `parent`'s children whose command is `name`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                comm, _, rest = (entry / "stat").read_text().partition(") ")
+                if comm.partition(" (")[2] == name and int(rest.split()[1]) == parent:
+                    found.append(int(entry.name))
+    return found
+
+
+def test_a_litestream_that_stops_shipping_silently_is_restarted(tools: None, tmp_path: Path) -> None:
+    """The writer's Litestream frozen (SIGSTOP: its process there, shipping nothing, as Litestream 0.5.17 is when it
+    stops shipping a file silently) while the crawler commits: `chartgw replicate` restarts it once SQLite has
+    committed for the stall time with nothing shipped, says why, and the replica restores to the writer's content."""
+    writer = tmp_path / "writer"
+    seed_writer(writer)
+    replica = f"file://{tmp_path / 'replica'}"
+    env = {**env_for(writer, replica), "CHARTGW_REPLICA_STALL_SECONDS": "3"}
+    chart = writer / "korea-chart.sqlite"
+    replicate = subprocess.Popen([*CHARTGW, "replicate"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    frozen: list[int] = []
+    try:
+        wait_until(lambda: position(chart) is not None, 30, "Litestream's first upload of the chart file")
+        proc = crawler(env)
+        try:
+            for _ in range(5):  # frozen where it holds no lock the crawler needs (not inside its own checkpoint)
+                frozen = children_named(replicate.pid, "litestream")
+                assert frozen, "no litestream process under chartgw replicate"
+                for pid in frozen:
+                    os.kill(pid, signal.SIGSTOP)
+                before = newest_commit(writer)
+                with contextlib.suppress(AssertionError):
+                    wait_until(lambda at=before: newest_commit(writer) > at + 1, 10, "the crawler committing")
+                    break
+                for pid in frozen:
+                    os.kill(pid, signal.SIGCONT)
+            shipped = position(chart)
+            path = writer / "node" / "replicate.json"
+            wait_until(lambda: json.loads(path.read_text())["files"]["korea-chart"]["restarts"] >= 1, 60,
+                       "the stopped Litestream restarted")
+            shipping = json.loads(path.read_text())["files"]["korea-chart"]
+            assert "korea-chart: stopped shipping" in shipping["error"], shipping
+            assert all(not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+                       for pid in frozen)  # the frozen one is gone
+            wait_until(lambda: (position(chart) or 0) > (shipped or 0), 30, "the new Litestream shipping")
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        expected = dump_digest(chart)
+        out = tmp_path / "restored.sqlite"
+        wait_until(lambda: restored_digest(f"{replica}/korea-chart", out) == expected, 90,
+                   "the replica restoring to the writer's content")
+    finally:
+        for pid in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        replicate.terminate()
+        replicate.wait(15)

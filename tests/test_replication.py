@@ -33,6 +33,7 @@ from chartgw.replica.litestream import (
     WAITING_SECONDS,
     Beat,
     Follower,
+    Shipping,
     beat,
     heard,
     heartbeat_path,
@@ -157,6 +158,24 @@ def test_a_follower_is_stalled_when_it_applies_nothing_while_the_writer_moves_on
     assert unit.watch(9, 400.0, 10) is None and unit.watch(9, 419.0, 10) is None and unit.watch(9, 420.0, 10)
     unit.state.txid = "0000000000000009"  # caught up: the next stall is counted from one again
     assert unit.watch(9, 421.0, 10) is None and unit.stalled == 0 and unit.behind_since is None
+
+
+
+def test_the_writers_litestream_has_stopped_when_sqlite_commits_and_it_makes_nothing() -> None:
+    ship, wal = Shipping(), (10, b"salt0001")
+    assert ship.watch(None, None, 0.0, 10) is None and ship.watch(4, wal, 1.0, 10) is None  # first looks
+    assert ship.watch(4, wal, 100.0, 10) is None and ship.behind_since is None  # nothing committed since: current
+    assert ship.watch(4, None, 101.0, 10) is None  # a writer holds the lock: nothing told
+    assert ship.watch(4, (12, b"salt0001"), 102.0, 10) is None and ship.watch(4, (14, b"salt0001"), 111.0, 10) is None
+    assert ship.watch(4, (14, b"salt0001"), 112.0, 10) == (
+        "stopped shipping: SQLite committed for 10 s while Litestream made nothing past transaction "
+        "0000000000000004; restarted on the file checkpointed")
+    assert ship.stalled == 1  # the next stall in a row waits twice as long
+    assert ship.watch(4, (14, b"salt0001"), 113.0, 10) is None and ship.watch(4, (14, b"salt0001"), 132.0, 10) is None
+    assert ship.watch(4, (14, b"salt0001"), 133.0, 10) is not None and ship.stalled == 2
+    assert ship.watch(5, (14, b"salt0001"), 140.0, 10) is None and ship.stalled == 0  # it moved: counted from one again
+    assert ship.watch(5, (2, b"salt0002"), 141.0, 10) is None and ship.watch(6, (2, b"salt0002"), 160.0, 10) is None
+    assert ship.behind_since is None  # it keeps up (a WAL restarted under a new salt is a commit like any other)
 
 
 FAKE_LITESTREAM = """\

@@ -354,8 +354,9 @@ REPLICA_FOLLOW_SECONDS = Setting(
     "REPLICA_FOLLOW_SECONDS", "1", "how often a reader's Litestream polls the replica for new transactions", seconds)
 REPLICA_STALL_SECONDS = Setting(
     "REPLICA_STALL_SECONDS", "30", "a reader's follower that applies nothing for this long while the writer's "
-    "heartbeat names a newer transaction of its file is stalled, and restored afresh (twice as long for each stall in "
-    "a row)", seconds)
+    "heartbeat names a newer transaction of its file is stalled, and restored afresh; the writer's Litestream that "
+    "makes nothing of a file for this long while SQLite commits it has stopped shipping it, and is restarted on the "
+    "file checkpointed (each: twice as long for each stall in a row)", seconds)
 REPLICA_LAG_DEGRADED_SECONDS = Setting(
     "REPLICA_LAG_DEGRADED_SECONDS", "30", "replication lag of a file past which /replication and the group's /health "
     "say degraded", seconds)

@@ -197,6 +197,8 @@ class Process:
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGCONT)  # a stopped process takes its SIGTERM now
             try:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
@@ -262,7 +264,8 @@ def replicate(stop: threading.Event, settings: Settings, clock: Callable[[], flo
 
     A file of which Litestream shipped a transaction SQLite never committed (an orphaned commit: chartgw.replica.walcheck),
     found on two looks in a row, stops Litestream; the file is checkpointed whole and Litestream started again, which
-    ships a snapshot of it."""
+    ships a snapshot of it. So does a file Litestream stopped shipping for any other reason (`Shipping`): SQLite
+    committed it for `CHARTGW_REPLICA_STALL_SECONDS` while Litestream made nothing of it."""
     program = binary()
     every = replicated_files(settings)
     sync = settings.get(config.REPLICA_SYNC_SECONDS)
@@ -270,6 +273,8 @@ def replicate(stop: threading.Event, settings: Settings, clock: Callable[[], flo
     files: dict[str, int] = {}
     beaten = float("-inf")
     watch = walcheck.Watch()
+    stall_seconds = settings.get(config.REPLICA_STALL_SECONDS)
+    shipping: dict[str, Shipping] = {}
     suspects: dict[str, int] = {}
     refold: set[str] = set()
 
@@ -303,10 +308,17 @@ def replicate(stop: threading.Event, settings: Settings, clock: Callable[[], flo
                         suspects[file.name] = suspects.get(file.name, 0) + 1
                     else:
                         suspects.pop(file.name, None)
+                stopped = {file.name: why for file in every if file.name in files
+                           and (why := shipping.setdefault(file.name, Shipping()).watch(
+                               position(file.path), walcheck.published(file.path), now, stall_seconds)) is not None}
                 if broken := sorted(name for name, looks in suspects.items() if looks >= 2):
                     unit.note_error(f"litestream stopped shipping {', '.join(broken)}: it shipped a transaction "
                                     "SQLite never committed (a writer killed in its commit); restarted on the file "
                                     "checkpointed", now)
+                elif stopped:
+                    broken = sorted(stopped)
+                    unit.note_error(f"litestream {', '.join(f'{name}: {why}' for name, why in sorted(stopped.items()))}", now)
+                if broken:
                     unit.state.restarts += 1
                     unit.process.stop()
                     unit.process, unit.restart_at = None, now
@@ -318,6 +330,8 @@ def replicate(stop: threading.Event, settings: Settings, clock: Callable[[], flo
                 conf = _write_config("litestream-replicate.yml", [f for f in every if f.name in files], settings)
                 unit.process = Process([program, "replicate", "-config", str(conf)], on_line, settings)
                 unit.process.start()
+                # A new process: the stall time counts from now (stalls in a row still double it).
+                shipping = {name: Shipping(stalled=ship.stalled) for name, ship in shipping.items()}
             running = unit.process is not None and unit.process.exited() is None
             with unit.lock:
                 if running:
@@ -369,6 +383,46 @@ def publish(staging: Path, path: Path, mode: int | None = None) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+@dataclass
+class Shipping:
+    """Whether the writer's Litestream keeps shipping one file: it stopped when SQLite published commits of the file
+    (its WAL index moved) and Litestream made no transaction of it for the stall time since. Litestream 0.5.17 stops
+    shipping a file silently when the WAL frames it read are written over (an orphaned commit that neither
+    `chartgw.store.orphan` nor `walcheck.Watch` caught): its process runs on, its position stays, and the readers,
+    told that position by the heartbeat, think themselves current."""
+
+    txid: int | None = None
+    """Litestream's newest transaction of the file when last seen to move."""
+    wal: tuple[int, bytes] | None = None
+    """The WAL index's last published frame and salt when Litestream was last seen to move."""
+    behind_since: float | None = None
+    """Since when SQLite has published commits Litestream made nothing of; None while it keeps up."""
+    stalled: int = 0
+    """Stalls in a row (reset once it moves again): each waits twice as long, as a follower's do."""
+
+    def watch(self, txid: int | None, wal: tuple[int, bytes] | None, now: float, stall_seconds: float) -> str | None:
+        """Whether Litestream stopped shipping the file, given its newest transaction and the WAL index's published
+        end now (None: a writer holds the lock, so nothing is told). Returns why, when so."""
+        if txid != self.txid or self.wal is None:
+            if txid != self.txid and self.txid is not None:
+                self.stalled = 0
+            self.txid, self.wal, self.behind_since = txid, wal, None
+            return None
+        if wal is None or wal == self.wal:
+            if wal is not None:
+                self.behind_since = None
+            return None
+        if self.behind_since is None or now < self.behind_since:
+            self.behind_since = now
+        waited = now - self.behind_since
+        if waited < stall_seconds * 2 ** min(self.stalled, 3):
+            return None
+        self.stalled += 1
+        self.behind_since = None
+        return (f"stopped shipping: SQLite committed for {int(waited)} s while Litestream made nothing past "
+                f"transaction {self.txid or 0:016x}; restarted on the file checkpointed")
 
 
 @dataclass
