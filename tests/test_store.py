@@ -27,7 +27,7 @@ import pytest
 from chartgw.demo.replay import ReplayServer
 from chartgw.demo.samples.korea import all_replies
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotReader, SnapshotRow, SnapshotWriter, StoredEntry
-from tests.fixtures import build_group_db, child_env, copy_data
+from tests.fixtures import UNDER_FAKETIME, build_group_db, child_env, copy_data
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GROUP_FILE = "korea-chart.sqlite"
@@ -660,3 +660,37 @@ def test_a_reader_holding_a_transaction_does_not_stall_a_commit(tmp_path: Path) 
         reader.execute("COMMIT")
         assert reader.execute("SELECT count(*) FROM snapshots").fetchone() == (2,)
         reader.close()
+
+
+@pytest.mark.skipif(UNDER_FAKETIME, reason="the checkpointer's timed wait between checkpoints never ends under "
+                    "libfaketime (a deadline on a faked clock); a bulk build then falls back on its autocheckpoint")
+def test_a_checkpointer_copies_the_wal_back_while_its_writer_writes(tmp_path: Path) -> None:
+    """`Checkpointer` (a bulk index build's): the WAL's pages reach the file with no checkpoint by the writer, whose
+    later commits then start the WAL over instead of growing it."""
+    from chartgw.store.connect import Checkpointer, connect, transaction
+
+    path = tmp_path / "file.sqlite"
+    db = connect(path, synchronous="OFF")
+    try:
+        db.execute("PRAGMA wal_autocheckpoint=0")  # the writer itself never checkpoints
+        db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)")
+        for _ in range(5):
+            with transaction(db):
+                db.executemany("INSERT INTO t (body) VALUES (?)", [("x" * 200,)] * 2000)
+        assert path.stat().st_size < 100_000  # all of it still in the WAL
+        checkpoints = Checkpointer(path, every=0.01)
+        try:
+            deadline = time.monotonic() + 60
+            while path.stat().st_size < 2_000_000:
+                assert time.monotonic() < deadline, "the WAL was not copied back"
+                time.sleep(0.01)
+            wal = path.with_name(path.name + "-wal").stat().st_size
+            with transaction(db):
+                db.executemany("INSERT INTO t (body) VALUES (?)", [("y" * 200,)] * 100)
+            assert path.with_name(path.name + "-wal").stat().st_size <= wal  # written over from its start
+        finally:
+            checkpoints.close()
+        assert not checkpoints.thread.is_alive()
+        assert db.execute("SELECT count(*) FROM t").fetchone() == (10_100,)
+    finally:
+        db.close()

@@ -62,6 +62,7 @@ from chartgw.index.tables import ID_COLUMNS, ROW_SELECT, SCHEMA_VERSION
 from chartgw.index.write import Run, create_deferred, write_batch
 from chartgw.store import FETCH_LOG, checkpoint, connect, drop_tables, group_db_path, iso, migrate, read_once, transaction
 from chartgw.store import tables as store_tables
+from chartgw.store.connect import Checkpointer
 
 if TYPE_CHECKING:
     from chartgw.api.group import Group
@@ -193,17 +194,23 @@ def _begin_run(db: sqlite3.Connection) -> Run:
     return run
 
 
-def _end_run(db: sqlite3.Connection, run: Run, path: Path, *, aside: bool = False) -> None:
-    """Keep the links and sum `artist_tracks` again if the run did not keep it (`aside`: in another process,
-    meanwhile), make the deferred indexes and checkpoint."""
-    sums = None if run.summing else ArtistSums(path, aside=aside)
+def _end_run(db: sqlite3.Connection, run: Run, path: Path, *, sums: ArtistSums | None = None) -> None:
+    """Keep the links and sum `artist_tracks` again if the run did not keep it (with `sums` made aside: what is left
+    of them in another process, meanwhile), make the deferred indexes and checkpoint."""
+    if sums is None and not run.summing:
+        sums = ArtistSums(path, aside=False)
     try:
+        if sums is not None:
+            sums.finish()
         identity.link_new(db, run.linking)  # keeps the links of the variants this run wrote (docs/identity.md)
         if sums is not None:
             sums.write(db)
     finally:
         if sums is not None:
             sums.close()
+        if run.checkpoints is not None:
+            run.checkpoints.close()
+            run.checkpoints = None
     if run.bulk:
         create_deferred(db)
         db.execute(q.SYNCED.sql)
@@ -250,21 +257,36 @@ def index_all(groups: Iterable[Group] | None = None, *, settings: Settings, now:
     db = open_index(path)
     try:
         run = _begin_run(db)
+        sums: ArtistSums | None = None
+        if run.bulk:  # the WAL copied back by a thread of its own, not in the writer's commits
+            run.checkpoints = Checkpointer(path)
         try:
-            with _without_gc():
-                sources = source_groups(groups)
-                pending = sum(_pending_count(db, group, settings) for group in sources)
-                steps.expect(pending, "snapshots")
-                # Every later group with enough to read has its readers started now: they read it in the CPU time
-                # the group being written leaves over, so its batches are ready when its turn comes.
-                for later in sources[1:]:
-                    _start_reader(db, run, later, batch, settings)
-                results = [_logged(db, group, now, batch, run, settings) for group in sources]
+            try:
+                with _without_gc():
+                    sources = source_groups(groups)
+                    pending = sum(_pending_count(db, group, settings) for group in sources)
+                    steps.expect(pending, "snapshots")
+                    if not run.summing:
+                        sums = ArtistSums(path, aside=pending >= SUMS_ASIDE_SNAPSHOTS)
+                    # Every later group with enough to read has its readers started now: they read it in the CPU time
+                    # the group being written leaves over, so its batches are ready when its turn comes.
+                    for later in sources[1:]:
+                        _start_reader(db, run, later, batch, settings)
+                    results = []
+                    for group in sources:
+                        results.append(_logged(db, group, now, batch, run, settings))
+                        if sums is not None and run.bulk:  # its charts are written whole: no later group adds to them
+                            sums.begin(int(db.execute(q.NEXT_CHART_ID.sql).fetchone()[0]))
+            finally:
+                for reader in run.readers.values():
+                    reader.stop()
+            # Not after an interruption: the next run finishes what this one left.
+            _end_run(db, run, path, sums=sums)
         finally:
-            for reader in run.readers.values():
-                reader.stop()
-        # Not after an interruption: the next run finishes what this one left.
-        _end_run(db, run, path, aside=pending >= SUMS_ASIDE_SNAPSHOTS)
+            if sums is not None:
+                sums.close()
+            if run.checkpoints is not None:
+                run.checkpoints.close()
         return results
     finally:
         db.close()

@@ -187,8 +187,10 @@ ATTACH_ASIDE = Query("index attach the other file", "ATTACH DATABASE ? AS aside"
 """The sums' connection attaches the index, the index's writer the sums: each then names the other's tables alone."""
 DETACH_ASIDE = Query("index detach the other file", "DETACH DATABASE aside")
 SUM_ARTIST_ASIDE = Query("index sum one artist", "INSERT INTO artist_sums SELECT artist_id, chart_id, track_id, count(*),"
-                         " min(chart_date), max(chart_date), min(rank) FROM appearance_artists WHERE artist_id = ?"
-                         " GROUP BY chart_id, track_id")
+                         " min(chart_date), max(chart_date), min(rank) FROM appearance_artists WHERE artist_id = ?1"
+                         " AND chart_id >= ?2 AND chart_id < ?3 GROUP BY chart_id, track_id")
+"""One artist's sums on the charts numbered from ?2 up to ?3 (`chartgw.index.sums` sums a bulk build in parts)."""
+NEXT_CHART_ID = Query("index next chart id", "SELECT coalesce(max(id), 0) + 1 FROM charts")
 COPY_ARTIST_SUMS = Query("index copy artist sums", "INSERT INTO artist_tracks SELECT * FROM artist_sums")
 
 # --- a group's batches ----------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from chartgw.index.source import (
     slot_of,
 )
 from chartgw.index.tables import ID_COLUMNS, LYRICS_ARTIST, LYRICS_SONG, VARIANT_ID_COLUMNS
+from chartgw.store.connect import Checkpointer
 
 __all__ = ["Run", "create_deferred", "write_batch"]
 
@@ -69,6 +70,8 @@ class Run:
     """Marks the variant slots (`chartgw.index.source.slot_of`) whose ids belong to this run."""
     readers: dict[str, Prefetch] = field(default_factory=dict)
     """Reader processes started ahead of their group's turn."""
+    checkpoints: Checkpointer | None = None
+    """A bulk build's checkpoints, made by a thread of their own until the run's end."""
     artists: dict[str, int] = field(default_factory=dict)
     linking: identity.Linking | None = None
     """Recording identity as it stands after every variant written (loaded when a new variant is first met)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,8 +22,8 @@ import aiosqlite
 
 from chartgw.store.orphan import publish_orphan
 
-__all__ = ["BUSY_TIMEOUT_SECONDS", "checkpoint", "connect", "connect_async", "connect_memory", "publish_now", "readonly_uri",
-           "transaction"]
+__all__ = ["BUSY_TIMEOUT_SECONDS", "Checkpointer", "checkpoint", "connect", "connect_async", "connect_memory",
+           "publish_now", "readonly_uri", "transaction"]
 
 BUSY_TIMEOUT_SECONDS = 30.0
 """How long a writer waits for another writer's lock (crawls are short; the monitor writes small batches)."""
@@ -90,6 +91,29 @@ def checkpoint(db: sqlite3.Connection, wait_ms: int = 0) -> tuple[int, int, int]
         return int(busy), int(frames), int(folded)
     finally:
         db.execute(f"PRAGMA busy_timeout={int(timeout)}")
+
+
+class Checkpointer:
+    """PASSIVE checkpoints of a file every `every` seconds, on a connection and a thread of their own, while this
+    process's writer writes it: SQLite copies the WAL back without the GIL, so the copying is no longer done inside
+    the writer's commits (a bulk build of the artist-history index, `chartgw.index.history`). A checkpoint that
+    fails (a busy file) is tried again at the next tick. `close` stops the thread."""
+
+    def __init__(self, path: Path, *, every: float = 1.0, synchronous: str = "OFF") -> None:
+        self.stopping = threading.Event()
+        self.db = connect(path, synchronous=synchronous, check_same_thread=False)
+        self.thread = threading.Thread(target=self._run, args=(every,), name="checkpoints", daemon=True)
+        self.thread.start()
+
+    def _run(self, every: float) -> None:
+        while not self.stopping.wait(every):
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.thread.join()
+        self.db.close()
 
 
 @contextmanager
