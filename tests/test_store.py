@@ -665,8 +665,8 @@ def test_a_reader_holding_a_transaction_does_not_stall_a_commit(tmp_path: Path) 
 @pytest.mark.skipif(UNDER_FAKETIME, reason="the checkpointer's timed wait between checkpoints never ends under "
                     "libfaketime (a deadline on a faked clock); a bulk build then falls back on its autocheckpoint")
 def test_a_checkpointer_copies_the_wal_back_while_its_writer_writes(tmp_path: Path) -> None:
-    """`Checkpointer` (a bulk index build's): the WAL's pages reach the file with no checkpoint by the writer, whose
-    later commits then start the WAL over instead of growing it."""
+    """`Checkpointer` (a bulk index build's): the WAL's pages reach the file with no checkpoint by the writer, which
+    goes on writing; `close` stops the thread."""
     from chartgw.store.connect import Checkpointer, connect, transaction
 
     path = tmp_path / "file.sqlite"
@@ -684,10 +684,8 @@ def test_a_checkpointer_copies_the_wal_back_while_its_writer_writes(tmp_path: Pa
             while path.stat().st_size < 2_000_000:
                 assert time.monotonic() < deadline, "the WAL was not copied back"
                 time.sleep(0.01)
-            wal = path.with_name(path.name + "-wal").stat().st_size
-            with transaction(db):
+            with transaction(db):  # the writer goes on meanwhile
                 db.executemany("INSERT INTO t (body) VALUES (?)", [("y" * 200,)] * 100)
-            assert path.with_name(path.name + "-wal").stat().st_size <= wal  # written over from its start
         finally:
             checkpoints.close()
         assert not checkpoints.thread.is_alive()
