@@ -385,6 +385,15 @@ def publish(staging: Path, path: Path, mode: int | None = None) -> None:
         os.close(dir_fd)
 
 
+def overdue(behind_since: float | None, now: float, stall_seconds: float, stalled: int) -> tuple[float, float | None]:
+    """Since when something has been behind (from `now` if it was not, or if the clock went back), and how long,
+    once that is `stall_seconds` or more, doubled for each stall in a row (`stalled`, up to 8 times); None before."""
+    if behind_since is None or now < behind_since:
+        behind_since = now
+    waited = now - behind_since
+    return behind_since, waited if waited >= stall_seconds * 2 ** min(stalled, 3) else None
+
+
 @dataclass
 class Shipping:
     """Whether the writer's Litestream keeps shipping one file: it stopped when SQLite published commits of the file
@@ -414,10 +423,8 @@ class Shipping:
             if wal is not None:
                 self.behind_since = None
             return None
-        if self.behind_since is None or now < self.behind_since:
-            self.behind_since = now
-        waited = now - self.behind_since
-        if waited < stall_seconds * 2 ** min(self.stalled, 3):
+        self.behind_since, waited = overdue(self.behind_since, now, stall_seconds, self.stalled)
+        if waited is None:
             return None
         self.stalled += 1
         self.behind_since = None
@@ -458,10 +465,8 @@ class Follower(Supervised):
             if applied is not None and writer_at is not None:
                 self.stalled = 0
             return None
-        if self.behind_since is None or now < self.behind_since:
-            self.behind_since = now
-        waited = now - self.behind_since
-        if waited < stall_seconds * 2 ** min(self.stalled, 3):
+        self.behind_since, waited = overdue(self.behind_since, now, stall_seconds, self.stalled)
+        if waited is None:
             return None
         return (f"stalled: applied transaction {applied:016x} while the writer is at {writer_at:016x}, nothing "
                 f"applied for {int(waited)} s: restored afresh")
