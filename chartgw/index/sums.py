@@ -6,9 +6,8 @@ end at once), then copied in, in key order. A bulk build writes each group's cha
 priority, in the CPU time the writer and the readers leave; the rest while the writer keeps the run's identity
 links. The 10M-row benchmark's sums took 8.3 s of the writer's time, then (one process at the end) kept the writer
 waiting 3.5 s after its links; in parts (/streaming's charts first), the writer does not wait for them, and copying
-the parts in takes 0.8-1.3 s. (A thread
-would not do: each artist's statement waited for the GIL the linking held. Sums of each group at the same priority
-as the readers took the CPU the next groups' readers needed.)
+the parts in takes 0.8-1.3 s. (A thread would not do: each artist's statement waited for the GIL the linking held.
+Sums of each group at the readers' priority took the CPU the next groups' readers needed.)
 """
 
 from __future__ import annotations
