@@ -197,7 +197,7 @@ def write_batch(db: sqlite3.Connection, run: Run, source: str, batch: list[Any],
     for chart, market, chart_date, rank, hours, mask, snapshot_id, slot in batch:
         if slots is not None:
             slot = slots[slot]
-        if chart is not last_chart or market != last_market:
+        if chart != last_chart or market != last_market:  # by value: a prefetched batch's strings are each its own
             last_chart, last_market = chart, market
             chart_id = charts.get((source, chart, market)) or _chart_id(db, run, source, chart, market)
         if slot[OWNER] is not token:
@@ -210,7 +210,7 @@ def write_batch(db: sqlite3.Connection, run: Run, source: str, batch: list[Any],
                 id_keys.update((kind, value, credit.single)
                                for kind, value in zip(ID_COLUMNS, slot[KEY][3][:_SPEC_IDS], strict=True) if value)
         track_id = slot[TRACK_ID]
-        if day[0] != chart_id or day[1] is not chart_date:
+        if day[0] != chart_id or day[1] != chart_date:
             day = (chart_id, chart_date)
             found = days.get(day)
             if found is None:
