@@ -176,6 +176,14 @@ def test_the_writers_litestream_has_stopped_when_sqlite_commits_and_it_makes_not
     assert ship.watch(5, (14, b"salt0001"), 140.0, 10) is None and ship.stalled == 0  # it moved: counted from one again
     assert ship.watch(5, (2, b"salt0002"), 141.0, 10) is None and ship.watch(6, (2, b"salt0002"), 160.0, 10) is None
     assert ship.behind_since is None  # it keeps up (a WAL restarted under a new salt is a commit like any other)
+    # Litestream saying what is wrong (an object store it cannot reach) is not silent: no restart would mend it.
+    assert all(ship.watch(6, (frame, b"salt0002"), 200.0 + frame, 10, complaining=True) is None for frame in range(50))
+    assert ship.watch(6, (60, b"salt0002"), 260.0, 10) is None and ship.watch(6, (61, b"salt0002"), 269.0, 10) is None
+    assert ship.watch(6, (62, b"salt0002"), 278.0, 10) is None  # quiet again: counted from the commit after (269)
+    assert ship.watch(6, (63, b"salt0002"), 279.0, 10) is not None  # and still nothing shipped
+    # Nor before Litestream made anything of the file (it never reached the store).
+    fresh = Shipping()
+    assert all(fresh.watch(None, (frame, b"salt0003"), float(frame), 10) is None for frame in range(100))
 
 
 FAKE_LITESTREAM = """\

@@ -278,10 +278,14 @@ def replicate(stop: threading.Event, settings: Settings, clock: Callable[[], flo
     suspects: dict[str, int] = {}
     refold: set[str] = set()
 
+    complained = float("-inf")
+
     def on_line(line: str) -> None:
+        nonlocal complained
         fields = log_fields(line)
         if fields.get("level") == "ERROR":
-            unit.note_error(f"{fields.get('msg', '')}: {fields.get('err', '')}".strip(": "), clock())
+            complained = clock()
+            unit.note_error(f"{fields.get('msg', '')}: {fields.get('err', '')}".strip(": "), complained)
 
     try:
         while not stop.is_set():
@@ -308,9 +312,11 @@ def replicate(stop: threading.Event, settings: Settings, clock: Callable[[], flo
                         suspects[file.name] = suspects.get(file.name, 0) + 1
                     else:
                         suspects.pop(file.name, None)
+                complaining = now - complained < stall_seconds
                 stopped = {file.name: why for file in every if file.name in files
                            and (why := shipping.setdefault(file.name, Shipping()).watch(
-                               position(file.path), walcheck.published(file.path), now, stall_seconds)) is not None}
+                               position(file.path), walcheck.published(file.path), now, stall_seconds,
+                               complaining=complaining)) is not None}
                 if broken := sorted(name for name, looks in suspects.items() if looks >= 2):
                     unit.note_error(f"litestream stopped shipping {', '.join(broken)}: it shipped a transaction "
                                     "SQLite never committed (a writer killed in its commit); restarted on the file "
@@ -411,9 +417,16 @@ class Shipping:
     stalled: int = 0
     """Stalls in a row (reset once it moves again): each waits twice as long, as a follower's do."""
 
-    def watch(self, txid: int | None, wal: tuple[int, bytes] | None, now: float, stall_seconds: float) -> str | None:
+    def watch(self, txid: int | None, wal: tuple[int, bytes] | None, now: float, stall_seconds: float, *,
+              complaining: bool = False) -> str | None:
         """Whether Litestream stopped shipping the file, given its newest transaction and the WAL index's published
-        end now (None: a writer holds the lock, so nothing is told). Returns why, when so."""
+        end now (None: a writer holds the lock, so nothing is told). Not before Litestream made a first transaction
+        of the file (an object store it cannot reach from the start), nor while it is `complaining` (it logged an
+        error within the stall time: it is not silent, and a restart would not mend what it says). Returns why,
+        when so."""
+        if txid is None or complaining:
+            self.txid, self.wal, self.behind_since = txid, None, None
+            return None
         if txid != self.txid or self.wal is None:
             if txid != self.txid and self.txid is not None:
                 self.stalled = 0
