@@ -323,6 +323,9 @@ def replicate(stop: threading.Event, settings: Settings, clock: Callable[[], flo
                                     "checkpointed", now)
                 elif stopped:
                     broken = sorted(stopped)
+                    for name, ship in shipping.items():  # behind too (an outage): they wait as long before the next
+                        if name not in stopped and ship.behind_since is not None:
+                            ship.stalled += 1
                     unit.note_error(f"litestream {', '.join(f'{name}: {why}' for name, why in sorted(stopped.items()))}", now)
                 if broken:
                     unit.state.restarts += 1
