@@ -208,9 +208,7 @@ def _end_run(db: sqlite3.Connection, run: Run, path: Path, *, sums: ArtistSums |
     finally:
         if sums is not None:
             sums.close()
-        if run.checkpoints is not None:
-            run.checkpoints.close()
-            run.checkpoints = None
+        _stop_checkpoints(run)  # before the last checkpoint, which is the writer's
     if run.bulk:
         create_deferred(db)
         db.execute(q.SYNCED.sql)
@@ -218,6 +216,12 @@ def _end_run(db: sqlite3.Connection, run: Run, path: Path, *, sums: ArtistSums |
         checkpoint(db)
     else:
         db.execute(q.PASSIVE_CHECKPOINT.sql)
+
+
+def _stop_checkpoints(run: Run) -> None:
+    if run.checkpoints is not None:
+        run.checkpoints.close()
+        run.checkpoints = None
 
 
 def _start_reader(db: sqlite3.Connection, run: Run, group: Group, batch: int, settings: Settings) -> None:
@@ -282,11 +286,10 @@ def index_all(groups: Iterable[Group] | None = None, *, settings: Settings, now:
                     reader.stop()
             # Not after an interruption: the next run finishes what this one left.
             _end_run(db, run, path, sums=sums)
-        finally:
+        finally:  # after an interruption too
             if sums is not None:
                 sums.close()
-            if run.checkpoints is not None:
-                run.checkpoints.close()
+            _stop_checkpoints(run)
         return results
     finally:
         db.close()

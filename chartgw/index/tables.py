@@ -177,6 +177,9 @@ SYNCED = Query("index synced", "PRAGMA synchronous=FULL")
 BULK_AUTOCHECKPOINT = Query("index bulk autocheckpoint", f"PRAGMA wal_autocheckpoint={BULK_CHECKPOINT_PAGES}")
 AUTOCHECKPOINT = Query("index autocheckpoint", "PRAGMA wal_autocheckpoint=1000")
 PASSIVE_CHECKPOINT = Query("index passive checkpoint", "PRAGMA wal_checkpoint(PASSIVE)")
+_SUMMED = ("SELECT artist_id, chart_id, track_id, count(*), min(chart_date), max(chart_date), min(rank)"
+           " FROM appearance_artists")
+"""`artist_tracks`' columns summed from an artist's rows (its WHERE and GROUP BY are the statement's)."""
 ARTIST_IDS = Query("index artist ids", "SELECT id FROM artists")
 CLEAR_ARTIST_TRACKS = Query("index clear artist sums", "DELETE FROM artist_tracks")
 ARTIST_SUMS_SCRIPT = ("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
@@ -186,8 +189,7 @@ a connection with both files finds each table by its name alone."""
 ATTACH_ASIDE = Query("index attach the other file", "ATTACH DATABASE ? AS aside")
 """The sums' connection attaches the index, the index's writer the sums: each then names the other's tables alone."""
 DETACH_ASIDE = Query("index detach the other file", "DETACH DATABASE aside")
-SUM_ARTIST_ASIDE = Query("index sum one artist", "INSERT INTO artist_sums SELECT artist_id, chart_id, track_id, count(*),"
-                         " min(chart_date), max(chart_date), min(rank) FROM appearance_artists WHERE artist_id = ?1"
+SUM_ARTIST_ASIDE = Query("index sum one artist", f"INSERT INTO artist_sums {_SUMMED} WHERE artist_id = ?1"
                          " AND chart_id >= ?2 AND chart_id < ?3 GROUP BY chart_id, track_id")
 """One artist's sums on the charts numbered from ?2 up to ?3 (`chartgw.index.sums` sums a bulk build in parts)."""
 NEXT_CHART_ID = Query("index next chart id", "SELECT coalesce(max(id), 0) + 1 FROM charts")
@@ -234,8 +236,7 @@ ADD_ARTIST_TRACKS = Query("index add artist sums", "INSERT INTO artist_tracks VA
                           " SET rows = rows + excluded.rows, first_date = min(first_date, excluded.first_date),"
                           " last_date = max(last_date, excluded.last_date), best_rank = min(best_rank, excluded.best_rank)")
 RECOUNT_CLEAR = Query("index recount clear", "DELETE FROM artist_tracks WHERE artist_id = ? AND chart_id = ? AND track_id = ?")
-RECOUNT = Query("index recount", "INSERT INTO artist_tracks SELECT artist_id, chart_id, track_id, count(*), min(chart_date),"
-                " max(chart_date), min(rank) FROM appearance_artists WHERE artist_id = ? AND chart_id = ?"
+RECOUNT = Query("index recount", f"INSERT INTO artist_tracks {_SUMMED} WHERE artist_id = ? AND chart_id = ?"
                 " AND track_id = ? GROUP BY artist_id, chart_id, track_id")
 ADD_LINKS = Query("index artist links", "INSERT OR IGNORE INTO artist_links VALUES (?, ?)")
 ADD_ID_KEYS = Query("index id keys", "INSERT OR IGNORE INTO id_keys VALUES (?, ?, ?)")
