@@ -178,6 +178,9 @@ class Process:
         self.on_line = on_line
         self.settings = settings
         self.proc: subprocess.Popen[str] | None = None
+        self.stopping = False
+        """Set by `stop`: what the process says from then on is about being stopped (Litestream logs "failed to close
+        database" as it goes), and must not take the place of why it was."""
 
     def start(self) -> None:
         # The command's settings as its environment: the configuration names CHARTGW_REPLICA_S3_* for Litestream
@@ -189,12 +192,14 @@ class Process:
     def _read(self, proc: subprocess.Popen[str]) -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
-            self.on_line(line.rstrip("\n"))
+            if not self.stopping:
+                self.on_line(line.rstrip("\n"))
 
     def exited(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
 
     def stop(self) -> None:
+        self.stopping = True
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             with contextlib.suppress(ProcessLookupError):
