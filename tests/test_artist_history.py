@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from chartgw.api.group import EntryMapping
 from chartgw.core.clock import fixed
 from chartgw.crawl.context import Context
 from chartgw.demo import artist_history as ah_demo
@@ -29,6 +30,7 @@ from chartgw.index.artist_history import query
 from chartgw.index.artist_history.plot import PLOT_MAX_LINES
 from chartgw.index.sums import ArtistSums
 from chartgw.store import FetchLogRow, NewSnapshot, SnapshotWriter, StoredEntry
+from chartgw.store import tables as store_tables
 from tests import fixtures
 from tests.fixtures import FIXED_NOW, KEY_HEADERS, client, copy_data, data_dir, environment
 from tests.fixtures import settings as run_settings
@@ -210,6 +212,40 @@ def test_a_second_reader_process_builds_the_same_rows(all_groups_data: Path, tmp
     assert all(r.error is None for r in results) and len(started) >= 3  # several groups read by a second process
     assert readers["korea-chart"] == source.SUB_DAILY_READERS == 2 and readers["streaming"] == 1
     assert table_rows(path) == indexed_rows
+
+
+@pytest.mark.parametrize("kept", [source._MADE_MAX, 1])
+def test_entries_alike_are_made_once_per_kind_of_target(tmp_path: Path, kept: int,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader keeps what each record's fields were made into (`source._MADE`), by what else than the record its
+    entry depends on: the same record on two charts takes each chart's market, its ids only where the mapping reads
+    them, its platform id only on that platform's charts; a field holding an array in an array is read, not kept.
+    Each row is what reading its record alone makes (with a memory of one entry, forgotten at every entry, too)."""
+    monkeypatch.setattr(source, "_MADE_MAX", kept)
+    mapping = EntryMapping(market="target:1", ids={"isrc": "isrc"}, ids_targets=("songs/*",),
+                           platform_ids=(("songs/kr", "melon_song", "song_id"),))
+    record = {"rank": 1, "title": "Love wins all", "artist": "IU", "artists": ["IU"], "isrc": "KRA382400001",
+              "song_id": 37145732}
+    nested = {**record, "rank": 2, "title": "Odd", "artists": [["IU"], "V"]}
+    targets = ("songs/kr", "songs/jp", "albums/kr", "songs/kr")
+    for target in targets:
+        add_snapshot(tmp_path, "g", target, "2026-11-20", None, [record, nested, {"rank": 3, "artist": ""}])
+    with closing(sqlite3.connect(tmp_path / "g.sqlite")) as src:
+        pending = src.execute(store_tables.SNAPSHOTS_AFTER.sql, (0, 10)).fetchall()
+        rows = source.read_batch(src, mapping, pending)
+    ids_of = source._ids_maker(mapping)
+    expected = []
+    for target in targets[:3]:
+        for one in (record, nested):
+            entry = mapping.read(target, json.loads(json.dumps(one)))
+            assert entry is not None
+            key = (entry.artist, entry.title, tuple(entry.artists), ids_of(entry.ids) if entry.ids else source._NO_IDS)
+            expected.append((target, entry.market, key))
+    assert [(chart, market, row[4][source.KEY]) for chart, market, _, row in rows] == expected
+    assert [row[3] for *_, row in rows] == [pending[3][0]] * 2 + [pending[1][0]] * 2 + [pending[2][0]] * 2
+    keys = [key for *_, key in expected]
+    assert keys[0][3] != keys[2][3] != keys[4][3] and keys[4][3] == source._NO_IDS  # kr: isrc and Melon; jp: isrc
+    assert keys[1][2] == ("V",)  # the nested array is not an artist
 
 
 def test_a_readers_backlog_is_bounded_in_bytes() -> None:

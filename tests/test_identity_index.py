@@ -12,7 +12,7 @@ import pytest
 from chartgw.groups import GROUPS
 from chartgw.index import artist_history as ah
 from chartgw.index import history as index
-from chartgw.index.credits import track_key
+from chartgw.index.credits import credit_keys, track_key
 from tests.fixtures import copy_data
 from tests.fixtures import settings as run_settings
 from tests.test_artist_history import add_snapshot, build_index
@@ -120,6 +120,18 @@ ONE_LAYER = ("SELECT (SELECT count(*) FROM variants v LEFT JOIN identity_links l
 """Variants whose track is not their recording, and rows whose variant (the form they show) is another track's."""
 
 
+def _keys_of_rows(path: Path) -> list[tuple[Any, ...]]:
+    """(row id, artist key, date, chart, track, rank) of every artist key row of the index, and the same made from
+    each row's variant (as it shows): they must be one list."""
+    stored = rows(path, "SELECT k.row_id, r.key, k.chart_date, k.chart_id, k.track_id, k.rank FROM appearance_artists k"
+                        " JOIN artists r ON r.id = k.artist_id")
+    made = [(row_id, key, *rest) for row_id, credits, *rest in rows(path, "SELECT a.id, v.credits, a.chart_date,"
+            " a.chart_id, a.track_id, a.rank FROM appearances a JOIN variants v ON v.id = a.variant_id")
+            for key in credit_keys(credits)]
+    assert sorted(stored) == sorted(made)
+    return stored
+
+
 def _day(path: Path, chart: str, day: str) -> list[tuple[Any, ...]]:
     return rows(path, "SELECT v.title, a.rank, a.hours, l.recording, a.track_id FROM appearances a"
                       " JOIN charts c ON c.id = a.chart_id JOIN variants v ON v.id = a.variant_id"
@@ -185,6 +197,8 @@ def test_row_forms_of_one_recording_in_one_snapshot_keep_the_best_rank(tmp_path:
     assert [r[:3] for r in _day(path, "portal-a/realtime", "2026-06-03")] == [("Love poem (러브 포엠)", 2, 1)]
     assert [r[:3] for r in _day(path, "portal-a/realtime", "2026-06-04")] == [("Love Poem", 3, 1)]
     assert rows(path, ONE_LAYER) == [(0,)]
+    # A row's artist keys are its shown form's, at its rank, however many forms a batch folded into it.
+    assert {key for _, key, *_ in _keys_of_rows(path)} == {*credit_keys('["IU"]'), *credit_keys('["아이유"]')}
 
 
 def test_two_indexers_at_once_keep_tracks_and_links_one(all_groups_data: Path, tmp_path: Path) -> None:

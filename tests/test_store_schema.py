@@ -53,7 +53,7 @@ def _rooms() -> list[tuple[str, tuple[Table, ...], tuple[Query, ...], str]]:
     rooms += [(group.name, (*tables.TABLES, *group.storage.tables), group.storage.queries, "") for group in GROUPS]
     rooms += [("artist-history index", (tables.FETCH_LOG,), (*index_tables.QUERIES, *IDENTITY_QUERIES, *INCLUDE_QUERIES,
                                                                 *ENRICH_QUERIES),
-               index_tables.CREATE + index_tables.ARTIST_SUMS_SCRIPT),
+               index_tables.CREATE + index_tables.ARTIST_SUMS_SCRIPT + index_tables.VARIANT_ARTISTS.sql + ";"),
               ("keys", KEY_TABLES, KEY_QUERIES, ""),
               ("hooks", HOOK_TABLES, HOOK_QUERIES, ""),
               ("heartbeat", (litestream.BEAT,), (litestream.BEAT_NOW, litestream.LAST_BEAT), "")]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatch
@@ -148,18 +148,30 @@ class EntryMapping:
     @property
     def record_type(self) -> type[msgspec.Struct]:
         """A stored entry record as the index reads it: only the fields this mapping reads."""
-        return _record_type(self._fields)
+        return _record_type(self._fields, self.artists)
 
     @property
     def decode(self) -> Callable[[str | bytes], msgspec.Struct]:
         """An entry record's JSON to a `record_type` (skipping every other field: a third of the time of decoding the
         record to a dict, with the reading below half that of a dict's); `msgspec.DecodeError` for anything else."""
-        return _decoder(self._fields)
+        return _decoder(self._fields, self.artists)
 
     def read(self, target: str, record: dict[str, Any]) -> MappedEntry | None:
         """The entry as the index takes it; None for a target that holds no chart entries or an entry
         without an artist."""
         return self.reader(target)(msgspec.convert(record, self.record_type))
+
+    def reading(self, target: str) -> tuple[Callable[[Any], MappedEntry | None], Hashable, str | None]:
+        """`reader(target)`; what else than a record its entries depend on (`reader` reads a record alike for every
+        target alike in it, but for the market); and the market of all of them when it is the target's (None: each
+        record's)."""
+        read = self.reader(target)
+        if any(fnmatch(target, pattern) for pattern in self.skip_targets):
+            return read, None, None
+        market = self._market(target)
+        alike = (any(fnmatch(target, pattern) for pattern in self.ids_targets),
+                 next(((kind, name) for pattern, kind, name in self.platform_ids if fnmatch(target, pattern)), None))
+        return read, alike, market if isinstance(market, str) else None
 
     def reader(self, target: str) -> Callable[[Any], MappedEntry | None]:
         """`read` for the entries of one target, each a `record_type` (`decode`), with what depends on the target
@@ -179,7 +191,7 @@ class EntryMapping:
             if artist is None:
                 return None
             credited = artists_of(record) if artists_of is not None else None
-            artists = [a for a in credited if isinstance(a, str) and a] if isinstance(credited, list) else []
+            artists = [a for a in credited if isinstance(a, str) and a] if isinstance(credited, tuple) else []
             found = {kind: str(value) for kind, of in ids if (value := of(record)) is not None and value != ""}
             _add_platform_id(found, platform, record)
             return MappedEntry(artist, artists or [artist], title_of(record),
@@ -228,15 +240,21 @@ class EntryMapping:
         return lambda record: str(of(record) or "")
 
 
+_LISTED = tuple[Any, ...] | str | int | float | bool | dict[Any, Any] | None
+"""The credited artists' field of a `record_type`: any JSON value, an array as a tuple (so that a record's fields can
+key what the index made of them: `chartgw.index.source.read_batch`)."""
+
+
 @cache
-def _record_type(fields: tuple[str, ...]) -> type[msgspec.Struct]:
-    return msgspec.defstruct("Record", [(f"f{n}", Any, None) for n in range(len(fields))],
+def _record_type(fields: tuple[str, ...], listed: str | None) -> type[msgspec.Struct]:
+    return msgspec.defstruct("Record", [(f"f{n}", _LISTED if name == listed else Any, None)
+                                        for n, name in enumerate(fields)],
                              rename={f"f{n}": name for n, name in enumerate(fields)}, gc=False)
 
 
 @cache
-def _decoder(fields: tuple[str, ...]) -> Callable[[str | bytes], msgspec.Struct]:
-    return msgspec.json.Decoder(_record_type(fields)).decode
+def _decoder(fields: tuple[str, ...], listed: str | None) -> Callable[[str | bytes], msgspec.Struct]:
+    return msgspec.json.Decoder(_record_type(fields, listed)).decode
 
 
 @cache

@@ -216,9 +216,15 @@ NEXT_ROW_ID = Query("index next row id", "SELECT value FROM meta WHERE name = 'n
 SET_NEXT_ROW_ID = Query("index set next row id", "UPDATE meta SET value = ? WHERE name = 'next_row_id'")
 SELECT_DAY = Query("index chart day", "SELECT track_id, id, rank, hours, hour_mask, snapshot_id, variant_id FROM appearances"
                                       " WHERE chart_id = ? AND chart_date = ?")
-INSERT = Query("index insert rows", "INSERT INTO appearances (chart_id, chart_date, track_id, id, rank, hours, hour_mask,"
-               " snapshot_id, variant_id) VALUES (?, ?, ?, ?, ?, NULLIF(?, 0), NULLIF(?, 0), ?, ?)")
+_INSERT = ("INSERT INTO appearances (chart_id, chart_date, track_id, id, rank, hours, hour_mask, snapshot_id, variant_id)"
+           " VALUES ")
+_ROW = "(?, ?, ?, ?, ?, NULLIF(?, 0), NULLIF(?, 0), ?, ?)"
 """Python binds 0 far faster than None: no hours is written as 0 and stored NULL."""
+INSERT = Query("index insert rows", _INSERT + _ROW)
+ROWS_A_STATEMENT = 100
+"""Rows in one `INSERT_ROWS`: Python's `executemany` spends about 0.6 us a statement of its own, more than SQLite
+takes to insert a row (1M rows: 1.37 CPU s one a statement, 0.75 a hundred)."""
+INSERT_ROWS = Query("index insert rows a hundred at a time", _INSERT + ", ".join([_ROW] * ROWS_A_STATEMENT))
 UPDATE = Query("index update rows", "UPDATE appearances SET rank = ?, hours = NULLIF(?, 0), hour_mask = NULLIF(?, 0),"
                " snapshot_id = ?, variant_id = ? WHERE chart_id = ? AND chart_date = ? AND track_id = ?")
 _NULLIF = "NULLIF(?, '')"
@@ -228,6 +234,21 @@ INSERT_VARIANT = Query("index insert variants",
                        f" VALUES (?, ?, ?, {_NULLIF}, ?, ?, {', '.join([_NULLIF] * len(VARIANT_ID_COLUMNS))})")
 INSERT_ARTISTS = Query("index insert artists", "INSERT INTO artists (id, key) VALUES (?, ?)")
 INSERT_TRACKS = Query("index insert tracks", "INSERT INTO tracks (id, track_key) VALUES (?, ?)")
+VARIANT_ARTISTS = Query("index run variant artists", "CREATE TEMP TABLE IF NOT EXISTS variant_artists ("
+                        "variant_id INTEGER NOT NULL, artist_id INTEGER NOT NULL, PRIMARY KEY (variant_id, artist_id))"
+                        " WITHOUT ROWID")
+"""The artist keys of each variant a run has met (on the writer's connection alone): what a batch's new rows'
+`appearance_artists` rows are made from in SQL (`KEYS_OF_NEW_ROWS`). Python's `sqlite3` binding each of 11.8M key
+rows of the 10M-row build (6 parameters) cost 1.4 us a row more than SQLite making them."""
+FORGET_VARIANT_ARTISTS = Query("index run forget variant artists", "DELETE FROM temp.variant_artists")
+VARIANT_ARTIST = Query("index run variant artist", "INSERT OR IGNORE INTO temp.variant_artists VALUES (?, ?)")
+KEYS_OF_NEW_ROWS = Query("index artist keys of new rows",
+                         "INSERT OR REPLACE INTO appearance_artists SELECT k.artist_id, a.chart_date, a.id, a.chart_id,"
+                         " a.track_id, a.rank FROM json_each(?1) d CROSS JOIN appearances a ON a.chart_id = d.value ->> 0"
+                         " AND a.chart_date = d.value ->> 1 JOIN temp.variant_artists k ON k.variant_id = a.variant_id"
+                         " WHERE a.id >= ?2 ORDER BY 1, 2, 3")
+"""The key rows of a batch's new rows (their ids from ?2 up, on the batch's chart days ?1, a JSON list of [chart id,
+date]), in key order: each insert lands near the last in `appearance_artists` (keyed by artist first)."""
 KEYS_IN = Query("index artist keys in", "INSERT OR REPLACE INTO appearance_artists VALUES (?, ?, ?, ?, ?, ?)")
 KEYS_SET = Query("index artist keys rank", "UPDATE appearance_artists SET rank = ? WHERE artist_id = ? AND chart_date = ?"
                                            " AND row_id = ?")
