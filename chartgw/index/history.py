@@ -186,6 +186,7 @@ def _begin_run(db: sqlite3.Connection) -> Run:
         db.execute(q.ARTIST_TRACKS_STALE.sql)
     run.lyrics = {k: (s, a) for k, s, a in db.execute(q.RESOLVED_LYRICS.sql)}
     db.execute((q.BULK_CACHE if bulk else q.RUN_CACHE).sql)
+    db.execute(q.TEMP_CACHE.sql)
     if bulk:
         for drop in q.DROP_DEFERRED:
             db.execute(drop.sql)

@@ -170,6 +170,9 @@ ARTIST_TRACKS_OK = Query("index artist sums ok", "UPDATE meta SET value = 'ok' W
 RESOLVED_LYRICS = Query("index resolved lyrics", "SELECT track_key, song_id, artist_id FROM lyrics_lookups"
                                                  " WHERE song_id IS NOT NULL")
 BULK_CACHE = Query("index bulk cache", f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
+TEMP_CACHE = Query("index run temp cache", f"PRAGMA temp.cache_size=-{CACHE_KIB}")
+"""The temporary tables' page cache (2 MB by default): `VARIANT_ARTISTS` is read for every new row (10M rows' key rows
+made from 230k variants: 4.3 CPU s a 2M-row sample against 5.1 with the default)."""
 RUN_CACHE = Query("index run cache", f"PRAGMA cache_size=-{CACHE_KIB}")
 UNSYNCED = Query("index bulk unsynced", "PRAGMA synchronous=OFF")
 """Process-kill safe in WAL mode; after a power cut, rebuild."""
