@@ -262,7 +262,8 @@ _MADE: dict[tuple[int, Hashable], tuple[EntryMapping, dict[tuple[Any, ...], Made
 """(id(mapping), what of a target its reading depends on: `EntryMapping.reading`) -> (the mapping, held so that its
 id stays its own; a record's fields as decoded -> what its entry was made into): a track recurs in every snapshot of
 a chart, and making its variant key (`MappedEntry`, the ids, the key's tuples) and looking its slot up took 2.8 us
-of a /streaming entry's 4.5 in the reader, the fields' tuple looked up 1. Forgotten with the slots (`_forget`)."""
+of a /streaming entry's 4.5 in the reader, the fields' tuple looked up 1. Forgotten with the slots (`_forget`). Fields
+compare as Python compares them: an id of 1 and one of 1.0 in one field make the first met's key."""
 _MADE_MAX = 500_000
 _made_size = [0]
 KEY, TRACK_KEY, CREDIT, OWNER, VARIANT_ID, TRACK_ID, NOTED, ARTISTS = range(8)
