@@ -219,17 +219,19 @@ def test_entries_alike_are_made_once_per_kind_of_target(tmp_path: Path, kept: in
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A reader keeps what each record's fields were made into (`source._MADE`), by what else than the record its
     entry depends on: the same record on two charts takes each chart's market, its ids only where the mapping reads
-    them, its platform id only on that platform's charts; a field holding an array in an array is read, not kept.
+    them, its platform id only on that platform's charts, and none on a target of no chart entries; a field holding
+    an array in an array is read, not kept.
     Each row is what reading its record alone makes (with a memory of one entry, forgotten at every entry, too)."""
     monkeypatch.setattr(source, "_MADE_MAX", kept)
     mapping = EntryMapping(market="target:1", ids={"isrc": "isrc"}, ids_targets=("songs/*",),
-                           platform_ids=(("songs/kr", "melon_song", "song_id"),))
+                           platform_ids=(("songs/kr", "melon_song", "song_id"),), skip_targets=("catalogue",))
     record = {"rank": 1, "title": "Love wins all", "artist": "IU", "artists": ["IU"], "isrc": "KRA382400001",
               "song_id": 37145732}
     nested = {**record, "rank": 2, "title": "Odd", "artists": [["IU"], "V"]}
     targets = ("songs/kr", "songs/jp", "albums/kr", "songs/kr")
     for target in targets:
         add_snapshot(tmp_path, "g", target, "2026-11-20", None, [record, nested, {"rank": 3, "artist": ""}])
+    add_snapshot(tmp_path, "g", "catalogue", "2026-11-20", None, [record])  # no chart entries: no row
     with closing(sqlite3.connect(tmp_path / "g.sqlite")) as src:
         pending = src.execute(store_tables.SNAPSHOTS_AFTER.sql, (0, 10)).fetchall()
         rows = source.read_batch(src, mapping, pending)

@@ -161,17 +161,16 @@ class EntryMapping:
         without an artist."""
         return self.reader(target)(msgspec.convert(record, self.record_type))
 
-    def reading(self, target: str) -> tuple[Callable[[Any], MappedEntry | None], Hashable, str | None]:
+    def reading(self, target: str) -> tuple[Callable[[Any], MappedEntry | None], Hashable, str | None] | None:
         """`reader(target)`; what else than a record its entries depend on (`reader` reads a record alike for every
         target alike in it, but for the market); and the market of all of them when it is the target's (None: each
-        record's)."""
-        read = self.reader(target)
+        record's). None for a target that holds no chart entries."""
         if any(fnmatch(target, pattern) for pattern in self.skip_targets):
-            return read, None, None
+            return None
         market = self._market(target)
         alike = (any(fnmatch(target, pattern) for pattern in self.ids_targets),
                  next(((kind, name) for pattern, kind, name in self.platform_ids if fnmatch(target, pattern)), None))
-        return read, alike, market if isinstance(market, str) else None
+        return self.reader(target), alike, market if isinstance(market, str) else None
 
     def reader(self, target: str) -> Callable[[Any], MappedEntry | None]:
         """`read` for the entries of one target, each a `record_type` (`decode`), with what depends on the target

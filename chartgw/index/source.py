@@ -334,11 +334,14 @@ def read_batch(src: sqlite3.Connection, mapping: EntryMapping, snapshots: list[t
     """The entries of `snapshots` (consecutive ids of one group) folded into rows, by the rules of `fold`."""
     plan: dict[int, tuple[Any, ...]] = {}
     for snapshot_id, target, chart_date, chart_hour, fetched_at in snapshots:
+        reading = mapping.reading(target)
+        if reading is None:
+            continue  # no chart entries: its entries are skipped
         hour_mask = 0
         if mapping.is_sub_daily(target):
             hour = chart_hour if chart_hour is not None else int(str(fetched_at)[11:13])
             hour_mask = 1 << int(hour)
-        reader, alike, market = mapping.reading(target)
+        reader, alike, market = reading
         plan[snapshot_id] = (str(target).partition("@")[0], hour_mask, reader, chart_date, _made(mapping, alike),
                              None if market is None else market or "global")
     decode, ids_of, unseen = mapping.decode, _ids_maker(mapping), _UNSEEN
