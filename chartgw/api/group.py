@@ -164,26 +164,27 @@ class EntryMapping:
     def reading(self, target: str) -> tuple[Callable[[Any], MappedEntry | None], Hashable, str | None] | None:
         """`reader(target)`; what else than a record its entries depend on (`reader` reads a record alike for every
         target alike in it, but for the market); and the market of all of them when it is the target's (None: each
-        record's). None for a target that holds no chart entries."""
+        record's). None for a target that holds no chart entries. What depends on the target alone is decided once
+        (the index reads millions of entries of a few thousand targets)."""
         if any(fnmatch(target, pattern) for pattern in self.skip_targets):
             return None
+        carries_ids = any(fnmatch(target, pattern) for pattern in self.ids_targets)
+        platform = self._platform(target)
         market = self._market(target)
-        alike = (any(fnmatch(target, pattern) for pattern in self.ids_targets),
-                 next(((kind, name) for pattern, kind, name in self.platform_ids if fnmatch(target, pattern)), None))
-        return self.reader(target), alike, market if isinstance(market, str) else None
+        return self._reader(carries_ids, platform, market), (carries_ids, platform), \
+            market if isinstance(market, str) else None
 
     def reader(self, target: str) -> Callable[[Any], MappedEntry | None]:
-        """`read` for the entries of one target, each a `record_type` (`decode`), with what depends on the target
-        alone decided once (the index reads millions of entries of a few thousand targets)."""
-        if any(fnmatch(target, pattern) for pattern in self.skip_targets):
-            return lambda record: None
+        """`read` for the entries of one target, each a `record_type` (`decode`)."""
+        found = self.reading(target)
+        return (lambda record: None) if found is None else found[0]
+
+    def _reader(self, carries_ids: bool, platform: tuple[str, Callable[[Any], Any]] | None,
+                market: str | Callable[[Any], str]) -> Callable[[Any], MappedEntry | None]:
         field = self._field
-        ids = tuple((kind, field(name)) for kind, name in self.ids.items()) \
-            if any(fnmatch(target, pattern) for pattern in self.ids_targets) else ()
-        platform = self._platform(target)
+        ids = tuple((kind, field(name)) for kind, name in self.ids.items()) if carries_ids else ()
         artist_of, title_of = self._text(self.artist), self._text(self.title)
         artists_of = field(self.artists) if self.artists else None
-        market = self._market(target)
 
         def read(record: Any) -> MappedEntry | None:
             artist = artist_of(record)

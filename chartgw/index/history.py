@@ -196,10 +196,10 @@ def _begin_run(db: sqlite3.Connection) -> Run:
 
 
 def _end_run(db: sqlite3.Connection, run: Run, path: Path, *, sums: ArtistSums | None = None) -> None:
-    """Keep the links and sum `artist_tracks` again if the run did not keep it (with `sums` made aside: what is left
-    of them in another process, meanwhile), make the deferred indexes and checkpoint."""
-    if sums is None and not run.summing:
-        sums = ArtistSums(path, aside=False)
+    """Keep the links and sum `artist_tracks` again if the run did not keep it (with the caller's `sums`, made aside:
+    what is left of them in another process, meanwhile; else here), make the deferred indexes and checkpoint."""
+    own = ArtistSums(path, aside=False) if sums is None and not run.summing else None
+    sums = sums or own
     try:
         if sums is not None:
             sums.finish()
@@ -207,8 +207,8 @@ def _end_run(db: sqlite3.Connection, run: Run, path: Path, *, sums: ArtistSums |
         if sums is not None:
             sums.write(db)
     finally:
-        if sums is not None:
-            sums.close()
+        if own is not None:  # the caller's, the caller closes
+            own.close()
         _stop_checkpoints(run)  # before the last checkpoint, which is the writer's
     if run.bulk:
         create_deferred(db)

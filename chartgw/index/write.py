@@ -128,6 +128,7 @@ def _variant(db: sqlite3.Connection, run: Run, slot: list[Any]) -> None:
     when the entry has none) being linked to its recording and written with the batch."""
     key, track_key, credit = slot[KEY], slot[TRACK_KEY], slot[CREDIT]
     found = run.variants.get(key)
+    met = found is None  # first in this run: its artist keys go to `VARIANT_ARTISTS`
     if found is None:
         text = json.dumps(key, ensure_ascii=False, separators=(",", ":"))
         row = None if run.fresh else db.execute(q.VARIANT_BY_KEY.sql, (text,)).fetchone()
@@ -142,11 +143,10 @@ def _variant(db: sqlite3.Connection, run: Run, slot: list[Any]) -> None:
             run.new_variants.append((row[0], text, track_id, key[1] or "", key[0], credit.names_json, *ids))
         found = run.variants[key] = (int(row[0]), int(row[1]))
         run.variant_keys[found[0]] = (key, credit.keys)
-        artists = slot[ARTISTS] = _artist_ids(db, run, credit.keys)
-        run.variant_artists += [(found[0], artist) for artist in artists]
-    else:
-        slot[ARTISTS] = _artist_ids(db, run, credit.keys)
     slot[OWNER], slot[VARIANT_ID], slot[TRACK_ID] = run.token, found[0], found[1]
+    slot[ARTISTS] = _artist_ids(db, run, credit.keys)
+    if met:
+        run.variant_artists += [(found[0], artist) for artist in slot[ARTISTS]]
 
 
 def _artist_ids(db: sqlite3.Connection, run: Run, keys: Sequence[str]) -> tuple[int, ...]:
