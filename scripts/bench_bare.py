@@ -250,7 +250,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _verdict(label: str, ratio: float, target: float) -> str:
-    return f"target gateway/bare >= {target:.2f} on {label}: {'met' if ratio >= target else 'NOT met'} ({ratio:.2f})"
+    """The verdict on one target, the ratio to three places (a ratio printed as 1.50 may be 1.497: NOT met)."""
+    return f"target gateway/bare >= {target:.2f} on {label}: {'met' if ratio >= target else 'NOT met'} ({ratio:.3f})"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -274,7 +274,7 @@ def measure(args: argparse.Namespace, work: Path, servers: Servers, py: str, ngi
         print()
         for label, target in TARGETS.items():
             verdict = "met" if ratios[label] >= target else "NOT met"
-            print(f"target {label} >= {target}: {ratios[label]:.2f} ({verdict})")
+            print(f"target {label} >= {target}: {ratios[label]:.3f} ({verdict})")  # 3 places: 1.497 is not 1.50
     return 0
 
 

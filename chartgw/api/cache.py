@@ -116,6 +116,8 @@ def entry_bytes(entry: CachedBody) -> int:
 
 def etag_matches(if_none_match: bytes, etag: bytes) -> bool:
     """RFC 9110 weak comparison over a list of tags (or `*`)."""
+    if if_none_match == etag:  # the usual poll: the one tag it was sent
+        return True
     for tag in if_none_match.split(b","):
         tag = tag.strip()
         if tag == b"*" or tag.removeprefix(b"W/") == etag:
