@@ -121,7 +121,7 @@ class Gateway:
                     if reply is not None:
                         status, sent, body = reply
                         answer = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in sent]
-                        if not body:  # a 304 (or an empty refusal): granian's call for no body, a few % faster
+                        if not body:  # a 304: granian's call for no body, a few % faster (docs/benchmark.md)
                             protocol.response_empty(status, answer)
                         elif len(body) <= JOIN_MAX:
                             protocol.response_bytes(status, answer, body)
