@@ -13,7 +13,7 @@ rotating), on the 200 and on the 304 (If-None-Match with each server's own ETag)
 RSGI gateway with `--workers 2` against one worker. Prints req/s (medians over the rounds) and the ratios (the
 median of each round's ratio); with targets (issue 31) unless --smoke.
 
---smoke: 1 round of 1 s per server at -c4, no verdicts (tests/test_bench.py runs it).
+--smoke: 1 round of 1 s per server at -c4, no warm-up, no verdicts (tests/test_bench.py runs it).
 """
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ def measure(args: argparse.Namespace, work: Path, servers: Servers, py: str, ngi
           f" -c{args.connections}, {args.rounds} rounds of {args.duration} per server; {args.path}, a {len(body)}-byte"
           " body; the gateways keyed, metrics on")
     names = list(bases)
-    for name in names:  # warm: the gateway's first answers build its caches, the servers' first connections
+    for name in names if not args.smoke else ():  # warm: the gateway's caches, the servers' first connections
         run_wrk(bases[name] + args.path, [f"X-API-Key: {key}"], "1s", args.connections, len(body))
     rates: dict[str, list[float]] = {}
     for round_no in range(args.rounds):

@@ -153,3 +153,21 @@ def all_groups_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     seeded = [group.name for group in GROUPS if group.name != "artist-history-api"]
     return shared_parts(tmp_path_factory, "all-groups", seeded, build_group_db)
+
+
+@pytest.fixture(scope="session")
+def indexed_demo(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`all_groups_data` with the artist-history index (and identity's tables) built over it, once per test run.
+    Read-only: copy it (`tests.fixtures.copy_data`) to serve or change it."""
+    import shutil
+
+    from chartgw.groups import GROUPS
+    from chartgw.index import artist_history as ah
+    from tests.test_artist_history import build_index
+
+    def build(path: Path) -> None:
+        shutil.copytree(all_groups_data, path, dirs_exist_ok=True)
+        ah.register_sources(GROUPS)
+        build_index(path)
+
+    return shared_data(tmp_path_factory, "indexed-demo", build)

@@ -104,11 +104,9 @@ def table_rows(path: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]
 
 
 @pytest.fixture(scope="module")
-def indexed(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def indexed(indexed_demo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo data with the index built over it. Read-only (the `api` fixture serves it): copy it to change it."""
-    path = copy_data(all_groups_data, tmp_path_factory.mktemp("ah") / "data")
-    build_index(path)
-    return path
+    return copy_data(indexed_demo, tmp_path_factory.mktemp("ah") / "data")
 
 
 @pytest.fixture(scope="module")

@@ -47,10 +47,8 @@ def _registered() -> None:
 
 
 @pytest.fixture(scope="module")
-def indexed(all_groups_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = copy_data(all_groups_data, tmp_path_factory.mktemp("identity") / "data")
-    build_index(path)
-    return path
+def indexed(indexed_demo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_data(indexed_demo, tmp_path_factory.mktemp("identity") / "data")
 
 
 @pytest.fixture(scope="module")

@@ -33,9 +33,8 @@ def rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
         return db.execute(sql).fetchall()
 
 
-def test_every_variant_is_linked_and_a_rebuild_gives_the_same_ids(all_groups_data: Path, tmp_path: Path) -> None:
-    path = copy_data(all_groups_data, tmp_path / "data")
-    build_index(path)
+def test_every_variant_is_linked_and_a_rebuild_gives_the_same_ids(indexed_demo: Path, tmp_path: Path) -> None:
+    path = copy_data(indexed_demo, tmp_path / "data")
     variants = rows(path, "SELECT count(*) FROM variants")[0][0]
     linked = rows(path, LINKED)
     assert variants > 100 and len(linked) == variants
@@ -47,9 +46,8 @@ def test_every_variant_is_linked_and_a_rebuild_gives_the_same_ids(all_groups_dat
     assert rows(path, LINKED) == first
 
 
-def test_a_new_variant_is_linked_by_the_run_that_writes_it(all_groups_data: Path, tmp_path: Path) -> None:
-    path = copy_data(all_groups_data, tmp_path / "data")
-    build_index(path)
+def test_a_new_variant_is_linked_by_the_run_that_writes_it(indexed_demo: Path, tmp_path: Path) -> None:
+    path = copy_data(indexed_demo, tmp_path / "data")
     known = rows(path, "SELECT title, artist FROM variants WHERE title != '' ORDER BY id LIMIT 1")[0]
     record = {"rank": 1, "title": f"{known[0]} (Explicit Ver.)", "artist": known[1], "artists": [known[1]]}
     other = {"rank": 2, "title": f"{known[0]} (Sped Up)", "artist": known[1], "artists": [known[1]]}
