@@ -223,8 +223,9 @@ def measure(args: argparse.Namespace, work: Path, servers: Servers, py: str, ngi
           f" -c{args.connections}, {args.rounds} rounds of {args.duration} per server; {args.path}, a {len(body)}-byte"
           " body; the gateways keyed, metrics on")
     names = list(bases)
-    for name in names if not args.smoke else ():  # warm: the gateway's caches, the servers' first connections
-        run_wrk(bases[name] + args.path, [f"X-API-Key: {key}"], "1s", args.connections, len(body))
+    if not args.smoke:  # warm: the gateway's first answers build its caches, the servers' first connections
+        for name in names:
+            run_wrk(bases[name] + args.path, [f"X-API-Key: {key}"], "1s", args.connections, len(body))
     rates: dict[str, list[float]] = {}
     for round_no in range(args.rounds):
         order = names[round_no % len(names):] + names[:round_no % len(names)]

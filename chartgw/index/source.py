@@ -131,10 +131,7 @@ class Prefetch:
         for number, key, key_of_track, names, keys, links, single in variants:
             slot = _VARIANTS.get(key)
             if slot is None:  # the reader normalised its names: take its credit
-                if len(_VARIANTS) >= _VARIANTS_MAX:
-                    _forget()
-                credit = Credit(names, tuple(keys), tuple((a, b) for a, b in links), single)
-                slot = _VARIANTS[key] = [key, key_of_track, credit, None, 0, 0, None, ()]
+                slot = _new_slot(key, key_of_track, Credit(names, tuple(keys), tuple((a, b) for a, b in links), single))
             if number == len(slots):
                 slots.append(slot)
             else:
@@ -262,10 +259,12 @@ _MADE: dict[tuple[int, Hashable], tuple[EntryMapping, dict[tuple[Any, ...], Made
 """(id(mapping), what of a target its reading depends on: `EntryMapping.reading`) -> (the mapping, held so that its
 id stays its own; a record's fields as decoded -> what its entry was made into): a track recurs in every snapshot of
 a chart, and making its variant key (`MappedEntry`, the ids, the key's tuples) and looking its slot up took 2.8 us
-of a /streaming entry's 4.5 in the reader, the fields' tuple looked up 1. Forgotten with the slots (`_forget`). Fields
-compare as Python compares them: an id of 1 and one of 1.0 in one field make the first met's key."""
+of a /streaming entry's 4.5 in the reader, the fields' tuple looked up 1. Emptied in place (a batch's plan holds the
+dicts) past `_MADE_MAX` records, and with the slots (`_forget`). Fields compare as Python compares them: an id of 1
+and one of 1.0 in one field make the first met's key."""
 _MADE_MAX = 500_000
 _made_size = [0]
+"""Records held in `_MADE`'s dicts."""
 KEY, TRACK_KEY, CREDIT, OWNER, VARIANT_ID, TRACK_ID, NOTED, ARTISTS = range(8)
 
 Folded = list[tuple[str, str, str, list[Any]]]
@@ -297,8 +296,6 @@ def _ids_maker(mapping: EntryMapping) -> Any:
 
 def _made(mapping: EntryMapping, alike: Hashable) -> dict[tuple[Any, ...], Made]:
     """What the entries of `mapping`'s targets `alike` were made into, by their records' fields (`_MADE`)."""
-    if _made_size[0] >= _MADE_MAX:
-        _forget()
     held = _MADE.get((id(mapping), alike))
     if held is None:
         held = _MADE[(id(mapping), alike)] = (mapping, {})
@@ -308,25 +305,37 @@ def _made(mapping: EntryMapping, alike: Hashable) -> dict[tuple[Any, ...], Made]
 def _make(entry: MappedEntry | None, ids_of: Callable[[dict[str, str]], tuple[str, ...]]) -> Made:
     if entry is None:
         return None
-    _made_size[0] += 1
     key = (entry.artist, entry.title, tuple(entry.artists), ids_of(entry.ids) if entry.ids else _NO_IDS)
-    return _VARIANTS.get(key) or slot_of(key), entry.market or "global"
+    return slot_of(key), entry.market or "global"
+
+
+def _forget_made() -> None:
+    """What entries were made into (each dict emptied in place: a batch's plan may hold it). Safe at any time: an entry
+    is made again into the slot `_VARIANTS` holds for it."""
+    for _, made in _MADE.values():
+        made.clear()
+    _made_size[0] = 0
 
 
 def _forget() -> None:
-    """Every slot and what entries were made into: one slot per variant, whichever way it is found."""
+    """Every slot, and so what entries were made into: one slot per variant, whichever way it is found."""
     _VARIANTS.clear()
-    _MADE.clear()
-    _made_size[0] = 0
+    _forget_made()
 
 
 def slot_of(key: VariantKey) -> list[Any]:
     slot = _VARIANTS.get(key)
     if slot is None:
-        if len(_VARIANTS) >= _VARIANTS_MAX:
-            _forget()
         artist, title, artists, _ = key
-        slot = _VARIANTS[key] = [key, track_key(title, artist), entry_credit(artist, artists, title), None, 0, 0, None, ()]
+        slot = _new_slot(key, track_key(title, artist), entry_credit(artist, artists, title))
+    return slot
+
+
+def _new_slot(key: VariantKey, key_of_track: str, credit: Credit) -> list[Any]:
+    """A variant's slot (`_VARIANTS`; every one forgotten first when they are `_VARIANTS_MAX`)."""
+    if len(_VARIANTS) >= _VARIANTS_MAX:
+        _forget()
+    slot = _VARIANTS[key] = [key, key_of_track, credit, None, 0, 0, None, ()]
     return slot
 
 
@@ -367,6 +376,9 @@ def read_batch(src: sqlite3.Connection, mapping: EntryMapping, snapshots: list[t
         else:
             if made is unseen:
                 made = step[4][values] = _make(step[2](fields), ids_of)
+                _made_size[0] += 1
+                if _made_size[0] >= _MADE_MAX:
+                    _forget_made()
         if made is None:
             continue
         slot, market = made
