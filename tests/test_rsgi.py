@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from chartgw.cli import SHUTDOWN_GRACE_SECONDS
+from chartgw.http.rsgi import time_out_unread_answers
 from chartgw.http.server import MAX_HEAD_BYTES, MAX_URL_BYTES
 from tests.fixtures import TEST_KEY, copy_data, group_data, held_in_app
 from tests.test_server import LATE, _exchange, _port, _read_all, chartgw_serve
@@ -292,7 +293,19 @@ def _worker_rss_mb(proc: subprocess.Popen[bytes]) -> float:
     return sum(int(kb) for kb in children.split()) / 1024
 
 
-def test_unread_answers_cost_bounded_memory(tmp_path: Path, all_groups_data: Path) -> None:
+def _established_peers(port: int) -> set[int]:
+    """The client ports of the connections the server's kernel holds established on `port` (/proc/net/tcp)."""
+    peers = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError), open(table) as rows:
+            for row in list(rows)[1:]:
+                local, remote, state = row.split()[1:4]
+                if state == "01" and int(local.rsplit(":", 1)[1], 16) == port:
+                    peers.add(int(remote.rsplit(":", 1)[1], 16))
+    return peers
+
+
+def test_unread_answers_cost_bounded_memory_and_are_dropped(tmp_path: Path, all_groups_data: Path) -> None:
     """300 keyed connections each pipeline 20 GETs of the 4 MB /digital-sales/pull.json and never read. granian
     copies what it is given into a channel without a bound, so answers given whole, or in slices, cost up to 4 MB
     each (720-770 MB here on an idle box): answered from a file (`chartgw.http.spill`), read as the client takes
@@ -325,9 +338,39 @@ def test_unread_answers_cost_bounded_memory(tmp_path: Path, all_groups_data: Pat
             while time.monotonic() - opened < 3:
                 peak = max(peak, _worker_rss_mb(proc))
                 time.sleep(0.1)
+            assert peak - before < 250, f"{before:.0f} MB before, {peak:.0f} MB with 300 unread connections"
+            # Then each is dropped once its answer has gone unread for the send timeout: the server's kernel ends it
+            # (TCP_USER_TIMEOUT, set by the worker on its listening socket), and granian frees what it held. The
+            # client, which sends nothing, is not told until it does: the server's side is what is counted.
+            mine = {s.getsockname()[1] for s in sockets}
+            held = mine
+            while held and time.monotonic() - opened < 60:  # a ceiling: ends when all are dropped
+                time.sleep(0.5)
+                held = mine & _established_peers(port)
+            print(f"\nunread connections: {300 - len(held)} dropped after {time.monotonic() - opened:.1f} s")
+            assert not held, f"{len(held)} of 300 unread connections still open on the server's side"
         finally:
             for s in sockets:
                 s.close()
-        assert peak - before < 250, f"{before:.0f} MB before, {peak:.0f} MB with 300 unread connections"
         assert _get(http.client.HTTPConnection("127.0.0.1", port, timeout=30), "/digital-sales/top-songs/us/latest?limit=3"
                     ).status == 200
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_USER_TIMEOUT"), reason="TCP_USER_TIMEOUT is Linux's")
+def test_the_send_timeout_is_set_on_listening_sockets_only() -> None:
+    """`time_out_unread_answers` sets the kernel's send timeout on the process's listening TCP sockets (the
+    connections granian accepts inherit it) and leaves every other socket alone."""
+    listening, other = socket.socket(), socket.socket()
+    try:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        assert time_out_unread_answers(2.5) >= 1
+        assert listening.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == 2500
+        assert other.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == 0
+        accepted = socket.create_connection(listening.getsockname())
+        served, _ = listening.accept()
+        with accepted, served:
+            assert served.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == 2500
+    finally:
+        listening.close()
+        other.close()

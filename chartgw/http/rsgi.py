@@ -11,7 +11,7 @@ granian parses HTTP in Rust, so the limits on what a client may send are its set
 docs/hardening.md says which of the uvicorn server's limits hold here and how): a head must arrive within
 `CHARTGW_REQUEST_HEAD_TIMEOUT_SECONDS` (granian's `header_read_timeout`), a head past granian's buffer is
 refused, and a body must arrive within `CHARTGW_REQUEST_BODY_TIMEOUT_SECONDS` (enforced here, on the app's
-reads: a 408).
+reads: a 408). granian has no send timeout: the kernel's is used instead (`time_out_unread_answers`).
 
 No private class of any server is subclassed: this module uses the RSGI protocol (granian's `__rsgi__`,
 `__rsgi_init__` and `__rsgi_del__`, its `response_*` methods) and granian's ASGI lifespan helper.
@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
@@ -80,6 +82,8 @@ class Gateway:
         if self._lifespan.interrupt:
             raise RuntimeError("the app's start-up failed") from self._lifespan.exc
         self._state = self._lifespan.state
+        # granian builds the worker's listening socket after this call and before the loop runs its first callback.
+        loop.call_soon(time_out_unread_answers, self.send_timeout)
         # On SIGTERM (or SIGINT) granian stops accepting and waits for the requests in progress: the change hub's
         # long polls answer and its streams end at once, as under uvicorn, instead of holding the stop for up to a
         # minute. granian's own handling stays: the loop learns of the signal through its wakeup fd whatever
@@ -206,6 +210,32 @@ async def send_large(protocol: HTTPProtocol, status: int, headers: list[tuple[st
     with contextlib.suppress(TimeoutError, ProtocolClosed):
         for start in range(0, len(body), CHUNK):
             await asyncio.wait_for(stream.send_bytes(bytes(view[start:start + CHUNK])), send_timeout)
+
+
+def time_out_unread_answers(seconds: float) -> int:
+    """Sets the kernel's send timeout (Linux's TCP_USER_TIMEOUT) on this process's listening TCP sockets, which its
+    connections inherit: a connection whose client takes no byte of its answer for `seconds` (a zero window) is
+    reset, and granian frees what it held for it. granian has no such timeout of its own, and hands Python no
+    connection's socket; the worker's only listening socket is granian's. Returns how many were set (0 off Linux)."""
+    option = getattr(socket, "TCP_USER_TIMEOUT", None)
+    if option is None or not os.path.isdir("/proc/self/fd"):
+        return 0
+    done = 0
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            sock = socket.socket(fileno=int(name))
+        except (OSError, ValueError):
+            continue  # not a socket (or already closed)
+        try:
+            if (sock.family in (socket.AF_INET, socket.AF_INET6) and sock.type == socket.SOCK_STREAM
+                    and sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)):
+                sock.setsockopt(socket.IPPROTO_TCP, option, max(1, round(seconds * 1000)))
+                done += 1
+        except OSError:
+            pass
+        finally:
+            sock.detach()  # granian's, not ours to close
+    return done
 
 
 def _sent_id(scope: Scope) -> bytes | None:
