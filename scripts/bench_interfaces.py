@@ -4,14 +4,15 @@ same bytes (issue 31's table).
     scripts/bench --interfaces [--smoke] [--rounds N] [--duration 4s] [--connections 32] [--path PATH]
 
 Seeds a data folder with `chartgw demo` (or uses $CHARTGW_DATA_DIR with $CHARTGW_BENCH_KEY), starts, each with one
-worker: `chartgw serve --interface rsgi` and `chartgw serve` (uvicorn; metrics on, the rate limiter on at a rate no
-load reaches, as in production), fetches the gateway's body of PATH (default the realtime chart, limit=100), and
-serves those exact bytes from nginx (1 worker, a static file) and from the trivial RSGI app below (granian, 1
-worker: a header check, then the bytes). wrk -t1 -cN runs against each in turn, round after round (the order
-rotating), on the 200 and on the 304 (If-None-Match with each server's own ETag); every run must have no answer but
-2xx/3xx and move the body's size per answer (so every answer is a 200 of that body, or a 304 with none). Then the
-RSGI gateway with `--workers 2` against one worker. Prints req/s (medians over the rounds) and the ratios (the
-median of each round's ratio); with targets (issue 31) unless --smoke.
+worker: `chartgw serve` (granian's RSGI, the default) and `chartgw serve --interface uvicorn` (the ASGI fallback,
+no fast lane; both with metrics on, the rate limiter on at a rate no load reaches, as in production), fetches the
+gateway's body of PATH (default the realtime chart, limit=100), and serves those exact bytes from nginx (1 worker, a
+static file) and from the trivial RSGI app below (granian, 1 worker: a header check, then the bytes). wrk -t1 -cN
+runs against each in turn, round after round (the order rotating), on the 200 and on the 304 (If-None-Match with
+each server's own ETag); every run must have no answer but 2xx/3xx and move the body's size per answer (so every
+answer is a 200 of that body, or a 304 with none). Then the RSGI gateway with `--workers 2` against one worker.
+Prints req/s (medians over the rounds) and the ratios (the median of each round's ratio); with targets (issue 31)
+unless --smoke.
 
 --smoke: 1 round of 1 s per server at -c4, no warm-up, no verdicts (tests/test_bench.py runs it).
 """
@@ -173,7 +174,7 @@ def measure(args: argparse.Namespace, work: Path, servers: Servers, py: str, ngi
     serve = [py, "-m", "chartgw", "serve", "--host", "127.0.0.1"]
     pids = {
         "gateway rsgi": servers.start("rsgi", [*serve, "--interface", "rsgi", "--port", str(ports["rsgi"])], env),
-        "gateway uvicorn": servers.start("uvicorn", [*serve, "--port", str(ports["uvicorn"])], env),
+        "gateway uvicorn": servers.start("uvicorn", [*serve, "--interface", "uvicorn", "--port", str(ports["uvicorn"])], env),
     }
     servers.start("rsgi2", [*serve, "--interface", "rsgi", "--workers", "2", "--port", str(ports["rsgi2"])], env)
     bases = {"gateway rsgi": f"http://127.0.0.1:{ports['rsgi']}", "gateway uvicorn": f"http://127.0.0.1:{ports['uvicorn']}",

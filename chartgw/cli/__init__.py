@@ -191,7 +191,7 @@ def _run_command(group: Group, command: GroupCommand, values: dict[str, Any], as
 
 SHUTDOWN_GRACE_SECONDS = 5
 """After SIGTERM, how long `serve` lets requests in progress finish before it cancels them (long polls and streams
-end at once, `chartgw.http.server`): it exits within seconds, whatever its clients do."""
+end at once, `chartgw.http.rsgi`): it exits within seconds, whatever its clients do."""
 
 
 MALLOC_ARENAS = 2
@@ -215,11 +215,9 @@ def fewer_malloc_arenas() -> dict[str, str]:
 def cmd_serve(args: argparse.Namespace) -> int:
     import resource
 
-    import uvicorn
-
     from chartgw.api.access import keys_db_path, secure_key_files
 
-    # --access-log is the gateway's JSON log (chartgw.http.accesslog); uvicorn's own text access log stays off.
+    # --access-log is the gateway's JSON log (chartgw.http.accesslog); the server's own access log stays off.
     # The flags are settings: in force here and exported to the workers (--access-log: CHARTGW_ACCESS_LOG=on).
     flagged = {config.ACCESS_LOG.variable: "on"} if args.access_log else {}
     if args.limit_concurrency is not None:
@@ -228,7 +226,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if refuse_bad_settings("serve", settings):
         return 2
     from chartgw.http.metrics import worker_files
-    from chartgw.http.server import LimitedHttpToolsProtocol
 
     secure_key_files(keys_db_path(settings))
     arenas = fewer_malloc_arenas()  # before the server's threads start
@@ -236,48 +233,55 @@ def cmd_serve(args: argparse.Namespace) -> int:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    # uvicorn shuts down gracefully on SIGTERM or SIGINT, then raises the signal again: a clean stop, exit 0.
-    # --read-only names the factory, so every worker process builds the replica's app.
     # Each worker resolves its settings from the environment exported to it (the one place besides `main`).
-    factory = "chartgw.http.app:build_replica_app" if args.read_only else "chartgw.http.app:build_served_app"
-    if args.interface == "rsgi":
-        with exported({**flagged, **arenas}), worker_files(args.workers):
-            serve_rsgi(args, settings)
-        return 0
-    with exported({**flagged, **arenas}), worker_files(args.workers), contextlib.suppress(KeyboardInterrupt):
-        uvicorn.run(factory, factory=True, host=args.host, port=args.port, workers=args.workers,
-                    access_log=False, log_level="info", http=LimitedHttpToolsProtocol,
-                    limit_concurrency=settings.get(config.LIMIT_CONCURRENCY),
-                    timeout_keep_alive=settings.get(config.IDLE_TIMEOUT_SECONDS),
-                    timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)
+    with exported({**flagged, **arenas}), worker_files(args.workers):
+        (serve_uvicorn if args.interface == "uvicorn" else serve_rsgi)(args, settings)
     return 0
 
 
 def serve_rsgi(args: argparse.Namespace, settings: Settings) -> None:
-    """`serve --interface rsgi`: granian over `chartgw.http.rsgi`'s app, its limits from the settings (docs/hardening.md).
-    granian stops gracefully on SIGTERM or SIGINT (the app's lifespan shutdown ends long polls and streams), and
-    kills a worker still busy SHUTDOWN_GRACE_SECONDS later."""
+    """`serve`: granian over `chartgw.http.rsgi`'s app, its limits from the settings (docs/hardening.md). granian
+    stops gracefully on SIGTERM or SIGINT (the app's lifespan shutdown ends long polls and streams), and kills a
+    worker still busy SHUTDOWN_GRACE_SECONDS later. Its own log goes to standard error, as uvicorn's did: standard
+    output is the access log's."""
     from granian import Granian
     from granian.constants import HTTPModes, Interfaces, Loops
     from granian.http import HTTP1Settings
 
     from chartgw.http.server import MAX_HEAD_BYTES
 
+    # --read-only names the factory, so every worker process builds the replica's app.
     target = "chartgw.http.rsgi:replica_gateway" if args.read_only else "chartgw.http.rsgi:gateway"
     # The workers answer 503 past CHARTGW_LIMIT_CONCURRENCY requests in progress in the app (long polls and streams,
     # capped on their own, not counted); granian's backpressure, which makes requests wait unanswered, is set past
     # everything a worker may hold at once, so it never acts before them.
     held = settings.get(config.CHANGES_MAX_WAITERS) + settings.get(config.CHANGES_MAX_STREAMS)
     # granian has one timer for both: from the previous answer (or the connection) to a whole head. It is the
-    # shorter of the two, as uvicorn's server closes a connection idle for that long (docs/hardening.md).
+    # shorter of the two, so an idle connection closes in time too (docs/hardening.md).
     head_wait = min(settings.get(config.REQUEST_HEAD_TIMEOUT_SECONDS), settings.get(config.IDLE_TIMEOUT_SECONDS))
+    to_stderr = {"formatter": "generic", "class": "logging.StreamHandler", "stream": "ext://sys.stderr"}
     server = Granian(
         target, address=args.host, port=args.port, interface=Interfaces.RSGI, factory=True, workers=args.workers,
         loop=Loops.auto, http=HTTPModes.http1, websockets=False, log_access=False, log_level="info",  # type: ignore[arg-type]
+        log_dictconfig={"handlers": {"console": to_stderr, "access": to_stderr}},
         backpressure=2 * settings.get(config.LIMIT_CONCURRENCY) + held, workers_kill_timeout=SHUTDOWN_GRACE_SECONDS,
         http1_settings=HTTP1Settings(header_read_timeout=int(head_wait * 1000), keep_alive=True,
                                      max_buffer_size=MAX_HEAD_BYTES))
     server.serve()
+
+
+def serve_uvicorn(args: argparse.Namespace, settings: Settings) -> None:
+    """`serve --interface uvicorn`: the same app through uvicorn's public ASGI interface, for where granian cannot
+    run. No fast lane (the app answers repeats from the same cache, more slowly) and only uvicorn's own limits: the
+    hostile-edge limits of docs/hardening.md are granian's and `chartgw.http.rsgi`'s. uvicorn shuts down gracefully
+    on SIGTERM or SIGINT, then raises the signal again: a clean stop, exit 0."""
+    import uvicorn
+
+    factory = "chartgw.http.app:build_replica_app" if args.read_only else "chartgw.http.app:build_served_app"
+    with contextlib.suppress(KeyboardInterrupt):
+        uvicorn.run(factory, factory=True, host=args.host, port=args.port, workers=args.workers, access_log=False,
+                    log_level="info", timeout_keep_alive=settings.get(config.IDLE_TIMEOUT_SECONDS),
+                    timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)
 
 
 def _parse_time(value: str) -> datetime:
@@ -714,8 +718,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     serve.add_argument("--limit-concurrency", type=int, default=None, metavar="N",
                        help="requests in progress in the app per worker before a 503 (default CHARTGW_LIMIT_CONCURRENCY, "
                             "1000); connections do not count (docs/hardening.md)")
-    serve.add_argument("--interface", choices=["uvicorn", "rsgi"], default="uvicorn",
-                       help="the HTTP server: uvicorn (default) or granian's RSGI (chartgw.http.rsgi, docs/hardening.md)")
+    serve.add_argument("--interface", choices=["rsgi", "uvicorn"], default="rsgi",
+                       help="the HTTP server: granian's RSGI (default; chartgw.http.rsgi, docs/hardening.md) or uvicorn's "
+                            "ASGI, a fallback without the fast lane or the hostile-edge limits")
     serve.add_argument("--read-only", action="store_true",
                        help="a read replica: serve the files chartgw follow keeps current, write none of them "
                             f"(sets {config.READ_ONLY.variable}=1)")

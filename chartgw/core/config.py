@@ -263,8 +263,8 @@ RATE_LIMIT_PER_MINUTE = Setting(
     "RATE_LIMIT_PER_MINUTE", "600", "requests a key may make per minute and server process unless the key has its "
     "own rate (`chartgw keys create --rate`); 0 = no limit", bounded_int(0, 10_000_000))
 REQUEST_HEAD_TIMEOUT_SECONDS = Setting(
-    "REQUEST_HEAD_TIMEOUT_SECONDS", "10", "seconds a client has to send a request's line and headers before the "
-    "server answers 408 and closes the connection", seconds)
+    "REQUEST_HEAD_TIMEOUT_SECONDS", "10", "seconds a client has to send a request's line and headers (from the "
+    "connection or the previous answer; the idle timeout if shorter) before the server closes the connection", seconds)
 REQUEST_BODY_TIMEOUT_SECONDS = Setting(
     "REQUEST_BODY_TIMEOUT_SECONDS", "10", "seconds a client has to send a request's whole body once its head is in; "
     "past it the server answers 408 (or, when it has answered already, just closes the connection)", seconds)

@@ -145,7 +145,7 @@ def read_settings_file(path: Path) -> dict[str, str]:
 @contextmanager
 def exported(values: Mapping[str, str]) -> Iterator[None]:
     """`values` in this process's environment for the duration, then as before: what the processes started
-    meanwhile inherit (`chartgw serve --workers N`: uvicorn's workers resolve their settings from it, and
+    meanwhile inherit (`chartgw serve --workers N`: granian's workers resolve their settings from it, and
     prometheus-client reads its PROMETHEUS_MULTIPROC_DIR there)."""
     saved = {name: os.environ.get(name) for name in values}
     os.environ.update(values)

@@ -302,7 +302,7 @@ def _build_app(groups: list[Group], checker: KeyChecker | None, clock: Clock, li
     )
     app.router.redirect_slashes = False  # GroupRoutes redirects with a relative Location instead
     app.state.change_hub = hub
-    # The same cache, gate, CORS and observer, for repeats the server answers before the app (chartgw.http.server), and
+    # The same cache, gate, CORS and observer, for repeats the server answers before the app (chartgw.http.rsgi), and
     # the settings the server's limits are read from.
     app.state.fast_lane = FastLane(cache, gate, legacy_names(g.name for g in groups), seen.observer, policy)
     app.state.settings = settings

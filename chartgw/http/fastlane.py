@@ -2,8 +2,8 @@
 
 Partners poll the same URLs over and over, and most polls change nothing. Once a GET has been answered
 through the app (routed, validated, built), the response cache remembers its raw path and query and the
-endpoint that answered it. The server (`chartgw.http.server`) asks `FastLane.reply` as soon as a request's head
-is parsed; when the request is a repeat whose body is cached for the current data version, the reply is
+endpoint that answered it. The server (`chartgw.http.rsgi`) asks `FastLane.reply` as soon as granian hands it a
+request's head; when the request is a repeat whose body is cached for the current data version, the reply is
 built from the same parts the app uses (the key middleware's `Gate`, `EndpointApp.reply`) and
 written without an ASGI task, scope or middleware pass; a refusal of the gate (401, 429, and 400 for two
 X-API-Key headers) is sent as the app sends it. Anything else (a miss, a stale version, a public path or a legacy

@@ -1,17 +1,17 @@
-"""`chartgw serve --interface rsgi`: the gateway served by granian through its public RSGI interface.
+"""`chartgw serve`: the gateway served by granian through its public RSGI interface.
 
-One app behaviour, two ways in. `Gateway.__rsgi__` asks the app's fast lane (`chartgw.http.fastlane`) first, with the
-request's path, query and headers, exactly as the uvicorn server (`chartgw.http.server`) does: a repeat of a cached
-body is answered straight from the response cache (key check, rate limit, ETag/304, gzip, CORS, request id,
-metrics and access log are the lane's, which are the app's own parts). Everything else, and every request the
-lane declines, is handed to the Starlette app through a small ASGI adapter (`_asgi`), so the app answers it as
-under uvicorn: routes, errors, SSE and long polls (a streamed answer), exports (Range).
+`Gateway.__rsgi__` asks the app's fast lane (`chartgw.http.fastlane`) first, with the request's path, query and
+headers: a repeat of a cached body is answered straight from the response cache (key check, rate limit, ETag/304,
+gzip, CORS, request id, metrics and access log are the lane's, which are the app's own parts). Everything else, and
+every request the lane declines, is handed to the Starlette app through a small ASGI adapter (`_asgi`), so the app
+answers it as under any ASGI server: routes, errors, SSE and long polls (a streamed answer), exports (Range).
 
-granian parses HTTP in Rust, so the limits on what a client may send are its settings (`granian_limits`;
-docs/hardening.md says which of the uvicorn server's limits hold here and how): a head must arrive within
-`CHARTGW_REQUEST_HEAD_TIMEOUT_SECONDS` (granian's `header_read_timeout`), a head past granian's buffer is
-refused, and a body must arrive within `CHARTGW_REQUEST_BODY_TIMEOUT_SECONDS` (enforced here, on the app's
-reads: a 408). granian has no send timeout: the kernel's is used instead (`time_out_unread_answers`).
+granian parses HTTP in Rust, so the limits on what a client may send are its settings where it has one
+(`chartgw.cli.serve_rsgi` sets them; docs/hardening.md lists each limit): a head must arrive within
+`CHARTGW_REQUEST_HEAD_TIMEOUT_SECONDS` (granian's `header_read_timeout`), a head past granian's buffer is refused.
+This module times the body (`CHARTGW_REQUEST_BODY_TIMEOUT_SECONDS`, on the app's reads: a 408), refuses long URLs
+and requests past the concurrency limit, and, as granian has no send timeout, has the kernel drop unread answers
+(`time_out_unread_answers`).
 
 No private class of any server is subclassed: this module uses the RSGI protocol (granian's `__rsgi__`,
 `__rsgi_init__` and `__rsgi_del__`, its `response_*` methods) and granian's ASGI lifespan helper.
@@ -189,7 +189,7 @@ class Gateway:
 
 
     def _refused(self, scope: Scope) -> Callable[[int, int], bytes]:
-        """What a refusal of this module (414, 408, 503) does besides answering, as the uvicorn server's do: it gets a
+        """What a refusal of this module (414, 408, 503) does besides answering, as the app's answers do: it gets a
         request id (the client's, when sane) and is counted and logged by the app's observer. Returns the id."""
         def refused(status: int, size: int) -> bytes:
             rid = request_id(_sent_id(scope))
@@ -275,8 +275,8 @@ class _Body:
             self.done = True
             return {"type": "http.request", "body": b"", "more_body": False}
         except TimeoutError:
-            # What the uvicorn server answers: a 408 (unless the app has begun its answer), and the app is told the
-            # client left, so it acts on no part of the body and what it sends later goes nowhere.
+            # A 408 (unless the app has begun its answer), and the app is told the client left, so it acts on no
+            # part of the body and what it sends later goes nowhere.
             self.done = True
             self.reply.refuse(408, f"The request body did not arrive within {self.timeout:g}s")
             return {"type": "http.disconnect"}
@@ -352,10 +352,10 @@ class _Reply:
 
 
 def gateway() -> Gateway:
-    """`chartgw serve --interface rsgi`'s factory (each granian worker calls it)."""
+    """`chartgw serve`'s factory (each granian worker calls it)."""
     return Gateway(build_served_app())
 
 
 def replica_gateway() -> Gateway:
-    """`chartgw serve --interface rsgi --read-only`'s factory."""
+    """`chartgw serve --read-only`'s factory."""
     return Gateway(build_replica_app())

@@ -516,7 +516,7 @@ class ChangeStream(Streaming):
                                            ping_message_factory=lambda: ServerSentEvent(comment="ping"))
             # A client too slow to take its events is cut off: at once when its buffer overflows (the stream is
             # then stuck sending to it), or when one send outlasts SEND_TIMEOUT_SECONDS. The server closes the
-            # connection (uvicorn logs the response as incomplete); the client resumes by its Last-Event-ID.
+            # connection; the client resumes by its Last-Event-ID.
             with anyio.CancelScope() as dropping, contextlib.suppress(SendTimeoutError):
                 subscriber.on_drop = dropping.cancel
                 await response(scope, receive, send)
