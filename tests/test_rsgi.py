@@ -287,6 +287,32 @@ def test_two_workers_answer_from_two_processes(rsgi_data: Path) -> None:
         assert len(children.stdout.split()) >= 2
 
 
+def test_workers_stop_when_the_main_process_is_killed(rsgi_data: Path) -> None:
+    """`kill -9` of granian's main process: its workers get SIGTERM from the kernel and stop, instead of serving on,
+    orphaned, on the port (SO_REUSEPORT) beside the next server."""
+    with rsgi_serve(rsgi_data, "--workers", "2") as proc:
+        port = _port(proc)
+        workers = [int(pid) for pid in subprocess.run(["ps", "-o", "pid=", "--ppid", str(proc.pid)], capture_output=True,
+                                                      text=True).stdout.split()]
+        assert len(workers) == 2
+        proc.kill()
+        proc.wait(10)
+        deadline = time.monotonic() + 30  # a ceiling: ends as soon as both are gone
+        while any(Path(f"/proc/{pid}").exists() and "zombie" not in _state(pid) for pid in workers):
+            assert time.monotonic() < deadline, f"workers {workers} outlived the main process"
+            time.sleep(0.1)
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+def _state(pid: int) -> str:
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("State:"):
+                return line
+    return "zombie (gone)"
+
+
 def _worker_rss_mb(proc: subprocess.Popen[bytes]) -> float:
     """The resident memory of the server's granian worker(s), the children of `proc`, in MB."""
     children = subprocess.run(["ps", "-o", "rss=", "--ppid", str(proc.pid)], capture_output=True, text=True).stdout

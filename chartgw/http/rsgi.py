@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import os
 import signal
 import socket
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
@@ -353,9 +356,32 @@ class _Reply:
 
 def gateway() -> Gateway:
     """`chartgw serve`'s factory (each granian worker calls it)."""
+    stop_with_parent()
     return Gateway(build_served_app())
 
 
 def replica_gateway() -> Gateway:
     """`chartgw serve --read-only`'s factory."""
+    stop_with_parent()
     return Gateway(build_replica_app())
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def stop_with_parent() -> bool:
+    """Has the kernel send this granian worker SIGTERM (a graceful stop) when granian's main process dies. Killed
+    outright (`kill -9`, an OOM kill), the main process cannot stop its workers, and one left running would go on
+    serving on the port (granian binds it with SO_REUSEPORT) beside the next server. Linux only: False elsewhere."""
+    parent = os.getppid()
+    if parent == 1 or not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM) != 0:
+            return False
+    except (OSError, AttributeError):
+        return False
+    if os.getppid() != parent:  # the parent died before the request: nobody will send it
+        os.kill(os.getpid(), signal.SIGTERM)
+    return True
