@@ -24,15 +24,23 @@ from typing import Any, Literal, overload
 import httpx
 import pytest
 import uvicorn
+from granian.asgi import LifespanProtocol
+from granian.constants import HTTPModes, Interfaces
+from granian.http import HTTP1Settings
+from granian.log import LogLevels
+from granian.server.embed import Server
 from starlette.testclient import TestClient
 
 from chartgw.api.access import KeyChecker, RateLimiter
 from chartgw.api.group import Group
+from chartgw.core import config
 from chartgw.core.settings import Settings
 from chartgw.demo.replay import ReplayKey, ReplayServers, Reply
 from chartgw.demo.replay import replay_upstreams as replaying
 from chartgw.demo.seeding import seeder
 from chartgw.http.app import build_app
+from chartgw.http.rsgi import Gateway
+from chartgw.http.server import MAX_HEAD_BYTES, app_state
 
 TEST_KEY = "test-key-0123456789"
 KEY_HEADERS: Mapping[str, str] = MappingProxyType({"X-API-Key": TEST_KEY})
@@ -208,6 +216,72 @@ def serving(app: Any, **options: Any) -> Iterator[str]:
         server.should_exit = True
         thread.join(10)
         sock.close()
+
+
+@contextmanager
+def serving_rsgi(app: Any, *, head_timeout: float | None = None, lifespan: bool = False) -> Iterator[str]:
+    """`app` served as `chartgw serve --interface rsgi` serves it (`chartgw.http.rsgi.Gateway` on granian, with
+    serve's HTTP/1 settings), in this process: granian's embedded server in a thread, on a free port of 127.0.0.1,
+    so a test can reach the app's parts (its lane, its change hub) while it serves. Yields its base URL.
+
+    The gateway's limits are the app's settings (CHARTGW_LIMIT_CONCURRENCY, the body and send timeouts, the access
+    log). `head_timeout`: granian's one timer, from the previous answer (or the connection) to a whole head; None:
+    serve's, the shorter of the app's head and idle timeouts. `lifespan`: the app's lifespan run around the serving,
+    in the server's loop (the gateway cannot run it here: the embedded server's loop is already running when it
+    calls `__rsgi_init__`); off by default, as the tests served by uvicorn mostly had it."""
+    chosen: Settings = app_state(app, "settings") or Settings()
+    if head_timeout is None:
+        head_timeout = min(chosen.get(config.REQUEST_HEAD_TIMEOUT_SECONDS), chosen.get(config.IDLE_TIMEOUT_SECONDS))
+    held = chosen.get(config.CHANGES_MAX_WAITERS) + chosen.get(config.CHANGES_MAX_STREAMS)
+    gateway = Gateway(app, lifespan=False)
+    loops: list[asyncio.AbstractEventLoop] = []
+    failed: list[BaseException] = []
+
+    async def serve(server: Server) -> None:
+        loops.append(asyncio.get_running_loop())
+        life = LifespanProtocol(app) if lifespan else None
+        if life is not None:
+            await life.startup()
+            if life.interrupt:
+                raise RuntimeError("the app's start-up failed") from life.exc
+        try:
+            await server.serve()
+        finally:
+            if life is not None:
+                await life.shutdown()
+
+    def run(server: Server) -> None:
+        try:
+            asyncio.run(serve(server))
+        except BaseException as exc:  # for the test's thread to raise
+            failed.append(exc)
+
+    port = free_port()
+    server = Server(gateway, address="127.0.0.1", port=port, interface=Interfaces.RSGI, http=HTTPModes.http1,
+                    websockets=False, log_access=False, log_level=LogLevels.warning,
+                    backpressure=2 * chosen.get(config.LIMIT_CONCURRENCY) + held,  # as serve sets it
+                    http1_settings=HTTP1Settings(header_read_timeout=int(head_timeout * 1000), keep_alive=True,
+                                                 max_buffer_size=MAX_HEAD_BYTES))
+    thread = threading.Thread(target=run, args=(server,), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise AssertionError("granian did not start") from (failed[0] if failed else None)
+            time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        if thread.is_alive():
+            loops[0].call_soon_threadsafe(server.stop)  # the embedded server's asyncio.Event, set in its loop
+            thread.join(10)
+        assert not thread.is_alive(), "granian did not stop within 10 s"
+        if failed:
+            raise AssertionError("granian failed while serving") from failed[0]
 
 
 def api_fixture(group: Group, data: str, settings: Mapping[str, str | None] | None = None,

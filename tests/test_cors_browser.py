@@ -18,9 +18,8 @@ from starlette.routing import Route
 from chartgw.api.access import KeyChecker, RateLimiter
 from chartgw.groups import korea_chart
 from chartgw.http.app import build_app
-from chartgw.http.server import LimitedHttpToolsProtocol
 from tests.browser import chromium, console_errors, load
-from tests.fixtures import FIXED_NOW, TEST_KEY, data_dir, environment, serving
+from tests.fixtures import FIXED_NOW, TEST_KEY, data_dir, environment, serving, serving_rsgi
 from tests.fixtures import settings as run_settings
 
 CHART = "/korea-chart/charts?site=portal-a&chart_type=realtime&limit=3"
@@ -63,7 +62,7 @@ def gateway(korea_data: Path, origins: tuple[str, str]) -> Iterator[str]:
     with environment({"CHARTGW_CORS_ORIGINS": origins[0]}), data_dir(korea_data):
         app = build_app([korea_chart.GROUP], checker=KeyChecker(korea_data / "keys.sqlite", plain_keys=[TEST_KEY]),
                         clock=lambda: FIXED_NOW, limiter=RateLimiter(1000), settings=run_settings())
-    with serving(app, http=LimitedHttpToolsProtocol, access_log=False, lifespan="off") as base:  # chartgw serve's
+    with serving_rsgi(app) as base:  # as chartgw serve --interface rsgi serves it
         yield base
 
 

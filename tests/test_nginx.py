@@ -19,8 +19,7 @@ from chartgw.api.group import Group
 from chartgw.cli import main
 from chartgw.http import nginx
 from chartgw.http.app import access_table, build_app, declared_routes
-from chartgw.http.server import LimitedHttpToolsProtocol
-from tests.fixtures import FIXED_NOW, TEST_KEY, data_dir, serving
+from tests.fixtures import FIXED_NOW, TEST_KEY, data_dir, serving_rsgi
 from tests.fixtures import settings as run_settings
 from tests.tiers import UNADMITTED, bypass_requests, get, nginx_binary, raw, running_nginx
 
@@ -56,7 +55,7 @@ def tier(tmp_path: Path) -> Iterator[tuple[int, list[Any]]]:
                 app = build_app([tiny_group(name)], checker=KeyChecker(tmp_path / "keys.sqlite", [TEST_KEY, OTHER_KEY]),
                                 clock=lambda: FIXED_NOW, limiter=RateLimiter(0), settings=run_settings())
             reader = ExitStack()
-            url = reader.enter_context(serving(app, http=LimitedHttpToolsProtocol, timeout_keep_alive=5))
+            url = reader.enter_context(serving_rsgi(app, head_timeout=5, lifespan=True))
             stack.push(reader)
             readers.append(reader)
             addresses.append(url.removeprefix("http://"))

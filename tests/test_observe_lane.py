@@ -1,8 +1,8 @@
 """The fast lane's answers are observed as the app's are: each carries its request id (and the CORS headers,
 when on), is counted under the same labels with `answered_by="lane"`, and is a line of the JSON access log.
 
-A real uvicorn server with `chartgw serve`'s protocol runs in a thread on 127.0.0.1 over /korea-chart's demo
-data, with the access log and CORS on."""
+The gateway as `chartgw serve --interface rsgi` runs it (`chartgw.http.rsgi.Gateway` on granian, its embedded server)
+runs in a thread on 127.0.0.1 over /korea-chart's demo data, with the access log and CORS on."""
 
 from __future__ import annotations
 
@@ -19,8 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from chartgw.api.access import KeyChecker, RateLimiter, env_key_id
 from chartgw.groups import korea_chart
 from chartgw.http.app import build_app
-from chartgw.http.server import LimitedHttpToolsProtocol
-from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, data_dir, environment, serving
+from tests.fixtures import FIXED_NOW, KEY_HEADERS, TEST_KEY, data_dir, environment, serving_rsgi
 from tests.fixtures import settings as run_settings
 
 PATH = "/korea-chart/portal-a/charts/realtime"
@@ -61,7 +60,7 @@ def served(korea_data: Path) -> Iterator[Served]:
                         clock=lambda: FIXED_NOW, limiter=RateLimiter(5), settings=run_settings())
     written: list[bytes] = []
     app.state.observability.log.write = written.append
-    with serving(app, http=LimitedHttpToolsProtocol, access_log=False, lifespan="off") as base:
+    with serving_rsgi(app) as base:
         yield Served(app, int(base.rpartition(":")[2]), written)
 
 

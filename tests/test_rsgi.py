@@ -5,6 +5,7 @@ docs/hardening.md are tried one by one; SIGTERM with a long poll and a change st
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gzip
 import hashlib
@@ -20,10 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.applications import Starlette
 
 from chartgw.cli import SHUTDOWN_GRACE_SECONDS
-from chartgw.http.rsgi import time_out_unread_answers
+from chartgw.core.settings import Settings
+from chartgw.http.rsgi import Gateway, time_out_unread_answers
 from chartgw.http.server import MAX_HEAD_BYTES, MAX_URL_BYTES
+from chartgw.push.changes import ChangeHub
 from tests.fixtures import TEST_KEY, copy_data, group_data, held_in_app
 from tests.test_server import LATE, _exchange, _port, _read_all, chartgw_serve
 
@@ -400,3 +404,41 @@ def test_the_send_timeout_is_set_on_listening_sockets_only() -> None:
     finally:
         listening.close()
         other.close()
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_USER_TIMEOUT"), reason="TCP_USER_TIMEOUT is Linux's")
+@pytest.mark.parametrize("lifespan", [True, False])
+def test_the_gateway_runs_the_apps_lifespan_unless_told_not_to(lifespan: bool) -> None:
+    """`Gateway(app, lifespan=False)` (for an app whose lifespan its caller runs, or granian's embedded server, whose
+    loop is already running) runs neither start-up nor shutdown and installs no signal handler; the kernel's send
+    timeout is set on the listening sockets either way."""
+    ran: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def life(app: Starlette) -> Any:
+        ran.append("start-up")
+        yield
+        ran.append("shutdown")
+
+    app = Starlette(lifespan=life)
+    app.state.change_hub = ChangeHub({}, settings=Settings())  # what the signal handlers would stop
+    gateway = Gateway(app, lifespan=lifespan)
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    loop = asyncio.new_event_loop()
+    listening = socket.socket()
+    try:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        gateway.__rsgi_init__(loop)
+        installed = {sig: signal.getsignal(sig) for sig in handlers}
+        loop.run_until_complete(asyncio.sleep(0))  # the loop's first turn: the send timeout is set
+        timeout = listening.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT)
+        gateway.__rsgi_del__(loop)
+    finally:
+        listening.close()
+        loop.close()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    assert timeout == round(gateway.send_timeout * 1000)
+    assert ran == (["start-up", "shutdown"] if lifespan else [])
+    assert (installed != handlers) is lifespan

@@ -58,8 +58,11 @@ CHUNK = 64 * 1024
 class Gateway:
     """The RSGI application granian runs: the fast lane first, the ASGI app for the rest."""
 
-    def __init__(self, app: ASGIApp, spill: Spill | None = None) -> None:
+    def __init__(self, app: ASGIApp, spill: Spill | None = None, *, lifespan: bool = True) -> None:
         self.app = app
+        self.lifespan = lifespan
+        """False: the app's lifespan is not run here (its caller runs it or leaves it off), which granian's embedded
+        server needs too: its loop is already running when it calls `__rsgi_init__` (the tests serve it so)."""
         self.in_progress = 0
         hub = app_state(app, "change_hub")
         self.hub: ChangeHub | None = hub if isinstance(hub, ChangeHub) else None
@@ -76,17 +79,23 @@ class Gateway:
         self._lifespan: LifespanProtocol | None = None
         self._state: dict[str, Any] = {}
 
-    # The server's life (granian calls these with the worker's loop, not yet running).
+    # The server's life (granian's workers call these with the worker's loop, not yet running; its embedded server
+    # with its running loop, so there `lifespan` is off).
 
     def __rsgi_init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Runs the app's lifespan start-up (its observer, the change hub), as uvicorn does before serving."""
+        """Runs the app's lifespan start-up (its observer, the change hub), as uvicorn does before serving, unless
+        `lifespan` is off; sets the kernel's send timeout either way."""
+        if self.lifespan:
+            self._start_lifespan(loop)
+        # granian builds the worker's listening socket after this call and before the loop runs its first callback.
+        loop.call_soon(time_out_unread_answers, self.send_timeout)
+
+    def _start_lifespan(self, loop: asyncio.AbstractEventLoop) -> None:
         self._lifespan = LifespanProtocol(self.app)  # type: ignore[no-untyped-call]
         loop.run_until_complete(self._lifespan.startup())  # type: ignore[no-untyped-call]
         if self._lifespan.interrupt:
             raise RuntimeError("the app's start-up failed") from self._lifespan.exc
         self._state = self._lifespan.state
-        # granian builds the worker's listening socket after this call and before the loop runs its first callback.
-        loop.call_soon(time_out_unread_answers, self.send_timeout)
         # On SIGTERM (or SIGINT) granian stops accepting and waits for the requests in progress: the change hub's
         # long polls answer and its streams end at once, as under uvicorn, instead of holding the stop for up to a
         # minute. granian's own handling stays: the loop learns of the signal through its wakeup fd whatever
@@ -100,7 +109,8 @@ class Gateway:
                 signal.signal(sig, stop_hub)
 
     def __rsgi_del__(self, loop: asyncio.AbstractEventLoop) -> None:
-        """The app's lifespan shutdown: the change hub ends its long polls and streams, the readers close."""
+        """The app's lifespan shutdown (when this ran its start-up): the change hub ends its long polls and streams,
+        the readers close. The spill's files go either way."""
         if self._lifespan is not None:
             loop.run_until_complete(self._lifespan.shutdown())  # type: ignore[no-untyped-call]
         self.spill.close()
