@@ -39,8 +39,8 @@ from chartgw.demo.replay import ReplayKey, ReplayServers, Reply
 from chartgw.demo.replay import replay_upstreams as replaying
 from chartgw.demo.seeding import seeder
 from chartgw.http.app import build_app
-from chartgw.http.rsgi import Gateway
-from chartgw.http.server import MAX_HEAD_BYTES, app_state
+from chartgw.http.limits import MAX_HEAD_BYTES
+from chartgw.http.rsgi import Gateway, app_state
 
 TEST_KEY = "test-key-0123456789"
 KEY_HEADERS: Mapping[str, str] = MappingProxyType({"X-API-Key": TEST_KEY})
@@ -220,7 +220,7 @@ def serving(app: Any, **options: Any) -> Iterator[str]:
 
 @contextmanager
 def serving_rsgi(app: Any, *, head_timeout: float | None = None, lifespan: bool = False) -> Iterator[str]:
-    """`app` served as `chartgw serve --interface rsgi` serves it (`chartgw.http.rsgi.Gateway` on granian, with
+    """`app` served as `chartgw serve` serves it (`chartgw.http.rsgi.Gateway` on granian, with
     serve's HTTP/1 settings), in this process: granian's embedded server in a thread, on a free port of 127.0.0.1,
     so a test can reach the app's parts (its lane, its change hub) while it serves. Yields its base URL.
 

@@ -62,7 +62,7 @@ def gateway(korea_data: Path, origins: tuple[str, str]) -> Iterator[str]:
     with environment({"CHARTGW_CORS_ORIGINS": origins[0]}), data_dir(korea_data):
         app = build_app([korea_chart.GROUP], checker=KeyChecker(korea_data / "keys.sqlite", plain_keys=[TEST_KEY]),
                         clock=lambda: FIXED_NOW, limiter=RateLimiter(1000), settings=run_settings())
-    with serving_rsgi(app) as base:  # as chartgw serve --interface rsgi serves it
+    with serving_rsgi(app) as base:  # as chartgw serve serves it
         yield base
 
 

@@ -1,7 +1,7 @@
 """The fast lane: a repeated GET of a cached body is answered by the server from the request head, in the
 bytes the app would send, through the same key check and rate limit; anything else goes to the app.
 
-The gateway as `chartgw serve --interface rsgi` runs it (`chartgw.http.rsgi.Gateway` on granian, its embedded server)
+The gateway as `chartgw serve` runs it (`chartgw.http.rsgi.Gateway` on granian, its embedded server)
 runs in a thread on 127.0.0.1, over /korea-chart's demo data; each answer of the lane is compared with the app's
 answer to the same request (the lane switched off for it)."""
 

@@ -1,7 +1,7 @@
 """The fast lane's answers are observed as the app's are: each carries its request id (and the CORS headers,
 when on), is counted under the same labels with `answered_by="lane"`, and is a line of the JSON access log.
 
-The gateway as `chartgw serve --interface rsgi` runs it (`chartgw.http.rsgi.Gateway` on granian, its embedded server)
+The gateway as `chartgw serve` runs it (`chartgw.http.rsgi.Gateway` on granian, its embedded server)
 runs in a thread on 127.0.0.1 over /korea-chart's demo data, with the access log and CORS on."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`chartgw serve --interface rsgi` (chartgw/http/rsgi.py): granian over the RSGI app, as a real process on 127.0.0.1
+"""`chartgw serve` (chartgw/http/rsgi.py): granian over the RSGI app, as a real process on 127.0.0.1
 over /korea-chart's demo data. The lane's answers are compared with the app's (the first request of a URL is the
 app's, its repeats the lane's: the access log says which answered each); the hostile-edge limits of
 docs/hardening.md are tried one by one; SIGTERM with a long poll and a change stream open stops it cleanly."""
@@ -10,6 +10,7 @@ import contextlib
 import gzip
 import hashlib
 import http.client
+import http.server
 import json
 import signal
 import socket
@@ -25,8 +26,8 @@ from starlette.applications import Starlette
 
 from chartgw.cli import SHUTDOWN_GRACE_SECONDS
 from chartgw.core.settings import Settings
+from chartgw.http.limits import MAX_HEAD_BYTES, MAX_URL_BYTES
 from chartgw.http.rsgi import Gateway, time_out_unread_answers
-from chartgw.http.server import MAX_HEAD_BYTES, MAX_URL_BYTES
 from chartgw.push.changes import ChangeHub
 from tests.fixtures import TEST_KEY, copy_data, group_data, held_in_app
 from tests.test_server import LATE, _exchange, _port, _read_all, chartgw_serve
@@ -442,3 +443,40 @@ def test_the_gateway_runs_the_apps_lifespan_unless_told_not_to(lifespan: bool) -
     assert timeout == round(gateway.send_timeout * 1000)
     assert ran == (["start-up", "shutdown"] if lifespan else [])
     assert (installed != handlers) is lifespan
+
+
+def test_a_body_cut_short_is_not_acted_on(rsgi_data: Path, tmp_path: Path) -> None:
+    """A keyed refresh POST declares 10 bytes, sends 2 and leaves. granian ends such a body as if it were whole, so
+    the app would refresh (crawl) on it; the gateway tells the app the client left instead, and nothing is fetched.
+    The same POST sent whole does crawl (the control), from a local stand-in for the upstream that counts requests."""
+    hits: list[str] = []
+
+    class Upstream(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # http.server's name
+            hits.append(self.path)
+            self.send_error(503)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    origin = f"http://127.0.0.1:{upstream.server_address[1]}"
+    post = (f"POST /korea-chart/refresh?site=portal-a&chart_type=realtime HTTP/1.1\r\nHost: x\r\nX-API-Key: {TEST_KEY}\r\n"
+            "Content-Length: 10\r\n\r\n").encode()
+    try:
+        with rsgi_serve(copy_data(rsgi_data, tmp_path / "data"), UPSTREAM_MELON=origin, CRAWL_DELAY_SECONDS="0",
+                        REFRESH_INTERVAL_SECONDS="0") as proc:
+            port = _port(proc)
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.sendall(post + b"01")
+                time.sleep(0.5)
+            time.sleep(2)  # what a refresh would fetch, it would have fetched by now (a ceiling for the assertion)
+            assert hits == []
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+                s.sendall(post + b"0123456789")
+                assert s.recv(65536).startswith(b"HTTP/1.1 ")
+            assert hits, "the whole POST did not refresh: the control failed"
+    finally:
+        upstream.shutdown()
+        upstream.server_close()

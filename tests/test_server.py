@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from chartgw.http.server import MAX_HEAD_BYTES
+from chartgw.http.limits import MAX_HEAD_BYTES
 from tests.fixtures import TEST_KEY, child_env, group_data
 from tests.tiers import wait_for_port
 
@@ -333,7 +333,7 @@ def test_the_uvicorn_fallback_serves_the_same_app_and_stops_cleanly(edge_data: P
 
 def test_the_hardening_page_lists_every_limit_and_its_setting() -> None:
     from chartgw.core import config
-    from chartgw.http import server
+    from chartgw.http import limits
 
     text = (REPO / "docs" / "hardening.md").read_text()
     for setting in (config.REQUEST_HEAD_TIMEOUT_SECONDS, config.REQUEST_BODY_TIMEOUT_SECONDS,
@@ -342,5 +342,5 @@ def test_the_hardening_page_lists_every_limit_and_its_setting() -> None:
         row = next((line for line in text.splitlines() if line.startswith("|") and f"`{setting.variable}`" in line), "")
         assert setting.default in row, f"docs/hardening.md has no row of {setting.variable} with its default"
     for name, size in (("MAX_URL_BYTES", "8 KB"), ("MAX_HEAD_BYTES", "32 KB")):
-        assert f"{size} (`{name}`" in text and getattr(server, name) == int(size.split()[0]) * (1024 if "KB" in size else 1 << 20)
+        assert f"{size} (`{name}`" in text and getattr(limits, name) == int(size.split()[0]) * (1024 if "KB" in size else 1 << 20)
     assert "--limit-concurrency" in text and "(docs/hardening.md)" in (REPO / "README.md").read_text()

@@ -242,13 +242,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def serve_rsgi(args: argparse.Namespace, settings: Settings) -> None:
     """`serve`: granian over `chartgw.http.rsgi`'s app, its limits from the settings (docs/hardening.md). granian
     stops gracefully on SIGTERM or SIGINT (the app's lifespan shutdown ends long polls and streams), and kills a
-    worker still busy SHUTDOWN_GRACE_SECONDS later. Its own log goes to standard error, as uvicorn's did: standard
+    worker still busy SHUTDOWN_GRACE_SECONDS later. Its own log goes to standard error (uvicorn's did too): standard
     output is the access log's."""
     from granian import Granian
     from granian.constants import HTTPModes, Interfaces, Loops
     from granian.http import HTTP1Settings
 
-    from chartgw.http.server import MAX_HEAD_BYTES
+    from chartgw.http.limits import MAX_HEAD_BYTES
 
     # --read-only names the factory, so every worker process builds the replica's app.
     target = "chartgw.http.rsgi:replica_gateway" if args.read_only else "chartgw.http.rsgi:gateway"

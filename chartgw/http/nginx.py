@@ -9,7 +9,7 @@ enforces them so the two tiers refuse the same requests:
 - a reader that refuses connections or times out is skipped (`proxy_next_upstream`) and left alone for
   `fail_timeout` after `max_fails` failures (passive health checks), so a dead reader costs no request
   while another is up;
-- request heads, bodies and timeouts are capped as `chartgw serve` caps them (chartgw/http/server.py);
+- request heads, bodies and timeouts are capped as `chartgw serve` caps them (chartgw/http/limits.py);
 - bodies pass through as the gateway encoded them (it gzips each once per snapshot): nginx compresses
   nothing;
 - only the public paths of the access table may be answered from nginx's cache, and only when the
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from chartgw.api.endpoints import MAX_BODY_BYTES
 from chartgw.core import config
 from chartgw.core.settings import Settings
-from chartgw.http.server import MAX_HEAD_BYTES, MAX_URL_BYTES
+from chartgw.http.limits import MAX_HEAD_BYTES, MAX_URL_BYTES
 
 __all__ = ["TEMPLATE", "Tier", "public_paths", "render"]
 
@@ -50,7 +50,7 @@ http {
     server_tokens off;
     tcp_nodelay on;
 
-    # The limits `chartgw serve` enforces itself (chartgw/http/server.py): a request line of at most
+    # The limits `chartgw serve` enforces itself (chartgw/http/limits.py): a request line of at most
     # %(url_kb)d KB (414), a head of at most %(head_kb)d KB (4 x %(url_kb)d KB buffers; 400), the head within
     # %(head_timeout)ds (408), idle keep-alive connections closed after %(keepalive)ds, bodies up to %(body_kb)d KB (413).
     client_header_buffer_size 1k;

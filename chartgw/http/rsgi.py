@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import ctypes
 import ctypes.util
+import multiprocessing
 import os
 import signal
 import socket
@@ -35,16 +36,17 @@ from granian.asgi import LifespanProtocol
 from granian.rsgi import HTTPProtocol, ProtocolClosed, Scope  # type: ignore[attr-defined]  # re-exported "as"
 from starlette.types import ASGIApp, Message
 
+from chartgw.api.endpoints import declared_length
 from chartgw.core import config
 from chartgw.core.settings import Settings
 from chartgw.http.app import build_replica_app, build_served_app
 from chartgw.http.fastlane import FastLane
+from chartgw.http.limits import JOIN_MAX, MAX_URL_BYTES
 from chartgw.http.observe import Observability, request_id
-from chartgw.http.server import JOIN_MAX, MAX_URL_BYTES, app_state
 from chartgw.http.spill import Spill
 from chartgw.push.changes import ChangeHub
 
-__all__ = ["Gateway", "gateway", "replica_gateway"]
+__all__ = ["Gateway", "app_state", "gateway", "replica_gateway"]
 
 ASGI_VERSIONS = {"version": "3.0", "spec_version": "2.3"}
 EXTENSIONS: dict[str, dict[str, Any]] = {"http.response.pathsend": {}}
@@ -83,8 +85,8 @@ class Gateway:
     # with its running loop, so there `lifespan` is off).
 
     def __rsgi_init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Runs the app's lifespan start-up (its observer, the change hub), as uvicorn does before serving, unless
-        `lifespan` is off; sets the kernel's send timeout either way."""
+        """Runs the app's lifespan start-up (its observer, the change hub), as an ASGI server does before serving,
+        unless `lifespan` is off; sets the kernel's send timeout either way."""
         if self.lifespan:
             self._start_lifespan(loop)
         # granian builds the worker's listening socket after this call and before the loop runs its first callback.
@@ -97,8 +99,8 @@ class Gateway:
             raise RuntimeError("the app's start-up failed") from self._lifespan.exc
         self._state = self._lifespan.state
         # On SIGTERM (or SIGINT) granian stops accepting and waits for the requests in progress: the change hub's
-        # long polls answer and its streams end at once, as under uvicorn, instead of holding the stop for up to a
-        # minute. granian's own handling stays: the loop learns of the signal through its wakeup fd whatever
+        # long polls answer and its streams end at once, instead of holding the stop for up to a minute.
+        # granian's own handling stays: the loop learns of the signal through its wakeup fd whatever
         # Python-level handler is installed, and this one only asks the loop to stop the hub.
         hub = self.hub
         if hub is not None:
@@ -165,7 +167,7 @@ class Gateway:
             "state": self._state.copy(), "extensions": EXTENSIONS,
         }
         reply = _Reply(protocol, self._refused(scope), self.send_timeout, self._large)
-        body = _Body(protocol, reply, self.body_timeout, _framed(headers))
+        body = _Body(protocol, reply, self.body_timeout, _framed(headers), declared_length(headers))
         self.in_progress += 1
         try:
             await self.app(asgi_scope, body.receive, reply.send)
@@ -265,12 +267,17 @@ class _Body:
     """The ASGI `receive` of one request: its body in the chunks granian reads, then `http.disconnect` once the
     client has gone (what SSE and long polls wait for)."""
 
-    def __init__(self, protocol: HTTPProtocol, reply: _Reply, timeout: float, framed: bool) -> None:
+    def __init__(self, protocol: HTTPProtocol, reply: _Reply, timeout: float, framed: bool,
+                 length: int | None) -> None:
         self.protocol = protocol
         self.reply = reply
         self.timeout = timeout
         self.chunks: AsyncIterator[bytes] | None = protocol.__aiter__() if framed else None
         self.done = not framed
+        self.length = length
+        """The declared Content-Length. granian ends the body of a client that left mid-body as if it were whole, so
+        a body short of it is a client that left. (A chunked body cut short cannot be told from a whole one.)"""
+        self.received = 0
         self.left: asyncio.Future[None] | None = None
 
     async def receive(self) -> Message:
@@ -286,6 +293,8 @@ class _Body:
             chunk = await asyncio.wait_for(anext(self.chunks), self.timeout)
         except StopAsyncIteration:
             self.done = True
+            if self.length is not None and self.received < self.length:
+                return {"type": "http.disconnect"}  # cut short: the app acts on no part of it
             return {"type": "http.request", "body": b"", "more_body": False}
         except TimeoutError:
             # A 408 (unless the app has begun its answer), and the app is told the client left, so it acts on no
@@ -296,6 +305,7 @@ class _Body:
         except ProtocolClosed:
             self.done = True
             return {"type": "http.disconnect"}
+        self.received += len(chunk)
         return {"type": "http.request", "body": bytes(chunk), "more_body": True}
 
 
@@ -382,16 +392,32 @@ PR_SET_PDEATHSIG = 1
 def stop_with_parent() -> bool:
     """Has the kernel send this granian worker SIGTERM (a graceful stop) when granian's main process dies. Killed
     outright (`kill -9`, an OOM kill), the main process cannot stop its workers, and one left running would go on
-    serving on the port (granian binds it with SO_REUSEPORT) beside the next server. Linux only: False elsewhere."""
-    parent = os.getppid()
-    if parent == 1 or not sys.platform.startswith("linux"):
+    serving on the port (granian binds it with SO_REUSEPORT) beside the next server. A worker whose main process
+    dies while it starts stops at once. Linux only, and only in a worker granian started: False otherwise."""
+    parent = multiprocessing.parent_process()
+    if parent is None or not sys.platform.startswith("linux"):
         return False
+    # Until granian installs the worker's own handlers, SIGTERM stops it at once: the handler it inherited from the
+    # main process's fork would take the signal and do nothing.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM) != 0:
             return False
     except (OSError, AttributeError):
         return False
-    if os.getppid() != parent:  # the parent died before the request: nobody will send it
+    if os.getppid() != parent.pid:  # it died before the request: nobody will send the signal
         os.kill(os.getpid(), signal.SIGTERM)
     return True
+
+
+def app_state(app: Any, name: str) -> Any:
+    """`state.<name>` of the gateway app `app` is, or wraps (a middleware around it); else None."""
+    for _ in range(8):
+        found = getattr(getattr(app, "state", None), name, None)
+        if found is not None:
+            return found
+        app = getattr(app, "app", None)
+        if app is None:
+            return None
+    return None
