@@ -24,23 +24,19 @@ from typing import Any, Literal, overload
 import httpx
 import pytest
 import uvicorn
-from granian.asgi import LifespanProtocol
 from granian.constants import HTTPModes, Interfaces
-from granian.http import HTTP1Settings
 from granian.log import LogLevels
 from granian.server.embed import Server
 from starlette.testclient import TestClient
 
 from chartgw.api.access import KeyChecker, RateLimiter
 from chartgw.api.group import Group
-from chartgw.core import config
 from chartgw.core.settings import Settings
 from chartgw.demo.replay import ReplayKey, ReplayServers, Reply
 from chartgw.demo.replay import replay_upstreams as replaying
 from chartgw.demo.seeding import seeder
 from chartgw.http.app import build_app
-from chartgw.http.limits import MAX_HEAD_BYTES
-from chartgw.http.rsgi import Gateway, app_state
+from chartgw.http.rsgi import Gateway, granian_limits
 
 TEST_KEY = "test-key-0123456789"
 KEY_HEADERS: Mapping[str, str] = MappingProxyType({"X-API-Key": TEST_KEY})
@@ -229,26 +225,18 @@ def serving_rsgi(app: Any, *, head_timeout: float | None = None, lifespan: bool 
     serve's, the shorter of the app's head and idle timeouts. `lifespan`: the app's lifespan run around the serving,
     in the server's loop (the gateway cannot run it here: the embedded server's loop is already running when it
     calls `__rsgi_init__`); off by default, as the tests served by uvicorn mostly had it."""
-    chosen: Settings = app_state(app, "settings") or Settings()
-    if head_timeout is None:
-        head_timeout = min(chosen.get(config.REQUEST_HEAD_TIMEOUT_SECONDS), chosen.get(config.IDLE_TIMEOUT_SECONDS))
-    held = chosen.get(config.CHANGES_MAX_WAITERS) + chosen.get(config.CHANGES_MAX_STREAMS)
     gateway = Gateway(app, lifespan=False)
     loops: list[asyncio.AbstractEventLoop] = []
     failed: list[BaseException] = []
 
     async def serve(server: Server) -> None:
         loops.append(asyncio.get_running_loop())
-        life = LifespanProtocol(app) if lifespan else None
-        if life is not None:
-            await life.startup()
-            if life.interrupt:
-                raise RuntimeError("the app's start-up failed") from life.exc
+        if lifespan:
+            await gateway.start_lifespan()
         try:
             await server.serve()
         finally:
-            if life is not None:
-                await life.shutdown()
+            await gateway.stop_lifespan()
 
     def run(server: Server) -> None:
         try:
@@ -259,9 +247,7 @@ def serving_rsgi(app: Any, *, head_timeout: float | None = None, lifespan: bool 
     port = free_port()
     server = Server(gateway, address="127.0.0.1", port=port, interface=Interfaces.RSGI, http=HTTPModes.http1,
                     websockets=False, log_access=False, log_level=LogLevels.warning,
-                    backpressure=2 * chosen.get(config.LIMIT_CONCURRENCY) + held,  # as serve sets it
-                    http1_settings=HTTP1Settings(header_read_timeout=int(head_timeout * 1000), keep_alive=True,
-                                                 max_buffer_size=MAX_HEAD_BYTES))
+                    **granian_limits(gateway.settings, head_timeout))  # as serve sets them
     thread = threading.Thread(target=run, args=(server,), daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

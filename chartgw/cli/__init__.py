@@ -246,27 +246,17 @@ def serve_rsgi(args: argparse.Namespace, settings: Settings) -> None:
     output is the access log's."""
     from granian import Granian
     from granian.constants import HTTPModes, Interfaces, Loops
-    from granian.http import HTTP1Settings
 
-    from chartgw.http.limits import MAX_HEAD_BYTES
+    from chartgw.http.rsgi import granian_limits
 
     # --read-only names the factory, so every worker process builds the replica's app.
     target = "chartgw.http.rsgi:replica_gateway" if args.read_only else "chartgw.http.rsgi:gateway"
-    # The workers answer 503 past CHARTGW_LIMIT_CONCURRENCY requests in progress in the app (long polls and streams,
-    # capped on their own, not counted); granian's backpressure, which makes requests wait unanswered, is set past
-    # everything a worker may hold at once, so it never acts before them.
-    held = settings.get(config.CHANGES_MAX_WAITERS) + settings.get(config.CHANGES_MAX_STREAMS)
-    # granian has one timer for both: from the previous answer (or the connection) to a whole head. It is the
-    # shorter of the two, so an idle connection closes in time too (docs/hardening.md).
-    head_wait = min(settings.get(config.REQUEST_HEAD_TIMEOUT_SECONDS), settings.get(config.IDLE_TIMEOUT_SECONDS))
     to_stderr = {"formatter": "generic", "class": "logging.StreamHandler", "stream": "ext://sys.stderr"}
     server = Granian(
         target, address=args.host, port=args.port, interface=Interfaces.RSGI, factory=True, workers=args.workers,
         loop=Loops.auto, http=HTTPModes.http1, websockets=False, log_access=False, log_level="info",  # type: ignore[arg-type]
         log_dictconfig={"handlers": {"console": to_stderr, "access": to_stderr}},
-        backpressure=2 * settings.get(config.LIMIT_CONCURRENCY) + held, workers_kill_timeout=SHUTDOWN_GRACE_SECONDS,
-        http1_settings=HTTP1Settings(header_read_timeout=int(head_wait * 1000), keep_alive=True,
-                                     max_buffer_size=MAX_HEAD_BYTES))
+        workers_kill_timeout=SHUTDOWN_GRACE_SECONDS, **granian_limits(settings))
     server.serve()
 
 

@@ -1,5 +1,5 @@
 """The limits on what a client may send to `chartgw serve` and on what is handed to granian whole: one place for the
-server (`chartgw.http.rsgi`, and the granian settings `chartgw.cli.serve_rsgi` sets) and for the nginx configuration
+server (`chartgw.http.rsgi`, and the granian options its `granian_limits` makes) and for the nginx configuration
 written for it (`chartgw.http.nginx`). docs/hardening.md lists every limit."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ every request the lane declines, is handed to the Starlette app through a small 
 answers it as under any ASGI server: routes, errors, SSE and long polls (a streamed answer), exports (Range).
 
 granian parses HTTP in Rust, so the limits on what a client may send are its settings where it has one
-(`chartgw.cli.serve_rsgi` sets them; docs/hardening.md lists each limit): a head must arrive within
+(`granian_limits` makes them; docs/hardening.md lists each limit): a head must arrive within
 `CHARTGW_REQUEST_HEAD_TIMEOUT_SECONDS` (granian's `header_read_timeout`), a head past granian's buffer is refused.
 This module times the body (`CHARTGW_REQUEST_BODY_TIMEOUT_SECONDS`, on the app's reads: a 408), refuses long URLs
 and requests past the concurrency limit, and, as granian has no send timeout, has the kernel drop unread answers
@@ -33,6 +33,7 @@ from typing import Any
 from urllib.parse import quote
 
 from granian.asgi import LifespanProtocol
+from granian.http import HTTP1Settings
 from granian.rsgi import HTTPProtocol, ProtocolClosed, Scope  # type: ignore[attr-defined]  # re-exported "as"
 from starlette.types import ASGIApp, Message
 
@@ -41,12 +42,12 @@ from chartgw.core import config
 from chartgw.core.settings import Settings
 from chartgw.http.app import build_replica_app, build_served_app
 from chartgw.http.fastlane import FastLane
-from chartgw.http.limits import JOIN_MAX, MAX_URL_BYTES
+from chartgw.http.limits import JOIN_MAX, MAX_HEAD_BYTES, MAX_URL_BYTES
 from chartgw.http.observe import Observability, request_id
 from chartgw.http.spill import Spill
 from chartgw.push.changes import ChangeHub
 
-__all__ = ["Gateway", "app_state", "gateway", "replica_gateway"]
+__all__ = ["Gateway", "gateway", "granian_limits", "replica_gateway"]
 
 ASGI_VERSIONS = {"version": "3.0", "spec_version": "2.3"}
 EXTENSIONS: dict[str, dict[str, Any]] = {"http.response.pathsend": {}}
@@ -63,14 +64,16 @@ class Gateway:
     def __init__(self, app: ASGIApp, spill: Spill | None = None, *, lifespan: bool = True) -> None:
         self.app = app
         self.lifespan = lifespan
-        """False: the app's lifespan is not run here (its caller runs it or leaves it off), which granian's embedded
-        server needs too: its loop is already running when it calls `__rsgi_init__` (the tests serve it so)."""
+        """False: `__rsgi_init__` does not run the app's lifespan (its caller may, with `start_lifespan`), which
+        granian's embedded server needs: its loop is already running when it calls `__rsgi_init__` (the tests serve
+        it so)."""
         self.in_progress = 0
         hub = app_state(app, "change_hub")
         self.hub: ChangeHub | None = hub if isinstance(hub, ChangeHub) else None
         lane = app_state(app, "fast_lane")
         self.lane: FastLane | None = lane if isinstance(lane, FastLane) else None
         settings = app_state(app, "settings") or Settings()  # an app not the gateway's: the defaults
+        self.settings: Settings = settings
         self.spill = spill if spill is not None else Spill(max_bytes=settings.get(config.CACHE_MAX_MB) * 1024 * 1024)
         self.body_timeout: float = settings.get(config.REQUEST_BODY_TIMEOUT_SECONDS)
         self.send_timeout: float = settings.get(config.SEND_TIMEOUT_SECONDS)
@@ -88,16 +91,26 @@ class Gateway:
         """Runs the app's lifespan start-up (its observer, the change hub), as an ASGI server does before serving,
         unless `lifespan` is off; sets the kernel's send timeout either way."""
         if self.lifespan:
-            self._start_lifespan(loop)
+            loop.run_until_complete(self.start_lifespan())
+            self._stop_hub_on_signals(loop)
         # granian builds the worker's listening socket after this call and before the loop runs its first callback.
         loop.call_soon(time_out_unread_answers, self.send_timeout)
 
-    def _start_lifespan(self, loop: asyncio.AbstractEventLoop) -> None:
+    async def start_lifespan(self) -> None:
+        """The app's lifespan start-up; its state is every request's."""
         self._lifespan = LifespanProtocol(self.app)  # type: ignore[no-untyped-call]
-        loop.run_until_complete(self._lifespan.startup())  # type: ignore[no-untyped-call]
+        await self._lifespan.startup()  # type: ignore[no-untyped-call]
         if self._lifespan.interrupt:
             raise RuntimeError("the app's start-up failed") from self._lifespan.exc
         self._state = self._lifespan.state
+
+    async def stop_lifespan(self) -> None:
+        """The app's lifespan shutdown, when it was started: the change hub ends its long polls and streams, the
+        readers close."""
+        if self._lifespan is not None:
+            await self._lifespan.shutdown()  # type: ignore[no-untyped-call]
+
+    def _stop_hub_on_signals(self, loop: asyncio.AbstractEventLoop) -> None:
         # On SIGTERM (or SIGINT) granian stops accepting and waits for the requests in progress: the change hub's
         # long polls answer and its streams end at once, instead of holding the stop for up to a minute.
         # granian's own handling stays: the loop learns of the signal through its wakeup fd whatever
@@ -111,10 +124,9 @@ class Gateway:
                 signal.signal(sig, stop_hub)
 
     def __rsgi_del__(self, loop: asyncio.AbstractEventLoop) -> None:
-        """The app's lifespan shutdown (when this ran its start-up): the change hub ends its long polls and streams,
-        the readers close. The spill's files go either way."""
-        if self._lifespan is not None:
-            loop.run_until_complete(self._lifespan.shutdown())  # type: ignore[no-untyped-call]
+        """The app's lifespan shutdown (`stop_lifespan`) unless `lifespan` is off, then the spill's files go."""
+        if self.lifespan:
+            loop.run_until_complete(self.stop_lifespan())
         self.spill.close()
 
     # Requests.
@@ -412,12 +424,20 @@ def stop_with_parent() -> bool:
 
 
 def app_state(app: Any, name: str) -> Any:
-    """`state.<name>` of the gateway app `app` is, or wraps (a middleware around it); else None."""
-    for _ in range(8):
-        found = getattr(getattr(app, "state", None), name, None)
-        if found is not None:
-            return found
-        app = getattr(app, "app", None)
-        if app is None:
-            return None
-    return None
+    """`state.<name>` of the gateway app `app` (None for an app without it)."""
+    return getattr(getattr(app, "state", None), name, None)
+
+
+def granian_limits(settings: Settings, head_timeout: float | None = None) -> dict[str, Any]:
+    """granian's options that hold a client to `settings`' limits (docs/hardening.md), for `chartgw serve` and the
+    tests' embedded server alike. The workers answer 503 past CHARTGW_LIMIT_CONCURRENCY requests in progress in the
+    app (long polls and streams, capped on their own, not counted); granian's backpressure, which makes requests wait
+    unanswered, is set past everything a worker may hold at once, so it never acts before them. granian has one
+    timer from the previous answer (or the connection) to a whole head: by default the shorter of the head and idle
+    timeouts, so an idle connection closes in time too."""
+    held = settings.get(config.CHANGES_MAX_WAITERS) + settings.get(config.CHANGES_MAX_STREAMS)
+    if head_timeout is None:
+        head_timeout = min(settings.get(config.REQUEST_HEAD_TIMEOUT_SECONDS), settings.get(config.IDLE_TIMEOUT_SECONDS))
+    return {"backpressure": 2 * settings.get(config.LIMIT_CONCURRENCY) + held,
+            "http1_settings": HTTP1Settings(header_read_timeout=int(head_timeout * 1000), keep_alive=True,
+                                            max_buffer_size=MAX_HEAD_BYTES)}
